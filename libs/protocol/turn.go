@@ -1,0 +1,106 @@
+package protocol
+
+import "time"
+
+// SSE event names of a chat turn (contract §1).
+const (
+	EventToken            = "token"
+	EventStep             = "step"
+	EventTool             = "tool"
+	EventToolResult       = "tool_result"
+	EventFileCreated      = "file_created"
+	EventApprovalRequired = "approval_required"
+	EventGepaChoices      = "gepa_choices"
+	EventModelSwitch      = "model_switch"
+	EventNotification     = "notification"
+	EventDone             = "done"
+	EventError            = "error"
+)
+
+// IsTerminal reports whether an event ends its turn's stream.
+func IsTerminal(event string) bool { return event == EventDone || event == EventError }
+
+// Autonomy levels (contract §1 request body).
+const (
+	AutonomyNormal  = "normal"
+	AutonomyTrusted = "trusted"
+	AutonomyYolo    = "yolo"
+)
+
+// Autonomy is the tool-confirmation relaxation a chat request asks for.
+type Autonomy struct {
+	Level string `json:"level,omitempty"`
+	// ExpiresAt is a Unix time in milliseconds; 0 means no expiry.
+	ExpiresAt int64 `json:"expiresAt,omitempty"`
+}
+
+// Effective returns the level in force at now: "trusted" or "yolo" only when
+// asked for and not expired, otherwise "normal".
+func (a Autonomy) Effective(now time.Time) string {
+	if a.Level != AutonomyTrusted && a.Level != AutonomyYolo {
+		return AutonomyNormal
+	}
+	if a.ExpiresAt != 0 && a.ExpiresAt <= now.UnixMilli() {
+		return AutonomyNormal
+	}
+	return a.Level
+}
+
+// TurnRequest asks a runner to run one chat turn. The gateway has validated
+// every field: IDs pass ValidID and WorkspacePath (if set) is an absolute
+// path inside the data directory or the workspace's linked directory.
+type TurnRequest struct {
+	// TurnID is chosen by the gateway so it can be logged and traced before
+	// the runner answers; a runner assigns one when it is empty.
+	TurnID        string   `json:"turnId,omitempty"`
+	Workspace     string   `json:"workspace"`
+	Session       string   `json:"session"`
+	Message       string   `json:"message"`
+	Model         string   `json:"model,omitempty"`
+	Persona       string   `json:"persona,omitempty"`
+	WorkspacePath string   `json:"workspacePath,omitempty"`
+	Autonomy      Autonomy `json:"autonomy"`
+}
+
+// TurnStarted is a runner's answer to TurnRequest: the turn runs and its
+// events are (or will be) on TurnEvents(TurnID).
+type TurnStarted struct {
+	TurnID string `json:"turnId"`
+}
+
+// Turn control messages, published on TurnControl(turnID).
+const (
+	// ControlCancel stops the turn: the model stream is cut, what was
+	// produced is persisted and pending approvals are denied.
+	ControlCancel = "cancel"
+)
+
+// TurnControlMsg is the body of a message on TurnControl.
+type TurnControlMsg struct {
+	Action string `json:"action"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// TokenData is the data of a token or step event.
+type TokenData struct {
+	Content string `json:"content"`
+}
+
+// ErrorData is the data of a terminal error event.
+type ErrorData struct {
+	Message string `json:"message"`
+}
+
+// EchoUsage is the zero usage object of echo-mode and command-only turns.
+type EchoUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// EchoDone is the done event of echo-mode and command-only turns.
+type EchoDone struct {
+	Content   string    `json:"content"`
+	Usage     EchoUsage `json:"usage"`
+	ToolsUsed []string  `json:"toolsUsed"`
+}
