@@ -1,0 +1,121 @@
+// Package bus connects services to NATS and gives them typed request/reply:
+// JSON bodies, errors that keep their protocol.Error kind across the wire
+// (as nats micro error headers), and the JetStream setup every service
+// shares.
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+// DefaultTimeout bounds a request whose context has no deadline.
+const DefaultTimeout = 10 * time.Second
+
+// Dialer opens a named connection to the bus. The composition root builds
+// one (in-process for the embedded server, a URL otherwise) and every
+// service dials its own connection with it in Start.
+type Dialer func(name string) (*nats.Conn, error)
+
+// URLDialer dials an external NATS server (or cluster: comma-separated URLs).
+func URLDialer(url string, opts ...nats.Option) Dialer {
+	return func(name string) (*nats.Conn, error) {
+		nc, err := nats.Connect(url, append(baseOptions(name), opts...)...)
+		if err != nil {
+			return nil, fmt.Errorf("bus: connect %s as %s: %w", url, name, err)
+		}
+		return nc, nil
+	}
+}
+
+// OptionDialer dials with a fixed option such as nats.InProcessServer.
+func OptionDialer(opt nats.Option) Dialer {
+	return func(name string) (*nats.Conn, error) {
+		nc, err := nats.Connect("", append(baseOptions(name), opt)...)
+		if err != nil {
+			return nil, fmt.Errorf("bus: connect in-process as %s: %w", name, err)
+		}
+		return nc, nil
+	}
+}
+
+func baseOptions(name string) []nats.Option {
+	return []nats.Option{
+		nats.Name(name),
+		// A team server outlives NATS restarts; keep trying.
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+	}
+}
+
+// Request sends req as JSON on subject and decodes the reply into Rep. A
+// service error comes back as *protocol.Error with its status; no
+// responders becomes protocol.ErrUnavailable.
+func Request[Rep any](ctx context.Context, nc *nats.Conn, subject string, req any) (Rep, error) {
+	var rep Rep
+	body, err := json.Marshal(req)
+	if err != nil {
+		return rep, fmt.Errorf("bus: encode request for %s: %w", subject, err)
+	}
+	msg, err := RequestMsg(ctx, nc, &nats.Msg{Subject: subject, Data: body})
+	if err != nil {
+		return rep, err
+	}
+	if err := json.Unmarshal(msg.Data, &rep); err != nil {
+		return rep, fmt.Errorf("bus: decode reply from %s: %w", subject, err)
+	}
+	return rep, nil
+}
+
+// RequestMsg sends msg and returns the raw reply, turning micro error
+// headers into *protocol.Error.
+func RequestMsg(ctx context.Context, nc *nats.Conn, msg *nats.Msg) (*nats.Msg, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
+	reply, err := nc.RequestMsgWithContext(ctx, msg)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return nil, fmt.Errorf("bus: %s: %w", msg.Subject, protocol.ErrUnavailable)
+		}
+		return nil, fmt.Errorf("bus: request %s: %w", msg.Subject, err)
+	}
+	if e := ReplyError(reply); e != nil {
+		return nil, e
+	}
+	return reply, nil
+}
+
+// ReplyError extracts the *protocol.Error a micro service put in a reply's
+// headers, or nil for a normal reply.
+func ReplyError(msg *nats.Msg) *protocol.Error {
+	if msg.Header == nil {
+		return nil
+	}
+	code := msg.Header.Get(micro.ErrorCodeHeader)
+	if code == "" {
+		return nil
+	}
+	status, err := strconv.Atoi(code)
+	if err != nil || status < 400 || status > 599 {
+		status = 500
+	}
+	e := &protocol.Error{Status: status}
+	if len(msg.Data) > 0 && json.Unmarshal(msg.Data, e) == nil && e.Message != "" {
+		e.Status = status
+		return e
+	}
+	e.Message = msg.Header.Get(micro.ErrorHeader)
+	return e
+}

@@ -1,0 +1,157 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+// ServiceConfig configures a Service.
+type ServiceConfig struct {
+	// Name is the micro service name (protocol.Service*). Required.
+	Name string
+	// Version is reported in micro discovery. Default "0.1.0".
+	Version string
+	// Concurrency bounds how many requests run at once. micro calls a
+	// handler on the subscription's goroutine, so without this a slow
+	// request (an fsync) would hold up every other one. Default 64.
+	Concurrency int
+	// Logger logs handler failures. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Service is a nats micro service whose endpoints are typed JSON handlers
+// run on their own goroutines, all owned by the Service and waited for by
+// Stop.
+type Service struct {
+	svc    micro.Service
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	sem    chan struct{}
+	wg     sync.WaitGroup
+}
+
+// NewService registers a micro service on nc. Endpoints are added with
+// AddEndpoint before or after; requests are served until Stop.
+func NewService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
+	if cfg.Name == "" {
+		return nil, errors.New("bus: service name is required")
+	}
+	if cfg.Version == "" {
+		cfg.Version = "0.1.0"
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 64
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	svc, err := micro.AddService(nc, micro.Config{Name: cfg.Name, Version: cfg.Version})
+	if err != nil {
+		return nil, fmt.Errorf("bus: add service %s: %w", cfg.Name, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Service{svc: svc, log: cfg.Logger, ctx: ctx, cancel: cancel, sem: make(chan struct{}, cfg.Concurrency)}, nil
+}
+
+// HandlerFunc handles one decoded request.
+type HandlerFunc[Req, Rep any] func(ctx context.Context, req Req) (Rep, error)
+
+// AddEndpoint serves subject with fn. The request body is decoded into Req
+// (an undecodable body is a 400); fn's *protocol.Error keeps its status,
+// any other error is logged and answered as a 500 without detail.
+func AddEndpoint[Req, Rep any](s *Service, name, subject string, fn HandlerFunc[Req, Rep]) error {
+	h := micro.HandlerFunc(func(r micro.Request) {
+		s.dispatch(func(ctx context.Context) {
+			var req Req
+			if err := json.Unmarshal(r.Data(), &req); err != nil {
+				respondError(r, &protocol.Error{Status: 400, Message: "malformed request"})
+				return
+			}
+			rep, err := fn(ctx, req)
+			if err != nil {
+				s.fail(r, name, err)
+				return
+			}
+			if err := r.RespondJSON(rep); err != nil {
+				s.log.Warn("bus: respond failed", "endpoint", name, "err", err)
+			}
+		})
+	})
+	if err := s.svc.AddEndpoint(name, h, micro.WithEndpointSubject(subject)); err != nil {
+		return fmt.Errorf("bus: add endpoint %s: %w", name, err)
+	}
+	return nil
+}
+
+// AddRawEndpoint serves subject with a handler that gets the raw request;
+// it still runs on a Service-owned goroutine.
+func (s *Service) AddRawEndpoint(name, subject string, fn func(ctx context.Context, r micro.Request)) error {
+	h := micro.HandlerFunc(func(r micro.Request) {
+		s.dispatch(func(ctx context.Context) { fn(ctx, r) })
+	})
+	if err := s.svc.AddEndpoint(name, h, micro.WithEndpointSubject(subject)); err != nil {
+		return fmt.Errorf("bus: add endpoint %s: %w", name, err)
+	}
+	return nil
+}
+
+func (s *Service) dispatch(fn func(ctx context.Context)) {
+	select {
+	case s.sem <- struct{}{}:
+	case <-s.ctx.Done():
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer func() { <-s.sem; s.wg.Done() }()
+		fn(s.ctx)
+	}()
+}
+
+func (s *Service) fail(r micro.Request, name string, err error) {
+	if e := protocol.AsError(err); e != nil {
+		respondError(r, e)
+		return
+	}
+	s.log.Error("bus: handler failed", "endpoint", name, "err", err)
+	respondError(r, protocol.ErrInternal)
+}
+
+// RespondError answers r with e as a micro error (status code in the
+// header, the JSON body the gateway forwards).
+func RespondError(r micro.Request, e *protocol.Error) { respondError(r, e) }
+
+func respondError(r micro.Request, e *protocol.Error) {
+	body, _ := json.Marshal(e)
+	_ = r.Error(strconv.Itoa(e.Status), e.Message, body)
+}
+
+// Stop stops taking requests, waits for running handlers (bounded by ctx)
+// and then cancels their context.
+func (s *Service) Stop(ctx context.Context) error {
+	err := s.svc.Stop()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.cancel()
+		<-done
+	}
+	s.cancel()
+	if err != nil {
+		return fmt.Errorf("bus: stop service: %w", err)
+	}
+	return nil
+}

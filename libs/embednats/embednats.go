@@ -1,0 +1,160 @@
+// Package embednats runs a nats-server with JetStream inside the waggle
+// process, so the desktop build is one process with nothing else to
+// install. It is the only package that imports nats-server.
+package embednats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// Config configures the embedded server.
+type Config struct {
+	// StoreDir is JetStream's storage directory, usually <data-dir>/nats.
+	// Required.
+	StoreDir string
+	// Listen is an optional host:port for a TCP client listener (handy for
+	// the nats CLI, or for other waggle processes). Empty means no TCP
+	// listener at all: only in-process connections.
+	Listen string
+	// ServerName names the server in logs and JetStream metadata.
+	// Default "waggle".
+	ServerName string
+	// ReadyTimeout bounds how long Start waits for the server. Default 10s.
+	ReadyTimeout time.Duration
+	// Logger receives the server's notices and errors. Nil means silent.
+	Logger *slog.Logger
+}
+
+// Validate checks c and fills defaults.
+func (c *Config) Validate() error {
+	if c.StoreDir == "" {
+		return errors.New("embednats: StoreDir is required")
+	}
+	if c.ServerName == "" {
+		c.ServerName = "waggle"
+	}
+	if c.ReadyTimeout <= 0 {
+		c.ReadyTimeout = 10 * time.Second
+	}
+	if c.Listen != "" {
+		if _, _, err := splitHostPort(c.Listen); err != nil {
+			return fmt.Errorf("embednats: listen address %q: %w", c.Listen, err)
+		}
+	}
+	return nil
+}
+
+// Server is an embedded nats-server. The zero value is not usable; call New.
+type Server struct {
+	cfg Config
+	ns  *server.Server
+}
+
+// New returns an unstarted server.
+func New(cfg Config) *Server { return &Server{cfg: cfg} }
+
+// Start starts the server and waits until it accepts connections.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.cfg.Validate(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(s.cfg.StoreDir, 0o700); err != nil {
+		return fmt.Errorf("embednats: create store dir: %w", err)
+	}
+	opts := &server.Options{
+		ServerName: s.cfg.ServerName,
+		JetStream:  true,
+		StoreDir:   filepath.Clean(s.cfg.StoreDir),
+		// The binary owns signals; a server that installed its own handlers
+		// would race our graceful shutdown.
+		NoSigs:     true,
+		NoLog:      s.cfg.Logger == nil,
+		DontListen: s.cfg.Listen == "",
+		// Turn events can be large (a whole tool result); the default 1 MiB
+		// is the same as our HTTP body limit, so keep headroom.
+		MaxPayload: 8 << 20,
+	}
+	if s.cfg.Listen != "" {
+		host, port, _ := splitHostPort(s.cfg.Listen)
+		opts.Host, opts.Port = host, port
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return fmt.Errorf("embednats: new server: %w", err)
+	}
+	if s.cfg.Logger != nil {
+		ns.SetLoggerV2(slogAdapter{s.cfg.Logger}, false, false, false)
+	}
+	ns.Start()
+	if !ns.ReadyForConnections(s.cfg.ReadyTimeout) {
+		ns.Shutdown()
+		if s.cfg.Listen != "" {
+			return fmt.Errorf("embednats: server not ready within %s (is %s already in use?)", s.cfg.ReadyTimeout, s.cfg.Listen)
+		}
+		return fmt.Errorf("embednats: server not ready within %s", s.cfg.ReadyTimeout)
+	}
+	s.ns = ns
+	return nil
+}
+
+// ConnectOption returns the nats.Option that dials this server in process.
+func (s *Server) ConnectOption() nats.Option { return nats.InProcessServer(s.ns) }
+
+// ClientURL is the TCP URL clients can use, or "" without a listener.
+func (s *Server) ClientURL() string {
+	if s.ns == nil || s.cfg.Listen == "" {
+		return ""
+	}
+	return s.ns.ClientURL()
+}
+
+// Stop shuts the server down and waits for it, bounded by ctx.
+func (s *Server) Stop(ctx context.Context) error {
+	if s.ns == nil {
+		return nil
+	}
+	done := make(chan struct{})
+	go func() {
+		s.ns.Shutdown()
+		s.ns.WaitForShutdown()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("embednats: shutdown: %w", ctx.Err())
+	}
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("bad port %q", p)
+	}
+	return host, port, nil
+}
+
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) Noticef(format string, v ...any) { a.l.Debug(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Warnf(format string, v ...any)   { a.l.Warn(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Fatalf(format string, v ...any)  { a.l.Error(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Errorf(format string, v ...any)  { a.l.Error(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Debugf(format string, v ...any)  { a.l.Debug(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Tracef(format string, v ...any)  {}

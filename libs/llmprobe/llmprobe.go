@@ -1,0 +1,131 @@
+// Package llmprobe answers "is the model server up?" cheaply: one
+// `GET {base}/models` with a short timeout, cached briefly and shared by
+// concurrent callers, so no turn ever waits on a multi-second probe.
+package llmprobe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config configures a Prober.
+type Config struct {
+	// URL is the OpenAI-compatible base URL including /v1. Required.
+	URL string
+	// APIKey is sent as a bearer token when set.
+	APIKey string
+	// Timeout bounds one probe. Default 1s.
+	Timeout time.Duration
+	// TTL is how long a result is reused. Default 5s.
+	TTL time.Duration
+	// Client is the HTTP client. Default: a client with Timeout.
+	Client *http.Client
+}
+
+// Validate checks c and fills defaults.
+func (c *Config) Validate() error {
+	if c.URL == "" {
+		return errors.New("llmprobe: URL is required")
+	}
+	if !strings.HasPrefix(c.URL, "http://") && !strings.HasPrefix(c.URL, "https://") {
+		return fmt.Errorf("llmprobe: URL %q must start with http:// or https://", c.URL)
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = time.Second
+	}
+	if c.TTL <= 0 {
+		c.TTL = 5 * time.Second
+	}
+	if c.Client == nil {
+		c.Client = &http.Client{Timeout: c.Timeout}
+	}
+	return nil
+}
+
+// Status is the last probe's outcome.
+type Status struct {
+	Reachable bool      `json:"reachable"`
+	CheckedAt time.Time `json:"checkedAt"`
+	Detail    string    `json:"detail,omitempty"`
+}
+
+// Prober probes one model server.
+type Prober struct {
+	cfg Config
+
+	mu       sync.Mutex
+	last     Status
+	inflight chan struct{} // closed when the running probe finishes
+}
+
+// New returns a Prober; cfg must have passed Validate.
+func New(cfg Config) *Prober { return &Prober{cfg: cfg} }
+
+// Available reports whether the model server answered 2xx recently,
+// probing if the cached answer is older than TTL.
+func (p *Prober) Available(ctx context.Context) bool { return p.Check(ctx).Reachable }
+
+// Check returns a fresh-enough Status.
+func (p *Prober) Check(ctx context.Context) Status {
+	p.mu.Lock()
+	if !p.last.CheckedAt.IsZero() && time.Since(p.last.CheckedAt) < p.cfg.TTL {
+		st := p.last
+		p.mu.Unlock()
+		return st
+	}
+	wait := p.inflight
+	if wait == nil {
+		wait = make(chan struct{})
+		p.inflight = wait
+		p.mu.Unlock()
+		st := p.probe(ctx)
+		p.mu.Lock()
+		p.last, p.inflight = st, nil
+		p.mu.Unlock()
+		close(wait)
+		return st
+	}
+	p.mu.Unlock()
+	select {
+	case <-wait:
+	case <-ctx.Done():
+		return Status{Detail: "probe cancelled"}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
+// Last returns the cached Status without probing.
+func (p *Prober) Last() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
+func (p *Prober) probe(ctx context.Context) Status {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
+	now := time.Now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(p.cfg.URL, "/")+"/models", nil)
+	if err != nil {
+		return Status{CheckedAt: now, Detail: "bad URL"}
+	}
+	if p.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+p.cfg.APIKey)
+	}
+	resp, err := p.cfg.Client.Do(req)
+	if err != nil {
+		return Status{CheckedAt: now, Detail: "unreachable"}
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return Status{CheckedAt: now, Detail: fmt.Sprintf("HTTP %d", resp.StatusCode)}
+	}
+	return Status{Reachable: true, CheckedAt: now}
+}
