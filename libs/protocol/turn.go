@@ -1,6 +1,9 @@
 package protocol
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // SSE event names of a chat turn (contract §1).
 const (
@@ -103,4 +106,15 @@ type EchoDone struct {
 	Content   string    `json:"content"`
 	Usage     EchoUsage `json:"usage"`
 	ToolsUsed []string  `json:"toolsUsed"`
+}
+
+// IsSlashCommand reports whether a chat message is a slash command: after
+// trimming, a '/' followed by an ASCII word character (reference §3.1).
+func IsSlashCommand(message string) bool {
+	s := strings.TrimSpace(message)
+	if len(s) < 2 || s[0] != '/' {
+		return false
+	}
+	c := s[1]
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 }
