@@ -1,0 +1,58 @@
+package gate
+
+import "strings"
+
+// WildcardTarget is the target key of a grant that is not about one
+// particular target. It is compared literally, never as a pattern: a
+// write_file grant keyed "*" covers calls without a path, not every path.
+const WildcardTarget = "*"
+
+// TargetKey is what an "always allow" grant for this call is about: the
+// file for write_file/edit_file, the other workspace for
+// read_other_workspace/list_workspace_files, and WildcardTarget for every
+// other tool (one grant covers all its calls).
+func TargetKey(tool string, args map[string]any) string {
+	var key string
+	switch tool {
+	case ToolWriteFile, ToolEditFile:
+		v := args["path"]
+		if v == nil {
+			v = args["file_path"]
+		}
+		key = jsTrim(jsString(v))
+	case ToolReadOtherWorkspace, ToolListWorkspaceFiles:
+		key = jsTrim(argString(args, "target_workspace_id"))
+	}
+	if key == "" {
+		return WildcardTarget
+	}
+	return key
+}
+
+// DescribeGrant is the human description stored with a grant and listed in
+// the approvals inbox. source is the workspace the grant is scoped to (nil:
+// every workspace).
+func DescribeGrant(tool, targetKey string, source *string) string {
+	switch {
+	case tool == ToolReadOtherWorkspace:
+		d := `Read workspace "` + targetKey + `"`
+		if source != nil && *source != "" {
+			d += ` from "` + *source + `"`
+		}
+		return d
+	case tool == ToolListWorkspaceFiles:
+		return `List files in workspace "` + targetKey + `"`
+	case tool == ToolWriteFile || tool == ToolEditFile:
+		if targetKey == WildcardTarget {
+			return "Write any file"
+		}
+		return "Write to " + targetKey
+	case tool == ToolGenerateDocx:
+		return "Generate .docx documents"
+	case tool == ToolInstallCapability:
+		return "Install capabilities (skills, plugins)"
+	case strings.HasPrefix(tool, "git_"):
+		return "Run " + tool
+	}
+	return "Execute " + tool + " on " + targetKey
+}
