@@ -1,0 +1,64 @@
+package digest
+
+import "strings"
+
+// Snippet is one search hit's context; Role is the message role, or
+// "summary" for a hit in the session summary.
+type Snippet struct {
+	Text string `json:"text"`
+	Role string `json:"role"`
+}
+
+// maxSnippets caps the snippets of one session; matchCount keeps counting.
+const maxSnippets = 3
+
+// searchLines is how many message lines of a session are searched.
+const searchLines = 50
+
+// Search matches q case-insensitively as a substring of the meta summary and
+// of the contents of the first 50 message lines (titles are not searched).
+// Each hit adds one to matchCount; the first three hits give snippets. The
+// caller enforces the 2-character minimum on q.
+func Search(f File, q string) (matchCount int, snippets []Snippet) {
+	lq := strings.ToLower(q)
+	if s := f.meta.summary; f.Meta != nil && s != "" && strings.Contains(strings.ToLower(s), lq) {
+		matchCount++
+		snippets = append(snippets, Snippet{Text: snippet(s, lq), Role: "summary"})
+	}
+	seen := 0
+	f.messageLines(func(l *lineInfo) bool {
+		seen++
+		if l.isMessage() && strings.Contains(strings.ToLower(l.content), lq) {
+			matchCount++
+			if len(snippets) < maxSnippets {
+				snippets = append(snippets, Snippet{Text: snippet(l.content, lq), Role: l.role})
+			}
+		}
+		return seen < searchLines
+	})
+	return matchCount, snippets
+}
+
+// snippet is the text from 40 units before the first hit to 80 units after
+// it, newlines flattened, with "..." marking each cut side.
+func snippet(text, lq string) string {
+	lower := strings.ToLower(text)
+	at := strings.Index(lower, lq)
+	if at < 0 {
+		return jsSlice(text, 0, 120)
+	}
+	// Go's ToLower maps rune to rune within the same UTF-16 width, so an
+	// offset in the lowered text is an offset in the original.
+	idx := jsLen(lower[:at])
+	n := jsLen(text)
+	start := max(0, idx-40)
+	end := min(n, idx+jsLen(lq)+80)
+	s := strings.ReplaceAll(jsSlice(text, start, end), "\n", " ")
+	if start > 0 {
+		s = "..." + s
+	}
+	if end < n {
+		s += "..."
+	}
+	return s
+}
