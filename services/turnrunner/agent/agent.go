@@ -1,0 +1,344 @@
+// Package agent is the agent loop of a chat turn: it streams the model's
+// reply (go-openai against an OpenAI-compatible server), runs the tool
+// calls the model asks for through an approval gate, feeds the results back
+// and repeats until the model answers without tools, emitting the turn's
+// SSE events (token, step, tool, tool_result, file_created, model_switch)
+// to a Sink as they happen.
+//
+// Where this deliberately differs from the original:
+//   - Retry notices ("[Rate limited — waiting …]", "[Server error …]") are
+//     step events, not tokens, so they never end up in the reply text the
+//     user keeps or the model sees next turn (and carry no surrounding
+//     newlines, which only separated them from reply text).
+//   - A model switch is announced (model_switch + step) when it happens —
+//     the budget switch before the first model call, the fallback when the
+//     primary model gave up — rather than after the run.
+//   - Result.Content is all text the model streamed in the turn (every
+//     step), which is exactly what the client concatenated from tokens.
+//   - FriendlyError never forwards a raw error text.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+// Defaults of Config.
+const (
+	DefaultBaseURL               = "http://localhost:4000/v1"
+	DefaultMaxSteps              = 25
+	DefaultMaxRetries            = 3
+	DefaultRetryBackoff          = time.Second
+	DefaultMaxRetryAfter         = 30 * time.Second
+	DefaultResponseHeaderTimeout = 2 * time.Minute
+)
+
+// Config configures an Agent. Zero fields take the documented defaults.
+type Config struct {
+	// BaseURL is the OpenAI-compatible base URL including /v1; default
+	// DefaultBaseURL.
+	BaseURL string
+	// APIKey is sent as a bearer token when not empty.
+	APIKey string
+	// MaxSteps bounds the model calls of one turn; default 25.
+	MaxSteps int
+	// MaxRetries is how often a failing model call is retried before the
+	// fallback model is tried; default 3.
+	MaxRetries int
+	// RetryBackoff is the first retry's wait, doubled on each further
+	// retry; default 1s.
+	RetryBackoff time.Duration
+	// MaxRetryAfter is the longest Retry-After header honoured; a longer
+	// one falls back to RetryBackoff; default 30s.
+	MaxRetryAfter time.Duration
+	// ResponseHeaderTimeout bounds the wait for the model's response
+	// headers (a timeout is retried); default 2m. Ignored with HTTPClient.
+	ResponseHeaderTimeout time.Duration
+	// HTTPClient replaces the default client (its Transport is wrapped).
+	// It must not set a Timeout shorter than a whole streamed reply.
+	HTTPClient *http.Client
+}
+
+func (c Config) withDefaults() Config {
+	if c.BaseURL == "" {
+		c.BaseURL = DefaultBaseURL
+	}
+	if c.MaxSteps == 0 {
+		c.MaxSteps = DefaultMaxSteps
+	}
+	if c.MaxRetries == 0 {
+		c.MaxRetries = DefaultMaxRetries
+	}
+	if c.RetryBackoff == 0 {
+		c.RetryBackoff = DefaultRetryBackoff
+	}
+	if c.MaxRetryAfter == 0 {
+		c.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	if c.ResponseHeaderTimeout == 0 {
+		c.ResponseHeaderTimeout = DefaultResponseHeaderTimeout
+	}
+	return c
+}
+
+// Validate reports a config that cannot work (after defaults are applied).
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	u, err := url.Parse(c.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("agent: base URL %q is not an http(s) URL", c.BaseURL)
+	}
+	switch {
+	case c.MaxSteps < 1:
+		return fmt.Errorf("agent: max steps %d < 1", c.MaxSteps)
+	case c.MaxRetries < 0:
+		return fmt.Errorf("agent: max retries %d < 0", c.MaxRetries)
+	case c.RetryBackoff < 0 || c.MaxRetryAfter < 0 || c.ResponseHeaderTimeout < 0:
+		return errors.New("agent: negative duration in config")
+	}
+	return nil
+}
+
+// Agent runs agent-loop turns against one model server. It holds no
+// per-turn state and is safe for concurrent Runs.
+type Agent struct {
+	cfg    Config
+	client *openai.Client
+}
+
+// New returns an Agent for cfg; it connects nothing until a turn runs.
+func New(cfg Config) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	oc := openai.DefaultConfig(cfg.APIKey)
+	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	oc.HTTPClient = newHTTPClient(cfg)
+	return &Agent{cfg: cfg, client: openai.NewClientWithConfig(oc)}, nil
+}
+
+// Request is one turn for the agent loop.
+type Request struct {
+	// TurnID tags the tool events of this turn.
+	TurnID string
+	// Model is the resolved model (see ResolveModel).
+	Model ModelChoice
+	// Prices override DefaultPrices for the cost (config.json prices).
+	Prices map[string]Price
+	// SystemPrompt is sent first; empty sends none.
+	SystemPrompt string
+	// History is the session's earlier messages, oldest first, without the
+	// current message; HistoryTools are their tool events.
+	History      []protocol.Message
+	HistoryTools []protocol.ToolEvent
+	// Message is the user's message of this turn.
+	Message string
+	// Tools the model may call.
+	Tools []Tool
+	// Gate decides whether a call may run; nil allows every call.
+	Gate Gate
+	// Recall finds memories for the system prompt; nil skips auto-recall.
+	Recall Recall
+	// Sink receives the turn's events; required.
+	Sink Sink
+	// OnToolEvent, when set, is called once per finished or denied tool
+	// call (and the auto-recall), as it happens, so it can be persisted.
+	OnToolEvent func(protocol.ToolEvent)
+}
+
+// Run runs one turn. On success it returns the result, which the caller
+// persists and announces with DoneData. On a model failure it returns the
+// partial result with a *ModelError (show FriendlyError); when ctx is
+// cancelled it stops the model stream at once and returns the partial
+// result with ctx.Err().
+func (a *Agent) Run(ctx context.Context, req Request) (Result, error) {
+	if req.Sink == nil {
+		return Result{}, errors.New("agent: run: nil sink")
+	}
+	r := newRun(a, req)
+	err := r.loop(ctx)
+	r.res.Content = r.content.String()
+	r.res.Model = r.model
+	r.res.Cost = Cost(r.model, r.res.Usage.InputTokens, r.res.Usage.OutputTokens, req.Prices)
+	return r.res, err
+}
+
+// run is the state of one turn.
+type run struct {
+	a        *Agent
+	req      Request
+	model    string
+	fellBack bool
+	content  strings.Builder
+	res      Result
+	tools    map[string]Tool
+	names    []string
+	oaTools  []openai.Tool
+	starts   map[string][]time.Time
+	repeats  map[string]int
+}
+
+func newRun(a *Agent, req Request) *run {
+	r := &run{
+		a:       a,
+		req:     req,
+		model:   firstNonEmpty(req.Model.Model, req.Model.Primary, DefaultModel),
+		tools:   map[string]Tool{},
+		starts:  map[string][]time.Time{},
+		repeats: map[string]int{},
+	}
+	for _, t := range req.Tools {
+		name := t.Name()
+		if _, dup := r.tools[name]; dup {
+			continue
+		}
+		r.tools[name] = t
+		r.names = append(r.names, name)
+		schema := t.Schema()
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		r.oaTools = append(r.oaTools, openai.Tool{
+			Type:     openai.ToolTypeFunction,
+			Function: &openai.FunctionDefinition{Name: name, Description: t.Description(), Parameters: schema},
+		})
+	}
+	return r
+}
+
+func (r *run) emit(event string, data any) { r.req.Sink.Emit(event, data) }
+
+func (r *run) step(text string) { emitText(r.req.Sink, protocol.EventStep, text) }
+
+func (r *run) announceSwitch(reason string) {
+	r.emit(protocol.EventModelSwitch, ModelSwitchData{Model: r.model, Reason: reason, Primary: r.primary()})
+	r.step("⬡ Switched to " + r.model + " — " + reason)
+}
+
+func (r *run) primary() string { return firstNonEmpty(r.req.Model.Primary, r.model) }
+
+func (r *run) loop(ctx context.Context) error {
+	if r.req.Model.SwitchReason != "" {
+		r.announceSwitch(r.req.Model.SwitchReason)
+	}
+	system := r.req.SystemPrompt
+	if r.req.Recall != nil {
+		memories, err := r.recall(ctx)
+		if err != nil {
+			return err
+		}
+		system = joinNonEmpty(system, memories)
+	}
+	history := make([]protocol.Message, 0, len(r.req.History)+1)
+	history = append(history, r.req.History...)
+	history = append(history, protocol.Message{Role: protocol.RoleUser, Content: r.req.Message, TurnID: r.req.TurnID})
+	msgs := BuildMessages(system, ApplyContextWindow(history, MaxContextMessages), r.req.HistoryTools)
+
+	for step := 1; ; step++ {
+		sr, err := r.callModel(ctx, msgs)
+		r.content.WriteString(sr.content)
+		r.res.Usage.InputTokens += sr.usage.PromptTokens
+		r.res.Usage.OutputTokens += sr.usage.CompletionTokens
+		if err != nil {
+			return err
+		}
+		if len(sr.calls) == 0 {
+			return nil
+		}
+		toolMsgs, err := r.runTools(ctx, sr)
+		if err != nil {
+			return err
+		}
+		msgs = append(msgs, toolMsgs...)
+		if step >= r.a.cfg.MaxSteps {
+			r.step(fmt.Sprintf("Reached the limit of %d steps — stopping here.", r.a.cfg.MaxSteps))
+			return nil
+		}
+	}
+}
+
+// callModel runs one model step, retrying retryable failures that happened
+// before any text was streamed, then falling back to the fallback model once.
+func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage) (stepResult, error) {
+	retries := 0
+	for {
+		sr, err := r.a.stream(ctx, r.model, msgs, r.oaTools, r.req.Sink)
+		if err == nil {
+			return sr, nil
+		}
+		if ctx.Err() != nil {
+			return sr, ctx.Err()
+		}
+		if sr.streamed || !retryable(err) {
+			return sr, &ModelError{Model: r.model, Err: err}
+		}
+		if retries < r.a.cfg.MaxRetries {
+			retries++
+			wait := r.a.backoff(retries, sr.retryAfter)
+			secs := strconv.FormatFloat(wait.Seconds(), 'f', -1, 64)
+			if statusOf(err) == http.StatusTooManyRequests {
+				r.step(fmt.Sprintf("[Rate limited — waiting %ss (retry %d/%d)...]", secs, retries, r.a.cfg.MaxRetries))
+			} else {
+				r.step(fmt.Sprintf("[Server error %s — retrying in %ss (retry %d/%d)...]", failureLabel(err), secs, retries, r.a.cfg.MaxRetries))
+			}
+			if err := sleep(ctx, wait); err != nil {
+				return stepResult{}, err
+			}
+			continue
+		}
+		if fb := r.req.Model.Fallback; fb != "" && fb != r.model && !r.fellBack {
+			reason := fmt.Sprintf("%s failed (%s)", r.model, failureLabel(err))
+			r.fellBack, r.model, retries = true, fb, 0
+			r.announceSwitch(reason)
+			continue
+		}
+		return sr, &ModelError{Model: r.model, Err: err}
+	}
+}
+
+// backoff is the wait before retry n (1-based): a small Retry-After when
+// the server sent one, else RetryBackoff doubled per retry.
+func (a *Agent) backoff(n int, retryAfter string) time.Duration {
+	if d, ok := parseRetryAfter(retryAfter, time.Now()); ok && d <= a.cfg.MaxRetryAfter {
+		return d
+	}
+	return a.cfg.RetryBackoff << (n - 1)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func joinNonEmpty(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	default:
+		return a + "\n\n" + b
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func nowStamp() string { return time.Now().UTC().Format("2006-01-02T15:04:05.000Z") }

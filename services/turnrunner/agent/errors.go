@@ -1,0 +1,124 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// User-facing error texts of a failed turn (reference §1.9 item 11).
+const (
+	MsgUnreachable  = "Could not reach the AI model. Check that your API key is configured in Settings."
+	MsgUnauthorized = "API key is invalid or expired. Update it in Settings > API Keys."
+	MsgTimeout      = "The request timed out. The model may be overloaded — try again in a moment."
+	MsgTooLong      = "The conversation is too long for the model. Try clearing the chat and starting fresh."
+	MsgGeneric      = "Something went wrong. Try sending your message again."
+)
+
+// FriendlyError turns a turn's failure into the message shown to the user.
+// Unlike the original it never passes a raw error text through: anything it
+// does not recognise becomes MsgGeneric, so no internal detail leaks.
+func FriendlyError(err error) string {
+	if err == nil {
+		return MsgGeneric
+	}
+	text := strings.ToLower(err.Error())
+	status := statusOf(err)
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(text, "econnrefused") || strings.Contains(text, "connection refused"):
+		return MsgUnreachable
+	case status == http.StatusUnauthorized || strings.Contains(text, "401") || strings.Contains(text, "unauthorized"):
+		return MsgUnauthorized
+	case isTimeout(err) || strings.Contains(text, "timeout") || strings.Contains(text, "etimedout"):
+		return MsgTimeout
+	case strings.Contains(text, "context_length") || strings.Contains(text, "too many tokens") || apiCode(err) == "context_length_exceeded":
+		return MsgTooLong
+	default:
+		return MsgGeneric
+	}
+}
+
+// statusOf is the HTTP status of a model error, 0 when it has none.
+func statusOf(err error) int {
+	var apiErr *openai.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.HTTPStatusCode
+	}
+	var reqErr *openai.RequestError
+	if errors.As(err, &reqErr) {
+		return reqErr.HTTPStatusCode
+	}
+	return 0
+}
+
+func apiCode(err error) string {
+	var apiErr *openai.APIError
+	if errors.As(err, &apiErr) {
+		if s, ok := apiErr.Code.(string); ok {
+			return s
+		}
+	}
+	return ""
+}
+
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// retryable reports whether a failed model call may be tried again: rate
+// limits, gateway/server errors, timeouts and refused connections.
+func retryable(err error) bool {
+	switch statusOf(err) {
+	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return isTimeout(err) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// failureLabel names a failure for notices: its status code, else "timeout"
+// (as the original labels every status-less failure).
+func failureLabel(err error) string {
+	if s := statusOf(err); s != 0 {
+		return strconv.Itoa(s)
+	}
+	return "timeout"
+}
+
+// parseRetryAfter reads a Retry-After header: delay seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
+		return time.Duration(secs * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// ModelError is a model call that failed; the runner logs it and shows
+// FriendlyError to the user.
+type ModelError struct {
+	Model string
+	Err   error
+}
+
+func (e *ModelError) Error() string { return fmt.Sprintf("agent: model %s: %v", e.Model, e.Err) }
+
+func (e *ModelError) Unwrap() error { return e.Err }

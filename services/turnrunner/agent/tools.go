@@ -1,0 +1,274 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/waggle-os/core/libs/injection"
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+// Tool is a function the model may call.
+type Tool interface {
+	// Name is the function name the model uses.
+	Name() string
+	// Description tells the model what the tool does.
+	Description() string
+	// Schema is the JSON schema of the arguments object; nil means none.
+	Schema() json.RawMessage
+	// Call runs the tool with the model's arguments (a JSON object). A
+	// returned error is reported to the model as the tool's result.
+	Call(ctx context.Context, input json.RawMessage) (string, error)
+}
+
+// ToolCall is one call the gate is asked about.
+type ToolCall struct {
+	ID    string
+	Name  string
+	Input json.RawMessage
+}
+
+// Verdict is a gate's decision on a tool call.
+type Verdict struct {
+	// Allow lets the call run.
+	Allow bool
+	// ModelText is what the model receives instead of a result when the
+	// call is denied, e.g. "[BLOCKED] User denied write_file".
+	ModelText string
+	// ToolResult makes a denial visible as a tool_result event carrying
+	// ModelText (governance blocks do; user denials do not).
+	ToolResult bool
+}
+
+// Gate decides whether a tool call may run; it may block (waiting for a
+// human) and emit its own events (approval_required, step) meanwhile.
+type Gate interface {
+	Check(ctx context.Context, call ToolCall) (Verdict, error)
+}
+
+// Recall finds memories relevant to a query, best first.
+type Recall interface {
+	Search(ctx context.Context, query string) ([]string, error)
+}
+
+const (
+	autoRecallTool = "auto_recall"
+	// maxIdenticalCalls is how often one tool may run with the same
+	// arguments in a turn before the call is refused as a loop.
+	maxIdenticalCalls = 3
+	recallPreview     = 3
+)
+
+var fileActions = map[string]string{"write_file": "write", "edit_file": "edit", "generate_docx": "generate"}
+
+// isErrorText is the contract's isError rule.
+func isErrorText(s string) bool {
+	return strings.HasPrefix(s, "Error:") || strings.HasPrefix(s, "Error ")
+}
+
+// runTools runs a step's tool calls in order and returns the messages that
+// continue the transcript: the assistant's tool_calls and one result each.
+func (r *run) runTools(ctx context.Context, sr stepResult) ([]openai.ChatCompletionMessage, error) {
+	assistant := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: sr.content}
+	for _, pc := range sr.calls {
+		args := string(pc.args)
+		if strings.TrimSpace(args) == "" {
+			args = "{}"
+		}
+		assistant.ToolCalls = append(assistant.ToolCalls, openai.ToolCall{
+			ID: pc.id, Type: openai.ToolTypeFunction,
+			Function: openai.FunctionCall{Name: pc.name, Arguments: args},
+		})
+	}
+	out := []openai.ChatCompletionMessage{assistant}
+	for _, pc := range sr.calls {
+		result, err := r.execute(ctx, pc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, toolMessage(pc.id, result))
+	}
+	return out, nil
+}
+
+// execute runs one call and returns what the model receives. Only a
+// cancelled ctx is an error; every other failure is a result text.
+func (r *run) execute(ctx context.Context, pc *pendingCall) (string, error) {
+	raw := bytes.TrimSpace(pc.args)
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	var fields map[string]any
+	var anyValue any
+	if err := json.Unmarshal(raw, &anyValue); err != nil {
+		// Like the original: the model learns its mistake, the client sees nothing.
+		return fmt.Sprintf("Error: Invalid arguments for %s: %v", pc.name, err), nil
+	}
+	fields, _ = anyValue.(map[string]any)
+	var compact bytes.Buffer
+	_ = json.Compact(&compact, raw)
+	input := json.RawMessage(compact.Bytes())
+
+	r.step(DescribeToolUse(pc.name, fields))
+	r.emit(protocol.EventTool, ToolData{Name: pc.name, Input: input})
+	r.res.ToolsUsed = append(r.res.ToolsUsed, pc.name)
+	r.starts[pc.name] = append(r.starts[pc.name], time.Now())
+	ev := protocol.ToolEvent{TurnID: r.req.TurnID, CallID: pc.id, Name: pc.name, Input: input}
+
+	key := pc.name + "\x00" + string(input)
+	r.repeats[key]++
+	tool, known := r.tools[pc.name]
+	var result string
+	switch {
+	case r.repeats[key] > maxIdenticalCalls:
+		result = fmt.Sprintf("Error: Loop detected — called %s with identical arguments too many times. Try a different approach.", pc.name)
+	case !known:
+		result = fmt.Sprintf("Error: Unknown tool \"%s\". Available tools: %s", pc.name, strings.Join(r.names, ", "))
+	default:
+		v := Verdict{Allow: true}
+		if r.req.Gate != nil {
+			var err error
+			v, err = r.req.Gate.Check(ctx, ToolCall{ID: pc.id, Name: pc.name, Input: input})
+			if ctx.Err() != nil {
+				return "", ctx.Err()
+			}
+			if err != nil {
+				// A gate that cannot decide must not let the call through.
+				v = Verdict{ModelText: "[BLOCKED] Could not get approval for " + pc.name}
+			}
+		}
+		if !v.Allow {
+			r.deny(&ev, v)
+			return v.ModelText, nil
+		}
+		out, err := callTool(ctx, tool, input)
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		if err != nil {
+			out = fmt.Sprintf("Error executing %s: %v", pc.name, err)
+		}
+		result = out
+	}
+
+	result, _ = injection.SanitizeToolOutput(result)
+	ev.Result = result
+	ev.IsError = isErrorText(result)
+	ev.Status = "success"
+	if ev.IsError {
+		ev.Status = "error"
+	}
+	ev.DurationMs = r.finishTiming(pc.name)
+	r.emit(protocol.EventToolResult, ToolResultData{Name: pc.name, Result: result, Duration: ev.DurationMs, IsError: ev.IsError})
+	if action, ok := fileActions[pc.name]; ok && truthy(fields["path"]) && !strings.HasPrefix(result, "Error") {
+		r.emit(protocol.EventFileCreated, FileCreatedData{FilePath: jsString(fields["path"]), FileAction: action})
+	}
+	r.record(ev)
+	return result, nil
+}
+
+// callTool runs a tool, turning a panic into an error so one broken tool
+// cannot take down every turn of the process.
+func callTool(ctx context.Context, t Tool, input json.RawMessage) (out string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = "", fmt.Errorf("internal error (%v)", p)
+		}
+	}()
+	return t.Call(ctx, input)
+}
+
+// deny records a call the gate refused; only a verdict asking for it shows
+// a tool_result.
+func (r *run) deny(ev *protocol.ToolEvent, v Verdict) {
+	ev.Result = v.ModelText
+	ev.IsError = isErrorText(v.ModelText)
+	ev.Status = "denied"
+	ev.DurationMs = r.finishTiming(ev.Name)
+	if v.ToolResult {
+		r.emit(protocol.EventToolResult, ToolResultData{Name: ev.Name, Result: v.ModelText, Duration: ev.DurationMs, IsError: ev.IsError})
+	}
+	r.record(*ev)
+}
+
+// finishTiming is the ms since the oldest unfinished call of name (FIFO).
+func (r *run) finishTiming(name string) *int64 {
+	q := r.starts[name]
+	if len(q) == 0 {
+		return nil
+	}
+	r.starts[name] = q[1:]
+	ms := time.Since(q[0]).Milliseconds()
+	return &ms
+}
+
+func (r *run) record(ev protocol.ToolEvent) {
+	ev.Timestamp = nowStamp()
+	r.res.Tools = append(r.res.Tools, ev)
+	if r.req.OnToolEvent != nil {
+		r.req.OnToolEvent(ev)
+	}
+}
+
+// recall runs the auto-recall of the turn's message and returns the
+// system-prompt section of the memories worth keeping ("" for none). A
+// failing search only ends the recall (as in the original: a tool event
+// without a result); a cancelled ctx ends the turn.
+func (r *run) recall(ctx context.Context) (string, error) {
+	r.step("Recalling relevant memories...")
+	input, _ := json.Marshal(map[string]string{"query": r.req.Message})
+	r.emit(protocol.EventTool, ToolData{Name: autoRecallTool, Input: input})
+	start := time.Now()
+	memories, err := r.req.Recall.Search(ctx, r.req.Message)
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	if err != nil {
+		return "", nil
+	}
+	ms := time.Since(start).Milliseconds()
+
+	result := "No relevant memories found"
+	var kept []string
+	if n := len(memories); n > 0 {
+		if injection.Scan(strings.Join(memories, "\n"), injection.ToolOutput).Blocked() {
+			r.step("Recalled memories dropped — suspicious content detected.")
+		} else {
+			kept = memories
+		}
+		noun := "memories"
+		if n == 1 {
+			noun = "memory"
+		}
+		r.step(fmt.Sprintf("Recalled %d relevant %s.", n, noun))
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "%d memories recalled:", n)
+		for _, m := range memories[:min(n, recallPreview)] {
+			sb.WriteString("\n  - ")
+			sb.WriteString(m)
+		}
+		result = sb.String()
+	}
+	r.emit(protocol.EventToolResult, ToolResultData{Name: autoRecallTool, Result: result, Duration: &ms})
+	r.record(protocol.ToolEvent{
+		TurnID: r.req.TurnID, CallID: "recall-" + protocol.NewUUID(), Name: autoRecallTool,
+		Input: input, Result: result, Status: "success", DurationMs: &ms,
+	})
+	if len(kept) == 0 {
+		return "", nil
+	}
+	var sb strings.Builder
+	sb.WriteString("## Relevant memories\n")
+	for _, m := range kept {
+		sb.WriteString("- ")
+		sb.WriteString(m)
+		sb.WriteString("\n")
+	}
+	return strings.TrimRight(sb.String(), "\n"), nil
+}

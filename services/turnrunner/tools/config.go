@@ -1,0 +1,96 @@
+package tools
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config tunes the built-in tools. Zero numeric fields take their defaults.
+type Config struct {
+	// BashTimeout is the time limit of a bash command when the model does not
+	// ask for one. Default 30s.
+	BashTimeout time.Duration
+	// BashMaxTimeout caps the timeout a model may ask for. Default 10m.
+	BashMaxTimeout time.Duration
+	// BashOutputLimit caps the combined stdout+stderr returned by bash, in
+	// bytes; the start and the end are kept. Default 64 KiB.
+	BashOutputLimit int
+	// ReadLimit is the most bytes read_file returns in one call. Default 256 KiB.
+	ReadLimit int64
+	// ListLimit is the most entries list_files returns. Default 500.
+	ListLimit int
+	// SearchLimit is the most paths search_files returns and the most
+	// matching lines search_content returns. Default 200.
+	SearchLimit int
+	// SearchMaxFileSize: search_content skips larger files. Default 8 MiB.
+	SearchMaxFileSize int64
+	// EnableBash registers the bash tool. The zero value leaves it out (the
+	// safe choice for team servers); DefaultConfig, used in local mode,
+	// turns it on.
+	EnableBash bool
+}
+
+// Defaults of Config's numeric fields.
+const (
+	DefaultBashTimeout       = 30 * time.Second
+	DefaultBashMaxTimeout    = 10 * time.Minute
+	DefaultBashOutputLimit   = 64 << 10
+	DefaultReadLimit         = 256 << 10
+	DefaultListLimit         = 500
+	DefaultSearchLimit       = 200
+	DefaultSearchMaxFileSize = 8 << 20
+)
+
+// DefaultConfig is the local-mode configuration: every default, bash on.
+func DefaultConfig() Config {
+	return Config{EnableBash: true}.withDefaults()
+}
+
+// Validate reports fields set to values the tools cannot work with.
+func (c Config) Validate() error {
+	var errs []error
+	neg := func(name string, v int64) {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("tools: config: %s must not be negative", name))
+		}
+	}
+	neg("BashTimeout", int64(c.BashTimeout))
+	neg("BashMaxTimeout", int64(c.BashMaxTimeout))
+	neg("BashOutputLimit", int64(c.BashOutputLimit))
+	neg("ReadLimit", c.ReadLimit)
+	neg("ListLimit", int64(c.ListLimit))
+	neg("SearchLimit", int64(c.SearchLimit))
+	neg("SearchMaxFileSize", c.SearchMaxFileSize)
+	d := c.withDefaults()
+	if d.BashTimeout > d.BashMaxTimeout {
+		errs = append(errs, fmt.Errorf("tools: config: BashTimeout %v exceeds BashMaxTimeout %v", d.BashTimeout, d.BashMaxTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults fills zero (and, defensively, negative) fields.
+func (c Config) withDefaults() Config {
+	if c.BashTimeout <= 0 {
+		c.BashTimeout = DefaultBashTimeout
+	}
+	if c.BashMaxTimeout <= 0 {
+		c.BashMaxTimeout = max(DefaultBashMaxTimeout, c.BashTimeout)
+	}
+	if c.BashOutputLimit <= 0 {
+		c.BashOutputLimit = DefaultBashOutputLimit
+	}
+	if c.ReadLimit <= 0 {
+		c.ReadLimit = DefaultReadLimit
+	}
+	if c.ListLimit <= 0 {
+		c.ListLimit = DefaultListLimit
+	}
+	if c.SearchLimit <= 0 {
+		c.SearchLimit = DefaultSearchLimit
+	}
+	if c.SearchMaxFileSize <= 0 {
+		c.SearchMaxFileSize = DefaultSearchMaxFileSize
+	}
+	return c
+}
