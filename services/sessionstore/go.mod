@@ -2,11 +2,13 @@ module github.com/waggle-os/core/services/sessionstore
 
 go 1.26.0
 
-require github.com/waggle-os/core/libs v0.0.0
+require (
+	github.com/nats-io/nats.go v1.55.0
+	github.com/waggle-os/core/libs v0.0.0
+)
 
 require (
 	github.com/klauspost/compress v1.20.3 // indirect
-	github.com/nats-io/nats.go v1.55.0 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 	golang.org/x/crypto v0.58.0 // indirect

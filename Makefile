@@ -1,0 +1,37 @@
+# Waggle core. `make run` starts everything in one process; `make test` is
+# what CI runs.
+GO      ?= go
+MODULES := libs services/approval services/command services/gateway services/sessionstore services/turnrunner services/waggle
+PKGS    := $(MODULES:%=./%/...)
+BENCHTIME ?= 1s
+
+.PHONY: build run test test-short lint fmt bench tidy clean
+
+build:
+	$(GO) build -o bin/waggle ./services/waggle/cmd/waggle
+
+run: build
+	./bin/waggle serve
+
+test:
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+test-short:
+	$(GO) test -count=1 -short $(PKGS)
+
+lint:
+	@out="$$(gofmt -l libs services)"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	./scripts/check-imports.sh
+
+fmt:
+	gofmt -w libs services
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 10m $(PKGS)
+
+tidy:
+	for m in $(MODULES); do (cd $$m && $(GO) mod tidy) || exit 1; done
+
+clean:
+	rm -rf bin

@@ -1,0 +1,245 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/injection"
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/sse"
+)
+
+// HeaderTurnID names the turn of an event stream, so a client can resume
+// or cancel it.
+const HeaderTurnID = "X-Waggle-Turn-Id"
+
+// parseChat validates a chat body in the contract's order and builds the
+// turn request. Every rejection happens here, before a stream exists.
+func (s *Service) parseChat(f fields) (protocol.TurnRequest, error) {
+	var req protocol.TurnRequest
+	msg, present, ok := f.str("message")
+	if !present || !ok || msg == "" {
+		return req, protocol.Errorf(http.StatusBadRequest, "message is required")
+	}
+	if max := s.cfg.MaxMessageLength; max > 0 {
+		if n := utf16Len(msg); n > max {
+			return req, protocol.Errorf(http.StatusBadRequest, "Message too long (%d chars, max %d)", n, max).WithCode("MESSAGE_TOO_LONG")
+		}
+	}
+	// Flags stay server-side: telling an attacker which pattern fired
+	// helps them get around it.
+	if injection.Scan(msg, injection.UserInput).Blocked() {
+		return req, protocol.Errorf(http.StatusBadRequest, "Message blocked by security scanner").WithCode("INJECTION_DETECTED")
+	}
+	req.Message = msg
+
+	// workspace wins over workspaceId, session over sessionId (DESIGN §9).
+	wsName, ws, err := aliased(f, "workspace", "workspaceId")
+	if err != nil {
+		return req, err
+	}
+	sessName, sess, err := aliased(f, "session", "sessionId")
+	if err != nil {
+		return req, err
+	}
+	if wsName != "" {
+		if err := checkSegment(wsName, ws); err != nil {
+			return req, err
+		}
+	}
+	if sessName != "" {
+		if err := checkSegment(sessName, sess); err != nil {
+			return req, err
+		}
+	}
+	req.Workspace = ws
+	if req.Workspace == "" {
+		req.Workspace = "default"
+	}
+	req.Session = sess
+	if req.Session == "" {
+		req.Session = req.Workspace
+	}
+
+	if req.Model, _, err = f.optString("model"); err != nil {
+		return req, err
+	}
+	if req.Persona, _, err = f.optString("persona"); err != nil {
+		return req, err
+	}
+	if raw, ok := f["autonomy"]; ok {
+		// A malformed autonomy object means "no elevation", never an error:
+		// the safe reading of a bad request is the normal gate.
+		var a protocol.Autonomy
+		if json.Unmarshal(raw, &a) == nil {
+			req.Autonomy = a
+		}
+	}
+	path, present, err := f.optString("workspacePath")
+	if err != nil {
+		return req, err
+	}
+	if present {
+		resolved, ok := insideDir(s.cfg.DataDir, path)
+		if !ok {
+			return req, protocol.Errorf(http.StatusBadRequest, "Invalid workspace path").WithCode("PATH_TRAVERSAL")
+		}
+		req.WorkspacePath = resolved
+	} else if req.Workspace != "default" {
+		req.WorkspacePath = filepath.Join(s.cfg.DataDir, "workspaces", req.Workspace, "files")
+	}
+	return req, nil
+}
+
+// aliased reads a field that has a legacy alias; it returns the name of
+// the field used (for error messages), or "" when neither is present.
+func aliased(f fields, name, alias string) (string, string, error) {
+	for _, key := range []string{name, alias} {
+		v, present, ok := f.str(key)
+		if !present {
+			continue
+		}
+		if !ok {
+			return key, "", badSegment(key)
+		}
+		return key, v, nil
+	}
+	return "", "", nil
+}
+
+// insideDir resolves p (relative paths against the working directory, as
+// path.resolve does) and reports whether it is dir or below it.
+func insideDir(dir, p string) (string, bool) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", false
+	}
+	if abs == dir || strings.HasPrefix(abs, dir+string(filepath.Separator)) {
+		return abs, true
+	}
+	return "", false
+}
+
+// chat is POST /api/chat: validate, start the turn on a runner, then relay
+// its events as SSE until the terminal event.
+func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
+	f, err := decodeBody(w, r, s.cfg.BodyLimit)
+	if err != nil {
+		writeError(w, s.log, err)
+		return
+	}
+	req, err := s.parseChat(f)
+	if err != nil {
+		writeError(w, s.log, err)
+		return
+	}
+	req.TurnID = protocol.NewUUID()
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	started, err := bus.Request[protocol.TurnStarted](ctx, s.nc, protocol.SubjTurnStart, req)
+	cancel()
+	if err != nil {
+		if errors.Is(err, protocol.ErrUnavailable) {
+			err = (&protocol.Error{Status: http.StatusServiceUnavailable, Message: "No turn runner is available. Try again in a moment."}).WithCode("NO_RUNNER")
+		}
+		writeError(w, s.log, err)
+		return
+	}
+	s.relay(w, r, started.TurnID, 0, true)
+}
+
+// relay streams a turn's events from JetStream, starting after event id
+// after (0 = from the first). It returns at the terminal event, when the
+// client goes away or when the gateway shuts down. cancelOnGone asks the
+// runner to cancel the turn when this client disconnects.
+func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, after uint64, cancelOnGone bool) {
+	s.streamWG.Add(1)
+	defer s.streamWG.Done()
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{protocol.TurnEvents(turnID)}}
+	if after > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
+	}
+	cons, err := s.js.OrderedConsumer(r.Context(), protocol.StreamTurns, cfg)
+	if err != nil {
+		s.cancelTurn(turnID, "relay-failed")
+		writeError(w, s.log, err)
+		return
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	msgs := make(chan jetstream.Msg, 64)
+	// A slow client blocks this callback, which stops the consumer pulling:
+	// the backlog waits in the stream, not in gateway memory.
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		select {
+		case msgs <- m:
+		case <-stop:
+		}
+	})
+	if err != nil {
+		s.cancelTurn(turnID, "relay-failed")
+		writeError(w, s.log, err)
+		return
+	}
+	defer cc.Stop()
+
+	out, err := sse.Start(w, map[string]string{
+		"Access-Control-Allow-Origin": s.streamOrigin(r),
+		HeaderTurnID:                  turnID,
+	})
+	if err != nil {
+		s.log.Error("stream start", "turn", turnID, "err", err)
+		return
+	}
+	keepAlive := time.NewTicker(s.cfg.KeepAlive)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case m := <-msgs:
+			meta, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			event := m.Headers().Get(protocol.HeaderEvent)
+			if err := out.Event(meta.Sequence.Stream, event, m.Data()); err != nil {
+				if cancelOnGone {
+					s.cancelTurn(turnID, "client-disconnected")
+				}
+				return
+			}
+			if protocol.IsTerminal(event) {
+				return
+			}
+			keepAlive.Reset(s.cfg.KeepAlive)
+		case <-keepAlive.C:
+			if err := out.Comment("keep-alive"); err != nil {
+				if cancelOnGone {
+					s.cancelTurn(turnID, "client-disconnected")
+				}
+				return
+			}
+		case <-r.Context().Done():
+			if cancelOnGone {
+				s.cancelTurn(turnID, "client-disconnected")
+			}
+			return
+		case <-s.streams.Done():
+			return
+		}
+	}
+}
+
+// cancelTurn tells the turn's runner to stop it.
+func (s *Service) cancelTurn(turnID, reason string) {
+	body, _ := json.Marshal(protocol.TurnControlMsg{Action: protocol.ControlCancel, Reason: reason})
+	if err := s.nc.Publish(protocol.TurnControl(turnID), body); err != nil {
+		s.log.Warn("publish cancel", "turn", turnID, "err", err)
+	}
+}

@@ -1,0 +1,63 @@
+package gateway
+
+import (
+	"net/http"
+	"time"
+)
+
+type llmHealth struct {
+	Provider  string `json:"provider"`
+	Health    string `json:"health"`
+	Detail    string `json:"detail,omitempty"`
+	CheckedAt string `json:"checkedAt"`
+	Reachable bool   `json:"reachable"`
+	LastCheck string `json:"lastCheck"`
+}
+
+type healthResponse struct {
+	Status    string    `json:"status"`
+	Mode      string    `json:"mode"`
+	Timestamp string    `json:"timestamp"`
+	WSToken   string    `json:"wsToken,omitempty"`
+	LLM       llmHealth `json:"llm"`
+	Database  struct {
+		Healthy bool `json:"healthy"`
+	} `json:"database"`
+	NATS struct {
+		Connected bool `json:"connected"`
+	} `json:"nats"`
+	DefaultModel string `json:"defaultModel"`
+	Offline      bool   `json:"offline"`
+}
+
+func isoMillis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// health is GET /health: 200 once every service of this process is ready
+// and the bus is connected, 503 before (or while shutting down).
+func (s *Service) health(w http.ResponseWriter, r *http.Request) {
+	st := s.probe.Check(r.Context())
+	resp := healthResponse{Status: "ok", Mode: s.cfg.Mode, Timestamp: isoMillis(time.Now()), DefaultModel: s.cfg.DefaultModel}
+	if s.cfg.Mode == "local" {
+		// The desktop web client reads its bearer token here (reference §6.1).
+		resp.WSToken = s.cfg.Token
+	}
+	resp.LLM = llmHealth{Provider: "openai-compatible", Health: "unavailable", Detail: st.Detail, Reachable: st.Reachable}
+	if st.Reachable {
+		resp.LLM.Health = "healthy"
+	}
+	if !st.CheckedAt.IsZero() {
+		resp.LLM.CheckedAt, resp.LLM.LastCheck = isoMillis(st.CheckedAt), isoMillis(st.CheckedAt)
+	}
+	resp.Offline = !st.Reachable
+	resp.NATS.Connected = s.nc.IsConnected()
+	resp.Database.Healthy = resp.NATS.Connected
+	status := http.StatusOK
+	if !s.ready() || !resp.NATS.Connected {
+		resp.Status = "starting"
+		if !resp.NATS.Connected {
+			resp.Status = "unavailable"
+		}
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, resp)
+}

@@ -1,0 +1,91 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+// sessionQuery reads ?workspace= and ?session= with the chat defaults
+// (session defaults to the workspace, the workspace to "default"), both
+// checked with the safe-segment rule.
+func sessionQuery(r *http.Request) (protocol.SessionRef, error) {
+	q := r.URL.Query()
+	ref := protocol.SessionRef{Workspace: "default", Session: "default"}
+	if q.Has("workspace") {
+		ref.Workspace = q.Get("workspace")
+		ref.Session = ref.Workspace
+		if err := checkSegment("workspace", ref.Workspace); err != nil {
+			return ref, err
+		}
+	}
+	if q.Has("session") {
+		ref.Session = q.Get("session")
+		if err := checkSegment("session", ref.Session); err != nil {
+			return ref, err
+		}
+	}
+	return ref, nil
+}
+
+type historyMessage struct {
+	ID        string `json:"id"`
+	Role      string `json:"role"`
+	Content   string `json:"content"`
+	Timestamp string `json:"timestamp"`
+}
+
+type historyResponse struct {
+	SessionID string           `json:"sessionId"`
+	Messages  []historyMessage `json:"messages"`
+	Count     int              `json:"count"`
+}
+
+// history is GET /api/history: the session's messages with the timestamps
+// they were stored with.
+func (s *Service) history(w http.ResponseWriter, r *http.Request) {
+	ref, err := sessionQuery(r)
+	if err != nil {
+		writeError(w, s.log, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	rep, err := bus.Request[protocol.HistoryReply](ctx, s.nc, protocol.SubjStoreHistory, protocol.HistoryRequest{SessionRef: ref})
+	if err != nil {
+		writeError(w, s.log, err)
+		return
+	}
+	out := historyResponse{SessionID: ref.Session, Messages: make([]historyMessage, 0, len(rep.Messages))}
+	for _, m := range rep.Messages {
+		out.Messages = append(out.Messages, historyMessage{
+			ID: "hist-" + strconv.Itoa(len(out.Messages)), Role: m.Role, Content: m.Content, Timestamp: m.Timestamp,
+		})
+	}
+	out.Count = len(out.Messages)
+	writeJSON(w, http.StatusOK, out)
+}
+
+// clearHistory is DELETE /api/chat/history: every cached copy of the
+// session is dropped on every process; the file stays (contract §1).
+func (s *Service) clearHistory(w http.ResponseWriter, r *http.Request) {
+	ref, err := sessionQuery(r)
+	if err != nil {
+		writeError(w, s.log, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	rep, err := bus.Request[protocol.ClearReply](ctx, s.nc, protocol.SubjStoreClear, protocol.ClearRequest{SessionRef: ref})
+	if err != nil {
+		writeError(w, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		OK      bool   `json:"ok"`
+		Cleared string `json:"cleared"`
+	}{true, rep.Cleared})
+}

@@ -1,0 +1,129 @@
+package gateway
+
+import (
+	"crypto/subtle"
+	"net"
+	"net/http"
+	"net/netip"
+	"runtime/debug"
+	"slices"
+	"strings"
+)
+
+// recoverer turns a handler panic into a logged 500 with no detail.
+func (s *Service) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("handler panic", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				writeJSON(w, http.StatusInternalServerError, errorBody{Error: "Internal server error"})
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline' https://fonts.googleapis.com; " +
+	"font-src 'self' https://fonts.gstatic.com; img-src 'self' data: blob:; " +
+	"connect-src 'self' http://127.0.0.1:* ws://127.0.0.1:* https://api.anthropic.com https://generativelanguage.googleapis.com; frame-ancestors 'none'"
+
+// securityHeaders sets the original's security headers (reference §0.2).
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-XSS-Protection", "1; mode=block")
+		h.Set("Referrer-Policy", "strict-origin-when-cross-origin")
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		next.ServeHTTP(w, r)
+	})
+}
+
+const allowedMethods = "GET,HEAD,PUT,PATCH,POST,DELETE"
+
+// cors answers preflights and marks allowed origins on every response.
+// Origins match exactly (the original's prefix match accepted
+// http://localhost:1420.evil.com).
+func (s *Service) cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		allowed := origin != "" && slices.Contains(s.cfg.AllowedOrigins, origin)
+		if r.Method == http.MethodOptions {
+			if origin == "" || r.Header.Get("Access-Control-Request-Method") == "" {
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = w.Write([]byte("Invalid Preflight Request"))
+				return
+			}
+			if !allowed {
+				writeJSON(w, http.StatusForbidden, errorBody{Error: "CORS: origin not allowed"})
+				return
+			}
+			h := w.Header()
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Set("Access-Control-Allow-Methods", allowedMethods)
+			if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
+				h.Set("Access-Control-Allow-Headers", req)
+			}
+			h.Set("Access-Control-Max-Age", "600")
+			h.Add("Vary", "Origin")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if allowed {
+			w.Header().Set("Access-Control-Allow-Origin", origin)
+			w.Header().Set("Access-Control-Expose-Headers", "X-Waggle-Turn-Id")
+		}
+		w.Header().Add("Vary", "Origin")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// streamOrigin picks the Access-Control-Allow-Origin of an event stream the
+// way the original's validateOrigin does: the request's origin when it is
+// exactly allowed, else the first allowed origin.
+func (s *Service) streamOrigin(r *http.Request) string {
+	origin := r.Header.Get("Origin")
+	if origin != "" && slices.Contains(s.cfg.AllowedOrigins, origin) {
+		return origin
+	}
+	if len(s.cfg.AllowedOrigins) == 0 {
+		return ""
+	}
+	return s.cfg.AllowedOrigins[0]
+}
+
+// auth is local mode's desktop trust (reference §0.2): loopback clients and
+// /health pass; anyone else needs the bearer token /health reports.
+func (s *Service) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodOptions || r.URL.Path == "/health" || isLoopback(r.RemoteAddr) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		h := r.Header.Get("Authorization")
+		if h == "" {
+			writeJSON(w, http.StatusUnauthorized, errorBody{Error: "Unauthorized", Code: "MISSING_TOKEN"})
+			return
+		}
+		tok, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) != 1 {
+			writeJSON(w, http.StatusUnauthorized, errorBody{Error: "Unauthorized", Code: "INVALID_TOKEN"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func isLoopback(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}

@@ -1,0 +1,178 @@
+// Package app assembles a waggle process: it turns a Config into lifecycle
+// modules (the bus, then each service) and runs the targets asked for. It
+// is the only place that wires services together; they talk over NATS.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/embednats"
+	"github.com/waggle-os/core/libs/lifecycle"
+	"github.com/waggle-os/core/libs/llmprobe"
+	"github.com/waggle-os/core/services/approval"
+	"github.com/waggle-os/core/services/command"
+	"github.com/waggle-os/core/services/gateway"
+	"github.com/waggle-os/core/services/sessionstore"
+	"github.com/waggle-os/core/services/turnrunner"
+)
+
+// Target names (DESIGN §7).
+const (
+	TargetGateway      = "gateway"
+	TargetTurnRunner   = "turn-runner"
+	TargetApproval     = "approval"
+	TargetSessionStore = "session-store"
+	TargetCommand      = "command"
+	moduleBus          = "bus"
+)
+
+// App is one waggle process.
+type App struct {
+	cfg Config
+	log *slog.Logger
+	mgr *lifecycle.Manager
+
+	dial    bus.Dialer
+	embed   *embednats.Server
+	gateway *gateway.Service
+}
+
+// New returns an unstarted process for cfg.
+func New(cfg Config, log *slog.Logger) *App {
+	a := &App{cfg: cfg, log: log, mgr: lifecycle.New(log)}
+	// dial is resolved at call time: services dial in Start, after the bus
+	// module has started and chosen the connection kind.
+	dial := bus.Dialer(func(name string) (*nats.Conn, error) { return a.dial(name) })
+	a.mgr.Register(lifecycle.Module{Name: moduleBus, Init: func() (lifecycle.Service, error) { return &busModule{app: a}, nil }})
+	a.mgr.Register(lifecycle.Module{Name: TargetSessionStore, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
+		return sessionstore.New(sessionstore.Config{DataDir: cfg.DataDir}, dial, log), nil
+	}})
+	a.mgr.Register(lifecycle.Module{Name: TargetApproval, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
+		return approval.New(approval.Config{DataDir: cfg.DataDir}, dial, log), nil
+	}})
+	a.mgr.Register(lifecycle.Module{Name: TargetCommand, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
+		return command.New(command.Config{DataDir: cfg.DataDir}, dial, log), nil
+	}})
+	a.mgr.Register(lifecycle.Module{Name: TargetTurnRunner, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
+		return turnrunner.New(turnrunner.Config{
+			DataDir: cfg.DataDir, LLMURL: cfg.LLMURL, LLMAPIKey: cfg.LLMAPIKey,
+			EchoDelay: cfg.EchoDelay, EchoDelaySet: true,
+		}, dial, log), nil
+	}})
+	a.mgr.Register(lifecycle.Module{Name: TargetGateway, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
+		maxLen := cfg.MaxMessageLength
+		if maxLen == 0 {
+			maxLen = -1 // 0 on the command line means no limit
+		}
+		a.gateway = gateway.New(gateway.Config{
+			Addr: cfg.Addr, DataDir: cfg.DataDir, MaxMessageLength: maxLen, AllowedOrigins: cfg.AllowedOrigins,
+			Probe: probeConfig(cfg), ShutdownGrace: cfg.ShutdownTimeout / 3,
+		}, dial, a.mgr.Ready, log)
+		return a.gateway, nil
+	}})
+	return a
+}
+
+// Start runs the configured targets; on failure everything started is
+// stopped again.
+func (a *App) Start(ctx context.Context) error {
+	if err := checkDataDir(a.cfg.DataDir); err != nil {
+		return err
+	}
+	targets := a.cfg.Targets
+	if len(targets) == 0 {
+		targets = []string{lifecycle.All}
+	}
+	return a.mgr.Start(ctx, targets)
+}
+
+// Stop stops every running service in reverse start order (the bus last).
+func (a *App) Stop(ctx context.Context) error { return a.mgr.Stop(ctx) }
+
+// Addr is the gateway's listen address, or "" when this process runs none.
+func (a *App) Addr() string {
+	if a.gateway == nil {
+		return ""
+	}
+	return a.gateway.Addr()
+}
+
+// Token is the gateway's bearer token for non-loopback clients.
+func (a *App) Token() string {
+	if a.gateway == nil {
+		return ""
+	}
+	return a.gateway.Token()
+}
+
+// NATSURL is the embedded server's client URL when it listens on TCP.
+func (a *App) NATSURL() string {
+	if a.embed == nil {
+		return a.cfg.NATSURL
+	}
+	return a.embed.ClientURL()
+}
+
+func probeConfig(c Config) llmprobe.Config {
+	return llmprobe.Config{URL: c.LLMURL, APIKey: c.LLMAPIKey}
+}
+
+// Running lists the started modules.
+func (a *App) Running() []string { return a.mgr.Running() }
+
+func checkDataDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("data directory %s cannot be created: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".waggle-write-check-*")
+	if err != nil {
+		return fmt.Errorf("data directory %s is not writable: %w", dir, errors.Unwrap(err))
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// busModule provides the NATS connection kind: an embedded server (with
+// JetStream under <data-dir>/nats) or an external URL.
+type busModule struct {
+	app *App
+}
+
+func (b *busModule) Start(ctx context.Context) error {
+	a := b.app
+	if a.cfg.NATSURL != "" {
+		a.dial = bus.URLDialer(a.cfg.NATSURL)
+		// Fail fast with a clear error instead of every service timing out.
+		nc, err := a.dial("waggle-probe")
+		if err != nil {
+			return fmt.Errorf("cannot reach NATS at %s: %w", a.cfg.NATSURL, err)
+		}
+		nc.Close()
+		return nil
+	}
+	a.embed = embednats.New(embednats.Config{StoreDir: filepath.Join(a.cfg.DataDir, "nats"), Listen: a.cfg.NATSListen})
+	if err := a.embed.Start(ctx); err != nil {
+		return err
+	}
+	a.dial = bus.OptionDialer(a.embed.ConnectOption())
+	if url := a.embed.ClientURL(); url != "" {
+		a.log.Info("embedded NATS listening", "url", url)
+	}
+	return nil
+}
+
+func (b *busModule) Stop(ctx context.Context) error {
+	if b.app.embed != nil {
+		return b.app.embed.Stop(ctx)
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the whole configuration of a waggle process. Every field has a
+// flag and an environment variable; flags win over the environment, the
+// environment over the defaults.
+type Config struct {
+	Addr             string
+	DataDir          string
+	LLMURL           string
+	LLMAPIKey        string
+	NATSURL          string
+	NATSListen       string
+	Targets          []string
+	PostgresURL      string
+	MaxMessageLength int
+	EchoDelay        time.Duration
+	AllowedOrigins   []string
+	ShutdownTimeout  time.Duration
+	LogLevel         slog.Level
+	LogFormat        string
+}
+
+// setting is one flag and its environment variable.
+type setting struct {
+	flag, env, def, usage string
+	set                   func(string) error
+}
+
+func settings(c *Config) []setting {
+	home, _ := os.UserHomeDir()
+	return []setting{
+		{"addr", "WAGGLE_ADDR", "127.0.0.1:3333", "HTTP listen address", func(v string) error { c.Addr = v; return nil }},
+		{"data-dir", "WAGGLE_DATA_DIR", filepath.Join(home, ".waggle"), "data directory (sessions, grants, config.json, embedded NATS store)",
+			func(v string) error { c.DataDir = expandHome(v, home); return nil }},
+		{"llm-url", "WAGGLE_LLM_URL", "http://localhost:4000/v1", "OpenAI-compatible base URL including /v1 (LiteLLM, vLLM, Ollama, OpenAI)",
+			func(v string) error { c.LLMURL = v; return nil }},
+		{"llm-api-key", "WAGGLE_LLM_API_KEY", "", "bearer key for the model server (prefer the env var: flags show in ps)",
+			func(v string) error { c.LLMAPIKey = v; return nil }},
+		{"nats-url", "WAGGLE_NATS_URL", "", "external NATS URL(s), comma-separated; empty runs an embedded NATS server",
+			func(v string) error { c.NATSURL = v; return nil }},
+		{"nats-listen", "WAGGLE_NATS_LISTEN", "", "host:port for the embedded NATS server to accept TCP clients on; empty = in-process only",
+			func(v string) error { c.NATSListen = v; return nil }},
+		{"targets", "WAGGLE_TARGETS", "all", "comma list of services to run: all, gateway, turn-runner, approval, session-store, command",
+			func(v string) error { c.Targets = splitList(v); return nil }},
+		{"postgres-url", "WAGGLE_POSTGRES_URL", "", "PostgreSQL URL for team workspaces", func(v string) error { c.PostgresURL = v; return nil }},
+		{"max-message-length", "WAGGLE_MAX_MESSAGE_LENGTH", "50000", "longest chat message in UTF-16 code units (0 = no limit)",
+			func(v string) error { return parseInt(v, &c.MaxMessageLength) }},
+		{"echo-delay", "WAGGLE_ECHO_DELAY", "15ms", "pause between echo-mode and command tokens", func(v string) error { return parseDuration(v, &c.EchoDelay) }},
+		{"allowed-origins", "WAGGLE_ALLOWED_ORIGINS", "", "comma list of CORS origins (exact match); empty = the desktop/web client origins",
+			func(v string) error { c.AllowedOrigins = splitList(v); return nil }},
+		{"shutdown-timeout", "WAGGLE_SHUTDOWN_TIMEOUT", "15s", "how long a graceful shutdown may take before streams and turns are cut",
+			func(v string) error { return parseDuration(v, &c.ShutdownTimeout) }},
+		{"log-level", "WAGGLE_LOG_LEVEL", "info", "debug, info, warn or error", func(v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
+		{"log-format", "WAGGLE_LOG_FORMAT", "auto", "json, text, or auto (text on a terminal, JSON otherwise)", func(v string) error {
+			switch v {
+			case "json", "text", "auto":
+				c.LogFormat = v
+				return nil
+			}
+			return errors.New("want json, text or auto")
+		}},
+	}
+}
+
+// ParseServe reads the configuration of `waggle serve` from args and the
+// environment. It returns flag.ErrHelp after printing help for -h.
+func ParseServe(args []string, lookupEnv func(string) (string, bool), out io.Writer) (Config, error) {
+	var c Config
+	fs := flag.NewFlagSet("waggle serve", flag.ContinueOnError)
+	fs.SetOutput(out)
+	ss := settings(&c)
+	values := make(map[string]*string, len(ss))
+	for _, s := range ss {
+		def := s.def
+		values[s.flag] = fs.String(s.flag, def, fmt.Sprintf("%s (env %s)", s.usage, s.env))
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(out, "Usage: waggle serve [flags]\n\nRuns Waggle core. Every flag can also be set with its environment variable; flags win.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q (see waggle serve --help)", fs.Arg(0))
+	}
+	explicit := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	for _, s := range ss {
+		v, source := *values[s.flag], "--"+s.flag
+		if !explicit[s.flag] {
+			if ev, ok := lookupEnv(s.env); ok {
+				v, source = ev, s.env
+			} else {
+				source = "default of --" + s.flag
+			}
+		}
+		if err := s.set(strings.TrimSpace(v)); err != nil {
+			return c, fmt.Errorf("invalid %s %q: %w", source, v, err)
+		}
+	}
+	return c, c.Validate()
+}
+
+// Validate checks the values that no single service owns.
+func (c *Config) Validate() error {
+	if c.DataDir == "" {
+		return errors.New("the data directory is empty (set --data-dir or WAGGLE_DATA_DIR)")
+	}
+	if c.MaxMessageLength < 0 {
+		return errors.New("--max-message-length must not be negative")
+	}
+	if c.EchoDelay < 0 {
+		return errors.New("--echo-delay must not be negative")
+	}
+	if c.NATSURL != "" && c.NATSListen != "" {
+		return errors.New("--nats-listen only applies to the embedded NATS server; drop it or --nats-url")
+	}
+	return nil
+}
+
+func expandHome(p, home string) string {
+	if p == "~" {
+		return home
+	}
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		return filepath.Join(home, rest)
+	}
+	return p
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func parseInt(v string, dst *int) error {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return errors.New("want a whole number")
+	}
+	*dst = n
+	return nil
+}
+
+func parseDuration(v string, dst *time.Duration) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return errors.New("want a duration such as 15ms, 5s or 2m")
+	}
+	*dst = d
+	return nil
+}

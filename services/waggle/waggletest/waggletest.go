@@ -1,0 +1,272 @@
+// Package waggletest starts real waggle processes for black-box tests: the
+// whole app in-process on an embedded NATS server, a temp data dir and a
+// random port, plus helpers that speak real HTTP and parse real SSE bytes.
+package waggletest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waggle-os/core/services/waggle/app"
+)
+
+// Server is a running waggle app.
+type Server struct {
+	t       testing.TB
+	App     *app.App
+	Config  app.Config
+	URL     string // http://127.0.0.1:<port>
+	DataDir string
+	stopped bool
+}
+
+// Option adjusts the config before start.
+type Option func(*app.Config)
+
+// WithLLM points the turn runner and /health at an OpenAI-compatible URL.
+func WithLLM(url string) Option { return func(c *app.Config) { c.LLMURL = url } }
+
+// WithDataDir reuses a data dir (to test restarts).
+func WithDataDir(dir string) Option { return func(c *app.Config) { c.DataDir = dir } }
+
+// WithConfig edits the config freely.
+func WithConfig(fn func(*app.Config)) Option { return Option(fn) }
+
+// Start runs the app (all targets) and stops it at the end of the test.
+func Start(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	cfg := app.Config{
+		Addr:             "127.0.0.1:0",
+		DataDir:          t.TempDir(),
+		LLMURL:           unreachableURL(t),
+		MaxMessageLength: 50000,
+		ShutdownTimeout:  10 * time.Second,
+		LogLevel:         slog.LevelWarn,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s := &Server{t: t, Config: cfg, DataDir: cfg.DataDir}
+	s.start()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func (s *Server) start() {
+	s.t.Helper()
+	level := slog.LevelWarn
+	if os.Getenv("WAGGLE_TEST_LOG") != "" {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	s.App = app.New(s.Config, log)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.App.Start(ctx); err != nil {
+		s.t.Fatalf("waggletest: start: %v", err)
+	}
+	s.URL = "http://" + s.App.Addr()
+	s.stopped = false
+}
+
+// Stop stops the app (idempotent).
+func (s *Server) Stop() {
+	if s.stopped {
+		return
+	}
+	s.stopped = true
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.App.Stop(ctx); err != nil {
+		s.t.Errorf("waggletest: stop: %v", err)
+	}
+}
+
+// Restart stops the app and starts a new one on the same data dir and port.
+func (s *Server) Restart() {
+	s.t.Helper()
+	addr := s.App.Addr()
+	s.Stop()
+	s.Config.Addr = addr
+	s.start()
+}
+
+// unreachableURL is a base URL on a port nothing listens on, so the model
+// probe fails fast (connection refused) and turns run in echo mode.
+func unreachableURL(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr + "/v1"
+}
+
+// Do sends a request with an optional JSON body (a string is sent as is).
+func (s *Server) Do(method, path string, body any, headers ...string) *http.Response {
+	s.t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	case []byte:
+		r = bytes.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		r = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, s.URL+path, r)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return resp
+}
+
+// JSON sends a request and decodes the JSON response into out (if not
+// nil), returning the status.
+func (s *Server) JSON(method, path string, body, out any, headers ...string) int {
+	s.t.Helper()
+	resp := s.Do(method, path, body, headers...)
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			s.t.Fatalf("%s %s: decode %q: %v", method, path, data, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// Event is one parsed SSE event.
+type Event struct {
+	ID   uint64
+	Name string
+	Data json.RawMessage
+}
+
+// Decode unmarshals the event's data.
+func (e Event) Decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(e.Data, v); err != nil {
+		t.Fatalf("event %s: decode %s: %v", e.Name, e.Data, err)
+	}
+}
+
+// Content returns data.content of a token/step event.
+func (e Event) Content() string {
+	var d struct {
+		Content string `json:"content"`
+	}
+	_ = json.Unmarshal(e.Data, &d)
+	return d.Content
+}
+
+// Stream is an open event stream.
+type Stream struct {
+	Resp *http.Response
+	r    *bufio.Reader
+}
+
+// Chat posts to /api/chat and returns the open stream; it fails the test
+// unless the response is an event stream.
+func (s *Server) Chat(body any, headers ...string) *Stream {
+	s.t.Helper()
+	resp := s.Do(http.MethodPost, "/api/chat", body, headers...)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		s.t.Fatalf("chat: status %d %q: %s", resp.StatusCode, resp.Header.Get("Content-Type"), data)
+	}
+	return &Stream{Resp: resp, r: bufio.NewReader(resp.Body)}
+}
+
+// Next reads the next event (comments are skipped); io.EOF at the end.
+func (st *Stream) Next() (Event, error) {
+	var ev Event
+	for {
+		line, err := st.r.ReadString('\n')
+		if err != nil {
+			return ev, err
+		}
+		line = strings.TrimSuffix(line, "\n")
+		switch {
+		case line == "":
+			if ev.Name != "" || ev.Data != nil {
+				return ev, nil
+			}
+		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "id: "):
+			ev.ID, _ = strconv.ParseUint(line[4:], 10, 64)
+		case strings.HasPrefix(line, "event: "):
+			ev.Name = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			ev.Data = json.RawMessage(line[6:])
+		}
+	}
+}
+
+// All reads events until the stream ends and closes it.
+func (st *Stream) All(t testing.TB) []Event {
+	t.Helper()
+	defer st.Resp.Body.Close()
+	var out []Event
+	for {
+		ev, err := st.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("read stream: %v", err)
+		}
+		out = append(out, ev)
+	}
+}
+
+// Close drops the connection.
+func (st *Stream) Close() { st.Resp.Body.Close() }
+
+// Names lists the event names.
+func Names(evs []Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.Name
+	}
+	return out
+}
+
+// Text concatenates the content of every token event.
+func Text(evs []Event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		if e.Name == "token" {
+			b.WriteString(e.Content())
+		}
+	}
+	return b.String()
+}
