@@ -15,6 +15,7 @@ import (
 	"github.com/waggle-os/core/libs/injection"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/sse"
+	"github.com/waggle-os/core/services/gateway/internal/httpx"
 )
 
 // HeaderTurnID names the turn of an event stream, so a client can resume
@@ -23,14 +24,14 @@ const HeaderTurnID = "X-Waggle-Turn-Id"
 
 // parseChat validates a chat body in the contract's order and builds the
 // turn request. Every rejection happens here, before a stream exists.
-func (s *Service) parseChat(f fields) (protocol.TurnRequest, error) {
+func (s *Service) parseChat(f httpx.Fields) (protocol.TurnRequest, error) {
 	var req protocol.TurnRequest
-	msg, present, ok := f.str("message")
+	msg, present, ok := f.Str("message")
 	if !present || !ok || msg == "" {
 		return req, protocol.Errorf(http.StatusBadRequest, "message is required")
 	}
 	if max := s.cfg.MaxMessageLength; max > 0 {
-		if n := utf16Len(msg); n > max {
+		if n := httpx.UTF16Len(msg); n > max {
 			return req, protocol.Errorf(http.StatusBadRequest, "Message too long (%d chars, max %d)", n, max).WithCode("MESSAGE_TOO_LONG")
 		}
 	}
@@ -51,12 +52,12 @@ func (s *Service) parseChat(f fields) (protocol.TurnRequest, error) {
 		return req, err
 	}
 	if wsName != "" {
-		if err := checkSegment(wsName, ws); err != nil {
+		if err := httpx.CheckSegment(wsName, ws); err != nil {
 			return req, err
 		}
 	}
 	if sessName != "" {
-		if err := checkSegment(sessName, sess); err != nil {
+		if err := httpx.CheckSegment(sessName, sess); err != nil {
 			return req, err
 		}
 	}
@@ -69,10 +70,10 @@ func (s *Service) parseChat(f fields) (protocol.TurnRequest, error) {
 		req.Session = req.Workspace
 	}
 
-	if req.Model, _, err = f.optString("model"); err != nil {
+	if req.Model, _, err = f.OptString("model"); err != nil {
 		return req, err
 	}
-	if req.Persona, _, err = f.optString("persona"); err != nil {
+	if req.Persona, _, err = f.OptString("persona"); err != nil {
 		return req, err
 	}
 	if raw, ok := f["autonomy"]; ok {
@@ -83,7 +84,7 @@ func (s *Service) parseChat(f fields) (protocol.TurnRequest, error) {
 			req.Autonomy = a
 		}
 	}
-	path, present, err := f.optString("workspacePath")
+	path, present, err := f.OptString("workspacePath")
 	if err != nil {
 		return req, err
 	}
@@ -101,14 +102,14 @@ func (s *Service) parseChat(f fields) (protocol.TurnRequest, error) {
 
 // aliased reads a field that has a legacy alias; it returns the name of
 // the field used (for error messages), or "" when neither is present.
-func aliased(f fields, name, alias string) (string, string, error) {
+func aliased(f httpx.Fields, name, alias string) (string, string, error) {
 	for _, key := range []string{name, alias} {
-		v, present, ok := f.str(key)
+		v, present, ok := f.Str(key)
 		if !present {
 			continue
 		}
 		if !ok {
-			return key, "", badSegment(key)
+			return key, "", httpx.BadSegment(key)
 		}
 		return key, v, nil
 	}
@@ -131,14 +132,14 @@ func insideDir(dir, p string) (string, bool) {
 // chat is POST /api/chat: validate, start the turn on a runner, then relay
 // its events as SSE until the terminal event.
 func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
-	f, err := decodeBody(w, r, s.cfg.BodyLimit)
+	f, err := httpx.DecodeBody(w, r, s.cfg.BodyLimit)
 	if err != nil {
-		writeError(w, s.log, err)
+		httpx.WriteError(w, s.log, err)
 		return
 	}
 	req, err := s.parseChat(f)
 	if err != nil {
-		writeError(w, s.log, err)
+		httpx.WriteError(w, s.log, err)
 		return
 	}
 	req.TurnID = protocol.NewUUID()
@@ -149,7 +150,7 @@ func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, protocol.ErrUnavailable) {
 			err = (&protocol.Error{Status: http.StatusServiceUnavailable, Message: "No turn runner is available. Try again in a moment."}).WithCode("NO_RUNNER")
 		}
-		writeError(w, s.log, err)
+		httpx.WriteError(w, s.log, err)
 		return
 	}
 	s.relay(w, r, started.TurnID, 0, true)
@@ -169,7 +170,7 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, a
 	cons, err := s.js.OrderedConsumer(r.Context(), protocol.StreamTurns, cfg)
 	if err != nil {
 		s.cancelTurn(turnID, "relay-failed")
-		writeError(w, s.log, err)
+		httpx.WriteError(w, s.log, err)
 		return
 	}
 	stop := make(chan struct{})
@@ -185,7 +186,7 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, a
 	})
 	if err != nil {
 		s.cancelTurn(turnID, "relay-failed")
-		writeError(w, s.log, err)
+		httpx.WriteError(w, s.log, err)
 		return
 	}
 	defer cc.Stop()

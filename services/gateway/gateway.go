@@ -23,6 +23,11 @@ import (
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/llmprobe"
+	"github.com/waggle-os/core/services/gateway/internal/agentapi"
+	"github.com/waggle-os/core/services/gateway/internal/approvalapi"
+	"github.com/waggle-os/core/services/gateway/internal/commandapi"
+	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/sessionsapi"
 )
 
 // DefaultAllowedOrigins are the browser origins of the Waggle desktop and
@@ -232,16 +237,21 @@ func (s *Service) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.recoverer, securityHeaders, s.cors, s.auth)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusNotFound, errorBody{Error: "Not found"})
+		httpx.WriteJSON(w, http.StatusNotFound, httpx.ErrorBody{Error: "Not found"})
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: "Method not allowed"})
+		httpx.WriteJSON(w, http.StatusMethodNotAllowed, httpx.ErrorBody{Error: "Method not allowed"})
 	})
 	r.Get("/health", s.health)
+	deps := httpx.Deps{NC: s.nc, Log: s.log, BodyLimit: s.cfg.BodyLimit, Timeout: s.cfg.RequestTimeout, DataDir: s.cfg.DataDir}
 	r.Route("/api", func(r chi.Router) {
 		r.Post("/chat", s.chat)
 		r.Delete("/chat/history", s.clearHistory)
 		r.Get("/history", s.history)
+		sessionsapi.Mount(r, deps)
+		approvalapi.Mount(r, deps)
+		commandapi.Mount(r, deps)
+		agentapi.Mount(r, deps)
 	})
 	return r
 }

@@ -3,6 +3,8 @@ package gateway
 import (
 	"net/http"
 	"time"
+
+	"github.com/waggle-os/core/services/gateway/internal/httpx"
 )
 
 type llmHealth struct {
@@ -59,5 +61,5 @@ func (s *Service) health(w http.ResponseWriter, r *http.Request) {
 		}
 		status = http.StatusServiceUnavailable
 	}
-	writeJSON(w, status, resp)
+	httpx.WriteJSON(w, status, resp)
 }

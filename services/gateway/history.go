@@ -7,6 +7,7 @@ import (
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/gateway/internal/httpx"
 )
 
 // sessionQuery reads ?workspace= and ?session= with the chat defaults
@@ -18,13 +19,13 @@ func sessionQuery(r *http.Request) (protocol.SessionRef, error) {
 	if q.Has("workspace") {
 		ref.Workspace = q.Get("workspace")
 		ref.Session = ref.Workspace
-		if err := checkSegment("workspace", ref.Workspace); err != nil {
+		if err := httpx.CheckSegment("workspace", ref.Workspace); err != nil {
 			return ref, err
 		}
 	}
 	if q.Has("session") {
 		ref.Session = q.Get("session")
-		if err := checkSegment("session", ref.Session); err != nil {
+		if err := httpx.CheckSegment("session", ref.Session); err != nil {
 			return ref, err
 		}
 	}
@@ -49,14 +50,14 @@ type historyResponse struct {
 func (s *Service) history(w http.ResponseWriter, r *http.Request) {
 	ref, err := sessionQuery(r)
 	if err != nil {
-		writeError(w, s.log, err)
+		httpx.WriteError(w, s.log, err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
 	rep, err := bus.Request[protocol.HistoryReply](ctx, s.nc, protocol.SubjStoreHistory, protocol.HistoryRequest{SessionRef: ref})
 	if err != nil {
-		writeError(w, s.log, err)
+		httpx.WriteError(w, s.log, err)
 		return
 	}
 	out := historyResponse{SessionID: ref.Session, Messages: make([]historyMessage, 0, len(rep.Messages))}
@@ -66,7 +67,7 @@ func (s *Service) history(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	out.Count = len(out.Messages)
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
 // clearHistory is DELETE /api/chat/history: every cached copy of the
@@ -74,17 +75,17 @@ func (s *Service) history(w http.ResponseWriter, r *http.Request) {
 func (s *Service) clearHistory(w http.ResponseWriter, r *http.Request) {
 	ref, err := sessionQuery(r)
 	if err != nil {
-		writeError(w, s.log, err)
+		httpx.WriteError(w, s.log, err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
 	rep, err := bus.Request[protocol.ClearReply](ctx, s.nc, protocol.SubjStoreClear, protocol.ClearRequest{SessionRef: ref})
 	if err != nil {
-		writeError(w, s.log, err)
+		httpx.WriteError(w, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, struct {
+	httpx.WriteJSON(w, http.StatusOK, struct {
 		OK      bool   `json:"ok"`
 		Cleared string `json:"cleared"`
 	}{true, rep.Cleared})

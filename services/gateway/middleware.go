@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+
+	"github.com/waggle-os/core/services/gateway/internal/httpx"
 )
 
 // recoverer turns a handler panic into a logged 500 with no detail.
@@ -19,7 +21,7 @@ func (s *Service) recoverer(next http.Handler) http.Handler {
 					panic(v)
 				}
 				s.log.Error("handler panic", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
-				writeJSON(w, http.StatusInternalServerError, errorBody{Error: "Internal server error"})
+				httpx.WriteJSON(w, http.StatusInternalServerError, httpx.ErrorBody{Error: "Internal server error"})
 			}
 		}()
 		next.ServeHTTP(w, r)
@@ -60,7 +62,7 @@ func (s *Service) cors(next http.Handler) http.Handler {
 				return
 			}
 			if !allowed {
-				writeJSON(w, http.StatusForbidden, errorBody{Error: "CORS: origin not allowed"})
+				httpx.WriteJSON(w, http.StatusForbidden, httpx.ErrorBody{Error: "CORS: origin not allowed"})
 				return
 			}
 			h := w.Header()
@@ -107,12 +109,12 @@ func (s *Service) auth(next http.Handler) http.Handler {
 		}
 		h := r.Header.Get("Authorization")
 		if h == "" {
-			writeJSON(w, http.StatusUnauthorized, errorBody{Error: "Unauthorized", Code: "MISSING_TOKEN"})
+			httpx.WriteJSON(w, http.StatusUnauthorized, httpx.ErrorBody{Error: "Unauthorized", Code: "MISSING_TOKEN"})
 			return
 		}
 		tok, ok := strings.CutPrefix(h, "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) != 1 {
-			writeJSON(w, http.StatusUnauthorized, errorBody{Error: "Unauthorized", Code: "INVALID_TOKEN"})
+			httpx.WriteJSON(w, http.StatusUnauthorized, httpx.ErrorBody{Error: "Unauthorized", Code: "INVALID_TOKEN"})
 			return
 		}
 		next.ServeHTTP(w, r)
