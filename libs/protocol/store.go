@@ -181,3 +181,26 @@ type CommandReply struct {
 
 // RerouteAgentLoopPrefix marks a command result that the agent loop must run.
 const RerouteAgentLoopPrefix = "AGENT_LOOP_REROUTE::"
+
+// UsageSummaryRequest totals the ledger since a time (ISO-8601; empty means
+// since the last reset).
+type UsageSummaryRequest struct {
+	Since string `json:"since,omitempty"`
+}
+
+// ModelUsage is one model's share of the ledger.
+type ModelUsage struct {
+	Input  int     `json:"input"`
+	Output int     `json:"output"`
+	Cost   float64 `json:"cost"`
+}
+
+// UsageSummary is the ledger's totals (the `usage` object of
+// /api/agent/status, reference §5.2).
+type UsageSummary struct {
+	TotalInputTokens  int                   `json:"totalInputTokens"`
+	TotalOutputTokens int                   `json:"totalOutputTokens"`
+	EstimatedCost     float64               `json:"estimatedCost"`
+	Turns             int                   `json:"turns"`
+	ByModel           map[string]ModelUsage `json:"byModel"`
+}

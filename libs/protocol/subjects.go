@@ -29,6 +29,8 @@ const (
 	SubjStoreMemorySearch = "waggle.store.cmd.memory.search"
 	// SubjStoreUsageRecord adds one turn's token usage to the ledger (UsageRecord → Empty).
 	SubjStoreUsageRecord = "waggle.store.cmd.usage.record"
+	// SubjStoreUsageSummary totals the usage ledger (UsageSummaryRequest → UsageSummary).
+	SubjStoreUsageSummary = "waggle.store.cmd.usage.summary"
 	// SubjStoreWorkspaceGet reads one workspace's config (WorkspaceRequest → Workspace).
 	SubjStoreWorkspaceGet = "waggle.store.cmd.workspace.get"
 	// SubjStorePrefix is the prefix of every session-store command; services

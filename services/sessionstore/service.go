@@ -16,7 +16,9 @@ import (
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/sessionstore/groups"
 	"github.com/waggle-os/core/services/sessionstore/jsonl"
+	"github.com/waggle-os/core/services/sessionstore/ledger"
 )
 
 // Config configures the session store.
@@ -89,6 +91,8 @@ func (s *Service) register() error {
 		bus.AddEndpoint(s.svc, "history", protocol.SubjStoreHistory, s.history),
 		bus.AddEndpoint(s.svc, "append", protocol.SubjStoreAppend, s.append),
 		bus.AddEndpoint(s.svc, "clear", protocol.SubjStoreClear, s.clear),
+		ledger.Register(s.svc, ledger.Config{DataDir: s.cfg.DataDir}, s.log),
+		groups.Register(s.svc, groups.Config{DataDir: s.cfg.DataDir}, s.log),
 	)
 }
 
