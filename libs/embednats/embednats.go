@@ -85,6 +85,10 @@ func (s *Server) Start(ctx context.Context) error {
 		// is the same as our HTTP body limit, so keep headroom.
 		MaxPayload: 8 << 20,
 	}
+	// Every open event stream is one ephemeral consumer; the server's
+	// default cap of 1,000 consumers per stream would turn the 1,001st
+	// concurrent chat into an error.
+	opts.JetStreamLimits.DefaultMaxConsumers = -1
 	if s.cfg.Listen != "" {
 		host, port, _ := splitHostPort(s.cfg.Listen)
 		opts.Host, opts.Port = host, port

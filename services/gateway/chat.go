@@ -163,7 +163,12 @@ func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
 func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, after uint64, cancelOnGone bool) {
 	s.streamWG.Add(1)
 	defer s.streamWG.Done()
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{protocol.TurnEvents(turnID)}}
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{protocol.TurnEvents(turnID)},
+		// The consumer is deleted when the relay ends; this only bounds how
+		// long one lingers if this gateway dies mid-stream.
+		InactiveThreshold: 30 * time.Second,
+	}
 	if after > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
 	}
@@ -189,7 +194,10 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, a
 		httpx.WriteError(w, s.log, err)
 		return
 	}
-	defer cc.Stop()
+	defer func() {
+		cc.Stop()
+		s.deleteConsumer(cons)
+	}()
 
 	out, err := sse.Start(w, map[string]string{
 		"Access-Control-Allow-Origin": s.streamOrigin(r),
@@ -234,6 +242,21 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, a
 		case <-s.streams.Done():
 			return
 		}
+	}
+}
+
+// deleteConsumer removes a relay's ephemeral consumer at once instead of
+// leaving it to the inactivity threshold, so consumers do not pile up at
+// high turn rates.
+func (s *Service) deleteConsumer(cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := s.js.DeleteConsumer(ctx, protocol.StreamTurns, info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		s.log.Debug("delete relay consumer", "consumer", info.Name, "err", err)
 	}
 }
 
