@@ -16,6 +16,9 @@ const (
 	SubjTurnEventsAll = "waggle.turn.evt.>"
 	// SubjTurnControlAll matches the control subjects of every turn.
 	SubjTurnControlAll = "waggle.turn.ctl.*"
+	// SubjTurnAbortWorkspace asks every runner to cancel the running turns
+	// of one workspace (AbortWorkspace), for POST /api/agent/abort.
+	SubjTurnAbortWorkspace = "waggle.turn.bcast.abort"
 
 	// SubjStoreHistory reads a session's history (HistoryRequest → HistoryReply).
 	SubjStoreHistory = "waggle.store.cmd.history"

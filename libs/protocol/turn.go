@@ -76,12 +76,28 @@ const (
 	// ControlCancel stops the turn: the model stream is cut, what was
 	// produced is persisted and pending approvals are denied.
 	ControlCancel = "cancel"
+	// ControlAttach says a client is following the turn's stream; relays
+	// repeat it every AttachInterval while they stream, so a runner can
+	// tell a slow client from a gone one even when a gateway dies.
+	ControlAttach = "attach"
+	// ControlDetach says a client stopped following the turn.
+	ControlDetach = "detach"
 )
+
+// AttachInterval is how often a relay repeats ControlAttach.
+const AttachInterval = 5 * time.Second
+
+// AbortWorkspace is the body of SubjTurnAbortWorkspace.
+type AbortWorkspace struct {
+	Workspace string `json:"workspace"`
+}
 
 // TurnControlMsg is the body of a message on TurnControl.
 type TurnControlMsg struct {
 	Action string `json:"action"`
 	Reason string `json:"reason,omitempty"`
+	// Client identifies one follower of the stream (attach/detach).
+	Client string `json:"client,omitempty"`
 }
 
 // TokenData is the data of a token or step event.

@@ -206,6 +206,11 @@ func (s *Server) Chat(body any, headers ...string) *Stream {
 	return &Stream{Resp: resp, r: bufio.NewReader(resp.Body)}
 }
 
+// NewStream wraps an event-stream response.
+func NewStream(resp *http.Response) *Stream {
+	return &Stream{Resp: resp, r: bufio.NewReader(resp.Body)}
+}
+
 // Next reads the next event (comments are skipped); io.EOF at the end.
 func (st *Stream) Next() (Event, error) {
 	var ev Event
