@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/telemetry"
 )
 
 // DefaultTimeout bounds a request whose context has no deadline.
@@ -54,6 +56,19 @@ func baseOptions(name string) []nats.Option {
 		// A team server outlives NATS restarts; keep trying.
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			// Async errors (slow consumers, permission violations) would
+			// otherwise only reach the default logger.
+			telemetry.BusErrors.WithLabelValues("async").Inc()
+			slog.Warn("bus: async error", "conn", name, "err", err)
+		}),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				telemetry.BusErrors.WithLabelValues("disconnect").Inc()
+				slog.Warn("bus: disconnected", "conn", name, "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { slog.Info("bus: reconnected", "conn", name, "url", nc.ConnectedUrlRedacted()) }),
 	}
 }
 
@@ -87,8 +102,10 @@ func RequestMsg(ctx context.Context, nc *nats.Conn, msg *nats.Msg) (*nats.Msg, e
 	reply, err := nc.RequestMsgWithContext(ctx, msg)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
+			telemetry.BusErrors.WithLabelValues("no_responders").Inc()
 			return nil, fmt.Errorf("bus: %s: %w", msg.Subject, protocol.ErrUnavailable)
 		}
+		telemetry.BusErrors.WithLabelValues("request").Inc()
 		return nil, fmt.Errorf("bus: request %s: %w", msg.Subject, err)
 	}
 	if e := ReplyError(reply); e != nil {

@@ -8,11 +8,14 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/telemetry"
 )
 
 // ServiceConfig configures a Service.
@@ -33,6 +36,7 @@ type ServiceConfig struct {
 // run on their own goroutines, all owned by the Service and waited for by
 // Stop.
 type Service struct {
+	name   string
 	svc    micro.Service
 	log    *slog.Logger
 	ctx    context.Context
@@ -61,7 +65,7 @@ func NewService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 		return nil, fmt.Errorf("bus: add service %s: %w", cfg.Name, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Service{svc: svc, log: cfg.Logger, ctx: ctx, cancel: cancel, sem: make(chan struct{}, cfg.Concurrency)}, nil
+	return &Service{name: cfg.Name, svc: svc, log: cfg.Logger, ctx: ctx, cancel: cancel, sem: make(chan struct{}, cfg.Concurrency)}, nil
 }
 
 // HandlerFunc handles one decoded request.
@@ -71,18 +75,25 @@ type HandlerFunc[Req, Rep any] func(ctx context.Context, req Req) (Rep, error)
 // (an undecodable body is a 400); fn's *protocol.Error keeps its status,
 // any other error is logged and answered as a 500 without detail.
 func AddEndpoint[Req, Rep any](s *Service, name, subject string, fn HandlerFunc[Req, Rep]) error {
+	served := telemetry.BusRequests.MustCurryWith(prometheus.Labels{"service": s.name, "endpoint": name})
+	took := telemetry.BusDuration.WithLabelValues(s.name, name)
 	h := micro.HandlerFunc(func(r micro.Request) {
 		s.dispatch(func(ctx context.Context) {
+			began := time.Now()
+			defer func() { took.Observe(time.Since(began).Seconds()) }()
 			var req Req
 			if err := json.Unmarshal(r.Data(), &req); err != nil {
+				served.WithLabelValues("400").Inc()
 				respondError(r, &protocol.Error{Status: 400, Message: "malformed request"})
 				return
 			}
 			rep, err := fn(ctx, req)
 			if err != nil {
+				served.WithLabelValues(strconv.Itoa(protocol.StatusOf(err))).Inc()
 				s.fail(r, name, err)
 				return
 			}
+			served.WithLabelValues("200").Inc()
 			if err := r.RespondJSON(rep); err != nil {
 				s.log.Warn("bus: respond failed", "endpoint", name, "err", err)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/waggle-os/core/libs/injection"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/sse"
+	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/gateway/internal/httpx"
 )
 
@@ -163,6 +164,8 @@ func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
 func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, after uint64, cancelOnGone bool) {
 	s.streamWG.Add(1)
 	defer s.streamWG.Done()
+	telemetry.StreamsOpen.Inc()
+	defer telemetry.StreamsOpen.Dec()
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{protocol.TurnEvents(turnID)},
 		// The consumer is deleted when the relay ends; this only bounds how
@@ -223,6 +226,8 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, a
 				}
 				return
 			}
+			telemetry.RelayEvents.Inc()
+			telemetry.RelayLag.Observe(time.Since(meta.Timestamp).Seconds())
 			if protocol.IsTerminal(event) {
 				return
 			}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/llmprobe"
+	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/gateway/internal/agentapi"
 	"github.com/waggle-os/core/services/gateway/internal/approvalapi"
 	"github.com/waggle-os/core/services/gateway/internal/commandapi"
@@ -235,7 +236,7 @@ func (s *Service) Stop(ctx context.Context) error {
 
 func (s *Service) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.recoverer, securityHeaders, s.cors, s.auth)
+	r.Use(metrics, s.recoverer, securityHeaders, s.cors, s.auth)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		httpx.WriteJSON(w, http.StatusNotFound, httpx.ErrorBody{Error: "Not found"})
 	})
@@ -243,6 +244,7 @@ func (s *Service) routes() http.Handler {
 		httpx.WriteJSON(w, http.StatusMethodNotAllowed, httpx.ErrorBody{Error: "Method not allowed"})
 	})
 	r.Get("/health", s.health)
+	r.Method(http.MethodGet, "/metrics", telemetry.Handler())
 	deps := httpx.Deps{NC: s.nc, Log: s.log, BodyLimit: s.cfg.BodyLimit, Timeout: s.cfg.RequestTimeout, DataDir: s.cfg.DataDir}
 	r.Route("/api", func(r chi.Router) {
 		r.Post("/chat", s.chat)

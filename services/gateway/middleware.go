@@ -2,6 +2,12 @@ package gateway
 
 import (
 	"crypto/subtle"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waggle-os/core/libs/telemetry"
 	"net"
 	"net/http"
 	"net/netip"
@@ -11,6 +17,40 @@ import (
 
 	"github.com/waggle-os/core/services/gateway/internal/httpx"
 )
+
+// metrics counts requests by route pattern (never the raw path: ids would
+// explode the label set) and times the JSON routes.
+func metrics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		began := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		route := "unmatched"
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+			route = rc.RoutePattern()
+		}
+		telemetry.HTTPRequests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
+		if !sw.streamed {
+			telemetry.HTTPDuration.WithLabelValues(route, r.Method).Observe(time.Since(began).Seconds())
+		}
+	})
+}
+
+// statusWriter records the status and whether the response was an event
+// stream. It keeps Flush and Unwrap reachable for http.ResponseController.
+type statusWriter struct {
+	http.ResponseWriter
+	status   int
+	streamed bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.streamed = w.Header().Get("Content-Type") == "text/event-stream"
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // recoverer turns a handler panic into a logged 500 with no detail.
 func (s *Service) recoverer(next http.Handler) http.Handler {
