@@ -5,7 +5,7 @@ MODULES := libs services/approval services/command services/gateway services/ses
 PKGS    := $(MODULES:%=./%/...)
 BENCHTIME ?= 1s
 
-.PHONY: build run test test-short lint fmt bench tidy clean
+.PHONY: build run test test-short lint fmt bench tidy clean cluster
 
 build:
 	$(GO) build -o bin/waggle ./services/waggle/cmd/waggle
@@ -33,5 +33,9 @@ bench:
 tidy:
 	for m in $(MODULES); do (cd $$m && $(GO) mod tidy) || exit 1; done
 
+# The team-server topology as local processes (no Docker): see scripts/cluster.sh.
+cluster: build
+	./scripts/cluster.sh
+
 clean:
-	rm -rf bin
+	rm -rf bin .cluster

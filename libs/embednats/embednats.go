@@ -34,11 +34,15 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// Logger receives the server's notices and errors. Nil means silent.
 	Logger *slog.Logger
+	// ConfigFile is a nats-server configuration file (cluster routes,
+	// accounts, users). When set, it supplies every option; StoreDir and
+	// Listen still override the file's store_dir and listen when given.
+	ConfigFile string
 }
 
 // Validate checks c and fills defaults.
 func (c *Config) Validate() error {
-	if c.StoreDir == "" {
+	if c.StoreDir == "" && c.ConfigFile == "" {
 		return errors.New("embednats: StoreDir is required")
 	}
 	if c.ServerName == "" {
@@ -69,8 +73,55 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.cfg.Validate(); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(s.cfg.StoreDir, 0o700); err != nil {
+	opts, err := s.options()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(opts.StoreDir, 0o700); err != nil {
 		return fmt.Errorf("embednats: create store dir: %w", err)
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return fmt.Errorf("embednats: new server: %w", err)
+	}
+	if s.cfg.Logger != nil {
+		ns.SetLoggerV2(slogAdapter{s.cfg.Logger}, false, false, false)
+	}
+	ns.Start()
+	if !ns.ReadyForConnections(s.cfg.ReadyTimeout) {
+		ns.Shutdown()
+		if s.cfg.Listen != "" {
+			return fmt.Errorf("embednats: server not ready within %s (is %s already in use?)", s.cfg.ReadyTimeout, s.cfg.Listen)
+		}
+		return fmt.Errorf("embednats: server not ready within %s", s.cfg.ReadyTimeout)
+	}
+	s.ns = ns
+	return nil
+}
+
+func (s *Server) options() (*server.Options, error) {
+	if s.cfg.ConfigFile != "" {
+		opts, err := server.ProcessConfigFile(s.cfg.ConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("embednats: config %s: %w", s.cfg.ConfigFile, err)
+		}
+		opts.NoSigs = true
+		opts.NoLog = s.cfg.Logger == nil
+		opts.JetStream = true
+		if s.cfg.StoreDir != "" {
+			opts.StoreDir = filepath.Clean(s.cfg.StoreDir)
+		}
+		if opts.StoreDir == "" {
+			return nil, fmt.Errorf("embednats: config %s sets no store_dir", s.cfg.ConfigFile)
+		}
+		if s.cfg.Listen != "" {
+			host, port, _ := splitHostPort(s.cfg.Listen)
+			opts.Host, opts.Port = host, port
+		}
+		if opts.JetStreamLimits.DefaultMaxConsumers == 0 {
+			opts.JetStreamLimits.DefaultMaxConsumers = -1
+		}
+		return opts, nil
 	}
 	opts := &server.Options{
 		ServerName: s.cfg.ServerName,
@@ -93,23 +144,7 @@ func (s *Server) Start(ctx context.Context) error {
 		host, port, _ := splitHostPort(s.cfg.Listen)
 		opts.Host, opts.Port = host, port
 	}
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		return fmt.Errorf("embednats: new server: %w", err)
-	}
-	if s.cfg.Logger != nil {
-		ns.SetLoggerV2(slogAdapter{s.cfg.Logger}, false, false, false)
-	}
-	ns.Start()
-	if !ns.ReadyForConnections(s.cfg.ReadyTimeout) {
-		ns.Shutdown()
-		if s.cfg.Listen != "" {
-			return fmt.Errorf("embednats: server not ready within %s (is %s already in use?)", s.cfg.ReadyTimeout, s.cfg.Listen)
-		}
-		return fmt.Errorf("embednats: server not ready within %s", s.cfg.ReadyTimeout)
-	}
-	s.ns = ns
-	return nil
+	return opts, nil
 }
 
 // ConnectOption returns the nats.Option that dials this server in process.
@@ -117,7 +152,7 @@ func (s *Server) ConnectOption() nats.Option { return nats.InProcessServer(s.ns)
 
 // ClientURL is the TCP URL clients can use, or "" without a listener.
 func (s *Server) ClientURL() string {
-	if s.ns == nil || s.cfg.Listen == "" {
+	if s.ns == nil || (s.cfg.Listen == "" && s.cfg.ConfigFile == "") {
 		return ""
 	}
 	return s.ns.ClientURL()

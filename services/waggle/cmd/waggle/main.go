@@ -10,11 +10,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/waggle-os/core/libs/embednats"
 	"github.com/waggle-os/core/services/waggle/app"
 )
 
@@ -22,6 +25,9 @@ const usage = `Usage: waggle <command> [flags]
 
 Commands:
   serve     run Waggle core (see waggle serve --help)
+  nats      run a standalone NATS server with JetStream (for a cluster without Docker;
+            see waggle nats --help)
+  healthcheck  exit 0 when this host's waggle answers /health with 200 (container health checks)
   version   print the version
 `
 
@@ -37,6 +43,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stdout, stderr)
+	case "nats":
+		return natsServer(args[1:], stdout, stderr)
+	case "healthcheck":
+		return healthcheck(args[1:], stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "waggle", version)
 		return 0
@@ -118,4 +128,85 @@ func newLogger(cfg app.Config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// natsServer runs the embedded nats-server on its own: the NATS nodes of a
+// team server or of `make cluster`, from the same binary.
+func natsServer(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("waggle nats", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	config := fs.String("config", "", "nats-server configuration file (cluster routes, accounts, store_dir)")
+	listen := fs.String("listen", "", "client listen address host:port (overrides the file)")
+	storeDir := fs.String("store-dir", "", "JetStream store directory (overrides the file)")
+	name := fs.String("name", "waggle-nats", "server name (without --config)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *config == "" && (*listen == "" || *storeDir == "") {
+		fmt.Fprintln(stderr, "waggle nats: give --config, or both --listen and --store-dir")
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	srv := embednats.New(embednats.Config{ConfigFile: *config, Listen: *listen, StoreDir: *storeDir, ServerName: *name, Logger: log, ReadyTimeout: 30 * time.Second})
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	if err := srv.Start(context.Background()); err != nil {
+		fmt.Fprintf(stderr, "waggle nats: %v\n", err)
+		return 1
+	}
+	log.Info("nats server ready", "url", srv.ClientURL())
+	<-sigs
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Stop(ctx); err != nil {
+		fmt.Fprintf(stderr, "waggle nats: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// healthcheck probes the local process: --url, else /health on
+// WAGGLE_METRICS_ADDR (processes without a gateway serve it there), else
+// on WAGGLE_ADDR. Distroless images have no curl, hence this command.
+func healthcheck(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("waggle healthcheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("url", "", "URL to probe (default: /health of this host's waggle)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *url == "" {
+		addr := os.Getenv("WAGGLE_METRICS_ADDR")
+		if addr == "" {
+			addr = os.Getenv("WAGGLE_ADDR")
+		}
+		if addr == "" {
+			addr = "127.0.0.1:3333"
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			fmt.Fprintf(stderr, "healthcheck: bad address %q\n", addr)
+			return 2
+		}
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "127.0.0.1"
+		}
+		*url = "http://" + net.JoinHostPort(host, port) + "/health"
+	}
+	client := &http.Client{Timeout: 3 * time.Second}
+	resp, err := client.Get(*url)
+	if err != nil {
+		fmt.Fprintf(stderr, "healthcheck: %v\n", err)
+		return 1
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(stderr, "healthcheck: %s answered %d\n", *url, resp.StatusCode)
+		return 1
+	}
+	return 0
 }

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# `make cluster`: the team-server topology as local processes, no Docker —
+# a 3-node NATS cluster (waggle nats), one session store + approval +
+# command process, 3 turn runners and 2 gateways (127.0.0.1:3333 and :3334).
+# Logs and data under .cluster/. Ctrl-C stops everything.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=./bin/waggle
+[ -x "$bin" ] || make build >/dev/null
+mkdir -p .cluster/logs .cluster/data
+pids=()
+stop() {
+  echo "stopping ${#pids[@]} processes"
+  kill -TERM "${pids[@]}" 2>/dev/null || true
+  wait || true
+}
+trap stop EXIT INT TERM
+
+start() { # name, args...
+  local name=$1; shift
+  "$@" >".cluster/logs/$name.log" 2>&1 &
+  pids+=($!)
+  echo "started $name (pid $!)"
+}
+
+for i in 1 2 3; do
+  start "nats-$i" "$bin" nats --config "deploy/nats/local-$i.conf"
+done
+urls=nats://127.0.0.1:4222,nats://127.0.0.1:4223,nats://127.0.0.1:4224
+for i in $(seq 1 60); do
+  "$bin" healthcheck --url "http://127.0.0.1:8222/healthz?js-enabled-only=true" 2>/dev/null && break
+  sleep 0.5
+done
+
+common=(--nats-url "$urls" --data-dir .cluster/data --log-format text)
+export WAGGLE_NATS_REPLICAS=3
+start services "$bin" serve "${common[@]}" --targets=session-store,approval,command --metrics-addr 127.0.0.1:9460
+for i in 1 2 3; do
+  start "runner-$i" "$bin" serve "${common[@]}" --targets=turn-runner --metrics-addr "127.0.0.1:946$i"
+done
+start gateway-1 "$bin" serve "${common[@]}" --targets=gateway --addr 127.0.0.1:3333
+start gateway-2 "$bin" serve "${common[@]}" --targets=gateway --addr 127.0.0.1:3334
+
+echo "gateways: http://127.0.0.1:3333 http://127.0.0.1:3334 — logs in .cluster/logs; Ctrl-C to stop"
+wait -n "${pids[@]}" || true
+echo "a process exited; see .cluster/logs" >&2
