@@ -99,6 +99,7 @@ func RequestMsg(ctx context.Context, nc *nats.Conn, msg *nats.Msg) (*nats.Msg, e
 		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
 		defer cancel()
 	}
+	telemetry.InjectNATS(ctx, msg)
 	reply, err := nc.RequestMsgWithContext(ctx, msg)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {

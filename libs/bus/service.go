@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
@@ -80,6 +81,9 @@ func AddEndpoint[Req, Rep any](s *Service, name, subject string, fn HandlerFunc[
 	h := micro.HandlerFunc(func(r micro.Request) {
 		s.dispatch(func(ctx context.Context) {
 			began := time.Now()
+			ctx, span := telemetry.Tracer().Start(telemetry.ExtractNATS(ctx, nats.Header(r.Headers())), s.name+"/"+name,
+				trace.WithSpanKind(trace.SpanKindServer))
+			defer span.End()
 			defer func() { took.Observe(time.Since(began).Seconds()) }()
 			var req Req
 			if err := json.Unmarshal(r.Data(), &req); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/waggle-os/core/libs/telemetry"
 	"net"
@@ -23,12 +24,18 @@ import (
 func metrics(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		began := time.Now()
+		// The request's span (W3C traceparent from the client, if any) is
+		// carried into every bus request the handler makes.
+		ctx, span := telemetry.Tracer().Start(telemetry.ExtractHTTP(r.Context(), r.Header), r.Method,
+			trace.WithSpanKind(trace.SpanKindServer))
+		defer span.End()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(sw, r)
+		next.ServeHTTP(sw, r.WithContext(ctx))
 		route := "unmatched"
-		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+		if rc := chi.RouteContext(ctx); rc != nil && rc.RoutePattern() != "" {
 			route = rc.RoutePattern()
 		}
+		span.SetName(r.Method + " " + route)
 		telemetry.HTTPRequests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
 		if !sw.streamed {
 			telemetry.HTTPDuration.WithLabelValues(route, r.Method).Observe(time.Since(began).Seconds())
