@@ -61,6 +61,7 @@ func (s *Service) append(_ context.Context, req protocol.AppendRequest) (protoco
 	if err := s.files.Append(req.Workspace, req.Session, line); err != nil {
 		return protocol.AppendReply{}, fmt.Errorf("sessionstore: append %s/%s: %w", req.Workspace, req.Session, err)
 	}
+	s.sess.Invalidate(req.Workspace, req.Session)
 	return protocol.AppendReply{Timestamp: now}, nil
 }
 

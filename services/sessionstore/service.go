@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -19,6 +20,9 @@ import (
 	"github.com/waggle-os/core/services/sessionstore/groups"
 	"github.com/waggle-os/core/services/sessionstore/jsonl"
 	"github.com/waggle-os/core/services/sessionstore/ledger"
+	"github.com/waggle-os/core/services/sessionstore/memory"
+	"github.com/waggle-os/core/services/sessionstore/sessions"
+	"github.com/waggle-os/core/services/sessionstore/workspaces"
 )
 
 // Config configures the session store.
@@ -28,6 +32,8 @@ type Config struct {
 	DataDir string
 	// Concurrency bounds requests served at once. Default 64.
 	Concurrency int
+	// Location renders dates in session exports. Default: time.Local.
+	Location *time.Location
 }
 
 // Validate checks c and fills defaults.
@@ -47,6 +53,9 @@ type Service struct {
 	dial  bus.Dialer
 	log   *slog.Logger
 	files *jsonl.Store
+	wss   *workspaces.Store
+	mem   *memory.Store
+	sess  *sessions.Store
 
 	nc  *nats.Conn
 	svc *bus.Service
@@ -69,6 +78,12 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.files = jsonl.New(s.cfg.DataDir)
+	s.wss = workspaces.New(s.cfg.DataDir)
+	s.mem = memory.New(s.cfg.DataDir)
+	s.sess = sessions.New(s.files, s.wss, sessions.Config{Location: s.cfg.Location, Logger: s.log})
+	if err := s.wss.EnsureDefault(); err != nil {
+		return fmt.Errorf("sessionstore: default workspace: %w", err)
+	}
 	nc, err := s.dial(protocol.ServiceSessionStore)
 	if err != nil {
 		return err
@@ -91,6 +106,22 @@ func (s *Service) register() error {
 		bus.AddEndpoint(s.svc, "history", protocol.SubjStoreHistory, s.history),
 		bus.AddEndpoint(s.svc, "append", protocol.SubjStoreAppend, s.append),
 		bus.AddEndpoint(s.svc, "clear", protocol.SubjStoreClear, s.clear),
+		bus.AddEndpoint(s.svc, "memory-save", protocol.SubjStoreMemorySave, s.memorySave),
+		bus.AddEndpoint(s.svc, "memory-search", protocol.SubjStoreMemorySearch, s.memorySearch),
+		bus.AddEndpoint(s.svc, "workspace-get", protocol.SubjStoreWorkspaceGet, s.workspaceGet),
+		bus.AddEndpoint(s.svc, "workspace-list", protocol.SubjWorkspaceList, s.workspaceList),
+		bus.AddEndpoint(s.svc, "workspace-doc", protocol.SubjWorkspaceDoc, s.workspaceDoc),
+		bus.AddEndpoint(s.svc, "workspace-create", protocol.SubjWorkspaceCreate, s.workspaceCreate),
+		bus.AddEndpoint(s.svc, "workspace-update", protocol.SubjWorkspaceUpdate, s.workspaceUpdate),
+		bus.AddEndpoint(s.svc, "workspace-delete", protocol.SubjWorkspaceDelete, s.workspaceDelete),
+		bus.AddEndpoint(s.svc, "session-list", protocol.SubjSessionList, s.sessionList),
+		bus.AddEndpoint(s.svc, "session-search", protocol.SubjSessionSearch, s.sessionSearch),
+		bus.AddEndpoint(s.svc, "session-export", protocol.SubjSessionExport, s.sessionExport),
+		bus.AddEndpoint(s.svc, "session-timeline", protocol.SubjSessionTimeline, s.sessionTimeline),
+		bus.AddEndpoint(s.svc, "session-create", protocol.SubjSessionCreate, s.sessionCreate),
+		bus.AddEndpoint(s.svc, "session-rename", protocol.SubjSessionRename, s.sessionRename),
+		bus.AddEndpoint(s.svc, "session-delete", protocol.SubjSessionDelete, s.sessionDelete),
+		bus.AddEndpoint(s.svc, "session-summary", protocol.SubjSessionSummary, s.sessionSummary),
 		ledger.Register(s.svc, ledger.Config{DataDir: s.cfg.DataDir}, s.log),
 		groups.Register(s.svc, groups.Config{DataDir: s.cfg.DataDir}, s.log),
 	)

@@ -219,30 +219,59 @@ func readFile(path string) ([]byte, time.Time, error) {
 // content; returning nil data leaves the file untouched. A missing file is
 // ErrNotFound unless create is true (then fn sees nil).
 func (s *Store) Rewrite(ws, session string, create bool, fn func(data []byte) ([]byte, error)) error {
+	_, _, err := s.rewrite(ws, session, create, false, fn)
+	return err
+}
+
+// FileState is what identifies one version of a file for caches: its size
+// and modification time.
+type FileState struct {
+	Size    int64
+	ModTime time.Time
+}
+
+// RewriteQuiet is Rewrite (create false) for changes that are not session
+// activity, such as a lazily written summary: the file keeps its
+// modification time, so lastActive does not move. It reports whether it
+// wrote and the file's state right after the write, taken under the lock.
+func (s *Store) RewriteQuiet(ws, session string, fn func(data []byte) ([]byte, error)) (FileState, bool, error) {
+	return s.rewrite(ws, session, false, true, fn)
+}
+
+func (s *Store) rewrite(ws, session string, create, keepMtime bool, fn func(data []byte) ([]byte, error)) (FileState, bool, error) {
 	path, err := s.Path(ws, session)
 	if err != nil {
-		return err
+		return FileState{}, false, err
 	}
 	l := s.lock(path)
 	defer s.unlock(path, l)
-	data, _, err := readFile(path)
+	data, mtime, err := readFile(path)
 	if errors.Is(err, ErrNotFound) && create {
 		data, err = nil, nil
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return fmt.Errorf("jsonl: create sessions dir of %s: %w", ws, err)
+			return FileState{}, false, fmt.Errorf("jsonl: create sessions dir of %s: %w", ws, err)
 		}
 	}
 	if err != nil {
-		return err
+		return FileState{}, false, err
 	}
 	out, err := fn(data)
 	if err != nil || out == nil {
-		return err
+		return FileState{Size: int64(len(data)), ModTime: mtime}, false, err
 	}
 	if err := WriteFileAtomic(path, out); err != nil {
-		return fmt.Errorf("jsonl: rewrite %s/%s: %w", ws, session, err)
+		return FileState{}, false, fmt.Errorf("jsonl: rewrite %s/%s: %w", ws, session, err)
 	}
-	return nil
+	if keepMtime && !mtime.IsZero() {
+		if err := os.Chtimes(path, time.Now(), mtime); err != nil {
+			return FileState{}, true, fmt.Errorf("jsonl: keep mtime of %s/%s: %w", ws, session, err)
+		}
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return FileState{}, true, fmt.Errorf("jsonl: stat %s/%s: %w", ws, session, err)
+	}
+	return FileState{Size: st.Size(), ModTime: st.ModTime()}, true, nil
 }
 
 // Delete removes a session file.

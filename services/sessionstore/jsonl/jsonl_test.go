@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
 )
@@ -155,5 +156,34 @@ func TestDelete(t *testing.T) {
 	}
 	if _, _, err := s.Read("w", "s"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("read after delete: %v", err)
+	}
+}
+
+func TestRewriteQuietKeepsMtime(t *testing.T) {
+	s := New(t.TempDir())
+	if err := s.Append("ws", "s", protocol.Message{Role: "user", Content: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	path, _ := s.Path("ws", "s")
+	old := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	st, wrote, err := s.RewriteQuiet("ws", "s", func(data []byte) ([]byte, error) {
+		return append(data, "{\"role\":\"user\",\"content\":\"x\"}\n"...), nil
+	})
+	if err != nil || !wrote {
+		t.Fatalf("rewrite: %v %v", wrote, err)
+	}
+	fi, _ := os.Stat(path)
+	if !fi.ModTime().Equal(old) || !st.ModTime.Equal(old) || st.Size != fi.Size() {
+		t.Fatalf("mtime %v (state %+v), want %v size %d", fi.ModTime(), st, old, fi.Size())
+	}
+	// A nil result writes nothing.
+	if _, wrote, err := s.RewriteQuiet("ws", "s", func([]byte) ([]byte, error) { return nil, nil }); wrote || err != nil {
+		t.Fatalf("nil rewrite wrote=%v err=%v", wrote, err)
+	}
+	if _, _, err := s.RewriteQuiet("ws", "missing", func(d []byte) ([]byte, error) { return d, nil }); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing: %v", err)
 	}
 }

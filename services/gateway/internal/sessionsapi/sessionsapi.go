@@ -1,12 +1,316 @@
 // Package sessionsapi serves the workspaces and sessions routes (contract
-// §6) by asking the session store over NATS.
+// §6) by asking the session store over NATS. Handlers only check what the
+// HTTP layer owns (path segments, body and query types) and pass the rest
+// on; the store owns existence checks and their order.
 package sessionsapi
 
 import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
 	"github.com/go-chi/chi/v5"
 
+	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/gateway/internal/httpx"
 )
 
+// Search limit of the contract: default 20, at most 50.
+const (
+	defaultSearchLimit = 20
+	maxSearchLimit     = 50
+)
+
+type api struct{ d httpx.Deps }
+
 // Mount adds the routes to r (mounted at /api).
-func Mount(r chi.Router, d httpx.Deps) {}
+func Mount(r chi.Router, d httpx.Deps) {
+	a := api{d}
+	// chi needs one parameter name per path position, so the workspace
+	// segment is {id} everywhere; errors still name it as the original did.
+	r.Get("/workspaces", a.listWorkspaces)
+	r.Post("/workspaces", a.createWorkspace)
+	r.Get("/workspaces/{id}", a.getWorkspace)
+	r.Patch("/workspaces/{id}", a.updateWorkspace)
+	r.Delete("/workspaces/{id}", a.deleteWorkspace)
+
+	r.Get("/workspaces/{id}/sessions", a.listSessions)
+	r.Post("/workspaces/{id}/sessions", a.createSession)
+	r.Get("/workspaces/{id}/sessions/search", a.searchSessions)
+	r.Get("/workspaces/{id}/sessions/{sessionId}/export", a.exportSession)
+	r.Get("/workspaces/{id}/sessions/{sessionId}/timeline", a.timeline)
+
+	r.Patch("/sessions/{sessionId}", a.renameSession)
+	r.Delete("/sessions/{sessionId}", a.deleteSession)
+	r.Get("/sessions/{sessionId}/summary", a.sessionSummary)
+}
+
+// segment reads a path parameter and applies the safe-segment rule under
+// the given name.
+func segment(r *http.Request, param, name string) (string, error) {
+	v := chi.URLParam(r, param)
+	return v, httpx.CheckSegment(name, v)
+}
+
+func (a api) fail(w http.ResponseWriter, err error) { httpx.WriteError(w, a.d.Log, err) }
+
+// ---- workspaces ----
+
+func (a api) listWorkspaces(w http.ResponseWriter, r *http.Request) {
+	rep, ok := httpx.Call[protocol.WorkspaceListReply](a.d, w, r, protocol.SubjWorkspaceList, protocol.Empty{})
+	if !ok {
+		return
+	}
+	if rep.Workspaces == nil {
+		rep.Workspaces = []json.RawMessage{}
+	}
+	httpx.WriteJSON(w, http.StatusOK, rep.Workspaces)
+}
+
+func (a api) createWorkspace(w http.ResponseWriter, r *http.Request) {
+	fields, err := a.bodyObject(w, r)
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	rep, ok := httpx.Call[protocol.WorkspaceDocReply](a.d, w, r, protocol.SubjWorkspaceCreate, protocol.WorkspaceCreateRequest{Fields: fields})
+	if ok {
+		httpx.WriteJSON(w, http.StatusCreated, rep.Workspace)
+	}
+}
+
+func (a api) getWorkspace(w http.ResponseWriter, r *http.Request) {
+	id, err := segment(r, "id", "id")
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	rep, ok := httpx.Call[protocol.WorkspaceDocReply](a.d, w, r, protocol.SubjWorkspaceDoc, protocol.WorkspaceRequest{Workspace: id})
+	if ok {
+		httpx.WriteJSON(w, http.StatusOK, rep.Workspace)
+	}
+}
+
+func (a api) updateWorkspace(w http.ResponseWriter, r *http.Request) {
+	id, err := segment(r, "id", "id")
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	fields, err := a.bodyObject(w, r)
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	rep, ok := httpx.Call[protocol.WorkspaceDocReply](a.d, w, r, protocol.SubjWorkspaceUpdate, protocol.WorkspaceUpdateRequest{Workspace: id, Fields: fields})
+	if ok {
+		httpx.WriteJSON(w, http.StatusOK, rep.Workspace)
+	}
+}
+
+func (a api) deleteWorkspace(w http.ResponseWriter, r *http.Request) {
+	id, err := segment(r, "id", "id")
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	rep, ok := httpx.Call[protocol.DeletedReply](a.d, w, r, protocol.SubjWorkspaceDelete, protocol.WorkspaceRequest{Workspace: id})
+	if ok {
+		httpx.WriteJSON(w, http.StatusOK, rep)
+	}
+}
+
+// bodyObject decodes the body (empty is {}) and re-encodes it for the store.
+func (a api) bodyObject(w http.ResponseWriter, r *http.Request) (json.RawMessage, error) {
+	f, err := httpx.DecodeBody(w, r, a.d.BodyLimit)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(f)
+}
+
+// ---- sessions of a workspace ----
+
+func (a api) listSessions(w http.ResponseWriter, r *http.Request) {
+	ws, err := segment(r, "id", "workspaceId")
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	req := protocol.SessionListRequest{Workspace: ws, HideEmpty: r.URL.Query().Get("hideEmpty") == "true"}
+	rep, ok := httpx.Call[protocol.SessionListReply](a.d, w, r, protocol.SubjSessionList, req)
+	if !ok {
+		return
+	}
+	if rep.Sessions == nil {
+		rep.Sessions = []protocol.SessionInfo{}
+	}
+	httpx.WriteJSON(w, http.StatusOK, rep.Sessions)
+}
+
+func (a api) createSession(w http.ResponseWriter, r *http.Request) {
+	ws, err := segment(r, "id", "workspaceId")
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	f, err := httpx.DecodeBody(w, r, a.d.BodyLimit)
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	rep, ok := httpx.Call[protocol.SessionInfo](a.d, w, r, protocol.SubjSessionCreate, protocol.SessionCreateRequest{Workspace: ws, Title: f["title"]})
+	if ok {
+		httpx.WriteJSON(w, http.StatusCreated, rep)
+	}
+}
+
+func (a api) searchSessions(w http.ResponseWriter, r *http.Request) {
+	ws, err := segment(r, "id", "workspaceId")
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	q := r.URL.Query()
+	req := protocol.SessionSearchRequest{Workspace: ws, Query: q.Get("q"), Limit: parseLimit(q.Get("limit"))}
+	rep, ok := httpx.Call[protocol.SessionSearchReply](a.d, w, r, protocol.SubjSessionSearch, req)
+	if !ok {
+		return
+	}
+	if rep.Results == nil {
+		rep.Results = []protocol.SessionSearchResult{}
+	}
+	httpx.WriteJSON(w, http.StatusOK, rep.Results)
+}
+
+// parseLimit reads the search limit like JavaScript's parseInt (leading
+// digits count: "10abc" is 10); anything unusable or below 1 is the
+// default, and it is capped at 50.
+func parseLimit(s string) int {
+	s = strings.TrimSpace(s)
+	end := 0
+	if end < len(s) && (s[end] == '+' || s[end] == '-') {
+		end++
+	}
+	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+		end++
+	}
+	n, err := strconv.Atoi(s[:end])
+	if err != nil || n < 1 {
+		// Strings of digits too long for an int are far above the cap.
+		if err != nil && end > 1 && s[0] != '-' {
+			return maxSearchLimit
+		}
+		return defaultSearchLimit
+	}
+	return min(n, maxSearchLimit)
+}
+
+func (a api) sessionRef(r *http.Request) (protocol.SessionRef, error) {
+	ws, err := segment(r, "id", "workspaceId")
+	if err != nil {
+		return protocol.SessionRef{}, err
+	}
+	s, err := segment(r, "sessionId", "sessionId")
+	return protocol.SessionRef{Workspace: ws, Session: s}, err
+}
+
+func (a api) exportSession(w http.ResponseWriter, r *http.Request) {
+	ref, err := a.sessionRef(r)
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	rep, ok := httpx.Call[protocol.SessionExportReply](a.d, w, r, protocol.SubjSessionExport, ref)
+	if !ok {
+		return
+	}
+	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(rep.Markdown))
+}
+
+func (a api) timeline(w http.ResponseWriter, r *http.Request) {
+	ref, err := a.sessionRef(r)
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	rep, ok := httpx.Call[protocol.SessionTimelineReply](a.d, w, r, protocol.SubjSessionTimeline, ref)
+	if !ok {
+		return
+	}
+	if len(rep.Events) == 0 {
+		rep.Events = json.RawMessage("[]")
+	}
+	httpx.WriteJSON(w, http.StatusOK, rep.Events)
+}
+
+// ---- sessions by id ----
+
+// locator reads :sessionId and the optional ?workspace=, both checked.
+func (a api) locator(r *http.Request) (protocol.SessionLocator, error) {
+	s, err := segment(r, "sessionId", "sessionId")
+	if err != nil {
+		return protocol.SessionLocator{}, err
+	}
+	loc := protocol.SessionLocator{Session: s}
+	if q := r.URL.Query(); q.Has("workspace") {
+		loc.Workspace = q.Get("workspace")
+		if err := httpx.CheckSegment("workspace", loc.Workspace); err != nil {
+			return loc, err
+		}
+	}
+	return loc, nil
+}
+
+func (a api) renameSession(w http.ResponseWriter, r *http.Request) {
+	loc, err := a.locator(r)
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	f, err := httpx.DecodeBody(w, r, a.d.BodyLimit)
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	title, _, err := f.OptString("title")
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	if title == "" {
+		a.fail(w, protocol.Errorf(http.StatusBadRequest, "title is required"))
+		return
+	}
+	rep, ok := httpx.Call[protocol.SessionRenameReply](a.d, w, r, protocol.SubjSessionRename, protocol.SessionRenameRequest{SessionLocator: loc, Title: title})
+	if ok {
+		httpx.WriteJSON(w, http.StatusOK, rep)
+	}
+}
+
+func (a api) deleteSession(w http.ResponseWriter, r *http.Request) {
+	loc, err := a.locator(r)
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	rep, ok := httpx.Call[protocol.DeletedReply](a.d, w, r, protocol.SubjSessionDelete, loc)
+	if ok {
+		httpx.WriteJSON(w, http.StatusOK, rep)
+	}
+}
+
+func (a api) sessionSummary(w http.ResponseWriter, r *http.Request) {
+	loc, err := a.locator(r)
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	rep, ok := httpx.Call[protocol.SessionSummary](a.d, w, r, protocol.SubjSessionSummary, loc)
+	if ok {
+		httpx.WriteJSON(w, http.StatusOK, rep)
+	}
+}

@@ -1,0 +1,607 @@
+// Package sessions implements the sessions API (contract §6) over the
+// session files: listing, search, export, timeline, create, rename, delete
+// and the post-session summary, including the lazy summary write-back.
+//
+// Listing a workspace with thousands of sessions stays fast because each
+// session's listing entry is cached, keyed by the file's size and
+// modification time: a listing stats every file but parses only the ones
+// that changed (in parallel). The store's own writes also invalidate the
+// entry explicitly, so coarse file-system timestamps cannot serve a stale
+// entry. Search cannot be cached that way (it reads message text), so it
+// reads files in parallel, decodes only the lines whose raw bytes may hold
+// the query (digest.SearchData), and fully reads only the sessions that
+// make the result page.
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/sessionstore/digest"
+	"github.com/waggle-os/core/services/sessionstore/jsonl"
+)
+
+// Search bounds of the contract.
+const (
+	// MinQueryLength is the shortest query, in UTF-16 units.
+	MinQueryLength = 2
+	// DefaultSearchLimit applies when a search names no limit.
+	DefaultSearchLimit = 20
+	// MaxSearchLimit caps a search's results.
+	MaxSearchLimit = 50
+)
+
+// Errors with their HTTP kind and the contract's exact texts.
+var (
+	ErrWorkspaceNotFound = &protocol.Error{Status: http.StatusNotFound, Message: "Workspace not found"}
+	ErrSessionNotFound   = &protocol.Error{Status: http.StatusNotFound, Message: "Session not found"}
+	ErrQueryTooShort     = &protocol.Error{Status: http.StatusBadRequest, Message: "Query must be at least 2 characters"}
+	ErrTitleRequired     = &protocol.Error{Status: http.StatusBadRequest, Message: "title is required"}
+)
+
+// Workspaces is what the store needs to know about workspaces.
+type Workspaces interface {
+	// Exists reports whether a workspace's config exists.
+	Exists(id string) bool
+	// Root is the directory holding every workspace directory.
+	Root() string
+}
+
+// Config configures the store.
+type Config struct {
+	// Location renders export dates and times. Default: time.Local.
+	Location *time.Location
+	// Workers bounds the files read and parsed at once by one listing or
+	// search. Default: 2 × GOMAXPROCS.
+	Workers int
+	// Logger reports failed lazy summary write-backs. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// Validate fills defaults.
+func (c *Config) Validate() error {
+	if c.Location == nil {
+		c.Location = time.Local
+	}
+	if c.Workers <= 0 {
+		c.Workers = 2 * runtime.GOMAXPROCS(0)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Store serves the sessions API.
+type Store struct {
+	cfg   Config
+	files *jsonl.Store
+	wss   Workspaces
+	now   func() time.Time
+
+	mu    sync.Mutex
+	index map[string]map[string]entry // workspace → session → entry
+}
+
+// entry is a cached listing entry, valid while the file has this state.
+type entry struct {
+	state jsonl.FileState
+	info  digest.Info
+}
+
+// New returns a store over files. cfg is validated (defaults filled).
+func New(files *jsonl.Store, wss Workspaces, cfg Config) *Store {
+	_ = cfg.Validate()
+	return &Store{cfg: cfg, files: files, wss: wss, now: time.Now, index: map[string]map[string]entry{}}
+}
+
+// Invalidate drops the cached entry of a session; every write to a session
+// file goes through here.
+func (s *Store) Invalidate(ws, session string) {
+	s.mu.Lock()
+	delete(s.index[ws], session)
+	s.mu.Unlock()
+}
+
+// ForgetWorkspace drops every cached entry of a workspace.
+func (s *Store) ForgetWorkspace(ws string) {
+	s.mu.Lock()
+	delete(s.index, ws)
+	s.mu.Unlock()
+}
+
+// sessionFile is one *.jsonl file of a listing.
+type sessionFile struct {
+	id    string
+	state jsonl.FileState
+}
+
+// files lists a workspace's session files in name order. Files whose name
+// is not a valid session id are skipped: no route could address them.
+func (s *Store) sessionFiles(ws string) ([]sessionFile, error) {
+	return s.listFiles(ws, true)
+}
+
+// listFiles is sessionFiles; without stat, states are left zero (a search
+// takes the mtime from its own read and saves one system call per file).
+func (s *Store) listFiles(ws string, stat bool) ([]sessionFile, error) {
+	ents, err := os.ReadDir(s.files.SessionsDir(ws))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sessions: list %s: %w", ws, err)
+	}
+	out := make([]sessionFile, 0, len(ents))
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".jsonl") || e.IsDir() {
+			continue
+		}
+		id := strings.Replace(name, ".jsonl", "", 1)
+		if !protocol.ValidID(id) {
+			continue
+		}
+		f := sessionFile{id: id}
+		if stat {
+			fi, err := e.Info()
+			if err != nil {
+				continue // removed since ReadDir
+			}
+			f.state = jsonl.FileState{Size: fi.Size(), ModTime: fi.ModTime()}
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// List returns a workspace's listing entries, most recently active first
+// (ties by id). An unknown workspace lists as empty. Sessions with at
+// least 4 messages and no summary get one generated and written back.
+func (s *Store) List(ctx context.Context, ws string, hideEmpty bool) ([]protocol.SessionInfo, error) {
+	if !s.wss.Exists(ws) {
+		return []protocol.SessionInfo{}, nil
+	}
+	files, err := s.sessionFiles(ws)
+	if err != nil {
+		return nil, err
+	}
+	infos := make([]digest.Info, len(files))
+	ok := make([]bool, len(files))
+	var misses []int
+	s.mu.Lock()
+	cached := s.index[ws]
+	for i, f := range files {
+		if e, hit := cached[f.id]; hit && e.state == f.state {
+			infos[i], ok[i] = e.info, true
+		} else {
+			misses = append(misses, i)
+		}
+	}
+	s.mu.Unlock()
+
+	fresh := make([]entry, len(files))
+	err = parallel(ctx, s.cfg.Workers, len(misses), func(k int) error {
+		i := misses[k]
+		e, err := s.load(ws, files[i].id)
+		if errors.Is(err, jsonl.ErrNotFound) {
+			return nil // deleted since the directory was read
+		}
+		if err != nil {
+			// An unreadable file is left out, as the original did.
+			s.cfg.Logger.Warn("session unreadable", "workspace", ws, "session", files[i].id, "err", err)
+			return nil
+		}
+		infos[i], ok[i], fresh[i] = e.info, true, e
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	// Rebuild the workspace's index from this listing, which also drops
+	// entries of files that are gone.
+	next := make(map[string]entry, len(files))
+	s.mu.Lock()
+	cached = s.index[ws]
+	for i, f := range files {
+		switch {
+		case !ok[i]:
+		case !fresh[i].state.ModTime.IsZero():
+			next[f.id] = fresh[i]
+		default:
+			if e, hit := cached[f.id]; hit {
+				next[f.id] = e
+			}
+		}
+	}
+	s.index[ws] = next
+	s.mu.Unlock()
+
+	out := make([]protocol.SessionInfo, 0, len(files))
+	for i := range files {
+		if !ok[i] || hideEmpty && infos[i].MessageCount == 0 {
+			continue
+		}
+		out = append(out, protocol.SessionInfo(infos[i]))
+	}
+	slices.SortFunc(out, func(a, b protocol.SessionInfo) int {
+		if c := strings.Compare(b.LastActive, a.LastActive); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// load reads one session and builds its listing entry, writing a lazily
+// generated summary back first when one is due. Only a session that needs
+// a summary is fully parsed.
+func (s *Store) load(ws, id string) (entry, error) {
+	data, mtime, err := s.files.Read(ws, id)
+	if err != nil {
+		return entry{}, err
+	}
+	e := entry{state: jsonl.FileState{Size: int64(len(data)), ModTime: mtime}, info: digest.QuickInfo(id, data, mtime)}
+	if e.info.Summary != nil || e.info.MessageCount < 4 {
+		return e, nil
+	}
+	summary, ok := digest.GenerateSummary(digest.Parse(data))
+	if !ok {
+		return e, nil
+	}
+	e.info.Summary = &summary
+	if we, wrote, err := s.writeSummary(ws, id, mtime); err != nil {
+		s.cfg.Logger.Warn("lazy summary write-back failed", "workspace", ws, "session", id, "err", err)
+	} else if wrote {
+		return we, nil
+	}
+	return e, nil
+}
+
+// writeSummary writes a generated summary into the meta line without
+// moving the file's mtime (a summary is not activity). It regenerates the
+// summary from the file as it is under the lock, so lines appended since
+// the caller read it are both kept and counted. The returned entry
+// describes exactly the written file.
+func (s *Store) writeSummary(ws, id string, fallbackCreated time.Time) (entry, bool, error) {
+	var e entry
+	st, wrote, err := s.files.RewriteQuiet(ws, id, func(data []byte) ([]byte, error) {
+		f := digest.Parse(data)
+		if f.Meta != nil && f.Meta.Summary != nil {
+			return nil, nil // someone else wrote one meanwhile
+		}
+		summary, ok := digest.GenerateSummary(f)
+		if !ok {
+			return nil, nil
+		}
+		out := digest.WithSummary(data, summary, fallbackCreated)
+		e.info = digest.SessionInfo(id, digest.Parse(out), time.Time{})
+		return out, nil
+	})
+	if err != nil || !wrote {
+		return entry{}, false, err
+	}
+	e.state = st
+	e.info.LastActive = jsonl.Timestamp(st.ModTime)
+	if e.info.Created == jsonl.Timestamp(time.Time{}) {
+		e.info.Created = e.info.LastActive
+	}
+	return e, true, nil
+}
+
+// Search finds q (case-insensitively) in a workspace's session summaries
+// and first 50 message lines. Results are sorted by match count, then by
+// lastActive, both descending, and only then cut to limit (the original
+// cut before sorting and so could drop the best matches).
+func (s *Store) Search(ctx context.Context, ws, q string, limit int) ([]protocol.SessionSearchResult, error) {
+	if !s.wss.Exists(ws) {
+		return nil, ErrWorkspaceNotFound
+	}
+	if utf16Len(q) < MinQueryLength {
+		return nil, ErrQueryTooShort
+	}
+	if limit <= 0 {
+		limit = DefaultSearchLimit
+	}
+	limit = min(limit, MaxSearchLimit)
+	files, err := s.listFiles(ws, false)
+	if err != nil {
+		return nil, err
+	}
+	// Phase one counts hits in every file, decoding only lines that can
+	// matter; phase two fully reads just the results that survive the
+	// limit, for their titles and summaries.
+	type hit struct {
+		id       string
+		count    int
+		snippets []digest.Snippet
+		mtime    time.Time
+	}
+	hits := make([]*hit, len(files))
+	err = parallel(ctx, s.cfg.Workers, len(files), func(i int) error {
+		data, mtime, err := s.files.Read(ws, files[i].id)
+		if err != nil {
+			return nil // deleted or unreadable: not a match
+		}
+		if count, snippets := digest.SearchData(data, q); count > 0 {
+			hits[i] = &hit{id: files[i].id, count: count, snippets: snippets, mtime: mtime}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var found []*hit
+	for _, h := range hits {
+		if h != nil {
+			found = append(found, h)
+		}
+	}
+	// lastActive is an ISO string of the mtime, so time order is its order.
+	slices.SortFunc(found, func(a, b *hit) int {
+		if a.count != b.count {
+			return b.count - a.count
+		}
+		if c := b.mtime.Truncate(time.Millisecond).Compare(a.mtime.Truncate(time.Millisecond)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	found = found[:min(limit, len(found))]
+	out := make([]protocol.SessionSearchResult, len(found))
+	for i, h := range found {
+		r := protocol.SessionSearchResult{
+			SessionID: h.id, Title: h.id, MatchCount: h.count,
+			Snippets: make([]protocol.SearchSnippet, len(h.snippets)), LastActive: jsonl.Timestamp(h.mtime),
+		}
+		for j, sn := range h.snippets {
+			r.Snippets[j] = protocol.SearchSnippet(sn)
+		}
+		if data, mtime, err := s.files.Read(ws, h.id); err == nil {
+			info := digest.QuickInfo(h.id, data, mtime)
+			r.Title, r.Summary = info.Title, info.Summary
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// read returns a session of an existing workspace, with the contract's
+// 404s.
+func (s *Store) read(ref protocol.SessionRef) ([]byte, time.Time, error) {
+	if !s.wss.Exists(ref.Workspace) {
+		return nil, time.Time{}, ErrWorkspaceNotFound
+	}
+	data, mtime, err := s.files.Read(ref.Workspace, ref.Session)
+	if errors.Is(err, jsonl.ErrNotFound) {
+		return nil, time.Time{}, ErrSessionNotFound
+	}
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("sessions: read %s/%s: %w", ref.Workspace, ref.Session, err)
+	}
+	return data, mtime, nil
+}
+
+// Export renders a session as Markdown.
+func (s *Store) Export(ref protocol.SessionRef) (string, error) {
+	data, _, err := s.read(ref)
+	if err != nil {
+		return "", err
+	}
+	return digest.ExportMarkdown(ref.Session, digest.Parse(data), s.cfg.Location), nil
+}
+
+// Timeline returns a session's tool timeline as a JSON array.
+func (s *Store) Timeline(ref protocol.SessionRef) (json.RawMessage, error) {
+	data, _, err := s.read(ref)
+	if err != nil {
+		return nil, err
+	}
+	events := digest.Timeline(digest.Parse(data))
+	if events == nil {
+		events = []digest.TimelineEvent{}
+	}
+	b, err := json.Marshal(events)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: encode timeline of %s/%s: %w", ref.Workspace, ref.Session, err)
+	}
+	return b, nil
+}
+
+// Create writes a new session's meta line. title is stored as given (any
+// JSON value; absent or null means no title, and the id stands in).
+func (s *Store) Create(ws string, title json.RawMessage) (protocol.SessionInfo, error) {
+	if !s.wss.Exists(ws) {
+		return protocol.SessionInfo{}, ErrWorkspaceNotFound
+	}
+	id := "session-" + protocol.NewUUID()
+	now := jsonl.Timestamp(s.now())
+	info := protocol.SessionInfo{ID: id, Title: id, LastActive: now, Created: now}
+	rawTitle := json.RawMessage("null")
+	if len(title) > 0 && string(title) != "null" {
+		var v any
+		if err := json.Unmarshal(title, &v); err != nil {
+			return protocol.SessionInfo{}, protocol.Errorf(http.StatusBadRequest, "title must be JSON")
+		}
+		rawTitle, _ = json.Marshal(v)
+		info.Title = v
+	}
+	line := `{"type":"meta","title":` + string(rawTitle) + `,"created":"` + now + `"}` + "\n"
+	err := s.files.Rewrite(ws, id, true, func(data []byte) ([]byte, error) {
+		if len(data) > 0 {
+			return nil, nil
+		}
+		return []byte(line), nil
+	})
+	if err != nil {
+		return protocol.SessionInfo{}, fmt.Errorf("sessions: create in %s: %w", ws, err)
+	}
+	s.Invalidate(ws, id)
+	return info, nil
+}
+
+// Locate finds a session: in loc.Workspace when given, else in every
+// workspace directory in name order, first match winning.
+func (s *Store) Locate(loc protocol.SessionLocator) (protocol.SessionRef, error) {
+	if !protocol.ValidID(loc.Session) || loc.Workspace != "" && !protocol.ValidID(loc.Workspace) {
+		return protocol.SessionRef{}, ErrSessionNotFound
+	}
+	exists := func(ws string) bool {
+		path, err := s.files.Path(ws, loc.Session)
+		if err != nil {
+			return false
+		}
+		fi, err := os.Stat(path)
+		return err == nil && fi.Mode().IsRegular()
+	}
+	if loc.Workspace != "" {
+		if exists(loc.Workspace) {
+			return protocol.SessionRef{Workspace: loc.Workspace, Session: loc.Session}, nil
+		}
+		return protocol.SessionRef{}, ErrSessionNotFound
+	}
+	ents, err := os.ReadDir(s.wss.Root())
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return protocol.SessionRef{}, fmt.Errorf("sessions: list workspaces: %w", err)
+	}
+	for _, e := range ents {
+		if e.IsDir() && protocol.ValidID(e.Name()) && exists(e.Name()) {
+			return protocol.SessionRef{Workspace: e.Name(), Session: loc.Session}, nil
+		}
+	}
+	return protocol.SessionRef{}, ErrSessionNotFound
+}
+
+// Rename sets a session's title, keeping every other line.
+func (s *Store) Rename(loc protocol.SessionLocator, title string) (protocol.SessionRenameReply, error) {
+	if title == "" {
+		return protocol.SessionRenameReply{}, ErrTitleRequired
+	}
+	ref, err := s.Locate(loc)
+	if err != nil {
+		return protocol.SessionRenameReply{}, err
+	}
+	err = s.files.Rewrite(ref.Workspace, ref.Session, false, func(data []byte) ([]byte, error) {
+		return digest.WithTitle(data, title, s.now()), nil
+	})
+	s.Invalidate(ref.Workspace, ref.Session)
+	if errors.Is(err, jsonl.ErrNotFound) {
+		return protocol.SessionRenameReply{}, ErrSessionNotFound
+	}
+	if err != nil {
+		return protocol.SessionRenameReply{}, fmt.Errorf("sessions: rename %s/%s: %w", ref.Workspace, ref.Session, err)
+	}
+	return protocol.SessionRenameReply{ID: ref.Session, Title: title}, nil
+}
+
+// Delete removes a session file and returns which one it was.
+func (s *Store) Delete(loc protocol.SessionLocator) (protocol.SessionRef, error) {
+	ref, err := s.Locate(loc)
+	if err != nil {
+		return ref, err
+	}
+	err = s.files.Delete(ref.Workspace, ref.Session)
+	s.Invalidate(ref.Workspace, ref.Session)
+	if errors.Is(err, jsonl.ErrNotFound) {
+		return ref, ErrSessionNotFound
+	}
+	if err != nil {
+		return ref, fmt.Errorf("sessions: delete %s/%s: %w", ref.Workspace, ref.Session, err)
+	}
+	return ref, nil
+}
+
+// Summary builds a session's post-session summary (writing a lazy summary
+// back like the listing does).
+func (s *Store) Summary(loc protocol.SessionLocator) (protocol.SessionSummary, error) {
+	ref, err := s.Locate(loc)
+	if err != nil {
+		return protocol.SessionSummary{}, err
+	}
+	e, err := s.load(ref.Workspace, ref.Session)
+	var data []byte
+	if err == nil {
+		data, _, err = s.files.Read(ref.Workspace, ref.Session)
+	}
+	if errors.Is(err, jsonl.ErrNotFound) {
+		return protocol.SessionSummary{}, ErrSessionNotFound
+	}
+	if err != nil {
+		return protocol.SessionSummary{}, fmt.Errorf("sessions: summary %s/%s: %w", ref.Workspace, ref.Session, err)
+	}
+	return protocol.SessionSummary(digest.SessionSummary(ref.Session, digest.Parse(data), e.info)), nil
+}
+
+// parallel runs fn(0..n-1) on at most workers goroutines and returns the
+// first error (or ctx's).
+func parallel(ctx context.Context, workers, n int, fn func(i int) error) error {
+	if n == 0 {
+		return nil
+	}
+	workers = max(1, min(workers, n))
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		next int
+		ferr error
+	)
+	take := func() (int, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ferr != nil || next >= n {
+			return 0, false
+		}
+		if err := ctx.Err(); err != nil {
+			ferr = err
+			return 0, false
+		}
+		i := next
+		next++
+		return i, true
+	}
+	for range workers {
+		wg.Go(func() {
+			for {
+				i, ok := take()
+				if !ok {
+					return
+				}
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if ferr == nil {
+						ferr = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return ferr
+}
+
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,321 @@
+// Package workspaces stores workspace configs, one JSON object per
+// workspace in <data-dir>/workspaces/<id>/workspace.json. A workspace
+// exists exactly when that file exists. Unknown fields are kept as they
+// were written, so clients can store settings this package does not know.
+package workspaces
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/sessionstore/jsonl"
+)
+
+// Default workspace: chats that name no workspace land in it, so it must
+// exist for their sessions to be listed.
+const (
+	DefaultID   = "default"
+	DefaultName = "Default Workspace"
+)
+
+// maxSlugLength bounds the slug part of an id, leaving room for "-<n>".
+const maxSlugLength = 100
+
+// Errors with their HTTP kind.
+var (
+	ErrNotFound     = &protocol.Error{Status: http.StatusNotFound, Message: "Workspace not found"}
+	ErrNameRequired = &protocol.Error{Status: http.StatusBadRequest, Message: "name is required"}
+)
+
+// Doc is a workspace's stored JSON object, unknown fields included.
+type Doc map[string]json.RawMessage
+
+// ID returns the doc's id field.
+func (d Doc) ID() string { return d.str("id") }
+
+func (d Doc) str(key string) string {
+	var s string
+	_ = json.Unmarshal(d[key], &s)
+	return s
+}
+
+// Workspace decodes the fields other services read.
+func (d Doc) Workspace() protocol.Workspace {
+	w := protocol.Workspace{
+		ID: d.ID(), Name: d.str("name"), Model: d.str("model"), Persona: d.str("persona"),
+		TeamID: d.str("teamId"), Directory: d.str("directory"), Group: d.str("group"), Created: d.str("created"),
+	}
+	_ = json.Unmarshal(d["budget"], &w.Budget)
+	return w
+}
+
+// Store reads and writes workspace configs.
+type Store struct {
+	dataDir string
+	now     func() time.Time
+
+	// mu serialises writers so two creates cannot pick the same id and a
+	// patch never loses a concurrent patch's fields.
+	mu sync.Mutex
+}
+
+// New returns a store rooted at dataDir.
+func New(dataDir string) *Store {
+	return &Store{dataDir: dataDir, now: time.Now}
+}
+
+// Root is the directory holding every workspace.
+func (s *Store) Root() string { return filepath.Join(s.dataDir, "workspaces") }
+
+// Dir is a workspace's directory.
+func (s *Store) Dir(id string) string { return filepath.Join(s.Root(), id) }
+
+func (s *Store) file(id string) string { return filepath.Join(s.Dir(id), "workspace.json") }
+
+// Exists reports whether workspace id exists.
+func (s *Store) Exists(id string) bool {
+	if !protocol.ValidID(id) {
+		return false
+	}
+	_, err := os.Stat(s.file(id))
+	return err == nil
+}
+
+// EnsureDefault creates the default workspace when it does not exist.
+func (s *Store) EnsureDefault() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Exists(DefaultID) {
+		return nil
+	}
+	doc := Doc{"id": jsonValue(DefaultID), "name": jsonValue(DefaultName), "created": jsonValue(jsonl.Timestamp(s.now()))}
+	return s.write(DefaultID, doc)
+}
+
+// Get reads workspace id; ErrNotFound when it does not exist.
+func (s *Store) Get(id string) (Doc, error) {
+	if !protocol.ValidID(id) {
+		return nil, ErrNotFound
+	}
+	data, err := os.ReadFile(s.file(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("workspaces: read %s: %w", id, err)
+	}
+	var doc Doc
+	if err := json.Unmarshal(data, &doc); err != nil || doc == nil {
+		return nil, fmt.Errorf("workspaces: decode %s: %v", id, err)
+	}
+	// The file is indented for people; values travel compact.
+	for k, v := range doc {
+		var buf bytes.Buffer
+		if json.Compact(&buf, v) == nil {
+			doc[k] = buf.Bytes()
+		}
+	}
+	// The directory name is the id, whatever the file says.
+	doc["id"] = jsonValue(id)
+	return doc, nil
+}
+
+// List returns every workspace, oldest first (ties by id). Unreadable
+// configs are skipped.
+func (s *Store) List() ([]Doc, error) {
+	ents, err := os.ReadDir(s.Root())
+	if errors.Is(err, fs.ErrNotExist) {
+		return []Doc{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("workspaces: list: %w", err)
+	}
+	out := []Doc{}
+	for _, e := range ents {
+		if !e.IsDir() || !protocol.ValidID(e.Name()) {
+			continue
+		}
+		doc, err := s.Get(e.Name())
+		if err != nil {
+			continue
+		}
+		out = append(out, doc)
+	}
+	slices.SortStableFunc(out, func(a, b Doc) int {
+		if c := strings.Compare(a.str("created"), b.str("created")); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID(), b.ID())
+	})
+	return out, nil
+}
+
+// Create adds a workspace from the given fields. Its id is the slug of the
+// name, with "-2", "-3"… on collision; id and created are set here.
+func (s *Store) Create(fields Doc) (Doc, error) {
+	if err := validate(fields, true); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	base := Slug(fields.str("name"))
+	id := base
+	for n := 2; s.Exists(id); n++ {
+		id = base + "-" + strconv.Itoa(n)
+	}
+	doc := Doc{}
+	for k, v := range fields {
+		if !isNull(v) {
+			doc[k] = v
+		}
+	}
+	doc["id"] = jsonValue(id)
+	doc["created"] = jsonValue(jsonl.Timestamp(s.now()))
+	if err := s.write(id, doc); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// Update merges fields into workspace id: a null value removes the field,
+// id and created never change, other fields are kept.
+func (s *Store) Update(id string, fields Doc) (Doc, error) {
+	if err := validate(fields, false); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	doc, err := s.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range fields {
+		switch {
+		case k == "id" || k == "created":
+		case isNull(v):
+			delete(doc, k)
+		default:
+			doc[k] = v
+		}
+	}
+	if err := s.write(id, doc); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// Delete removes workspace id and everything in its directory (sessions
+// and memories included). It returns the ids of the sessions it removed.
+func (s *Store) Delete(id string) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.Exists(id) {
+		return nil, ErrNotFound
+	}
+	var sessions []string
+	if ents, err := os.ReadDir(filepath.Join(s.Dir(id), "sessions")); err == nil {
+		for _, e := range ents {
+			if name, ok := strings.CutSuffix(e.Name(), ".jsonl"); ok && protocol.ValidID(name) {
+				sessions = append(sessions, name)
+			}
+		}
+	}
+	// Remove the config first: a crash midway leaves no half-listed workspace.
+	if err := os.Remove(s.file(id)); err != nil {
+		return nil, fmt.Errorf("workspaces: delete %s: %w", id, err)
+	}
+	if err := os.RemoveAll(s.Dir(id)); err != nil {
+		return sessions, fmt.Errorf("workspaces: delete %s: %w", id, err)
+	}
+	return sessions, nil
+}
+
+func (s *Store) write(id string, doc Doc) error {
+	if err := os.MkdirAll(s.Dir(id), 0o755); err != nil {
+		return fmt.Errorf("workspaces: create %s: %w", id, err)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("workspaces: encode %s: %w", id, err)
+	}
+	if err := jsonl.WriteFileAtomic(s.file(id), buf.Bytes()); err != nil {
+		return fmt.Errorf("workspaces: write %s: %w", id, err)
+	}
+	return nil
+}
+
+// stringFields must be strings when present (null clears them).
+var stringFields = []string{"name", "group", "model", "persona", "teamId", "directory"}
+
+func validate(fields Doc, create bool) error {
+	name, present := fields["name"]
+	if create || present {
+		var s string
+		if json.Unmarshal(name, &s) != nil || strings.TrimSpace(s) == "" {
+			return ErrNameRequired
+		}
+	}
+	for _, k := range stringFields {
+		if v, ok := fields[k]; ok && !isNull(v) {
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				return protocol.Errorf(http.StatusBadRequest, "%s must be a string", k)
+			}
+		}
+	}
+	if v, ok := fields["budget"]; ok && !isNull(v) {
+		var f float64
+		if json.Unmarshal(v, &f) != nil || f < 0 {
+			return protocol.Errorf(http.StatusBadRequest, "budget must be a non-negative number")
+		}
+	}
+	return nil
+}
+
+// Slug turns a name into an id: lower-case ASCII letters and digits, every
+// other run of characters becoming one '-', no leading or trailing '-'. A
+// name with nothing usable gives "workspace".
+func Slug(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteRune(r)
+			if b.Len() >= maxSlugLength {
+				break
+			}
+			continue
+		}
+		dash = true
+	}
+	if b.Len() == 0 {
+		return "workspace"
+	}
+	return b.String()
+}
+
+func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
+
+func jsonValue(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
