@@ -27,7 +27,9 @@ lint:
 fmt:
 	gofmt -w libs services
 
-bench:
+bench: build
+	$(GO) build -o bin/wagglebench ./services/waggle/cmd/wagglebench
+	./bin/wagglebench -waggle bin/waggle $(BENCHFLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 10m $(PKGS)
 
 tidy:

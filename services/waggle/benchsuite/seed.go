@@ -1,0 +1,94 @@
+package benchsuite
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// BenchWorkspace is the workspace the seeded sessions live in.
+const BenchWorkspace = "bench"
+
+// NeedleEvery is how often a seeded session mentions the search needle.
+const NeedleEvery = 100
+
+// Needle is a word only every NeedleEvery-th seeded session contains.
+const Needle = "quasarneedle"
+
+// SeedSessions writes workspace BenchWorkspace with n session files into
+// dataDir, in the JSONL format of docs/architecture.md: a meta line, then
+// four messages (user, assistant, user, assistant) with timestamps.
+func SeedSessions(dataDir string, n int) error {
+	wsDir := filepath.Join(dataDir, "workspaces", BenchWorkspace)
+	dir := filepath.Join(wsDir, "sessions")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("benchsuite: seed: %w", err)
+	}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ws, _ := json.Marshal(map[string]string{"id": BenchWorkspace, "name": "Bench", "created": stamp(base)})
+	if err := os.WriteFile(filepath.Join(wsDir, "workspace.json"), ws, 0o644); err != nil {
+		return fmt.Errorf("benchsuite: seed workspace: %w", err)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for i := range n {
+		buf.Reset()
+		at := base.Add(time.Duration(i) * time.Minute)
+		_ = enc.Encode(map[string]any{"type": "meta", "title": nil, "created": stamp(at)})
+		topic := fmt.Sprintf("topic %d about deployments, budgets and release notes", i)
+		if i%NeedleEvery == 0 {
+			topic += " with the " + Needle
+		}
+		msgs := []struct{ role, content string }{
+			{"user", "Can you summarise " + topic + "?"},
+			{"assistant", "Here is a summary of " + topic + ": the plan holds, two risks remain, and the owners agreed on dates."},
+			{"user", "Thanks. What should I do next?"},
+			{"assistant", "Review the open risks, confirm the dates with the owners and write the release note."},
+		}
+		for j, m := range msgs {
+			_ = enc.Encode(map[string]string{"role": m.role, "content": m.content, "timestamp": stamp(at.Add(time.Duration(j) * time.Second))})
+		}
+		name := filepath.Join(dir, fmt.Sprintf("s%05d.jsonl", i))
+		if err := os.WriteFile(name, buf.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("benchsuite: seed session %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// scanSessions is the baseline of listing and search: read every session
+// file of the workspace from disk, look at each line (the meta line and
+// the last timestamp for a listing) and count the files containing term
+// (when not empty). It is the least any implementation must do.
+func scanSessions(dataDir, term string) (files, hits int, err error) {
+	dir := filepath.Join(dataDir, "workspaces", BenchWorkspace, "sessions")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	needle := []byte(term)
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return 0, 0, err
+		}
+		files++
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		found := false
+		for sc.Scan() {
+			if term != "" && !found && bytes.Contains(sc.Bytes(), needle) {
+				found = true
+			}
+		}
+		if found {
+			hits++
+		}
+	}
+	return files, hits, nil
+}
