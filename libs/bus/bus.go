@@ -137,3 +137,28 @@ func ReplyError(msg *nats.Msg) *protocol.Error {
 	e.Message = msg.Header.Get(micro.ErrorHeader)
 	return e
 }
+
+// Drain drains nc (subscriptions finish their pending messages, then the
+// connection closes) and waits for it to close, bounded by ctx. nats.go's
+// Drain returns at once; a caller that stops the embedded server next must
+// wait, or the drain fails on a closed pipe.
+func Drain(ctx context.Context, nc *nats.Conn) error {
+	if nc == nil || nc.IsClosed() {
+		return nil
+	}
+	if err := nc.Drain(); err != nil {
+		nc.Close()
+		return fmt.Errorf("bus: drain: %w", err)
+	}
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for !nc.IsClosed() {
+		select {
+		case <-ctx.Done():
+			nc.Close()
+			return fmt.Errorf("bus: drain: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}

@@ -17,37 +17,69 @@ type TurnStreamConfig struct {
 	MaxAge time.Duration
 	// Replicas is the stream's replica count on a cluster. Default 1.
 	Replicas int
-	// Memory keeps events in memory instead of files. Turn events are not
-	// the system of record (the session store is), so this only trades
-	// replay across a NATS restart for speed.
-	Memory bool
+	// Storage is "memory" (default) or "file". Turn events are not the
+	// system of record (the session store is), so memory only gives up
+	// replay across a NATS restart — and saves a file write and read per
+	// token, the largest cost on the token path in profiles.
+	Storage string
+	// MaxBytes bounds the stream; the oldest events go first. Default 1 GiB.
+	MaxBytes int64
+}
+
+// Validate checks c and fills defaults.
+func (c *TurnStreamConfig) Validate() error {
+	if c.MaxAge <= 0 {
+		c.MaxAge = 15 * time.Minute
+	}
+	if c.Replicas <= 0 {
+		c.Replicas = 1
+	}
+	if c.Storage == "" {
+		c.Storage = "memory"
+	}
+	if c.Storage != "memory" && c.Storage != "file" {
+		return fmt.Errorf("bus: turn stream storage %q: want memory or file", c.Storage)
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = 1 << 30
+	}
+	return nil
 }
 
 // EnsureTurnStream creates or updates protocol.StreamTurns.
 func EnsureTurnStream(ctx context.Context, js jetstream.JetStream, cfg TurnStreamConfig) (jetstream.Stream, error) {
-	if cfg.MaxAge <= 0 {
-		cfg.MaxAge = 15 * time.Minute
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if cfg.Replicas <= 0 {
-		cfg.Replicas = 1
+	storage := jetstream.MemoryStorage
+	if cfg.Storage == "file" {
+		storage = jetstream.FileStorage
 	}
-	storage := jetstream.FileStorage
-	if cfg.Memory {
-		storage = jetstream.MemoryStorage
-	}
-	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	scfg := jetstream.StreamConfig{
 		Name:        protocol.StreamTurns,
 		Description: "Events of every chat turn; sequence = SSE event id",
 		Subjects:    []string{protocol.SubjTurnEventsAll},
 		Retention:   jetstream.LimitsPolicy,
 		MaxAge:      cfg.MaxAge,
+		MaxBytes:    cfg.MaxBytes,
 		Storage:     storage,
 		Replicas:    cfg.Replicas,
 		Discard:     jetstream.DiscardOld,
 		// Publishers set Nats-Msg-Id on terminal events only; a short window
 		// is enough to absorb a retried publish.
 		Duplicates: 2 * time.Minute,
-	})
+	}
+	st, err := js.CreateOrUpdateStream(ctx, scfg)
+	if err != nil {
+		// JetStream cannot change a stream's storage type in place. Turn
+		// events are transient, so a stream of the other kind (from an
+		// older configuration) is replaced rather than kept.
+		if old, e := js.Stream(ctx, protocol.StreamTurns); e == nil && old.CachedInfo().Config.Storage != storage {
+			if e := js.DeleteStream(ctx, protocol.StreamTurns); e == nil {
+				st, err = js.CreateStream(ctx, scfg)
+			}
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bus: ensure stream %s: %w", protocol.StreamTurns, err)
 	}

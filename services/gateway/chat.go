@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -144,28 +146,50 @@ func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.TurnID = protocol.NewUUID()
+	// The relay's consumer is created while the runner starts the turn:
+	// the gateway chose the turn id, so neither waits for the other.
+	type made struct {
+		cons jetstream.Consumer
+		err  error
+	}
+	consCh := make(chan made, 1)
+	go func() {
+		cons, err := s.relayConsumer(r.Context(), req.TurnID, 0)
+		consCh <- made{cons, err}
+	}()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	started, err := bus.Request[protocol.TurnStarted](ctx, s.nc, protocol.SubjTurnStart, req)
 	cancel()
+	c := <-consCh
 	if err != nil {
+		if c.cons != nil {
+			s.deleteConsumer(c.cons)
+		}
 		if errors.Is(err, protocol.ErrUnavailable) {
 			err = (&protocol.Error{Status: http.StatusServiceUnavailable, Message: "No turn runner is available. Try again in a moment."}).WithCode("NO_RUNNER")
 		}
 		httpx.WriteError(w, s.log, err)
 		return
 	}
-	s.relay(w, r, started.TurnID, 0, true)
+	if c.err != nil {
+		s.cancelTurn(started.TurnID, "relay-failed")
+		httpx.WriteError(w, s.log, c.err)
+		return
+	}
+	s.relay(w, r, started.TurnID, c.cons, true)
 }
 
-// relay streams a turn's events from JetStream, starting after event id
-// after (0 = from the first). It returns at the terminal event, when the
-// client goes away or when the gateway shuts down. cancelOnGone asks the
-// runner to cancel the turn when this client disconnects.
-func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, after uint64, cancelOnGone bool) {
-	s.streamWG.Add(1)
-	defer s.streamWG.Done()
-	telemetry.StreamsOpen.Inc()
-	defer telemetry.StreamsOpen.Dec()
+const (
+	// relayBuffer is how many events a relay holds between the consumer
+	// and the client; beyond it the consumer stops pulling.
+	relayBuffer = 128
+	// coalesceBacklog is the backlog that marks a client as lagging.
+	coalesceBacklog = relayBuffer / 2
+)
+
+// relayConsumer creates the ordered consumer that reads one turn's events
+// after event id after (0 = from the first).
+func (s *Service) relayConsumer(ctx context.Context, turnID string, after uint64) (jetstream.Consumer, error) {
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{protocol.TurnEvents(turnID)},
 		// The consumer is deleted when the relay ends; this only bounds how
@@ -175,15 +199,33 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, a
 	if after > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
 	}
-	cons, err := s.js.OrderedConsumer(r.Context(), protocol.StreamTurns, cfg)
+	cons, err := s.js.OrderedConsumer(ctx, protocol.StreamTurns, cfg)
 	if err != nil {
-		s.cancelTurn(turnID, "relay-failed")
-		httpx.WriteError(w, s.log, err)
-		return
+		return nil, fmt.Errorf("gateway: relay consumer for %s: %w", turnID, err)
 	}
+	return cons, nil
+}
+
+// relay streams a turn's events from cons as SSE. It returns at the
+// terminal event, when the client goes away or when the gateway shuts down;
+// the consumer is deleted then. cancelOnGone asks the runner to cancel the
+// turn when this client disconnects.
+//
+// Each event is one write and one flush. When the client reads slower than
+// tokens arrive (coalesceBacklog events are waiting), consecutive token
+// events already waiting are coalesced into one (their contents joined, in
+// order; the id is the last one's), so a lagging client catches up instead
+// of falling further behind. A client that keeps up gets every token as
+// its own event. Nothing else is ever merged or reordered.
+func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, cons jetstream.Consumer, cancelOnGone bool) {
+	s.streamWG.Add(1)
+	defer s.streamWG.Done()
+	telemetry.StreamsOpen.Inc()
+	defer telemetry.StreamsOpen.Dec()
+	defer s.deleteConsumer(cons)
 	stop := make(chan struct{})
 	defer close(stop)
-	msgs := make(chan jetstream.Msg, 64)
+	msgs := make(chan jetstream.Msg, relayBuffer)
 	// A slow client blocks this callback, which stops the consumer pulling:
 	// the backlog waits in the stream, not in gateway memory.
 	cc, err := cons.Consume(func(m jetstream.Msg) {
@@ -193,14 +235,13 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, a
 		}
 	})
 	if err != nil {
-		s.cancelTurn(turnID, "relay-failed")
+		if cancelOnGone {
+			s.cancelTurn(turnID, "relay-failed")
+		}
 		httpx.WriteError(w, s.log, err)
 		return
 	}
-	defer func() {
-		cc.Stop()
-		s.deleteConsumer(cons)
-	}()
+	defer cc.Stop()
 
 	out, err := sse.Start(w, map[string]string{
 		"Access-Control-Allow-Origin": s.streamOrigin(r),
@@ -210,44 +251,108 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, a
 		s.log.Error("stream start", "turn", turnID, "err", err)
 		return
 	}
+	gone := func() {
+		if cancelOnGone {
+			s.cancelTurn(turnID, "client-disconnected")
+		}
+	}
 	keepAlive := time.NewTicker(s.cfg.KeepAlive)
 	defer keepAlive.Stop()
+	var held jetstream.Msg // a message read while coalescing, sent next
+	for {
+		var m jetstream.Msg
+		if held != nil {
+			m, held = held, nil
+		} else {
+			select {
+			case m = <-msgs:
+			case <-keepAlive.C:
+				if err := out.Comment("keep-alive"); err != nil {
+					gone()
+					return
+				}
+				continue
+			case <-r.Context().Done():
+				gone()
+				return
+			case <-s.streams.Done():
+				return
+			}
+		}
+		event := m.Headers().Get(protocol.HeaderEvent)
+		data := m.Data()
+		if event == protocol.EventToken && len(msgs) >= coalesceBacklog {
+			data, m, held = coalesceTokens(m, msgs)
+		}
+		meta, err := m.Metadata()
+		if err != nil {
+			continue
+		}
+		if err := out.Event(meta.Sequence.Stream, event, data); err != nil {
+			gone()
+			return
+		}
+		telemetry.RelayEvents.Inc()
+		telemetry.RelayLag.Observe(time.Since(meta.Timestamp).Seconds())
+		if protocol.IsTerminal(event) {
+			return
+		}
+		keepAlive.Reset(s.cfg.KeepAlive)
+	}
+}
+
+// coalesceTokens joins first with the token events already waiting in
+// msgs. It returns the data to send, the last message merged (whose id the
+// event carries) and a non-token message it had to read, if any.
+func coalesceTokens(first jetstream.Msg, msgs <-chan jetstream.Msg) ([]byte, jetstream.Msg, jetstream.Msg) {
+	var more []jetstream.Msg
 	for {
 		select {
 		case m := <-msgs:
-			meta, err := m.Metadata()
-			if err != nil {
-				continue
+			if m.Headers().Get(protocol.HeaderEvent) != protocol.EventToken {
+				return joinTokens(first, more), last(first, more), m
 			}
-			event := m.Headers().Get(protocol.HeaderEvent)
-			if err := out.Event(meta.Sequence.Stream, event, m.Data()); err != nil {
-				if cancelOnGone {
-					s.cancelTurn(turnID, "client-disconnected")
-				}
-				return
-			}
-			telemetry.RelayEvents.Inc()
-			telemetry.RelayLag.Observe(time.Since(meta.Timestamp).Seconds())
-			if protocol.IsTerminal(event) {
-				return
-			}
-			keepAlive.Reset(s.cfg.KeepAlive)
-		case <-keepAlive.C:
-			if err := out.Comment("keep-alive"); err != nil {
-				if cancelOnGone {
-					s.cancelTurn(turnID, "client-disconnected")
-				}
-				return
-			}
-		case <-r.Context().Done():
-			if cancelOnGone {
-				s.cancelTurn(turnID, "client-disconnected")
-			}
-			return
-		case <-s.streams.Done():
-			return
+			more = append(more, m)
+			continue
+		default:
+		}
+		return joinTokens(first, more), last(first, more), nil
+	}
+}
+
+func last(first jetstream.Msg, more []jetstream.Msg) jetstream.Msg {
+	if len(more) == 0 {
+		return first
+	}
+	return more[len(more)-1]
+}
+
+func joinTokens(first jetstream.Msg, more []jetstream.Msg) []byte {
+	if len(more) == 0 {
+		return first.Data()
+	}
+	var b strings.Builder
+	for _, m := range append([]jetstream.Msg{first}, more...) {
+		var t protocol.TokenData
+		if err := json.Unmarshal(m.Data(), &t); err == nil {
+			b.WriteString(t.Content)
 		}
 	}
+	data, err := marshalNoEscape(protocol.TokenData{Content: b.String()})
+	if err != nil {
+		return first.Data()
+	}
+	return data
+}
+
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // deleteConsumer removes a relay's ephemeral consumer at once instead of

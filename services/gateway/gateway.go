@@ -230,7 +230,7 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 	s.stopStream()
 	<-s.served
-	drainErr := s.nc.Drain()
+	drainErr := bus.Drain(ctx, s.nc)
 	return errors.Join(err, drainErr)
 }
 

@@ -62,7 +62,12 @@ func (s *Service) turnEvents(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, s.log, errTurnNotFound)
 		return
 	}
-	s.relay(w, r, id, after, false)
+	cons, err := s.relayConsumer(r.Context(), id, after)
+	if err != nil {
+		httpx.WriteError(w, s.log, err)
+		return
+	}
+	s.relay(w, r, id, cons, false)
 }
 
 // cancelTurnRoute is POST /api/chat/turns/{turnId}/cancel: stop a turn from

@@ -275,3 +275,20 @@ func Text(evs []Event) string {
 	}
 	return b.String()
 }
+
+// Coalesced merges consecutive token events into one (contents joined, the
+// last one's id), which is how a gateway may deliver tokens to a client
+// that lags or replays. Two streams of one turn are equal when their
+// Coalesced forms are.
+func Coalesced(evs []Event) []Event {
+	var out []Event
+	for _, e := range evs {
+		if n := len(out); n > 0 && e.Name == "token" && out[n-1].Name == "token" {
+			joined, _ := json.Marshal(map[string]string{"content": out[n-1].Content() + e.Content()})
+			out[n-1] = Event{ID: e.ID, Name: "token", Data: joined}
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}

@@ -1,0 +1,147 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/embednats"
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+// slowWriter is a client that reads slowly: every write blocks a while.
+type slowWriter struct {
+	mu     sync.Mutex
+	header http.Header
+	buf    bytes.Buffer
+	delay  time.Duration
+}
+
+func (w *slowWriter) Header() http.Header { return w.header }
+func (w *slowWriter) WriteHeader(int)     {}
+func (w *slowWriter) Flush()              {}
+func (w *slowWriter) Write(p []byte) (int, error) {
+	time.Sleep(w.delay)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func newRelayService(t *testing.T) *Service {
+	t.Helper()
+	srv := embednats.New(embednats.Config{StoreDir: t.TempDir()})
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop(context.Background()) })
+	nc, err := nats.Connect("", srv.ConnectOption())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	if _, err := bus.EnsureTurnStream(context.Background(), js, bus.TurnStreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	s := &Service{cfg: Config{KeepAlive: time.Minute, AllowedOrigins: DefaultAllowedOrigins}, nc: nc, js: js, log: slog.Default()}
+	s.streams, s.stopStream = context.WithCancel(context.Background())
+	t.Cleanup(s.stopStream)
+	return s
+}
+
+// TestRelayCoalescesForSlowReader guards token coalescing: under a slow
+// reader, waiting token events are merged, but the text is complete and in
+// order, ids only grow, other events are never merged and done comes last.
+func TestRelayCoalescesForSlowReader(t *testing.T) {
+	s := newRelayService(t)
+	const turn, tokens = "turn-slow", 3000
+	var want strings.Builder
+	publish := func(event string, data any) {
+		body, _ := marshalNoEscape(data) // as the runner publishes
+		m := &nats.Msg{Subject: protocol.TurnEvents(turn), Data: body, Header: nats.Header{}}
+		m.Header.Set(protocol.HeaderEvent, event)
+		if _, err := s.js.PublishMsgAsync(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range tokens {
+		tok := fmt.Sprintf("t%d<&> ", i)
+		want.WriteString(tok)
+		publish(protocol.EventToken, protocol.TokenData{Content: tok})
+		if i == tokens/2 {
+			publish(protocol.EventStep, protocol.TokenData{Content: "halfway"})
+		}
+	}
+	publish(protocol.EventDone, map[string]any{"content": "end"})
+	<-s.js.PublishAsyncComplete()
+
+	cons, err := s.relayConsumer(context.Background(), turn, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &slowWriter{header: http.Header{}, delay: 200 * time.Microsecond}
+	s.relay(w, httptest.NewRequest(http.MethodGet, "/", nil), turn, cons, false)
+
+	var got strings.Builder
+	var names []string
+	var lastID uint64
+	sc := bufio.NewScanner(&w.buf)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	var name string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			id, _ := strconv.ParseUint(line[4:], 10, 64)
+			if id <= lastID {
+				t.Fatalf("id %d after %d", id, lastID)
+			}
+			lastID = id
+		case strings.HasPrefix(line, "event: "):
+			name = line[7:]
+			names = append(names, name)
+		case strings.HasPrefix(line, "data: ") && name == protocol.EventToken:
+			var d protocol.TokenData
+			if err := json.Unmarshal([]byte(line[6:]), &d); err != nil {
+				t.Fatal(err)
+			}
+			got.WriteString(d.Content)
+		}
+	}
+	if got.String() != want.String() {
+		t.Fatalf("token text differs: got %d bytes, want %d", got.Len(), want.Len())
+	}
+	if names[len(names)-1] != protocol.EventDone {
+		t.Fatalf("last event %s", names[len(names)-1])
+	}
+	steps := 0
+	for _, n := range names {
+		if n == protocol.EventStep {
+			steps++
+		}
+	}
+	if steps != 1 {
+		t.Fatalf("step events = %d, want exactly 1 (never merged)", steps)
+	}
+	if len(names) >= tokens {
+		t.Fatalf("%d events for %d tokens: a slow reader should get coalesced tokens", len(names), tokens)
+	}
+	if strings.Contains(w.buf.String(), `\u003c`) {
+		t.Fatal("HTML escaping in coalesced data")
+	}
+	t.Logf("%d tokens relayed as %d events", tokens, len(names))
+}
