@@ -149,7 +149,13 @@ func RespondError(r micro.Request, e *protocol.Error) { respondError(r, e) }
 
 func respondError(r micro.Request, e *protocol.Error) {
 	body, _ := json.Marshal(e)
-	_ = r.Error(strconv.Itoa(e.Status), e.Message, body)
+	// Respond with the error headers ourselves: micro's Request.Error
+	// records the error on the request, which micro reads as soon as the
+	// handler returns — and our handlers return before they respond.
+	_ = r.Respond(body, micro.WithHeaders(micro.Headers{
+		micro.ErrorHeader:     {e.Message},
+		micro.ErrorCodeHeader: {strconv.Itoa(e.Status)},
+	}))
 }
 
 // Stop stops taking requests, waits for running handlers (bounded by ctx)

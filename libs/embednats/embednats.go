@@ -186,6 +186,11 @@ func splitHostPort(addr string) (string, int, error) {
 	if err != nil || port < 0 || port > 65535 {
 		return "", 0, fmt.Errorf("bad port %q", p)
 	}
+	if port == 0 {
+		// nats-server reads 0 as "the default port 4222"; ":0" means any
+		// free port everywhere else.
+		port = server.RANDOM_PORT
+	}
 	return host, port, nil
 }
 
