@@ -1,27 +1,79 @@
-// Package approval is the approval service of Waggle core.
+// Package approval is the approval service of Waggle core: it decides
+// whether a tool call may run (gate rules, autonomy, saved grants), keeps
+// the approvals that wait for a human in a JetStream KV bucket so any
+// gateway can list and resolve them and a restart loses none, times out
+// stale ones even when the runner that waited is gone, and owns the grant
+// file (it is the only reader and writer, so a revoked grant is gone for
+// every runner's next call).
 package approval
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/approval/grants"
 )
 
 // Config configures the approval service.
 type Config struct {
-	// DataDir is the data directory. Required.
+	// DataDir is the data directory; grants live in
+	// <DataDir>/approval-grants.json. Required.
 	DataDir string
+	// Timeout is how long an approval waits for a human before it is denied
+	// as timed out. Default 5m.
+	Timeout time.Duration
+	// SweepInterval is how often stale approvals are timed out and old
+	// decisions removed. Default Timeout/4, between 50ms and 1s.
+	SweepInterval time.Duration
+	// Retention is how long a decided entry stays in the bucket, so a runner
+	// that was reconnecting still reads its decision. Default 10m.
+	Retention time.Duration
+	// Bucket shapes the pending-approval KV bucket.
+	Bucket BucketConfig
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
 }
 
-// Validate checks c.
+// BucketConfig shapes protocol.BucketApprovals.
+type BucketConfig struct {
+	// Replicas is the bucket's replica count on a cluster. Default 1.
+	Replicas int
+	// Memory keeps the bucket in memory. Default false: approvals are state
+	// that must survive a NATS restart, so they are on disk.
+	Memory bool
+}
+
+// Validate checks c and fills defaults.
 func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return errors.New("approval: DataDir is required")
+	}
+	if c.Timeout < 0 || c.SweepInterval < 0 || c.Retention < 0 {
+		return errors.New("approval: durations must not be negative")
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 5 * time.Minute
+	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = min(max(c.Timeout/4, 50*time.Millisecond), time.Second)
+	}
+	if c.Retention == 0 {
+		c.Retention = 10 * time.Minute
+	}
+	if c.Bucket.Replicas <= 0 {
+		c.Bucket.Replicas = 1
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	return nil
 }
@@ -32,8 +84,13 @@ type Service struct {
 	dial bus.Dialer
 	log  *slog.Logger
 
-	nc  *nats.Conn
-	svc *bus.Service
+	nc      *nats.Conn
+	svc     *bus.Service
+	grants  *grants.Store
+	pending *pendingStore
+
+	stopSweep context.CancelFunc
+	sweepWG   sync.WaitGroup
 }
 
 // New returns an unstarted service.
@@ -44,32 +101,107 @@ func New(cfg Config, dial bus.Dialer, log *slog.Logger) *Service {
 	return &Service{cfg: cfg, dial: dial, log: log.With("service", "approval")}
 }
 
-// Start connects and serves.
+// Start opens the grant file, makes sure the approvals bucket exists,
+// starts the sweeper and serves.
 func (s *Service) Start(ctx context.Context) error {
 	if err := s.cfg.Validate(); err != nil {
 		return err
 	}
+	gs, err := grants.Open(grants.Config{DataDir: s.cfg.DataDir, Now: s.cfg.Now, Logger: s.log})
+	if err != nil {
+		return fmt.Errorf("approval: %w", err)
+	}
+	s.grants = gs
 	nc, err := s.dial(protocol.ServiceApproval)
 	if err != nil {
 		return err
 	}
-	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceApproval, Logger: s.log})
+	s.nc = nc
+	js, err := jetstream.New(nc)
 	if err != nil {
-		nc.Close()
+		s.Stop(ctx)
+		return fmt.Errorf("approval: jetstream: %w", err)
+	}
+	kv, err := ensureBucket(ctx, js, s.cfg.Bucket)
+	if err != nil {
+		s.Stop(ctx)
 		return err
 	}
-	s.nc, s.svc = nc, svc
+	s.pending = &pendingStore{kv: kv}
+
+	sweepCtx, cancel := context.WithCancel(context.Background())
+	s.stopSweep = cancel
+	s.sweepWG.Add(1)
+	go func() {
+		defer s.sweepWG.Done()
+		s.sweepLoop(sweepCtx)
+	}()
+
+	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceApproval, Logger: s.log})
+	if err != nil {
+		s.Stop(ctx)
+		return err
+	}
+	s.svc = svc
+	for _, add := range []func() error{
+		func() error { return bus.AddEndpoint(svc, "check", protocol.SubjApprovalCheck, s.check) },
+		func() error { return bus.AddEndpoint(svc, "decide", protocol.SubjApprovalDecide, s.decide) },
+		func() error { return bus.AddEndpoint(svc, "resolve", protocol.SubjApprovalResolve, s.resolve) },
+		func() error {
+			return bus.AddEndpoint(svc, "cancelturn", protocol.SubjApprovalCancelTurn, s.cancelTurn)
+		},
+		func() error { return bus.AddEndpoint(svc, "pending", protocol.SubjApprovalPending, s.listPending) },
+		func() error { return bus.AddEndpoint(svc, "grants", protocol.SubjApprovalGrants, s.listGrants) },
+		func() error { return bus.AddEndpoint(svc, "revoke", protocol.SubjApprovalRevoke, s.revokeGrant) },
+		func() error { return bus.AddEndpoint(svc, "clear", protocol.SubjApprovalClear, s.clearGrants) },
+	} {
+		if err := add(); err != nil {
+			s.Stop(ctx)
+			return err
+		}
+	}
+	// Started means reachable: the server has our subscriptions before
+	// Start returns.
+	if err := nc.FlushTimeout(5 * time.Second); err != nil {
+		s.Stop(ctx)
+		return fmt.Errorf("approval: flush: %w", err)
+	}
 	return nil
 }
 
-// Stop stops serving and closes the connection.
+// Stop stops serving and sweeping and closes the connection. Pending
+// approvals stay in the bucket for the next instance.
 func (s *Service) Stop(ctx context.Context) error {
 	var errs []error
 	if s.svc != nil {
 		errs = append(errs, s.svc.Stop(ctx))
 	}
+	if s.stopSweep != nil {
+		s.stopSweep()
+		s.sweepWG.Wait()
+	}
 	if s.nc != nil {
 		errs = append(errs, s.nc.Drain())
 	}
 	return errors.Join(errs...)
+}
+
+// ensureBucket creates or updates protocol.BucketApprovals.
+func ensureBucket(ctx context.Context, js jetstream.JetStream, cfg BucketConfig) (jetstream.KeyValue, error) {
+	storage := jetstream.FileStorage
+	if cfg.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      protocol.BucketApprovals,
+		Description: "Tool approvals waiting for a human, keyed by request id",
+		// One revision is all a compare-and-set needs.
+		History:  1,
+		Storage:  storage,
+		Replicas: cfg.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("approval: ensure bucket %s: %w", protocol.BucketApprovals, err)
+	}
+	return kv, nil
 }

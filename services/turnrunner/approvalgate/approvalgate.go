@@ -1,14 +1,27 @@
 // Package approvalgate is the turn runner's side of tool approvals: it
 // implements agent.Gate by asking the approval service whether a tool call
 // may run, and waits for a human decision when one is needed.
+//
+// The wait is a KV watch on the pending entry in protocol.BucketApprovals,
+// not a subscription to a decision event: a watch delivers the entry's
+// current value first, so a decision taken before the watch started (or
+// while this runner was reconnecting) is never missed, and it keeps working
+// while the approval service restarts.
 package approvalgate
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
 )
@@ -21,8 +34,33 @@ type Emitter interface {
 // Config configures a Gate.
 type Config struct {
 	// Timeout is how long an approval may wait before it is denied as timed
-	// out. Default 5m.
+	// out. The approval service stores its own deadline with the pending
+	// entry; the gate stops waiting at whichever comes first. Default 5m.
 	Timeout time.Duration
+	// RequestTimeout bounds one request to the approval service. Default 10s.
+	RequestTimeout time.Duration
+	// Retry is how long a check keeps asking while no approval service
+	// answers (one restarting), before the call is refused. Default 3s.
+	Retry time.Duration
+	// Logger logs failures to reach the approval service. Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Timeout <= 0 {
+		c.Timeout = 5 * time.Minute
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 10 * time.Second
+	}
+	if c.Retry <= 0 {
+		c.Retry = 3 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
 }
 
 // Turn identifies the turn a Gate guards.
@@ -33,28 +71,245 @@ type Turn struct {
 	Autonomy  protocol.Autonomy
 }
 
-// Gate guards the tool calls of one turn.
+// Gate guards the tool calls of one turn. Check and Close may be called
+// from different goroutines.
 type Gate struct {
 	nc   *nats.Conn
 	turn Turn
 	emit Emitter
 	cfg  Config
+
+	mu sync.Mutex
+	// open counts approvals this gate asked for whose final state it has
+	// not seen; unsure is set when a check failed after the service may
+	// have created an entry. Either makes Close cancel the turn's approvals.
+	open   int
+	unsure bool
 }
 
 // New returns a gate for one turn.
 func New(nc *nats.Conn, turn Turn, emit Emitter, cfg Config) *Gate {
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 5 * time.Minute
-	}
-	return &Gate{nc: nc, turn: turn, emit: emit, cfg: cfg}
+	return &Gate{nc: nc, turn: turn, emit: emit, cfg: cfg.withDefaults()}
 }
 
-// Check decides whether call may run. (Placeholder until the approval
-// service lands: everything runs.)
+// Check decides whether call may run, emitting the gate's step texts and,
+// when a human must decide, approval_required; it then waits for the
+// decision, the deadline or ctx. A call that may not run gets a Verdict
+// with the text the model reads instead of a result (and no tool_result).
+// An error means the approval service could not be asked; ctx's error means
+// the turn was cancelled while waiting.
 func (g *Gate) Check(ctx context.Context, call agent.ToolCall) (agent.Verdict, error) {
-	return agent.Verdict{Allow: true}, nil
+	input := call.Input
+	if len(input) == 0 {
+		input = json.RawMessage("{}")
+	}
+	rep, err := g.ask(ctx, protocol.ApprovalCheckRequest{
+		TurnID: g.turn.TurnID, Workspace: g.turn.Workspace, Session: g.turn.Session,
+		ToolName: call.Name, Input: input, Autonomy: g.turn.Autonomy,
+	})
+	if err != nil {
+		return agent.Verdict{}, err
+	}
+	switch rep.Action {
+	case protocol.ApprovalRun:
+		if rep.Step != "" {
+			g.step(rep.Step)
+		}
+		return agent.Verdict{Allow: true}, nil
+	case protocol.ApprovalAsk:
+	default:
+		// An answer this runner does not understand must not let a call through.
+		return agent.Verdict{}, fmt.Errorf("approvalgate: check %s: unknown action %q", call.Name, rep.Action)
+	}
+
+	g.mu.Lock()
+	g.open++
+	g.mu.Unlock()
+	workspace := g.turn.Workspace
+	// The entry is durable (the service created it before replying), so a
+	// client that acts on this event at once finds it.
+	if err := g.emit.Emit(protocol.EventApprovalRequired, protocol.ApprovalRequiredData{
+		RequestID: rep.RequestID, ToolName: call.Name, Input: input, SourceWorkspaceID: &workspace,
+	}); err != nil {
+		g.cfg.Logger.Warn("approvalgate: emit approval_required", "turn", g.turn.TurnID, "err", err)
+	}
+	deadline := time.Now().Add(g.cfg.Timeout)
+	if rep.Deadline > 0 {
+		deadline = minTime(deadline, time.UnixMilli(rep.Deadline))
+	}
+	state, err := g.wait(ctx, rep.RequestID, deadline)
+	if err != nil {
+		return agent.Verdict{}, err
+	}
+	g.mu.Lock()
+	g.open--
+	g.mu.Unlock()
+
+	switch state {
+	case protocol.ApprovalStateApproved:
+		g.step(protocol.ApprovalStepApproved(call.Name))
+		return agent.Verdict{Allow: true}, nil
+	case protocol.ApprovalStateTimedOut:
+		g.step(protocol.ApprovalStepTimedOut(call.Name))
+		return agent.Verdict{ModelText: protocol.ApprovalModelTimedOut(call.Name)}, nil
+	default:
+		g.step(protocol.ApprovalStepDenied(call.Name))
+		return agent.Verdict{ModelText: protocol.ApprovalModelDenied(call.Name)}, nil
+	}
 }
 
 // Close denies every approval of this turn that is still pending; the
-// runner calls it when the turn ends or is cancelled.
-func (g *Gate) Close(ctx context.Context) {}
+// runner calls it when the turn ends or is cancelled (client gone). It
+// works with an already cancelled ctx.
+func (g *Gate) Close(ctx context.Context) {
+	g.mu.Lock()
+	needed := g.open > 0 || g.unsure
+	g.open, g.unsure = 0, false
+	g.mu.Unlock()
+	if !needed {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.RequestTimeout)
+	defer cancel()
+	if _, err := bus.Request[protocol.ApprovalCancelTurnReply](rctx, g.nc, protocol.SubjApprovalCancelTurn,
+		protocol.ApprovalCancelTurnRequest{TurnID: g.turn.TurnID}); err != nil {
+		// The sweeper times the entries out at their deadline anyway.
+		g.cfg.Logger.Warn("approvalgate: cancel pending approvals", "turn", g.turn.TurnID, "err", err)
+	}
+}
+
+func (g *Gate) step(text string) {
+	if err := g.emit.Emit(protocol.EventStep, protocol.TokenData{Content: text}); err != nil {
+		g.cfg.Logger.Warn("approvalgate: emit step", "turn", g.turn.TurnID, "err", err)
+	}
+}
+
+// ask sends the check, retrying for a while when no approval service
+// answers so a restart of the service does not refuse calls.
+func (g *Gate) ask(ctx context.Context, req protocol.ApprovalCheckRequest) (protocol.ApprovalCheckReply, error) {
+	giveUp := time.Now().Add(g.cfg.Retry)
+	backoff := 50 * time.Millisecond
+	for {
+		rctx, cancel := context.WithTimeout(ctx, g.cfg.RequestTimeout)
+		rep, err := bus.Request[protocol.ApprovalCheckReply](rctx, g.nc, protocol.SubjApprovalCheck, req)
+		cancel()
+		if err == nil {
+			return rep, nil
+		}
+		if ctx.Err() != nil {
+			return rep, ctx.Err()
+		}
+		if !errors.Is(err, protocol.ErrUnavailable) || time.Now().After(giveUp) {
+			if !errors.Is(err, protocol.ErrUnavailable) && protocol.AsError(err) == nil {
+				// A timeout may hide an entry created for a reply we lost.
+				g.mu.Lock()
+				g.unsure = true
+				g.mu.Unlock()
+			}
+			return rep, fmt.Errorf("approvalgate: check %s: %w", req.ToolName, err)
+		}
+		select {
+		case <-ctx.Done():
+			return rep, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+// wait returns the final state of the approval id: the decision, or a
+// timeout once deadline passed. A cancelled ctx cancels the approval (so no
+// one approves a call that will never run) and returns ctx's error.
+func (g *Gate) wait(ctx context.Context, id string, deadline time.Time) (string, error) {
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	for {
+		state, err := g.watch(wctx, id)
+		if err == nil {
+			return state, nil
+		}
+		switch {
+		case ctx.Err() != nil:
+			g.resolve(ctx, id, protocol.ApprovalStateCancelled)
+			return "", ctx.Err()
+		case wctx.Err() != nil:
+			return g.resolve(ctx, id, protocol.ApprovalStateTimedOut), nil
+		}
+		// The watch broke (NATS reconnecting); try again shortly.
+		g.cfg.Logger.Warn("approvalgate: watch approval", "request", id, "err", err)
+		select {
+		case <-wctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// watch follows the entry until it is final.
+func (g *Gate) watch(ctx context.Context, id string) (string, error) {
+	js, err := jetstream.New(g.nc)
+	if err != nil {
+		return "", fmt.Errorf("approvalgate: jetstream: %w", err)
+	}
+	kv, err := js.KeyValue(ctx, protocol.BucketApprovals)
+	if err != nil {
+		return "", fmt.Errorf("approvalgate: bucket: %w", err)
+	}
+	w, err := kv.Watch(ctx, id)
+	if err != nil {
+		return "", fmt.Errorf("approvalgate: watch %s: %w", id, err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case kve, ok := <-w.Updates():
+			if !ok {
+				if ctx.Err() != nil {
+					return "", ctx.Err()
+				}
+				return "", fmt.Errorf("approvalgate: watch %s: closed", id)
+			}
+			if kve == nil {
+				continue // initial values delivered; wait for changes
+			}
+			if kve.Operation() != jetstream.KeyValuePut {
+				// Removed: only final entries are, after their retention.
+				return protocol.ApprovalStateCancelled, nil
+			}
+			var e protocol.PendingApproval
+			if err := json.Unmarshal(kve.Value(), &e); err != nil {
+				return protocol.ApprovalStateCancelled, nil
+			}
+			if protocol.ApprovalFinal(e.State) {
+				return e.State, nil
+			}
+		}
+	}
+}
+
+// resolve asks the service to end the approval with outcome and returns the
+// final state: a decision that won just before stands. If the service
+// cannot be reached, outcome holds here; the sweeper ends the entry later
+// and no one can approve it past its deadline.
+func (g *Gate) resolve(ctx context.Context, id, outcome string) string {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.RequestTimeout)
+	defer cancel()
+	rep, err := bus.Request[protocol.ApprovalResolveReply](rctx, g.nc, protocol.SubjApprovalResolve,
+		protocol.ApprovalResolveRequest{RequestID: id, Outcome: outcome})
+	if err != nil {
+		g.cfg.Logger.Warn("approvalgate: resolve approval", "request", id, "outcome", outcome, "err", err)
+		return outcome
+	}
+	if outcome == protocol.ApprovalStateCancelled {
+		return outcome // the turn is gone; whatever won does not matter
+	}
+	return rep.State
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
