@@ -38,6 +38,7 @@ type ServiceConfig struct {
 // Stop.
 type Service struct {
 	name   string
+	nc     *nats.Conn
 	svc    micro.Service
 	log    *slog.Logger
 	ctx    context.Context
@@ -66,7 +67,7 @@ func NewService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 		return nil, fmt.Errorf("bus: add service %s: %w", cfg.Name, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Service{name: cfg.Name, svc: svc, log: cfg.Logger, ctx: ctx, cancel: cancel, sem: make(chan struct{}, cfg.Concurrency)}, nil
+	return &Service{name: cfg.Name, nc: nc, svc: svc, log: cfg.Logger, ctx: ctx, cancel: cancel, sem: make(chan struct{}, cfg.Concurrency)}, nil
 }
 
 // HandlerFunc handles one decoded request.
@@ -103,8 +104,18 @@ func AddEndpoint[Req, Rep any](s *Service, name, subject string, fn HandlerFunc[
 			}
 		})
 	})
+	return s.addEndpoint(name, subject, h)
+}
+
+// addEndpoint subscribes and flushes: the server has the subscription when
+// this returns, so a request sent right after a service starts (from
+// another connection) cannot find "no responders".
+func (s *Service) addEndpoint(name, subject string, h micro.Handler) error {
 	if err := s.svc.AddEndpoint(name, h, micro.WithEndpointSubject(subject)); err != nil {
 		return fmt.Errorf("bus: add endpoint %s: %w", name, err)
+	}
+	if err := s.nc.FlushTimeout(5 * time.Second); err != nil {
+		return fmt.Errorf("bus: add endpoint %s: flush: %w", name, err)
 	}
 	return nil
 }
@@ -115,10 +126,7 @@ func (s *Service) AddRawEndpoint(name, subject string, fn func(ctx context.Conte
 	h := micro.HandlerFunc(func(r micro.Request) {
 		s.dispatch(func(ctx context.Context) { fn(ctx, r) })
 	})
-	if err := s.svc.AddEndpoint(name, h, micro.WithEndpointSubject(subject)); err != nil {
-		return fmt.Errorf("bus: add endpoint %s: %w", name, err)
-	}
-	return nil
+	return s.addEndpoint(name, subject, h)
 }
 
 func (s *Service) dispatch(fn func(ctx context.Context)) {
