@@ -1,27 +1,60 @@
-// Package command is the command service of Waggle core.
+// Package command is the command service of Waggle core: it runs slash
+// commands (the slash registry) for the chat turn runner and the HTTP
+// command route, lists them for autocomplete, and runs agent groups — each
+// member's work is a real chat turn on a turn runner, and the run's
+// progress lives in a JetStream KV bucket so any gateway can report it.
 package command
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/command/slash"
 )
 
 // Config configures the command service.
 type Config struct {
 	// DataDir is the data directory. Required.
 	DataDir string
+	// RequestTimeout bounds one request to another service (memory search,
+	// group lookup, starting a turn). Default 10s.
+	RequestTimeout time.Duration
+	// StepTimeout bounds one member turn of a group run; the turn is
+	// cancelled when it passes. Default 10m.
+	StepTimeout time.Duration
+	// JobTTL is how long a finished or unfinished group job stays
+	// readable. Default 7 days.
+	JobTTL time.Duration
+	// MaxHandoff bounds, in bytes, the previous output handed to the next
+	// member of a run. Default 16000.
+	MaxHandoff int
 }
 
-// Validate checks c.
+// Validate checks c and fills defaults.
 func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return errors.New("command: DataDir is required")
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 10 * time.Second
+	}
+	if c.StepTimeout <= 0 {
+		c.StepTimeout = 10 * time.Minute
+	}
+	if c.JobTTL <= 0 {
+		c.JobTTL = 7 * 24 * time.Hour
+	}
+	if c.MaxHandoff <= 0 {
+		c.MaxHandoff = 16000
 	}
 	return nil
 }
@@ -31,9 +64,17 @@ type Service struct {
 	cfg  Config
 	dial bus.Dialer
 	log  *slog.Logger
+	reg  *slash.Registry
 
-	nc  *nats.Conn
-	svc *bus.Service
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	jobs jetstream.KeyValue
+	svc  *bus.Service
+
+	// runs owns the goroutines of group runs: Stop cancels them and waits.
+	runCtx    context.Context
+	cancelRun context.CancelFunc
+	runs      sync.WaitGroup
 }
 
 // New returns an unstarted service.
@@ -41,10 +82,10 @@ func New(cfg Config, dial bus.Dialer, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{cfg: cfg, dial: dial, log: log.With("service", "command")}
+	return &Service{cfg: cfg, dial: dial, log: log.With("service", "command"), reg: slash.New()}
 }
 
-// Start connects and serves.
+// Start connects, ensures the job bucket and serves.
 func (s *Service) Start(ctx context.Context) error {
 	if err := s.cfg.Validate(); err != nil {
 		return err
@@ -53,23 +94,72 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceCommand, Logger: s.log})
-	if err != nil {
-		nc.Close()
+	s.nc = nc
+	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
+	if err := s.start(ctx); err != nil {
+		s.Stop(ctx)
 		return err
 	}
-	s.nc, s.svc = nc, svc
 	return nil
 }
 
-// Stop stops serving and closes the connection.
+func (s *Service) start(ctx context.Context) error {
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return fmt.Errorf("command: jetstream: %w", err)
+	}
+	s.js = js
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      protocol.BucketGroupJobs,
+		Description: "Agent-group run jobs, keyed by job id",
+		History:     1,
+		TTL:         s.cfg.JobTTL,
+		Storage:     jetstream.FileStorage,
+	})
+	if err != nil {
+		return fmt.Errorf("command: ensure bucket %s: %w", protocol.BucketGroupJobs, err)
+	}
+	s.jobs = kv
+	svc, err := bus.NewService(s.nc, bus.ServiceConfig{Name: protocol.ServiceCommand, Logger: s.log})
+	if err != nil {
+		return err
+	}
+	s.svc = svc
+	return errors.Join(
+		bus.AddEndpoint(svc, "execute", protocol.SubjCommandExecute, s.execute),
+		bus.AddEndpoint(svc, "list", protocol.SubjCommandList, s.list),
+		bus.AddEndpoint(svc, "group-run", protocol.SubjCommandGroupRun, s.groupRun),
+		bus.AddEndpoint(svc, "group-job", protocol.SubjCommandGroupJob, s.groupJob),
+		bus.AddEndpoint(svc, "agents-active", protocol.SubjCommandAgentsActive, s.agentsActive),
+	)
+}
+
+// Stop stops serving, cancels running group runs (their jobs are marked
+// failed and their member turns cancelled) and closes the connection.
 func (s *Service) Stop(ctx context.Context) error {
 	var errs []error
 	if s.svc != nil {
 		errs = append(errs, s.svc.Stop(ctx))
 	}
+	if s.cancelRun != nil {
+		s.cancelRun()
+		done := make(chan struct{})
+		go func() { s.runs.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("command: group runs still stopping: %w", ctx.Err()))
+		}
+	}
 	if s.nc != nil {
 		errs = append(errs, s.nc.Drain())
 	}
 	return errors.Join(errs...)
+}
+
+// request asks another service, bounded by RequestTimeout.
+func request[Rep any](ctx context.Context, s *Service, subject string, req any) (Rep, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	return bus.Request[Rep](ctx, s.nc, subject, req)
 }

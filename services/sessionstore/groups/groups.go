@@ -1,18 +1,351 @@
 // Package groups stores agent groups (<data-dir>/agent-groups.json) for
-// the session store.
+// the session store: a JSON array pretty-printed with two spaces, as the
+// original wrote it, rewritten atomically by one writer at a time. Every
+// validation rule for a group lives here (Parse), so the gateway only
+// forwards the client's body.
 package groups
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/sessionstore/jsonl"
 )
+
+// maxOrder bounds executionOrder so it always fits an int.
+const maxOrder = 1 << 30
+
+// FileName is the groups file under the data directory.
+const FileName = "agent-groups.json"
 
 // Config configures the group store.
 type Config struct {
 	// DataDir is the data directory. Required.
 	DataDir string
+	// Now is the clock (createdAt). Default time.Now.
+	Now func() time.Time
+	// NewID makes group ids. Default protocol.NewUUID.
+	NewID func() string
+}
+
+// Validate checks c and fills defaults.
+func (c *Config) Validate() error {
+	if c.DataDir == "" {
+		return errors.New("groups: DataDir is required")
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.NewID == nil {
+		c.NewID = protocol.NewUUID
+	}
+	return nil
 }
 
 // Register adds the group endpoints to svc.
-func Register(svc *bus.Service, cfg Config, log *slog.Logger) error { return nil }
+func Register(svc *bus.Service, cfg Config, log *slog.Logger) error {
+	s, err := New(cfg, log)
+	if err != nil {
+		return err
+	}
+	return errors.Join(
+		bus.AddEndpoint(svc, "group-list", protocol.SubjStoreGroupList,
+			func(context.Context, protocol.Empty) (protocol.AgentGroupList, error) {
+				gs, err := s.List()
+				return protocol.AgentGroupList{Groups: gs}, err
+			}),
+		bus.AddEndpoint(svc, "group-get", protocol.SubjStoreGroupGet,
+			func(_ context.Context, r protocol.AgentGroupRef) (protocol.AgentGroup, error) { return s.Get(r.ID) }),
+		bus.AddEndpoint(svc, "group-create", protocol.SubjStoreGroupCreate,
+			func(_ context.Context, w protocol.AgentGroupWrite) (protocol.AgentGroup, error) {
+				return s.Create(w.Fields)
+			}),
+		bus.AddEndpoint(svc, "group-update", protocol.SubjStoreGroupUpdate,
+			func(_ context.Context, w protocol.AgentGroupWrite) (protocol.AgentGroup, error) {
+				return s.Update(w.ID, w.Fields)
+			}),
+		bus.AddEndpoint(svc, "group-delete", protocol.SubjStoreGroupDelete,
+			func(_ context.Context, r protocol.AgentGroupRef) (protocol.Deleted, error) {
+				return protocol.Deleted{Deleted: true}, s.Delete(r.ID)
+			}),
+	)
+}
+
+// ErrNotFound is the 404 of every operation on an unknown group id.
+var ErrNotFound = &protocol.Error{Status: 404, Message: "Group not found"}
+
+// Store is the agent-group file of one data directory. It is safe for
+// concurrent use; writes are serialised.
+type Store struct {
+	cfg  Config
+	log  *slog.Logger
+	path string
+	mu   sync.Mutex
+}
+
+// New returns a store for cfg.DataDir; the file is created on first write.
+func New(cfg Config, log *slog.Logger) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Store{cfg: cfg, log: log, path: filepath.Join(cfg.DataDir, FileName)}, nil
+}
+
+// List returns every group in creation order ([] when there is no file).
+func (s *Store) List() ([]protocol.AgentGroup, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gs, _, err := s.read()
+	return gs, err
+}
+
+// Get returns one group.
+func (s *Store) Get(id string) (protocol.AgentGroup, error) {
+	gs, err := s.List()
+	if err != nil {
+		return protocol.AgentGroup{}, err
+	}
+	if i := index(gs, id); i >= 0 {
+		return gs[i], nil
+	}
+	return protocol.AgentGroup{}, ErrNotFound
+}
+
+// Create validates fields (a client's JSON body) and stores a new group.
+func (s *Store) Create(fields map[string]json.RawMessage) (protocol.AgentGroup, error) {
+	g, err := Parse(protocol.AgentGroup{}, fields, true)
+	if err != nil {
+		return g, err
+	}
+	g.ID = s.cfg.NewID()
+	g.CreatedAt = s.cfg.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	err = s.modify(func(gs []protocol.AgentGroup) ([]protocol.AgentGroup, error) {
+		return append(gs, g), nil
+	})
+	return g, err
+}
+
+// Update applies the fields present in fields to group id.
+func (s *Store) Update(id string, fields map[string]json.RawMessage) (protocol.AgentGroup, error) {
+	var out protocol.AgentGroup
+	err := s.modify(func(gs []protocol.AgentGroup) ([]protocol.AgentGroup, error) {
+		i := index(gs, id)
+		if i < 0 {
+			return nil, ErrNotFound
+		}
+		g, err := Parse(gs[i], fields, false)
+		if err != nil {
+			return nil, err
+		}
+		gs[i], out = g, g
+		return gs, nil
+	})
+	return out, err
+}
+
+// Delete removes group id.
+func (s *Store) Delete(id string) error {
+	return s.modify(func(gs []protocol.AgentGroup) ([]protocol.AgentGroup, error) {
+		i := index(gs, id)
+		if i < 0 {
+			return nil, ErrNotFound
+		}
+		return append(gs[:i], gs[i+1:]...), nil
+	})
+}
+
+// modify runs fn on the current groups and writes its result atomically,
+// all under the writer lock so concurrent requests never lose an update.
+func (s *Store) modify(fn func([]protocol.AgentGroup) ([]protocol.AgentGroup, error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gs, corrupt, err := s.read()
+	if err != nil {
+		return err
+	}
+	gs, err = fn(gs)
+	if err != nil {
+		return err
+	}
+	if corrupt {
+		// Keep the unreadable file for a human instead of overwriting it.
+		backup := fmt.Sprintf("%s.corrupt-%d", s.path, s.cfg.Now().UnixNano())
+		if err := os.Rename(s.path, backup); err != nil {
+			return fmt.Errorf("groups: back up unreadable %s: %w", FileName, err)
+		}
+		s.log.Warn("groups: unreadable file moved aside", "backup", backup)
+	}
+	data, err := json.MarshalIndent(gs, "", "  ")
+	if err != nil {
+		return fmt.Errorf("groups: encode: %w", err)
+	}
+	if err := jsonl.WriteFileAtomic(s.path, append(data, '\n')); err != nil {
+		return fmt.Errorf("groups: write %s: %w", FileName, err)
+	}
+	return nil
+}
+
+// read loads the file. A missing file is no groups; an unreadable one is
+// also no groups (as in the original), reported as corrupt so the next
+// write keeps a copy of it.
+func (s *Store) read() (gs []protocol.AgentGroup, corrupt bool, err error) {
+	data, err := os.ReadFile(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return []protocol.AgentGroup{}, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("groups: read %s: %w", FileName, err)
+	}
+	if err := json.Unmarshal(data, &gs); err != nil {
+		s.log.Warn("groups: unreadable file treated as empty", "file", s.path, "err", err)
+		return []protocol.AgentGroup{}, true, nil
+	}
+	if gs == nil {
+		gs = []protocol.AgentGroup{}
+	}
+	for i := range gs {
+		if gs[i].Members == nil {
+			gs[i].Members = []protocol.AgentGroupMember{}
+		}
+	}
+	return gs, false, nil
+}
+
+func index(gs []protocol.AgentGroup, id string) int {
+	for i, g := range gs {
+		if g.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// Parse applies a client's JSON fields to g and validates the result. With
+// create, name and strategy are required and members default to []; for an
+// update only the fields present change. Unknown fields (and id,
+// createdAt) are ignored. Every failure is a 400 with a message naming the
+// field.
+func Parse(g protocol.AgentGroup, fields map[string]json.RawMessage, create bool) (protocol.AgentGroup, error) {
+	if raw, ok := present(fields, "name"); ok {
+		var name string
+		if json.Unmarshal(raw, &name) != nil {
+			return g, bad("name must be a string")
+		}
+		g.Name = name
+	} else if !create && isNull(fields, "name") {
+		return g, bad("name is required")
+	}
+	if strings.TrimSpace(g.Name) == "" {
+		return g, bad("name is required")
+	}
+	if raw, ok := fields["description"]; ok {
+		if isNullRaw(raw) {
+			g.Description = nil
+		} else {
+			var d string
+			if json.Unmarshal(raw, &d) != nil {
+				return g, bad("description must be a string")
+			}
+			g.Description = &d
+		}
+	}
+	if raw, ok := present(fields, "strategy"); ok {
+		var st string
+		if json.Unmarshal(raw, &st) != nil {
+			return g, bad("strategy must be one of: parallel, sequential, coordinator")
+		}
+		g.Strategy = st
+	} else if create || isNull(fields, "strategy") {
+		return g, bad("strategy is required (parallel, sequential or coordinator)")
+	}
+	switch g.Strategy {
+	case protocol.StrategyParallel, protocol.StrategySequential, protocol.StrategyCoordinator:
+	default:
+		return g, bad("strategy must be one of: parallel, sequential, coordinator")
+	}
+	if raw, ok := present(fields, "members"); ok {
+		ms, err := parseMembers(raw)
+		if err != nil {
+			return g, err
+		}
+		g.Members = ms
+	} else if isNull(fields, "members") {
+		return g, bad("members must be an array")
+	}
+	if g.Members == nil {
+		g.Members = []protocol.AgentGroupMember{}
+	}
+	return g, nil
+}
+
+// parseMembers reads members: each an object with a non-empty string
+// agentId, an optional string roleInGroup (default "worker") and an
+// optional integer executionOrder (default: its position in the array).
+func parseMembers(raw json.RawMessage) ([]protocol.AgentGroupMember, error) {
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return nil, bad("members must be an array")
+	}
+	out := make([]protocol.AgentGroupMember, 0, len(items))
+	for i, item := range items {
+		var f map[string]json.RawMessage
+		if !bytes.HasPrefix(bytes.TrimSpace(item), []byte("{")) || json.Unmarshal(item, &f) != nil {
+			return nil, bad("members[%d] must be an object", i)
+		}
+		m := protocol.AgentGroupMember{RoleInGroup: protocol.RoleWorker, ExecutionOrder: i}
+		v, ok := present(f, "agentId")
+		if !ok || json.Unmarshal(v, &m.AgentID) != nil || strings.TrimSpace(m.AgentID) == "" {
+			return nil, bad("members[%d].agentId must be a non-empty string", i)
+		}
+		if v, ok := present(f, "roleInGroup"); ok {
+			if json.Unmarshal(v, &m.RoleInGroup) != nil {
+				return nil, bad("members[%d].roleInGroup must be a string", i)
+			}
+			if strings.TrimSpace(m.RoleInGroup) == "" {
+				m.RoleInGroup = protocol.RoleWorker
+			}
+		}
+		if v, ok := present(f, "executionOrder"); ok {
+			var n float64
+			if json.Unmarshal(v, &n) != nil || n != math.Trunc(n) || math.Abs(n) > maxOrder {
+				return nil, bad("members[%d].executionOrder must be an integer", i)
+			}
+			m.ExecutionOrder = int(n)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// present returns a field that is there and not null.
+func present(f map[string]json.RawMessage, key string) (json.RawMessage, bool) {
+	raw, ok := f[key]
+	if !ok || isNullRaw(raw) {
+		return nil, false
+	}
+	return raw, true
+}
+
+func isNull(f map[string]json.RawMessage, key string) bool {
+	raw, ok := f[key]
+	return ok && isNullRaw(raw)
+}
+
+func isNullRaw(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+func bad(format string, args ...any) error { return protocol.Errorf(400, format, args...) }

@@ -1,0 +1,226 @@
+package protocol
+
+import "encoding/json"
+
+// Command-service subjects beyond SubjCommandExecute.
+const (
+	// SubjCommandList lists the slash commands (CommandListRequest → CommandList).
+	SubjCommandList = "waggle.command.cmd.list"
+	// SubjCommandGroupRun queues a run of an agent group (GroupRunRequest →
+	// GroupJob, status "queued"); the command service then runs it.
+	SubjCommandGroupRun = "waggle.command.cmd.group.run"
+	// SubjCommandGroupJob reads a group run's state (GroupJobRequest → GroupJob).
+	SubjCommandGroupJob = "waggle.command.cmd.group.job"
+	// SubjCommandAgentsActive reports the running group-run members
+	// (Empty → ActiveAgents).
+	SubjCommandAgentsActive = "waggle.command.cmd.agents.active"
+)
+
+// Session-store subjects of the usage ledger, agent settings and agent groups.
+const (
+	// SubjStoreUsageReset restarts the ledger's totals; history is kept
+	// (Empty → UsageReset).
+	SubjStoreUsageReset = "waggle.store.cmd.usage.reset"
+	// SubjStoreModelGet reads the current agent model (Empty → AgentModel).
+	SubjStoreModelGet = "waggle.store.cmd.agent.model.get"
+	// SubjStoreModelSet sets the current agent model (AgentModel → AgentModel).
+	SubjStoreModelSet = "waggle.store.cmd.agent.model.set"
+
+	// SubjStoreGroupList lists agent groups (Empty → AgentGroupList).
+	SubjStoreGroupList = "waggle.store.cmd.group.list"
+	// SubjStoreGroupGet reads one agent group (AgentGroupRef → AgentGroup);
+	// 404 "Group not found" when unknown.
+	SubjStoreGroupGet = "waggle.store.cmd.group.get"
+	// SubjStoreGroupCreate validates and stores a new group (AgentGroupWrite → AgentGroup).
+	SubjStoreGroupCreate = "waggle.store.cmd.group.create"
+	// SubjStoreGroupUpdate validates and applies a partial update
+	// (AgentGroupWrite → AgentGroup); 404 when unknown.
+	SubjStoreGroupUpdate = "waggle.store.cmd.group.update"
+	// SubjStoreGroupDelete deletes a group (AgentGroupRef → Deleted); 404 when unknown.
+	SubjStoreGroupDelete = "waggle.store.cmd.group.delete"
+)
+
+// BucketGroupJobs is the KV bucket holding agent-group run jobs, keyed by
+// job id, so any command service or gateway can report a run's progress and
+// a restart loses none.
+const BucketGroupJobs = "waggle_group_jobs"
+
+// DefaultAgentModel is the agent model until one is set.
+const DefaultAgentModel = "claude-sonnet-4-6"
+
+// CommandListRequest lists commands; a non-empty Query keeps those whose
+// name or alias contains it (case-insensitive).
+type CommandListRequest struct {
+	Query string `json:"query,omitempty"`
+}
+
+// CommandInfo describes one slash command for autocomplete.
+type CommandInfo struct {
+	Name        string   `json:"name"`
+	Aliases     []string `json:"aliases"`
+	Usage       string   `json:"usage"`
+	Description string   `json:"description"`
+}
+
+// CommandList answers CommandListRequest, in registration order.
+type CommandList struct {
+	Commands []CommandInfo `json:"commands"`
+}
+
+// AgentModel is the current agent model.
+type AgentModel struct {
+	Model string `json:"model"`
+}
+
+// UsageReset confirms a ledger reset.
+type UsageReset struct {
+	ResetAt string `json:"resetAt"`
+}
+
+// Agent-group strategies.
+const (
+	StrategyParallel    = "parallel"
+	StrategySequential  = "sequential"
+	StrategyCoordinator = "coordinator"
+)
+
+// Member roles with a meaning to the runner; any other string is allowed.
+const (
+	RoleLead   = "lead"
+	RoleWorker = "worker"
+)
+
+// AgentGroupMember is one member of a group.
+type AgentGroupMember struct {
+	AgentID        string `json:"agentId"`
+	RoleInGroup    string `json:"roleInGroup"`
+	ExecutionOrder int    `json:"executionOrder"`
+}
+
+// AgentGroup is a stored group (contract §7).
+type AgentGroup struct {
+	ID          string             `json:"id"`
+	Name        string             `json:"name"`
+	Description *string            `json:"description,omitempty"`
+	Strategy    string             `json:"strategy"`
+	Members     []AgentGroupMember `json:"members"`
+	CreatedAt   string             `json:"createdAt"`
+}
+
+// AgentGroupList answers SubjStoreGroupList, in creation order.
+type AgentGroupList struct {
+	Groups []AgentGroup `json:"groups"`
+}
+
+// AgentGroupRef names one group.
+type AgentGroupRef struct {
+	ID string `json:"id"`
+}
+
+// AgentGroupWrite creates (ID empty) or updates (ID set) a group. Fields is
+// the HTTP body's JSON object as the client sent it: the store checks types
+// and values, so every validation rule lives in one place.
+type AgentGroupWrite struct {
+	ID     string                     `json:"id,omitempty"`
+	Fields map[string]json.RawMessage `json:"fields"`
+}
+
+// Deleted confirms a deletion.
+type Deleted struct {
+	Deleted bool `json:"deleted"`
+}
+
+// GroupRunRequest queues a run of a group. Workspace is where the members'
+// sessions are written (default "default").
+type GroupRunRequest struct {
+	GroupID   string `json:"groupId"`
+	Task      string `json:"task"`
+	TeamID    string `json:"teamId,omitempty"`
+	Workspace string `json:"workspace,omitempty"`
+}
+
+// GroupJobRequest reads one job of one group.
+type GroupJobRequest struct {
+	GroupID string `json:"groupId"`
+	JobID   string `json:"jobId"`
+}
+
+// Job and step states.
+const (
+	JobQueued    = "queued"
+	JobRunning   = "running"
+	JobCompleted = "completed"
+	JobFailed    = "failed"
+	// StepPending and StepSkipped apply to steps only: not started yet, and
+	// never started because the run failed before them.
+	StepPending = "pending"
+	StepSkipped = "skipped"
+)
+
+// Coordinator phases of a step.
+const (
+	PhasePlan    = "plan"
+	PhaseWork    = "work"
+	PhaseCombine = "combine"
+)
+
+// GroupJob is a group run and its progress. Steps are in execution order;
+// a coordinator's lead has two steps (plan and combine).
+type GroupJob struct {
+	JobID       string         `json:"jobId"`
+	GroupID     string         `json:"groupId"`
+	GroupName   string         `json:"groupName"`
+	Strategy    string         `json:"strategy"`
+	MemberCount int            `json:"memberCount"`
+	Task        string         `json:"task"`
+	TeamID      string         `json:"teamId,omitempty"`
+	Workspace   string         `json:"workspace"`
+	Status      string         `json:"status"`
+	Steps       []GroupJobStep `json:"steps"`
+	// Result is the run's final text: the last member's output
+	// (sequential), every output under its agent's heading (parallel), or
+	// the lead's combination (coordinator).
+	Result     string `json:"result,omitempty"`
+	Error      string `json:"error,omitempty"`
+	CreatedAt  string `json:"createdAt"`
+	StartedAt  string `json:"startedAt,omitempty"`
+	FinishedAt string `json:"finishedAt,omitempty"`
+	UpdatedAt  string `json:"updatedAt"`
+}
+
+// GroupJobStep is one member turn of a run.
+type GroupJobStep struct {
+	AgentID        string `json:"agentId"`
+	RoleInGroup    string `json:"roleInGroup"`
+	ExecutionOrder int    `json:"executionOrder"`
+	Phase          string `json:"phase,omitempty"`
+	Status         string `json:"status"`
+	Session        string `json:"session"`
+	TurnID         string `json:"turnId,omitempty"`
+	Output         string `json:"output,omitempty"`
+	Error          string `json:"error,omitempty"`
+	StartedAt      string `json:"startedAt,omitempty"`
+	FinishedAt     string `json:"finishedAt,omitempty"`
+}
+
+// ActiveAgent is one step of a running group job.
+type ActiveAgent struct {
+	JobID          string `json:"jobId"`
+	GroupID        string `json:"groupId"`
+	GroupName      string `json:"groupName"`
+	AgentID        string `json:"agentId"`
+	RoleInGroup    string `json:"roleInGroup"`
+	ExecutionOrder int    `json:"executionOrder"`
+	Phase          string `json:"phase,omitempty"`
+	Status         string `json:"status"`
+	Session        string `json:"session"`
+	TurnID         string `json:"turnId,omitempty"`
+	StartedAt      string `json:"startedAt,omitempty"`
+}
+
+// ActiveAgents answers SubjCommandAgentsActive: Workers are every step of
+// every running job, Active those whose turn is running now.
+type ActiveAgents struct {
+	Workers []ActiveAgent `json:"workers"`
+	Active  []ActiveAgent `json:"active"`
+}

@@ -1,0 +1,197 @@
+package groups
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+func fields(t *testing.T, body string) map[string]json.RawMessage {
+	t.Helper()
+	var f map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(body), &f); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestParseCreate(t *testing.T) {
+	tests := []struct {
+		body    string
+		wantErr string
+		check   func(protocol.AgentGroup) bool
+	}{
+		{`{}`, "name is required", nil},
+		{`{"name":""}`, "name is required", nil},
+		{`{"name":"  "}`, "name is required", nil},
+		{`{"name":null,"strategy":"parallel"}`, "name is required", nil},
+		{`{"name":5}`, "name must be a string", nil},
+		{`{"name":"g"}`, "strategy is required (parallel, sequential or coordinator)", nil},
+		{`{"name":"g","strategy":"random"}`, "strategy must be one of: parallel, sequential, coordinator", nil},
+		{`{"name":"g","strategy":3}`, "strategy must be one of: parallel, sequential, coordinator", nil},
+		{`{"name":"g","strategy":"parallel","description":7}`, "description must be a string", nil},
+		{`{"name":"g","strategy":"parallel","members":{}}`, "members must be an array", nil},
+		{`{"name":"g","strategy":"parallel","members":[1]}`, "members[0] must be an object", nil},
+		{`{"name":"g","strategy":"parallel","members":[{"agentId":"a"},{"agentId":""}]}`, "members[1].agentId must be a non-empty string", nil},
+		{`{"name":"g","strategy":"parallel","members":[{"agentId":4}]}`, "members[0].agentId must be a non-empty string", nil},
+		{`{"name":"g","strategy":"parallel","members":[{"agentId":"a","roleInGroup":1}]}`, "members[0].roleInGroup must be a string", nil},
+		{`{"name":"g","strategy":"parallel","members":[{"agentId":"a","executionOrder":1.5}]}`, "members[0].executionOrder must be an integer", nil},
+		{`{"name":"g","strategy":"parallel","members":[{"agentId":"a","executionOrder":"1"}]}`, "members[0].executionOrder must be an integer", nil},
+		{`{"name":"g","strategy":"sequential"}`, "", func(g protocol.AgentGroup) bool {
+			return g.Name == "g" && g.Strategy == "sequential" && g.Members != nil && len(g.Members) == 0 && g.Description == nil
+		}},
+		{`{"name":"g","strategy":"coordinator","description":"d","members":[{"agentId":"a","roleInGroup":"lead","executionOrder":5},{"agentId":"b"}]}`, "",
+			func(g protocol.AgentGroup) bool {
+				return *g.Description == "d" && g.Members[0] == protocol.AgentGroupMember{AgentID: "a", RoleInGroup: "lead", ExecutionOrder: 5} &&
+					g.Members[1] == protocol.AgentGroupMember{AgentID: "b", RoleInGroup: "worker", ExecutionOrder: 1}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.body, func(t *testing.T) {
+			g, err := Parse(protocol.AgentGroup{}, fields(t, tt.body), true)
+			if tt.wantErr != "" {
+				e := protocol.AsError(err)
+				if e == nil || e.Status != 400 || e.Message != tt.wantErr {
+					t.Fatalf("err = %v, want 400 %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(g) {
+				t.Fatalf("group = %+v", g)
+			}
+		})
+	}
+}
+
+func TestParseUpdate(t *testing.T) {
+	d := "old"
+	base := protocol.AgentGroup{ID: "x", Name: "n", Description: &d, Strategy: "parallel",
+		Members: []protocol.AgentGroupMember{{AgentID: "a", RoleInGroup: "worker"}}, CreatedAt: "c"}
+	tests := []struct {
+		body    string
+		wantErr string
+		check   func(protocol.AgentGroup) bool
+	}{
+		{`{}`, "", func(g protocol.AgentGroup) bool {
+			return g.Name == "n" && *g.Description == "old" && len(g.Members) == 1
+		}},
+		{`{"name":"m","id":"evil","createdAt":"z"}`, "", func(g protocol.AgentGroup) bool { return g.Name == "m" && g.ID == "x" && g.CreatedAt == "c" }},
+		{`{"description":null}`, "", func(g protocol.AgentGroup) bool { return g.Description == nil }},
+		{`{"strategy":"sequential","members":[]}`, "", func(g protocol.AgentGroup) bool { return g.Strategy == "sequential" && len(g.Members) == 0 }},
+		{`{"name":null}`, "name is required", nil},
+		{`{"name":""}`, "name is required", nil},
+		{`{"strategy":null}`, "strategy is required (parallel, sequential or coordinator)", nil},
+		{`{"strategy":"x"}`, "strategy must be one of: parallel, sequential, coordinator", nil},
+		{`{"members":null}`, "members must be an array", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.body, func(t *testing.T) {
+			in := base
+			in.Members = append([]protocol.AgentGroupMember(nil), base.Members...)
+			g, err := Parse(in, fields(t, tt.body), false)
+			if tt.wantErr != "" {
+				if e := protocol.AsError(err); e == nil || e.Status != 400 || e.Message != tt.wantErr {
+					t.Fatalf("err = %v, want 400 %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !tt.check(g) {
+				t.Fatalf("group = %+v, err %v", g, err)
+			}
+		})
+	}
+}
+
+func TestStoreCRUDAndFileFormat(t *testing.T) {
+	dir := t.TempDir()
+	s, err := New(Config{DataDir: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gs, err := s.List(); err != nil || gs == nil || len(gs) != 0 {
+		t.Fatalf("List on no file = %v, %v", gs, err)
+	}
+	g, err := s.Create(fields(t, `{"name":"team","strategy":"sequential","members":[{"agentId":"a"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !protocol.ValidID(g.ID) || g.CreatedAt == "" {
+		t.Fatalf("created %+v", g)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, FileName))
+	want, _ := json.MarshalIndent([]protocol.AgentGroup{g}, "", "  ")
+	if string(data) != string(want)+"\n" {
+		t.Fatalf("file =\n%s\nwant\n%s", data, want)
+	}
+	up, err := s.Update(g.ID, fields(t, `{"name":"renamed"}`))
+	if err != nil || up.Name != "renamed" || up.Strategy != "sequential" {
+		t.Fatalf("update = %+v, %v", up, err)
+	}
+	if got, _ := s.Get(g.ID); got.Name != "renamed" {
+		t.Fatalf("get after update = %+v", got)
+	}
+	for _, err := range []error{
+		func() error { _, err := s.Get("nope"); return err }(),
+		func() error { _, err := s.Update("nope", fields(t, `{}`)); return err }(),
+		s.Delete("nope"),
+	} {
+		if e := protocol.AsError(err); e == nil || e.Status != 404 || e.Message != "Group not found" {
+			t.Errorf("unknown id: %v", err)
+		}
+	}
+	if err := s.Delete(g.ID); err != nil {
+		t.Fatal(err)
+	}
+	if gs, _ := s.List(); len(gs) != 0 {
+		t.Fatalf("after delete %+v", gs)
+	}
+}
+
+func TestStoreConcurrentCreatesKeepEveryGroup(t *testing.T) {
+	s, _ := New(Config{DataDir: t.TempDir()}, nil)
+	const n = 40
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := fmt.Sprintf(`{"name":"g%d","strategy":"parallel"}`, i)
+			if _, err := s.Create(fields(t, body)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if gs, _ := s.List(); len(gs) != n {
+		t.Fatalf("%d groups, want %d", len(gs), n)
+	}
+}
+
+func TestStoreCorruptFileKeptAside(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, FileName)
+	os.WriteFile(path, []byte("[{broken"), 0o644)
+	s, _ := New(Config{DataDir: dir}, nil)
+	if gs, err := s.List(); err != nil || len(gs) != 0 {
+		t.Fatalf("corrupt file: %v %v", gs, err)
+	}
+	if _, err := s.Create(fields(t, `{"name":"g","strategy":"parallel"}`)); err != nil {
+		t.Fatal(err)
+	}
+	matches, _ := filepath.Glob(path + ".corrupt-*")
+	if len(matches) != 1 {
+		t.Fatalf("backups %v", matches)
+	}
+	if b, _ := os.ReadFile(matches[0]); !strings.Contains(string(b), "broken") {
+		t.Fatalf("backup content %q", b)
+	}
+}

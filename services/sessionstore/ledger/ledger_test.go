@@ -1,0 +1,164 @@
+package ledger
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+func open(t *testing.T, dir string) *Ledger {
+	t.Helper()
+	l, err := Open(Config{DataDir: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func summary(t *testing.T, l *Ledger, since string) protocol.UsageSummary {
+	t.Helper()
+	s, err := l.Summary(since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestLedgerSumsSurviveRestartAndReset(t *testing.T) {
+	dir := t.TempDir()
+	l := open(t, dir)
+	if s := summary(t, l, ""); s.Turns != 0 || s.ByModel == nil || len(s.ByModel) != 0 {
+		t.Fatalf("empty ledger summary = %+v", s)
+	}
+	recs := []protocol.UsageRecord{
+		{Model: "m1", InputTokens: 10, OutputTokens: 5, Cost: 0.25},
+		{Model: "m1", InputTokens: 1, OutputTokens: 2, Cost: 0.5},
+		{Model: "m2", InputTokens: 100, OutputTokens: 50, Cost: 1},
+	}
+	for _, r := range recs {
+		if err := l.Record(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := protocol.UsageSummary{TotalInputTokens: 111, TotalOutputTokens: 57, EstimatedCost: 1.75, Turns: 3,
+		ByModel: map[string]protocol.ModelUsage{"m1": {Input: 11, Output: 7, Cost: 0.75}, "m2": {Input: 100, Output: 50, Cost: 1}}}
+	check := func(when string, got, want protocol.UsageSummary) {
+		t.Helper()
+		if got.TotalInputTokens != want.TotalInputTokens || got.TotalOutputTokens != want.TotalOutputTokens ||
+			got.EstimatedCost != want.EstimatedCost || got.Turns != want.Turns || len(got.ByModel) != len(want.ByModel) {
+			t.Fatalf("%s: summary = %+v, want %+v", when, got, want)
+		}
+		for k, v := range want.ByModel {
+			if got.ByModel[k] != v {
+				t.Fatalf("%s: byModel[%s] = %+v, want %+v", when, k, got.ByModel[k], v)
+			}
+		}
+	}
+	check("before restart", summary(t, l, ""), want)
+	l = open(t, dir)
+	check("after restart", summary(t, l, ""), want)
+
+	if _, err := l.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	zero := protocol.UsageSummary{ByModel: map[string]protocol.ModelUsage{}}
+	check("after reset", summary(t, l, ""), zero)
+	if err := l.Record(protocol.UsageRecord{Model: "m2", InputTokens: 7, OutputTokens: 3, Cost: 0.125}); err != nil {
+		t.Fatal(err)
+	}
+	afterReset := protocol.UsageSummary{TotalInputTokens: 7, TotalOutputTokens: 3, EstimatedCost: 0.125, Turns: 1,
+		ByModel: map[string]protocol.ModelUsage{"m2": {Input: 7, Output: 3, Cost: 0.125}}}
+	check("record after reset", summary(t, l, ""), afterReset)
+	l = open(t, dir)
+	check("reset survives restart", summary(t, l, ""), afterReset)
+	// Since ignores resets: all four records are in range.
+	if s := summary(t, l, "2000-01-01T00:00:00Z"); s.Turns != 4 || s.TotalInputTokens != 118 {
+		t.Fatalf("since 2000: %+v", s)
+	}
+	if s := summary(t, l, time.Now().Add(time.Hour).UTC().Format(time.RFC3339)); s.Turns != 0 {
+		t.Fatalf("since future: %+v", s)
+	}
+}
+
+func TestLedgerRejects(t *testing.T) {
+	l := open(t, t.TempDir())
+	for _, r := range []protocol.UsageRecord{{InputTokens: -1}, {OutputTokens: -1}, {Cost: -0.1}} {
+		if err := l.Record(r); protocol.StatusOf(err) != 400 {
+			t.Errorf("Record(%+v) = %v, want 400", r, err)
+		}
+	}
+	if _, err := l.Summary("yesterday"); protocol.StatusOf(err) != 400 {
+		t.Errorf("Summary(yesterday) = %v, want 400", err)
+	}
+	if s := summary(t, l, ""); s.Turns != 0 {
+		t.Errorf("rejected records counted: %+v", s)
+	}
+}
+
+func TestLedgerTornTailRepaired(t *testing.T) {
+	dir := t.TempDir()
+	l := open(t, dir)
+	if err := l.Record(protocol.UsageRecord{Model: "m", InputTokens: 4, OutputTokens: 1}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, UsageFile)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"type":"usage","model":"m","inputTok`)
+	f.Close()
+	l = open(t, dir)
+	if err := l.Record(protocol.UsageRecord{Model: "m", InputTokens: 6, OutputTokens: 1}); err != nil {
+		t.Fatal(err)
+	}
+	l = open(t, dir)
+	if s := summary(t, l, ""); s.Turns != 2 || s.TotalInputTokens != 10 {
+		t.Fatalf("after torn tail: %+v", s)
+	}
+}
+
+func TestLedgerConcurrentRecordsAllCounted(t *testing.T) {
+	dir := t.TempDir()
+	l := open(t, dir)
+	const n = 50
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := l.Record(protocol.UsageRecord{Model: "m", InputTokens: 2, OutputTokens: 1}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if s := summary(t, open(t, dir), ""); s.Turns != n || s.TotalInputTokens != 2*n {
+		t.Fatalf("reloaded: %+v", s)
+	}
+}
+
+func TestModelPersisted(t *testing.T) {
+	dir := t.TempDir()
+	l := open(t, dir)
+	if m := l.Model(); m != "claude-sonnet-4-6" {
+		t.Fatalf("default model %q", m)
+	}
+	if _, err := l.SetModel(""); protocol.StatusOf(err) != 400 {
+		t.Fatalf("SetModel(\"\") = %v", err)
+	}
+	if _, err := l.SetModel("gpt-5"); err != nil {
+		t.Fatal(err)
+	}
+	if m := open(t, dir).Model(); m != "gpt-5" {
+		t.Fatalf("model after restart %q", m)
+	}
+	os.WriteFile(filepath.Join(dir, StateFile), []byte("{not json"), 0o644)
+	if m := open(t, dir).Model(); m != "claude-sonnet-4-6" {
+		t.Fatalf("model with damaged state %q", m)
+	}
+}
