@@ -21,6 +21,9 @@ import (
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/llmprobe"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/agent"
+	"github.com/waggle-os/core/services/turnrunner/approvalgate"
+	"github.com/waggle-os/core/services/turnrunner/tools"
 )
 
 // Config configures the turn runner.
@@ -46,6 +49,39 @@ type Config struct {
 	MaxTurns int
 	// StoreTimeout bounds one session-store request. Default 10s.
 	StoreTimeout time.Duration
+
+	// DisableBash leaves the bash tool out of the agent's tool set (team
+	// servers). Default false: local mode offers bash.
+	DisableBash bool
+	// BashTimeout is a bash command's time limit when the model asks for
+	// none. Default 30s (tools.DefaultBashTimeout).
+	BashTimeout time.Duration
+	// BashMaxTimeout caps the time limit a model may ask for. Default 10m.
+	BashMaxTimeout time.Duration
+	// BashOutputLimit caps the bash output returned to the model, in bytes.
+	// Default 64 KiB.
+	BashOutputLimit int
+	// ReadFileLimit is the most bytes read_file returns in one call.
+	// Default 256 KiB.
+	ReadFileLimit int64
+
+	// AgentMaxSteps bounds the model calls of one agent turn. Default 25.
+	AgentMaxSteps int
+	// ModelRetries is how often a failing model call (429, 5xx, timeout,
+	// refused connection) is retried before the fallback model. Default 3.
+	ModelRetries int
+	// ModelRetryBackoff is the first retry's wait, doubled per retry (a
+	// short Retry-After from the server wins). Default 1s.
+	ModelRetryBackoff time.Duration
+	// ModelHeaderTimeout bounds the wait for a model's response headers.
+	// Default 2m.
+	ModelHeaderTimeout time.Duration
+	// ModelConfigCheck is how often <DataDir>/config.json is checked for
+	// changes (it is re-read only when it changed). Default 2s.
+	ModelConfigCheck time.Duration
+
+	// Approval configures each turn's tool-approval gate (timeout default 5m).
+	Approval approvalgate.Config
 }
 
 // Validate checks c and fills defaults.
@@ -77,7 +113,54 @@ func (c *Config) Validate() error {
 	if c.StoreTimeout <= 0 {
 		c.StoreTimeout = 10 * time.Second
 	}
-	return nil
+	if c.BashTimeout <= 0 {
+		c.BashTimeout = tools.DefaultBashTimeout
+	}
+	if c.BashMaxTimeout <= 0 {
+		c.BashMaxTimeout = max(tools.DefaultBashMaxTimeout, c.BashTimeout)
+	}
+	if c.BashOutputLimit <= 0 {
+		c.BashOutputLimit = tools.DefaultBashOutputLimit
+	}
+	if c.ReadFileLimit <= 0 {
+		c.ReadFileLimit = tools.DefaultReadLimit
+	}
+	if c.AgentMaxSteps <= 0 {
+		c.AgentMaxSteps = agent.DefaultMaxSteps
+	}
+	if c.ModelRetries <= 0 {
+		c.ModelRetries = agent.DefaultMaxRetries
+	}
+	if c.ModelRetryBackoff <= 0 {
+		c.ModelRetryBackoff = agent.DefaultRetryBackoff
+	}
+	if c.ModelHeaderTimeout <= 0 {
+		c.ModelHeaderTimeout = agent.DefaultResponseHeaderTimeout
+	}
+	if c.ModelConfigCheck <= 0 {
+		c.ModelConfigCheck = 2 * time.Second
+	}
+	if err := c.toolsConfig().Validate(); err != nil {
+		return fmt.Errorf("turnrunner: %w", err)
+	}
+	return c.agentConfig().Validate()
+}
+
+// toolsConfig is the built-in tools' configuration: local-mode defaults
+// with the limits of c.
+func (c *Config) toolsConfig() tools.Config {
+	tc := tools.DefaultConfig()
+	tc.EnableBash = !c.DisableBash
+	tc.BashTimeout, tc.BashMaxTimeout, tc.BashOutputLimit = c.BashTimeout, c.BashMaxTimeout, c.BashOutputLimit
+	tc.ReadLimit = c.ReadFileLimit
+	return tc
+}
+
+func (c *Config) agentConfig() agent.Config {
+	return agent.Config{
+		BaseURL: c.LLMURL, APIKey: c.LLMAPIKey, MaxSteps: c.AgentMaxSteps, MaxRetries: c.ModelRetries,
+		RetryBackoff: c.ModelRetryBackoff, ResponseHeaderTimeout: c.ModelHeaderTimeout,
+	}
 }
 
 // Service is the turn-runner service.
@@ -91,6 +174,9 @@ type Service struct {
 	svc    *bus.Service
 	ctlSub *nats.Subscription
 	probe  *llmprobe.Prober
+	agent  *agent.Agent
+	tools  *tools.Registry
+	models *modelConfigCache
 
 	mu    sync.Mutex
 	turns map[string]*turn
@@ -112,6 +198,13 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.probe = llmprobe.New(s.cfg.Probe)
+	ag, err := agent.New(s.cfg.agentConfig())
+	if err != nil {
+		return fmt.Errorf("turnrunner: %w", err)
+	}
+	s.agent = ag
+	s.tools = tools.NewRegistry(s.cfg.toolsConfig())
+	s.models = newModelConfigCache(s.cfg.DataDir, s.cfg.ModelConfigCheck, s.log)
 	s.slots = make(chan struct{}, s.cfg.MaxTurns)
 	nc, err := s.dial(protocol.ServiceTurnRunner)
 	if err != nil {
@@ -144,6 +237,15 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := bus.AddEndpoint(svc, "start", protocol.SubjTurnStart, s.startTurn); err != nil {
 		s.Stop(ctx)
 		return err
+	}
+	// Subscribing only sends SUB; the round trip makes sure the server has
+	// registered the endpoint before Start reports ready, so the first
+	// chat after start-up finds a runner.
+	fctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	defer cancel()
+	if err := nc.FlushWithContext(fctx); err != nil {
+		s.Stop(ctx)
+		return fmt.Errorf("turnrunner: flush subscriptions: %w", err)
 	}
 	return nil
 }

@@ -36,18 +36,20 @@ func (t *turn) run() {
 		t.finishError("Could not save your message. Try sending it again.")
 		return
 	}
-	if protocol.IsSlashCommand(t.req.Message) {
-		if t.runCommand() {
+	llm := t.svc.probe.Available(t.ctx)
+	message := t.req.Message
+	if protocol.IsSlashCommand(message) {
+		prompt, handled := t.runCommand(llm)
+		if handled {
 			return
 		}
+		message = prompt
 	}
-	if !t.svc.probe.Available(t.ctx) {
+	if !llm {
 		t.streamReply(echoText(t.req.Message))
 		return
 	}
-	// The agent loop lands here; until then a reachable model still gets
-	// the echo reply so a turn always completes.
-	t.streamReply(echoText(t.req.Message))
+	t.runAgent(message)
 }
 
 // echoText is the exact echo-mode reply of the original (reference §1.8).
@@ -57,33 +59,35 @@ func echoText(message string) string {
 }
 
 // runCommand asks the command service to run a slash command. It reports
-// false when the turn should go on to the model (no command service, or a
-// reroute with a model available).
-func (t *turn) runCommand() bool {
-	llm := t.svc.probe.Available(t.ctx)
+// handled=false when the turn should go on to the model: no command
+// service answered (prompt is the message itself), or the command
+// rerouted to the model and one is available (prompt is the rewritten
+// request; the disk keeps the original slash text).
+func (t *turn) runCommand(llm bool) (prompt string, handled bool) {
 	rep, err := storeRequest[protocol.CommandReply](t.svc, protocol.SubjCommandExecute, protocol.CommandRequest{
 		Command: t.req.Message, Workspace: t.req.Workspace, Session: t.req.Session, LLMAvailable: llm,
 	})
 	if err != nil {
 		if errors.Is(err, protocol.ErrUnavailable) {
-			return false
+			return t.req.Message, false
 		}
 		t.svc.log.Error("command failed", "turn", t.req.TurnID, "err", err)
 		t.finishError("Something went wrong. Try sending your message again.")
-		return true
+		return "", true
 	}
 	if rest, ok := strings.CutPrefix(rep.Result, protocol.RerouteAgentLoopPrefix); ok {
-		if llm {
-			// Handled by the agent loop (issue 3/5); fall through with the
-			// rewritten prompt.
-			t.req.Message = rest
-			return false
+		if !llm {
+			t.streamReply(requiresAIText(t.req.Message))
+			return "", true
 		}
-		t.streamReply(requiresAIText(t.req.Message))
-		return true
+		name := strings.TrimPrefix(strings.Fields(strings.TrimSpace(t.req.Message))[0], "/")
+		if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: "Processing /" + name + " via AI..."}); err != nil {
+			t.svc.log.Error("publish step", "turn", t.req.TurnID, "err", err)
+		}
+		return rest, false
 	}
 	t.streamReply(rep.Result)
-	return true
+	return "", true
 }
 
 func requiresAIText(message string) string {
@@ -130,15 +134,18 @@ func (t *turn) streamReply(text string) {
 	t.finish(protocol.EventDone, protocol.EchoDone{Content: text, ToolsUsed: []string{}})
 }
 
-// abort ends a turn that was cancelled (or could not publish): what was
-// produced is persisted with the reason, and the stream gets a terminal
-// error so every follower stops.
-func (t *turn) abort() {
+// abort ends a streamed reply that was cancelled (or could not publish).
+func (t *turn) abort() { t.abortWith(strings.TrimSuffix(t.produced.String(), " ")) }
+
+// abortWith ends a cancelled turn: content (what was produced) is
+// persisted with the reason, and the stream gets a terminal error so every
+// follower stops.
+func (t *turn) abortWith(content string) {
 	cause := context.Cause(t.ctx)
 	if cause == nil {
 		cause = errCancelled
 	}
-	msg := protocol.Message{Role: protocol.RoleAssistant, Content: strings.TrimSuffix(t.produced.String(), " "), Error: cause.Error()}
+	msg := protocol.Message{Role: protocol.RoleAssistant, Content: content, Error: cause.Error()}
 	if err := t.persist(msg); err != nil {
 		t.svc.log.Error("persist partial reply", "turn", t.req.TurnID, "err", err)
 	}

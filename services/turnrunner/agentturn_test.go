@@ -1,0 +1,150 @@
+package turnrunner
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+func TestWithoutTurn(t *testing.T) {
+	msgs := []protocol.Message{
+		{Role: "user", Content: "a", TurnID: "t1"},
+		{Role: "assistant", Content: "b", TurnID: "t1"},
+		{Role: "user", Content: "old file line"}, // written before turn ids existed
+		{Role: "user", Content: "now", TurnID: "t2"},
+	}
+	evs := []protocol.ToolEvent{{TurnID: "t1", Name: "read_file"}, {TurnID: "t2", Name: "bash"}}
+	tests := []struct {
+		turn      string
+		wantMsgs  []string
+		wantTools []string
+	}{
+		{"t2", []string{"a", "b", "old file line"}, []string{"read_file"}},
+		{"t1", []string{"old file line", "now"}, []string{"bash"}},
+		{"t3", []string{"a", "b", "old file line", "now"}, []string{"read_file", "bash"}},
+	}
+	for _, tc := range tests {
+		gotM, gotT := withoutTurn(msgs, evs, tc.turn)
+		var contents, names []string
+		for _, m := range gotM {
+			contents = append(contents, m.Content)
+		}
+		for _, e := range gotT {
+			names = append(names, e.Name)
+		}
+		if !reflect.DeepEqual(contents, tc.wantMsgs) || !reflect.DeepEqual(names, tc.wantTools) {
+			t.Errorf("turn %s: messages %v tools %v, want %v %v", tc.turn, contents, names, tc.wantMsgs, tc.wantTools)
+		}
+	}
+}
+
+func TestSystemPrompt(t *testing.T) {
+	now := time.Date(2026, 3, 9, 23, 30, 0, 0, time.FixedZone("x", -5*3600)) // 10 March in UTC
+	tests := []struct {
+		persona string
+		want    []string
+		not     []string
+	}{
+		{"", []string{"Workspace: team-a.", "Tuesday, 10 March 2026 (UTC)", "save_memory", "relative"}, []string{"Persona"}},
+		{"hr-manager", []string{`"hr-manager" persona`}, nil},
+	}
+	for _, tc := range tests {
+		got := systemPrompt("team-a", tc.persona, now)
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("persona %q: prompt lacks %q:\n%s", tc.persona, w, got)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(got, n) {
+				t.Errorf("persona %q: prompt has %q", tc.persona, n)
+			}
+		}
+	}
+}
+
+func TestStartOfDayUTC(t *testing.T) {
+	in := time.Date(2026, 1, 1, 1, 0, 0, 0, time.FixedZone("ahead", 3*3600)) // 31 Dec 22:00 UTC
+	if got := startOfDayUTC(in).Format(time.RFC3339); got != "2025-12-31T00:00:00Z" {
+		t.Errorf("start of day %s", got)
+	}
+}
+
+func TestModelConfigCache(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.json")
+	c := newModelConfigCache(dir, time.Nanosecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	write := func(s string, mod time.Time) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, mod, mod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := time.Now().Add(-time.Hour)
+	steps := []struct {
+		name     string
+		change   func()
+		fallback string
+	}{
+		{"missing file", func() {}, ""},
+		{"created", func() { write(`{"fallbackModel":"a"}`, base) }, "a"},
+		{"edited", func() { write(`{"fallbackModel":"bb"}`, base.Add(time.Second)) }, "bb"},
+		{"broken edit keeps the last good config", func() { write(`{"fallbackModel":`, base.Add(2*time.Second)) }, "bb"},
+		{"fixed", func() { write(`{"fallbackModel":"c"}`, base.Add(3*time.Second)) }, "c"},
+		{"removed", func() { os.Remove(path) }, ""},
+	}
+	for _, s := range steps {
+		s.change()
+		time.Sleep(time.Millisecond) // past the (1ns) check interval
+		if got := c.Get().FallbackModel; got != s.fallback {
+			t.Errorf("%s: fallback %q, want %q", s.name, got, s.fallback)
+		}
+	}
+}
+
+func TestModelConfigCacheChecksAtMostOncePerInterval(t *testing.T) {
+	dir := t.TempDir()
+	c := newModelConfigCache(dir, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if got := c.Get().DefaultModel; got != "" {
+		t.Fatalf("default %q", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"defaultModel":"m"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Get().DefaultModel; got != "" {
+		t.Errorf("re-read within the interval: %q", got)
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	c := Config{DataDir: t.TempDir()}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	tc := c.toolsConfig()
+	if !tc.EnableBash || tc.BashTimeout != 30*time.Second || tc.BashOutputLimit != 64<<10 || tc.ReadLimit != 256<<10 {
+		t.Errorf("tools config %+v", tc)
+	}
+	ac := c.agentConfig()
+	if ac.MaxSteps != 25 || ac.MaxRetries != 3 || ac.RetryBackoff != time.Second || ac.BaseURL != "http://localhost:4000/v1" {
+		t.Errorf("agent config %+v", ac)
+	}
+	off := Config{DataDir: t.TempDir(), DisableBash: true, BashTimeout: time.Hour, BashMaxTimeout: time.Minute}
+	if err := off.Validate(); err == nil {
+		t.Errorf("bash timeout above its cap accepted")
+	}
+	off.BashMaxTimeout = 2 * time.Hour
+	if err := off.Validate(); err != nil || off.toolsConfig().EnableBash {
+		t.Errorf("disable bash: err %v, config %+v", err, off.toolsConfig())
+	}
+}
