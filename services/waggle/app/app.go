@@ -22,6 +22,7 @@ import (
 	"github.com/waggle-os/core/services/gateway"
 	"github.com/waggle-os/core/services/sessionstore"
 	"github.com/waggle-os/core/services/turnrunner"
+	"github.com/waggle-os/core/services/turnrunner/approvalgate"
 )
 
 // Target names (DESIGN §7).
@@ -56,7 +57,7 @@ func New(cfg Config, log *slog.Logger) *App {
 		return sessionstore.New(sessionstore.Config{DataDir: cfg.DataDir}, dial, log), nil
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetApproval, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
-		return approval.New(approval.Config{DataDir: cfg.DataDir}, dial, log), nil
+		return approval.New(approval.Config{DataDir: cfg.DataDir, Timeout: cfg.ApprovalTimeout}, dial, log), nil
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetCommand, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
 		return command.New(command.Config{DataDir: cfg.DataDir}, dial, log), nil
@@ -65,6 +66,7 @@ func New(cfg Config, log *slog.Logger) *App {
 		return turnrunner.New(turnrunner.Config{
 			DataDir: cfg.DataDir, LLMURL: cfg.LLMURL, LLMAPIKey: cfg.LLMAPIKey,
 			EchoDelay: cfg.EchoDelay, EchoDelaySet: true,
+			Approval: approvalgate.Config{Timeout: cfg.ApprovalTimeout},
 		}, dial, log), nil
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetGateway, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {

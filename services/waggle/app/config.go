@@ -29,6 +29,7 @@ type Config struct {
 	EchoDelay        time.Duration
 	AllowedOrigins   []string
 	ShutdownTimeout  time.Duration
+	ApprovalTimeout  time.Duration
 	LogLevel         slog.Level
 	LogFormat        string
 }
@@ -63,6 +64,8 @@ func settings(c *Config) []setting {
 			func(v string) error { c.AllowedOrigins = splitList(v); return nil }},
 		{"shutdown-timeout", "WAGGLE_SHUTDOWN_TIMEOUT", "15s", "how long a graceful shutdown may take before streams and turns are cut",
 			func(v string) error { return parseDuration(v, &c.ShutdownTimeout) }},
+		{"approval-timeout", "WAGGLE_APPROVAL_TIMEOUT", "5m", "how long a tool approval waits for a human before it is denied as timed out",
+			func(v string) error { return parseDuration(v, &c.ApprovalTimeout) }},
 		{"log-level", "WAGGLE_LOG_LEVEL", "info", "debug, info, warn or error", func(v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
 		{"log-format", "WAGGLE_LOG_FORMAT", "auto", "json, text, or auto (text on a terminal, JSON otherwise)", func(v string) error {
 			switch v {
@@ -125,6 +128,9 @@ func (c *Config) Validate() error {
 	}
 	if c.EchoDelay < 0 {
 		return errors.New("--echo-delay must not be negative")
+	}
+	if c.ApprovalTimeout < 0 {
+		return errors.New("--approval-timeout must not be negative")
 	}
 	if c.NATSURL != "" && c.NATSListen != "" {
 		return errors.New("--nats-listen only applies to the embedded NATS server; drop it or --nats-url")
