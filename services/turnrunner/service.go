@@ -238,15 +238,8 @@ func (s *Service) Start(ctx context.Context) error {
 		s.Stop(ctx)
 		return err
 	}
-	// Subscribing only sends SUB; the round trip makes sure the server has
-	// registered the endpoint before Start reports ready, so the first
-	// chat after start-up finds a runner.
-	fctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-	defer cancel()
-	if err := nc.FlushWithContext(fctx); err != nil {
-		s.Stop(ctx)
-		return fmt.Errorf("turnrunner: flush subscriptions: %w", err)
-	}
+	// bus.AddEndpoint flushed the subscription: the first chat after
+	// start-up finds this runner.
 	return nil
 }
 
