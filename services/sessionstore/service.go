@@ -18,11 +18,17 @@ import (
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/groups"
-	"github.com/waggle-os/core/services/sessionstore/jsonl"
 	"github.com/waggle-os/core/services/sessionstore/ledger"
-	"github.com/waggle-os/core/services/sessionstore/memory"
-	"github.com/waggle-os/core/services/sessionstore/sessions"
-	"github.com/waggle-os/core/services/sessionstore/workspaces"
+	"github.com/waggle-os/core/services/sessionstore/pgstore"
+)
+
+// Store names for Config.Store.
+const (
+	// StoreJSONL keeps personal workspaces in JSONL files (the default);
+	// team workspaces go to PostgreSQL when PostgresURL is set.
+	StoreJSONL = "jsonl"
+	// StorePostgres keeps every workspace in PostgreSQL.
+	StorePostgres = "postgres"
 )
 
 // Config configures the session store.
@@ -34,6 +40,14 @@ type Config struct {
 	Concurrency int
 	// Location renders dates in session exports. Default: time.Local.
 	Location *time.Location
+	// PostgresURL (WAGGLE_POSTGRES_URL) is the PostgreSQL holding team
+	// workspaces (those created with a teamId). Empty: no PostgreSQL, every
+	// workspace is JSONL. Migrations are applied at start.
+	PostgresURL string
+	// Store (WAGGLE_STORE) is "jsonl" (default: personal workspaces in
+	// JSONL files) or "postgres" (every workspace in PostgreSQL; needs
+	// PostgresURL).
+	Store string
 }
 
 // Validate checks c and fills defaults.
@@ -44,6 +58,17 @@ func (c *Config) Validate() error {
 	if c.Concurrency <= 0 {
 		c.Concurrency = 64
 	}
+	switch c.Store {
+	case "":
+		c.Store = StoreJSONL
+	case StoreJSONL:
+	case StorePostgres:
+		if c.PostgresURL == "" {
+			return errors.New("sessionstore: Store postgres needs PostgresURL (WAGGLE_POSTGRES_URL)")
+		}
+	default:
+		return fmt.Errorf("sessionstore: Store must be %q or %q, not %q", StoreJSONL, StorePostgres, c.Store)
+	}
 	return nil
 }
 
@@ -52,10 +77,8 @@ type Service struct {
 	cfg   Config
 	dial  bus.Dialer
 	log   *slog.Logger
-	files *jsonl.Store
-	wss   *workspaces.Store
-	mem   *memory.Store
-	sess  *sessions.Store
+	store Store
+	pg    *pgstore.Store // nil without PostgresURL
 
 	nc  *nats.Conn
 	svc *bus.Service
@@ -77,20 +100,30 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := checkWritable(filepath.Join(s.cfg.DataDir, "workspaces")); err != nil {
 		return err
 	}
-	s.files = jsonl.New(s.cfg.DataDir)
-	s.wss = workspaces.New(s.cfg.DataDir)
-	s.mem = memory.New(s.cfg.DataDir)
-	s.sess = sessions.New(s.files, s.wss, sessions.Config{Location: s.cfg.Location, Logger: s.log})
-	if err := s.wss.EnsureDefault(); err != nil {
+	files := NewFiles(s.cfg.DataDir, s.cfg.Location, s.log)
+	var team Store
+	if s.cfg.PostgresURL != "" {
+		s.pg = pgstore.New(pgstore.Config{URL: s.cfg.PostgresURL, Location: s.cfg.Location, Logger: s.log})
+		if err := s.pg.Open(ctx); err != nil {
+			s.pg = nil
+			return err
+		}
+		team = s.pg
+	}
+	s.store = NewRouter(files, team, s.cfg.Store == StorePostgres)
+	if err := s.store.EnsureDefault(ctx); err != nil {
+		s.closePG()
 		return fmt.Errorf("sessionstore: default workspace: %w", err)
 	}
 	nc, err := s.dial(protocol.ServiceSessionStore)
 	if err != nil {
+		s.closePG()
 		return err
 	}
 	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceSessionStore, Concurrency: s.cfg.Concurrency, Logger: s.log})
 	if err != nil {
 		nc.Close()
+		s.closePG()
 		return err
 	}
 	s.nc, s.svc = nc, svc
@@ -98,6 +131,8 @@ func (s *Service) Start(ctx context.Context) error {
 		s.Stop(ctx)
 		return err
 	}
+	// bus.AddEndpoint flushed each subscription: the store is reachable
+	// when Start returns.
 	return nil
 }
 
@@ -137,7 +172,15 @@ func (s *Service) Stop(ctx context.Context) error {
 	if s.nc != nil {
 		errs = append(errs, s.nc.Drain())
 	}
+	s.closePG()
 	return errors.Join(errs...)
+}
+
+func (s *Service) closePG() {
+	if s.pg != nil {
+		s.pg.Close()
+		s.pg = nil
+	}
 }
 
 func checkWritable(dir string) error {

@@ -10,16 +10,16 @@ import (
 	"github.com/waggle-os/core/services/sessionstore/workspaces"
 )
 
-func (s *Service) memorySave(_ context.Context, req protocol.MemorySaveRequest) (protocol.MemorySaveReply, error) {
-	m, err := s.mem.Save(req.Workspace, req.Content, req.Tags)
+func (s *Service) memorySave(ctx context.Context, req protocol.MemorySaveRequest) (protocol.MemorySaveReply, error) {
+	m, err := s.store.SaveMemory(ctx, req)
 	if err != nil {
 		return protocol.MemorySaveReply{}, err
 	}
 	return protocol.MemorySaveReply{ID: m.ID}, nil
 }
 
-func (s *Service) memorySearch(_ context.Context, req protocol.MemorySearchRequest) (protocol.MemorySearchReply, error) {
-	ms, err := s.mem.Search(req.Workspace, req.Query, req.Limit)
+func (s *Service) memorySearch(ctx context.Context, req protocol.MemorySearchRequest) (protocol.MemorySearchReply, error) {
+	ms, err := s.store.SearchMemories(ctx, req)
 	if err != nil {
 		return protocol.MemorySearchReply{}, err
 	}
@@ -30,16 +30,16 @@ func (s *Service) memorySearch(_ context.Context, req protocol.MemorySearchReque
 }
 
 // workspaceGet is the typed read other services use (model, persona…).
-func (s *Service) workspaceGet(_ context.Context, req protocol.WorkspaceRequest) (protocol.Workspace, error) {
-	doc, err := s.wss.Get(req.Workspace)
+func (s *Service) workspaceGet(ctx context.Context, req protocol.WorkspaceRequest) (protocol.Workspace, error) {
+	doc, err := s.getWorkspace(ctx, req.Workspace)
 	if err != nil {
 		return protocol.Workspace{}, err
 	}
 	return doc.Workspace(), nil
 }
 
-func (s *Service) workspaceList(_ context.Context, _ protocol.Empty) (protocol.WorkspaceListReply, error) {
-	docs, err := s.wss.List()
+func (s *Service) workspaceList(ctx context.Context, _ protocol.Empty) (protocol.WorkspaceListReply, error) {
+	docs, err := s.store.ListWorkspaces(ctx)
 	if err != nil {
 		return protocol.WorkspaceListReply{}, err
 	}
@@ -54,30 +54,42 @@ func (s *Service) workspaceList(_ context.Context, _ protocol.Empty) (protocol.W
 	return out, nil
 }
 
-func (s *Service) workspaceDoc(_ context.Context, req protocol.WorkspaceRequest) (protocol.WorkspaceDocReply, error) {
-	return docReply(s.wss.Get(req.Workspace))
+func (s *Service) workspaceDoc(ctx context.Context, req protocol.WorkspaceRequest) (protocol.WorkspaceDocReply, error) {
+	return docReply(s.getWorkspace(ctx, req.Workspace))
 }
 
-func (s *Service) workspaceCreate(_ context.Context, req protocol.WorkspaceCreateRequest) (protocol.WorkspaceDocReply, error) {
+// getWorkspace is the store's read with unsafe ids answered as missing.
+func (s *Service) getWorkspace(ctx context.Context, id string) (workspaces.Doc, error) {
+	if !protocol.ValidID(id) {
+		return nil, workspaces.ErrNotFound
+	}
+	return s.store.GetWorkspace(ctx, id)
+}
+
+func (s *Service) workspaceCreate(ctx context.Context, req protocol.WorkspaceCreateRequest) (protocol.WorkspaceDocReply, error) {
 	fields, err := decodeFields(req.Fields)
 	if err != nil {
 		return protocol.WorkspaceDocReply{}, err
 	}
-	return docReply(s.wss.Create(fields))
+	return docReply(s.store.CreateWorkspace(ctx, fields, nil))
 }
 
-func (s *Service) workspaceUpdate(_ context.Context, req protocol.WorkspaceUpdateRequest) (protocol.WorkspaceDocReply, error) {
+func (s *Service) workspaceUpdate(ctx context.Context, req protocol.WorkspaceUpdateRequest) (protocol.WorkspaceDocReply, error) {
 	fields, err := decodeFields(req.Fields)
 	if err != nil {
 		return protocol.WorkspaceDocReply{}, err
 	}
-	return docReply(s.wss.Update(req.Workspace, fields))
+	if !protocol.ValidID(req.Workspace) {
+		return protocol.WorkspaceDocReply{}, workspaces.ErrNotFound
+	}
+	return docReply(s.store.UpdateWorkspace(ctx, req.Workspace, fields))
 }
 
-func (s *Service) workspaceDelete(_ context.Context, req protocol.WorkspaceRequest) (protocol.DeletedReply, error) {
-	sessions, err := s.wss.Delete(req.Workspace)
-	s.mem.Forget(req.Workspace)
-	s.forgetWorkspace(req.Workspace)
+func (s *Service) workspaceDelete(ctx context.Context, req protocol.WorkspaceRequest) (protocol.DeletedReply, error) {
+	if !protocol.ValidID(req.Workspace) {
+		return protocol.DeletedReply{}, workspaces.ErrNotFound
+	}
+	sessions, err := s.store.DeleteWorkspace(ctx, req.Workspace)
 	// Every runner drops what it caches of the removed sessions, even when
 	// the removal failed halfway.
 	for _, id := range sessions {

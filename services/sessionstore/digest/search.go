@@ -62,3 +62,14 @@ func snippet(text, lq string) string {
 	}
 	return s
 }
+
+// SnippetText is the snippet Search gives for a hit of q in text: 40 UTF-16
+// units before the first case-insensitive occurrence to 80 after it. Stores
+// that count matches themselves build their snippets with it.
+func SnippetText(text, q string) string { return snippet(text, strings.ToLower(q)) }
+
+// MaxSnippets is how many snippets one search result carries at most.
+const MaxSnippets = maxSnippets
+
+// SearchedLines is how many message lines of a session a search looks at.
+const SearchedLines = searchLines

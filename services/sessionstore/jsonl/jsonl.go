@@ -330,3 +330,29 @@ func syncDir(dir string) {
 		d.Close()
 	}
 }
+
+// ToolLine is a tool event as stored: the event's fields behind
+// "type":"tool".
+type ToolLine struct {
+	Type string `json:"type"`
+	protocol.ToolEvent
+}
+
+// NewToolLine returns the stored line of a tool event.
+func NewToolLine(t protocol.ToolEvent) ToolLine { return ToolLine{Type: "tool", ToolEvent: t} }
+
+// EncodeLine encodes one session line exactly as Append writes it, without
+// the newline.
+func EncodeLine(line any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(line); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
+
+// EncodeMeta encodes a fresh meta line (no title) as Append writes it for
+// a new file, without the newline.
+func EncodeMeta(now time.Time) ([]byte, error) { return json.Marshal(NewMeta(nil, now)) }

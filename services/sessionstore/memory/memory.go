@@ -91,17 +91,9 @@ func (s *Store) Forget(ws string) {
 
 // Save stores one memory durably and returns it with its new id.
 func (s *Store) Save(ws, content string, tags []string) (protocol.Memory, error) {
-	if !protocol.ValidID(ws) {
-		return protocol.Memory{}, protocol.Errorf(400, "invalid workspace id")
-	}
-	if strings.TrimSpace(content) == "" {
-		return protocol.Memory{}, protocol.Errorf(400, "content is required")
-	}
-	m := protocol.Memory{
-		ID:        "mem-" + protocol.NewUUID(),
-		Content:   content,
-		Tags:      tags,
-		Timestamp: jsonl.Timestamp(s.now()),
+	m, err := NewMemory(ws, content, tags, s.now())
+	if err != nil {
+		return protocol.Memory{}, err
 	}
 	line, err := json.Marshal(m)
 	if err != nil {
@@ -141,16 +133,47 @@ func (s *Store) Save(ws, content string, tags []string) (protocol.Memory, error)
 	return m, nil
 }
 
+// NewMemory checks a memory to save in ws and gives it an id and time.
+func NewMemory(ws, content string, tags []string, now time.Time) (protocol.Memory, error) {
+	if !protocol.ValidID(ws) {
+		return protocol.Memory{}, protocol.Errorf(400, "invalid workspace id")
+	}
+	if strings.TrimSpace(content) == "" {
+		return protocol.Memory{}, protocol.Errorf(400, "content is required")
+	}
+	return protocol.Memory{
+		ID:        "mem-" + protocol.NewUUID(),
+		Content:   content,
+		Tags:      tags,
+		Timestamp: jsonl.Timestamp(now),
+	}, nil
+}
+
+// Limit applies the default and the cap to a requested result count.
+func Limit(limit int) int {
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	return min(limit, MaxLimit)
+}
+
+// SearchText is what a memory's search terms are matched against: its
+// content and tags, lower-cased.
+func SearchText(m protocol.Memory) string {
+	text := m.Content
+	if len(m.Tags) > 0 {
+		text += "\n" + strings.Join(m.Tags, "\n")
+	}
+	return strings.ToLower(text)
+}
+
 // Search returns the memories of ws matching query, best first (see the
 // package doc). limit <= 0 means DefaultLimit; it is capped at MaxLimit.
 func (s *Store) Search(ws, query string, limit int) ([]protocol.Memory, error) {
 	if !protocol.ValidID(ws) {
 		return nil, protocol.Errorf(400, "invalid workspace id")
 	}
-	if limit <= 0 {
-		limit = DefaultLimit
-	}
-	limit = min(limit, MaxLimit)
+	limit = Limit(limit)
 	terms := Terms(query)
 
 	w := s.workspace(ws)
@@ -239,11 +262,7 @@ func endsWithNewline(path string, size int64) bool {
 }
 
 func newEntry(m protocol.Memory) entry {
-	text := m.Content
-	if len(m.Tags) > 0 {
-		text += "\n" + strings.Join(m.Tags, "\n")
-	}
-	return entry{mem: m, lower: strings.ToLower(text)}
+	return entry{mem: m, lower: SearchText(m)}
 }
 
 // Terms splits a query into its distinct lower-cased search terms: runs of

@@ -310,13 +310,10 @@ func (s *Store) Search(ctx context.Context, ws, q string, limit int) ([]protocol
 	if !s.wss.Exists(ws) {
 		return nil, ErrWorkspaceNotFound
 	}
-	if utf16Len(q) < MinQueryLength {
-		return nil, ErrQueryTooShort
+	if err := CheckQuery(q); err != nil {
+		return nil, err
 	}
-	if limit <= 0 {
-		limit = DefaultSearchLimit
-	}
-	limit = min(limit, MaxSearchLimit)
+	limit = SearchLimit(limit)
 	files, err := s.listFiles(ws, false)
 	if err != nil {
 		return nil, err
@@ -379,6 +376,23 @@ func (s *Store) Search(ctx context.Context, ws, q string, limit int) ([]protocol
 	return out, nil
 }
 
+// CheckQuery returns ErrQueryTooShort for a query under MinQueryLength
+// UTF-16 units.
+func CheckQuery(q string) error {
+	if utf16Len(q) < MinQueryLength {
+		return ErrQueryTooShort
+	}
+	return nil
+}
+
+// SearchLimit applies the contract's default and cap to a requested limit.
+func SearchLimit(limit int) int {
+	if limit <= 0 {
+		limit = DefaultSearchLimit
+	}
+	return min(limit, MaxSearchLimit)
+}
+
 // read returns a session of an existing workspace, with the contract's
 // 404s.
 func (s *Store) read(ref protocol.SessionRef) ([]byte, time.Time, error) {
@@ -427,30 +441,41 @@ func (s *Store) Create(ws string, title json.RawMessage) (protocol.SessionInfo, 
 	if !s.wss.Exists(ws) {
 		return protocol.SessionInfo{}, ErrWorkspaceNotFound
 	}
-	id := "session-" + protocol.NewUUID()
-	now := jsonl.Timestamp(s.now())
-	info := protocol.SessionInfo{ID: id, Title: id, LastActive: now, Created: now}
-	rawTitle := json.RawMessage("null")
-	if len(title) > 0 && string(title) != "null" {
-		var v any
-		if err := json.Unmarshal(title, &v); err != nil {
-			return protocol.SessionInfo{}, protocol.Errorf(http.StatusBadRequest, "title must be JSON")
-		}
-		rawTitle, _ = json.Marshal(v)
-		info.Title = v
+	info, meta, err := NewSession(title, s.now())
+	if err != nil {
+		return protocol.SessionInfo{}, err
 	}
-	line := `{"type":"meta","title":` + string(rawTitle) + `,"created":"` + now + `"}` + "\n"
-	err := s.files.Rewrite(ws, id, true, func(data []byte) ([]byte, error) {
+	line := append(meta, '\n')
+	err = s.files.Rewrite(ws, info.ID, true, func(data []byte) ([]byte, error) {
 		if len(data) > 0 {
 			return nil, nil
 		}
-		return []byte(line), nil
+		return line, nil
 	})
 	if err != nil {
 		return protocol.SessionInfo{}, fmt.Errorf("sessions: create in %s: %w", ws, err)
 	}
-	s.Invalidate(ws, id)
+	s.Invalidate(ws, info.ID)
 	return info, nil
+}
+
+// NewSession picks a new session's id and returns its listing entry and
+// meta line (without newline). title is the client's JSON value (absent or
+// null: no title).
+func NewSession(title json.RawMessage, now time.Time) (protocol.SessionInfo, []byte, error) {
+	id := "session-" + protocol.NewUUID()
+	ts := jsonl.Timestamp(now)
+	info := protocol.SessionInfo{ID: id, Title: id, LastActive: ts, Created: ts}
+	rawTitle := json.RawMessage("null")
+	if len(title) > 0 && string(title) != "null" {
+		var v any
+		if err := json.Unmarshal(title, &v); err != nil {
+			return protocol.SessionInfo{}, nil, protocol.Errorf(http.StatusBadRequest, "title must be JSON")
+		}
+		rawTitle, _ = json.Marshal(v)
+		info.Title = v
+	}
+	return info, []byte(`{"type":"meta","title":` + string(rawTitle) + `,"created":"` + ts + `"}`), nil
 }
 
 // Locate finds a session: in loc.Workspace when given, else in every

@@ -93,6 +93,11 @@ func (s *Store) Exists(id string) bool {
 	return err == nil
 }
 
+// DefaultDoc is the default workspace's doc, created now.
+func DefaultDoc(now time.Time) Doc {
+	return Doc{"id": jsonValue(DefaultID), "name": jsonValue(DefaultName), "created": jsonValue(jsonl.Timestamp(now))}
+}
+
 // EnsureDefault creates the default workspace when it does not exist.
 func (s *Store) EnsureDefault() error {
 	s.mu.Lock()
@@ -100,8 +105,7 @@ func (s *Store) EnsureDefault() error {
 	if s.Exists(DefaultID) {
 		return nil
 	}
-	doc := Doc{"id": jsonValue(DefaultID), "name": jsonValue(DefaultName), "created": jsonValue(jsonl.Timestamp(s.now()))}
-	return s.write(DefaultID, doc)
+	return s.write(DefaultID, DefaultDoc(s.now()))
 }
 
 // Get reads workspace id; ErrNotFound when it does not exist.
@@ -153,28 +157,55 @@ func (s *Store) List() ([]Doc, error) {
 		}
 		out = append(out, doc)
 	}
-	slices.SortStableFunc(out, func(a, b Doc) int {
-		if c := strings.Compare(a.str("created"), b.str("created")); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID(), b.ID())
-	})
+	SortDocs(out)
 	return out, nil
 }
 
 // Create adds a workspace from the given fields. Its id is the slug of the
-// name, with "-2", "-3"… on collision; id and created are set here.
-func (s *Store) Create(fields Doc) (Doc, error) {
-	if err := validate(fields, true); err != nil {
+// name, with "-2", "-3"… on collision with a workspace here or one taken
+// reports (another store's; nil: none); id and created are set here.
+func (s *Store) Create(fields Doc, taken func(id string) (bool, error)) (Doc, error) {
+	if err := Validate(fields, true); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	base := Slug(fields.str("name"))
 	id := base
-	for n := 2; s.Exists(id); n++ {
-		id = base + "-" + strconv.Itoa(n)
+	for n := 2; ; n++ {
+		if !s.Exists(id) {
+			if taken == nil {
+				break
+			}
+			t, err := taken(id)
+			if err != nil {
+				return nil, fmt.Errorf("workspaces: create %s: %w", id, err)
+			}
+			if !t {
+				break
+			}
+		}
+		id = CandidateID(base, n)
 	}
+	doc := NewDoc(id, fields, s.now())
+	if err := s.write(id, doc); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// CandidateID is the n-th id tried for a name slugged to base: base itself
+// for n < 2, else base-n.
+func CandidateID(base string, n int) string {
+	if n < 2 {
+		return base
+	}
+	return base + "-" + strconv.Itoa(n)
+}
+
+// NewDoc builds a new workspace's doc from validated create fields: null
+// fields are dropped, id and created are set.
+func NewDoc(id string, fields Doc, now time.Time) Doc {
 	doc := Doc{}
 	for k, v := range fields {
 		if !isNull(v) {
@@ -182,25 +213,13 @@ func (s *Store) Create(fields Doc) (Doc, error) {
 		}
 	}
 	doc["id"] = jsonValue(id)
-	doc["created"] = jsonValue(jsonl.Timestamp(s.now()))
-	if err := s.write(id, doc); err != nil {
-		return nil, err
-	}
-	return doc, nil
+	doc["created"] = jsonValue(jsonl.Timestamp(now))
+	return doc
 }
 
-// Update merges fields into workspace id: a null value removes the field,
-// id and created never change, other fields are kept.
-func (s *Store) Update(id string, fields Doc) (Doc, error) {
-	if err := validate(fields, false); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	doc, err := s.Get(id)
-	if err != nil {
-		return nil, err
-	}
+// Merge applies validated patch fields to doc in place: a null value
+// removes the field, id and created never change, other fields are kept.
+func Merge(doc, fields Doc) {
 	for k, v := range fields {
 		switch {
 		case k == "id" || k == "created":
@@ -210,6 +229,34 @@ func (s *Store) Update(id string, fields Doc) (Doc, error) {
 			doc[k] = v
 		}
 	}
+}
+
+// Created returns the doc's created field.
+func (d Doc) Created() string { return d.str("created") }
+
+// SortDocs orders docs oldest first, ties by id: the listing order.
+func SortDocs(docs []Doc) {
+	slices.SortStableFunc(docs, func(a, b Doc) int {
+		if c := strings.Compare(a.str("created"), b.str("created")); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID(), b.ID())
+	})
+}
+
+// Update merges fields into workspace id: a null value removes the field,
+// id and created never change, other fields are kept.
+func (s *Store) Update(id string, fields Doc) (Doc, error) {
+	if err := Validate(fields, false); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	doc, err := s.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	Merge(doc, fields)
 	if err := s.write(id, doc); err != nil {
 		return nil, err
 	}
@@ -262,7 +309,9 @@ func (s *Store) write(id string, doc Doc) error {
 // stringFields must be strings when present (null clears them).
 var stringFields = []string{"name", "group", "model", "persona", "teamId", "directory"}
 
-func validate(fields Doc, create bool) error {
+// Validate checks create (create true) or patch fields: a non-blank name
+// (required on create), string-typed known fields, a non-negative budget.
+func Validate(fields Doc, create bool) error {
 	name, present := fields["name"]
 	if create || present {
 		var s string

@@ -45,7 +45,7 @@ func TestCreateCollisionGetListUpdateDelete(t *testing.T) {
 	}
 	var ids []string
 	for range 3 {
-		d, err := s.Create(raw(t, map[string]any{"name": "Research", "group": "Team", "custom": map[string]any{"k": 1}}))
+		d, err := s.Create(raw(t, map[string]any{"name": "Research", "group": "Team", "custom": map[string]any{"k": 1}}), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,16 +95,16 @@ func TestCreateCollisionGetListUpdateDelete(t *testing.T) {
 func TestValidation(t *testing.T) {
 	s := New(t.TempDir())
 	for _, body := range []map[string]any{{}, {"name": ""}, {"name": "  "}, {"name": 5}} {
-		if _, err := s.Create(raw(t, body)); err != ErrNameRequired {
+		if _, err := s.Create(raw(t, body), nil); err != ErrNameRequired {
 			t.Errorf("Create(%v) = %v, want name is required", body, err)
 		}
 	}
 	for _, body := range []map[string]any{{"name": "x", "model": 3}, {"name": "x", "budget": "lots"}} {
-		if _, err := s.Create(raw(t, body)); protocol.StatusOf(err) != 400 {
+		if _, err := s.Create(raw(t, body), nil); protocol.StatusOf(err) != 400 {
 			t.Errorf("Create(%v) = %v, want 400", body, err)
 		}
 	}
-	d, _ := s.Create(raw(t, map[string]any{"name": "ok"}))
+	d, _ := s.Create(raw(t, map[string]any{"name": "ok"}), nil)
 	if _, err := s.Update(d.ID(), raw(t, map[string]any{"name": ""})); err != ErrNameRequired {
 		t.Errorf("rename to empty: %v", err)
 	}

@@ -1,0 +1,186 @@
+package sessionstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/sessionstore/digest"
+	"github.com/waggle-os/core/services/sessionstore/jsonl"
+	"github.com/waggle-os/core/services/sessionstore/memory"
+	"github.com/waggle-os/core/services/sessionstore/sessions"
+	"github.com/waggle-os/core/services/sessionstore/workspaces"
+)
+
+// Files is the JSONL Store: every workspace a directory under
+// <DataDir>/workspaces (docs/sessions.md, "Storage layout").
+type Files struct {
+	dataDir string
+	files   *jsonl.Store
+	wss     *workspaces.Store
+	mem     *memory.Store
+	sess    *sessions.Store
+}
+
+// NewFiles returns the JSONL store rooted at dataDir. loc renders export
+// dates (nil: time.Local); log reports failed lazy summary write-backs.
+func NewFiles(dataDir string, loc *time.Location, log *slog.Logger) *Files {
+	files := jsonl.New(dataDir)
+	wss := workspaces.New(dataDir)
+	return &Files{
+		dataDir: dataDir,
+		files:   files,
+		wss:     wss,
+		mem:     memory.New(dataDir),
+		sess:    sessions.New(files, wss, sessions.Config{Location: loc, Logger: log}),
+	}
+}
+
+// WriteRawSession replaces a session file with data as is, bypassing every
+// rule: tests use it to plant torn, malformed or hand-written files.
+func (f *Files) WriteRawSession(ws, session string, data []byte) error {
+	path, err := f.files.Path(ws, session)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	err = os.WriteFile(path, data, 0o644)
+	f.sess.Invalidate(ws, session)
+	return err
+}
+
+// EnsureDefault implements Store.
+func (f *Files) EnsureDefault(context.Context) error { return f.wss.EnsureDefault() }
+
+// WorkspaceExists implements Store.
+func (f *Files) WorkspaceExists(_ context.Context, id string) (bool, error) {
+	return f.wss.Exists(id), nil
+}
+
+// GetWorkspace implements Store.
+func (f *Files) GetWorkspace(_ context.Context, id string) (workspaces.Doc, error) {
+	return f.wss.Get(id)
+}
+
+// ListWorkspaces implements Store.
+func (f *Files) ListWorkspaces(context.Context) ([]workspaces.Doc, error) { return f.wss.List() }
+
+// CreateWorkspace implements Store.
+func (f *Files) CreateWorkspace(_ context.Context, fields workspaces.Doc, taken func(string) (bool, error)) (workspaces.Doc, error) {
+	return f.wss.Create(fields, taken)
+}
+
+// UpdateWorkspace implements Store.
+func (f *Files) UpdateWorkspace(_ context.Context, id string, fields workspaces.Doc) (workspaces.Doc, error) {
+	return f.wss.Update(id, fields)
+}
+
+// DeleteWorkspace implements Store.
+func (f *Files) DeleteWorkspace(_ context.Context, id string) ([]string, error) {
+	ids, err := f.wss.Delete(id)
+	f.mem.Forget(id)
+	f.sess.ForgetWorkspace(id)
+	return ids, err
+}
+
+// ListSessions implements Store.
+func (f *Files) ListSessions(ctx context.Context, req protocol.SessionListRequest) ([]protocol.SessionInfo, error) {
+	return f.sess.List(ctx, req.Workspace, req.HideEmpty)
+}
+
+// SearchSessions implements Store.
+func (f *Files) SearchSessions(ctx context.Context, req protocol.SessionSearchRequest) ([]protocol.SessionSearchResult, error) {
+	return f.sess.Search(ctx, req.Workspace, req.Query, req.Limit)
+}
+
+// ExportSession implements Store.
+func (f *Files) ExportSession(_ context.Context, ref protocol.SessionRef) (string, error) {
+	return f.sess.Export(ref)
+}
+
+// SessionTimeline implements Store.
+func (f *Files) SessionTimeline(_ context.Context, ref protocol.SessionRef) (json.RawMessage, error) {
+	return f.sess.Timeline(ref)
+}
+
+// CreateSession implements Store.
+func (f *Files) CreateSession(_ context.Context, req protocol.SessionCreateRequest) (protocol.SessionInfo, error) {
+	return f.sess.Create(req.Workspace, req.Title)
+}
+
+// LocateSession implements Store.
+func (f *Files) LocateSession(_ context.Context, loc protocol.SessionLocator) (protocol.SessionRef, error) {
+	return f.sess.Locate(loc)
+}
+
+// RenameSession implements Store.
+func (f *Files) RenameSession(_ context.Context, ref protocol.SessionRef, title string) error {
+	_, err := f.sess.Rename(protocol.SessionLocator{Workspace: ref.Workspace, Session: ref.Session}, title)
+	return err
+}
+
+// DeleteSession implements Store.
+func (f *Files) DeleteSession(_ context.Context, ref protocol.SessionRef) error {
+	_, err := f.sess.Delete(protocol.SessionLocator{Workspace: ref.Workspace, Session: ref.Session})
+	return err
+}
+
+// SessionSummary implements Store.
+func (f *Files) SessionSummary(_ context.Context, ref protocol.SessionRef) (protocol.SessionSummary, error) {
+	return f.sess.Summary(protocol.SessionLocator{Workspace: ref.Workspace, Session: ref.Session})
+}
+
+// History implements Store.
+func (f *Files) History(_ context.Context, req protocol.HistoryRequest) (protocol.HistoryReply, error) {
+	data, _, err := f.files.Read(req.Workspace, req.Session)
+	if errors.Is(err, jsonl.ErrNotFound) {
+		return protocol.HistoryReply{Messages: []protocol.Message{}}, nil
+	}
+	if err != nil {
+		return protocol.HistoryReply{}, fmt.Errorf("sessionstore: history %s/%s: %w", req.Workspace, req.Session, err)
+	}
+	return historyReply(digest.Parse(data), req.Tools), nil
+}
+
+// historyReply is the reply for a parsed session.
+func historyReply(f digest.File, tools bool) protocol.HistoryReply {
+	rep := protocol.HistoryReply{Messages: f.Messages}
+	if rep.Messages == nil {
+		rep.Messages = []protocol.Message{}
+	}
+	if tools {
+		rep.Tools = f.Tools
+	}
+	return rep
+}
+
+// Append implements Store.
+func (f *Files) Append(_ context.Context, req protocol.AppendRequest) error {
+	var line any = req.Message
+	if req.Tool != nil {
+		line = jsonl.NewToolLine(*req.Tool)
+	}
+	if err := f.files.Append(req.Workspace, req.Session, line); err != nil {
+		return fmt.Errorf("sessionstore: append %s/%s: %w", req.Workspace, req.Session, err)
+	}
+	f.sess.Invalidate(req.Workspace, req.Session)
+	return nil
+}
+
+// SaveMemory implements Store.
+func (f *Files) SaveMemory(_ context.Context, req protocol.MemorySaveRequest) (protocol.Memory, error) {
+	return f.mem.Save(req.Workspace, req.Content, req.Tags)
+}
+
+// SearchMemories implements Store.
+func (f *Files) SearchMemories(_ context.Context, req protocol.MemorySearchRequest) ([]protocol.Memory, error) {
+	return f.mem.Search(req.Workspace, req.Query, req.Limit)
+}

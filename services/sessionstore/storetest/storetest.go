@@ -1,0 +1,808 @@
+// Package storetest is the one conformance suite every session-store
+// backend passes (DESIGN §6): the same test functions run against the
+// JSONL files and PostgreSQL. Run it from a backend's tests with a
+// constructor giving a fresh, empty, started store per call.
+//
+// Behaviour only some stores have is tested through capability
+// interfaces (RawSessions), and skipped for stores without them.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/sessionstore"
+	"github.com/waggle-os/core/services/sessionstore/workspaces"
+)
+
+// RawSessions is implemented by stores whose sessions are files a test can
+// write byte for byte (torn and malformed lines exist only there).
+type RawSessions interface {
+	WriteRawSession(ws, session string, data []byte) error
+}
+
+// Run runs every conformance test against stores made by newStore (a
+// fresh empty store per call, closed by newStore's own cleanup).
+func Run(t *testing.T, newStore func(t *testing.T) sessionstore.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s sessionstore.Store)
+	}{
+		{"DefaultWorkspace", testDefaultWorkspace},
+		{"WorkspaceCreate", testWorkspaceCreate},
+		{"WorkspaceUpdate", testWorkspaceUpdate},
+		{"WorkspaceNotFound", testWorkspaceNotFound},
+		{"WorkspaceDelete", testWorkspaceDelete},
+		{"SessionCreate", testSessionCreate},
+		{"AppendAndHistory", testAppendAndHistory},
+		{"ListOrderAndTitles", testListOrderAndTitles},
+		{"LazySummary", testLazySummary},
+		{"RenameAndLocate", testRenameAndLocate},
+		{"DeleteSession", testDeleteSession},
+		{"ExportAndTimeline", testExportAndTimeline},
+		{"SessionSummary", testSessionSummary},
+		{"SearchValidation", testSearchValidation},
+		{"SearchRanking", testSearchRanking},
+		{"SearchSnippetsAndScope", testSearchSnippetsAndScope},
+		{"Memories", testMemories},
+		{"ConcurrentWritersLoseNothing", testConcurrentWriters},
+		{"TornAndMalformedLines", testTornLines},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, newStore(t))
+		})
+	}
+}
+
+var ctx = context.Background()
+
+// must(f())(t) is f's value, failing t on f's error.
+func must[T any](v T, err error) func(t *testing.T) T {
+	return func(t *testing.T) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+func raw(t *testing.T, v map[string]any) workspaces.Doc {
+	t.Helper()
+	doc := workspaces.Doc{}
+	for k, x := range v {
+		b, err := json.Marshal(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc[k] = b
+	}
+	return doc
+}
+
+func str(d workspaces.Doc, k string) string {
+	var s string
+	_ = json.Unmarshal(d[k], &s)
+	return s
+}
+
+// wantStatus checks err is a protocol error with status (and message when
+// not empty).
+func wantStatus(t *testing.T, what string, err error, status int, msg string) {
+	t.Helper()
+	var pe *protocol.Error
+	if !errors.As(err, &pe) || pe.Status != status || msg != "" && pe.Message != msg {
+		t.Fatalf("%s: got %v, want %d %q", what, err, status, msg)
+	}
+}
+
+func ref(ws, id string) protocol.SessionRef { return protocol.SessionRef{Workspace: ws, Session: id} }
+
+func appendMsg(t *testing.T, s sessionstore.Store, ws, id, role, content string) {
+	t.Helper()
+	m := protocol.Message{Role: role, Content: content, Timestamp: time.Now().UTC().Format("2006-01-02T15:04:05.000Z")}
+	if err := s.Append(ctx, protocol.AppendRequest{SessionRef: ref(ws, id), Message: &m}); err != nil {
+		t.Fatalf("append to %s/%s: %v", ws, id, err)
+	}
+}
+
+func appendTool(t *testing.T, s sessionstore.Store, ws, id string, ev protocol.ToolEvent) {
+	t.Helper()
+	if ev.Timestamp == "" {
+		ev.Timestamp = time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	}
+	if err := s.Append(ctx, protocol.AppendRequest{SessionRef: ref(ws, id), Tool: &ev}); err != nil {
+		t.Fatalf("append tool to %s/%s: %v", ws, id, err)
+	}
+}
+
+func newWorkspace(t *testing.T, s sessionstore.Store, name string) string {
+	t.Helper()
+	d, err := s.CreateWorkspace(ctx, raw(t, map[string]any{"name": name}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.ID()
+}
+
+func list(t *testing.T, s sessionstore.Store, ws string) []protocol.SessionInfo {
+	t.Helper()
+	return must(s.ListSessions(ctx, protocol.SessionListRequest{Workspace: ws}))(t)
+}
+
+func find(infos []protocol.SessionInfo, id string) (protocol.SessionInfo, bool) {
+	for _, i := range infos {
+		if i.ID == id {
+			return i, true
+		}
+	}
+	return protocol.SessionInfo{}, false
+}
+
+// tick lets the clock pass the millisecond lastActive is kept in, so
+// orderings by time are well defined.
+func tick() { time.Sleep(3 * time.Millisecond) }
+
+func testDefaultWorkspace(t *testing.T, s sessionstore.Store) {
+	for range 2 {
+		if err := s.EnsureDefault(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	docs := must(s.ListWorkspaces(ctx))(t)
+	var n int
+	for _, d := range docs {
+		if d.ID() == workspaces.DefaultID {
+			n++
+			if str(d, "name") != workspaces.DefaultName || str(d, "created") == "" {
+				t.Errorf("default doc = %s", d)
+			}
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d default workspaces after two EnsureDefault, want 1", n)
+	}
+	if ok := must(s.WorkspaceExists(ctx, workspaces.DefaultID))(t); !ok {
+		t.Fatal("default does not exist")
+	}
+}
+
+func testWorkspaceCreate(t *testing.T, s sessionstore.Store) {
+	d := must(s.CreateWorkspace(ctx, raw(t, map[string]any{
+		"name": "Research Team!", "teamId": "t1", "custom": map[string]any{"k": []int{1, 2}}, "model": nil,
+	}), nil))(t)
+	if d.ID() != "research-team" || str(d, "created") == "" || str(d, "teamId") != "t1" {
+		t.Fatalf("created %s", d)
+	}
+	if _, ok := d["model"]; ok {
+		t.Errorf("null field kept on create: %s", d)
+	}
+	got := must(s.GetWorkspace(ctx, "research-team"))(t)
+	if string(got["custom"]) != `{"k":[1,2]}` || str(got, "name") != "Research Team!" {
+		t.Errorf("get = %s", got)
+	}
+	if w := got.Workspace(); w.TeamID != "t1" || w.ID != "research-team" {
+		t.Errorf("typed = %+v", w)
+	}
+	tick()
+	d2 := must(s.CreateWorkspace(ctx, raw(t, map[string]any{"name": "research team"}), nil))(t)
+	if d2.ID() != "research-team-2" {
+		t.Errorf("second id = %s, want research-team-2", d2.ID())
+	}
+	// Ids another store holds are skipped.
+	taken := func(id string) (bool, error) { return id == "elsewhere" || id == "elsewhere-2", nil }
+	if d3 := must(s.CreateWorkspace(ctx, raw(t, map[string]any{"name": "Elsewhere"}), taken))(t); d3.ID() != "elsewhere-3" {
+		t.Errorf("id with taken = %s, want elsewhere-3", d3.ID())
+	}
+	if _, err := s.CreateWorkspace(ctx, raw(t, map[string]any{"name": "x"}), func(string) (bool, error) { return false, errors.New("boom") }); err == nil {
+		t.Error("create ignored taken's error")
+	}
+	if d4 := must(s.CreateWorkspace(ctx, raw(t, map[string]any{"name": "%%%"}), nil))(t); d4.ID() != "workspace" {
+		t.Errorf("unusable name gives %s, want workspace", d4.ID())
+	}
+	for _, body := range []map[string]any{{}, {"name": ""}, {"name": "   "}, {"name": 3}} {
+		_, err := s.CreateWorkspace(ctx, raw(t, body), nil)
+		wantStatus(t, fmt.Sprintf("create %v", body), err, 400, "name is required")
+	}
+	_, err := s.CreateWorkspace(ctx, raw(t, map[string]any{"name": "a", "model": 5}), nil)
+	wantStatus(t, "model 5", err, 400, "model must be a string")
+	_, err = s.CreateWorkspace(ctx, raw(t, map[string]any{"name": "a", "budget": -1}), nil)
+	wantStatus(t, "budget -1", err, 400, "budget must be a non-negative number")
+
+	docs := must(s.ListWorkspaces(ctx))(t)
+	var ids []string
+	for _, d := range docs {
+		ids = append(ids, d.ID())
+	}
+	if i, j := slices.Index(ids, "research-team"), slices.Index(ids, "research-team-2"); i < 0 || j < 0 || i > j {
+		t.Errorf("list order %v: research-team (older) must come first", ids)
+	}
+}
+
+func testWorkspaceUpdate(t *testing.T, s sessionstore.Store) {
+	d := must(s.CreateWorkspace(ctx, raw(t, map[string]any{"name": "Ops", "model": "m1", "extra": true}), nil))(t)
+	up := must(s.UpdateWorkspace(ctx, d.ID(), raw(t, map[string]any{
+		"model": nil, "persona": "p", "id": "hijack", "created": "1999", "other": 1,
+	})))(t)
+	if _, ok := up["model"]; ok || str(up, "persona") != "p" || up.ID() != "ops" || str(up, "created") != str(d, "created") ||
+		string(up["extra"]) != "true" || string(up["other"]) != "1" {
+		t.Fatalf("update = %s", up)
+	}
+	if got := must(s.GetWorkspace(ctx, "ops"))(t); len(got) != len(up) || str(got, "persona") != "p" {
+		t.Errorf("stored = %s, want %s", got, up)
+	}
+	_, err := s.UpdateWorkspace(ctx, "ops", raw(t, map[string]any{"name": ""}))
+	wantStatus(t, "empty name", err, 400, "name is required")
+	_, err = s.UpdateWorkspace(ctx, "ops", raw(t, map[string]any{"budget": "x"}))
+	wantStatus(t, "string budget", err, 400, "")
+}
+
+func testWorkspaceNotFound(t *testing.T, s sessionstore.Store) {
+	_, err := s.GetWorkspace(ctx, "nope")
+	wantStatus(t, "get", err, 404, "Workspace not found")
+	_, err = s.UpdateWorkspace(ctx, "nope", raw(t, map[string]any{"model": "x"}))
+	wantStatus(t, "update", err, 404, "Workspace not found")
+	_, err = s.DeleteWorkspace(ctx, "nope")
+	wantStatus(t, "delete", err, 404, "Workspace not found")
+	if ok := must(s.WorkspaceExists(ctx, "nope"))(t); ok {
+		t.Error("nope exists")
+	}
+	if got := list(t, s, "nope"); got == nil || len(got) != 0 {
+		t.Errorf("list of unknown workspace = %#v, want empty", got)
+	}
+}
+
+func testWorkspaceDelete(t *testing.T, s sessionstore.Store) {
+	ws := newWorkspace(t, s, "Doomed")
+	appendMsg(t, s, ws, "s-b", "user", "hello")
+	appendMsg(t, s, ws, "s-a", "user", "hi")
+	must(s.SaveMemory(ctx, protocol.MemorySaveRequest{Workspace: ws, Content: "remember the doomed"}))(t)
+	ids := must(s.DeleteWorkspace(ctx, ws))(t)
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"s-a", "s-b"}) {
+		t.Errorf("deleted sessions = %v", ids)
+	}
+	if ok := must(s.WorkspaceExists(ctx, ws))(t); ok {
+		t.Error("still exists")
+	}
+	if h := must(s.History(ctx, protocol.HistoryRequest{SessionRef: ref(ws, "s-a")}))(t); len(h.Messages) != 0 {
+		t.Errorf("history after delete = %v", h.Messages)
+	}
+	if ms := must(s.SearchMemories(ctx, protocol.MemorySearchRequest{Workspace: ws, Query: "doomed"}))(t); len(ms) != 0 {
+		t.Errorf("memories after delete = %v", ms)
+	}
+	// Same name again starts empty, with the same id.
+	if again := newWorkspace(t, s, "Doomed"); again != ws || len(list(t, s, ws)) != 0 {
+		t.Errorf("recreated %s with %v", again, list(t, s, ws))
+	}
+}
+
+func testSessionCreate(t *testing.T, s sessionstore.Store) {
+	_, err := s.CreateSession(ctx, protocol.SessionCreateRequest{Workspace: "nope"})
+	wantStatus(t, "create in unknown", err, 404, "Workspace not found")
+	ws := newWorkspace(t, s, "Fresh")
+	a := must(s.CreateSession(ctx, protocol.SessionCreateRequest{Workspace: ws, Title: json.RawMessage(`"Plan"`)}))(t)
+	b := must(s.CreateSession(ctx, protocol.SessionCreateRequest{Workspace: ws}))(t)
+	if !strings.HasPrefix(a.ID, "session-") || a.ID == b.ID || a.Title != "Plan" || b.Title != b.ID || a.Created == "" || a.LastActive == "" {
+		t.Fatalf("created %+v %+v", a, b)
+	}
+	infos := list(t, s, ws)
+	if len(infos) != 2 {
+		t.Fatalf("list = %+v", infos)
+	}
+	if i, _ := find(infos, a.ID); i.Title != "Plan" || i.MessageCount != 0 || i.Summary != nil || i.Created != a.Created {
+		t.Errorf("listed %+v, created %+v", i, a)
+	}
+	if i, _ := find(infos, b.ID); i.Title != b.ID {
+		t.Errorf("untitled lists as %v", i.Title)
+	}
+	hidden := must(s.ListSessions(ctx, protocol.SessionListRequest{Workspace: ws, HideEmpty: true}))(t)
+	if len(hidden) != 0 {
+		t.Errorf("hideEmpty kept %+v", hidden)
+	}
+	if h := must(s.History(ctx, protocol.HistoryRequest{SessionRef: ref(ws, a.ID)}))(t); h.Messages == nil || len(h.Messages) != 0 {
+		t.Errorf("history of empty session = %#v", h.Messages)
+	}
+	// An empty session is exported and summarised, not 404.
+	if md := must(s.ExportSession(ctx, ref(ws, a.ID)))(t); !strings.HasPrefix(md, "# Plan\n") {
+		t.Errorf("export of empty session = %q", md)
+	}
+	if sum := must(s.SessionSummary(ctx, ref(ws, a.ID)))(t); sum.MessageCount != 0 || sum.Summary != "No summary available" {
+		t.Errorf("summary of empty session = %+v", sum)
+	}
+}
+
+func testAppendAndHistory(t *testing.T, s sessionstore.Store) {
+	ws := newWorkspace(t, s, "Hist")
+	if h := must(s.History(ctx, protocol.HistoryRequest{SessionRef: ref(ws, "missing")}))(t); h.Messages == nil || len(h.Messages) != 0 {
+		t.Fatalf("history of missing session = %#v", h)
+	}
+	// Appending creates the session, also in a workspace that does not exist.
+	appendMsg(t, s, "adhoc", "s1", "user", "first")
+	if h := must(s.History(ctx, protocol.HistoryRequest{SessionRef: ref("adhoc", "s1")}))(t); len(h.Messages) != 1 {
+		t.Fatalf("ad-hoc history = %+v", h)
+	}
+	appendMsg(t, s, ws, "s1", "user", "What is <b> & \"quoted\"?\nline two")
+	d := int64(12)
+	appendTool(t, s, ws, "s1", protocol.ToolEvent{TurnID: "t1", CallID: "c1", Name: "web_search", Input: json.RawMessage(`{"q":"x"}`), Result: "found", Status: "success", DurationMs: &d})
+	m := protocol.Message{Role: "assistant", Content: "partial", TurnID: "t1", Error: "cancelled", Timestamp: "2026-01-01T00:00:00.000Z"}
+	if err := s.Append(ctx, protocol.AppendRequest{SessionRef: ref(ws, "s1"), Message: &m}); err != nil {
+		t.Fatal(err)
+	}
+	h := must(s.History(ctx, protocol.HistoryRequest{SessionRef: ref(ws, "s1")}))(t)
+	if len(h.Messages) != 2 || h.Messages[0].Content != "What is <b> & \"quoted\"?\nline two" || h.Messages[1] != m || h.Tools != nil {
+		t.Fatalf("history = %+v", h)
+	}
+	h = must(s.History(ctx, protocol.HistoryRequest{SessionRef: ref(ws, "s1"), Tools: true}))(t)
+	if len(h.Tools) != 1 || h.Tools[0].Name != "web_search" || string(h.Tools[0].Input) != `{"q":"x"}` || *h.Tools[0].DurationMs != 12 {
+		t.Fatalf("tools = %+v", h.Tools)
+	}
+	// Tool events are not messages.
+	if i, _ := find(list(t, s, ws), "s1"); i.MessageCount != 2 {
+		t.Errorf("messageCount = %d, want 2", i.MessageCount)
+	}
+}
+
+func testListOrderAndTitles(t *testing.T, s sessionstore.Store) {
+	ws := newWorkspace(t, s, "Order")
+	long := "Please help me write a very long introduction for the quarterly planning document today"
+	for _, id := range []string{"a", "b", "c"} {
+		appendMsg(t, s, ws, id, "user", "message in "+id)
+		tick()
+	}
+	appendMsg(t, s, ws, "a", "user", "a again")
+	tick()
+	appendMsg(t, s, ws, "long", "user", "   "+long+"  ")
+	infos := list(t, s, ws)
+	var ids []string
+	for _, i := range infos {
+		ids = append(ids, i.ID)
+	}
+	if !slices.Equal(ids, []string{"long", "a", "c", "b"}) {
+		t.Fatalf("order = %v, want most recently active first", ids)
+	}
+	if i, _ := find(infos, "a"); i.Title != "message in a" || i.MessageCount != 2 {
+		t.Errorf("a = %+v", i)
+	}
+	if i, _ := find(infos, "long"); i.Title != "Please help me write a very long introduction for..." {
+		t.Errorf("long title = %q", i.Title)
+	}
+	for k := 1; k < len(infos); k++ {
+		if infos[k-1].LastActive < infos[k].LastActive {
+			t.Errorf("lastActive not descending: %v", infos)
+		}
+	}
+}
+
+// chat is a session that earns a lazy summary.
+var chat = []struct{ role, content string }{
+	{"user", "Help me plan the Q2 marketing campaign for the product launch"},
+	{"assistant", "Sure. Let's go with a **content calendar** and weekly reviews."},
+	{"user", "Great, we will use the calendar then"},
+	{"assistant", "Decided: the calendar it is."},
+}
+
+func appendChat(t *testing.T, s sessionstore.Store, ws, id string) {
+	t.Helper()
+	for _, m := range chat {
+		appendMsg(t, s, ws, id, m.role, m.content)
+	}
+}
+
+func testLazySummary(t *testing.T, s sessionstore.Store) {
+	ws := newWorkspace(t, s, "Lazy")
+	appendChat(t, s, ws, "four")
+	appendMsg(t, s, ws, "three", "user", "one")
+	appendMsg(t, s, ws, "three", "assistant", "two")
+	appendMsg(t, s, ws, "three", "user", "three")
+	before, _ := find(list(t, s, ws), "three")
+	if before.Summary != nil {
+		t.Errorf("3-message session got a summary: %q", *before.Summary)
+	}
+	// The first listing (above) wrote the summary back; a summary is not
+	// activity.
+	tick()
+	infos := list(t, s, ws)
+	four, _ := find(infos, "four")
+	if four.Summary == nil || !strings.Contains(*four.Summary, "4 messages") || !strings.HasPrefix(*four.Summary, "Help me plan the Q2 marketing campaign") {
+		t.Fatalf("summary = %v", four.Summary)
+	}
+	sum := must(s.SessionSummary(ctx, ref(ws, "four")))(t)
+	if sum.Summary != *four.Summary || sum.LastActive != four.LastActive {
+		t.Errorf("summary endpoint = %+v, listing = %+v", sum, four)
+	}
+	// The summary is stored: searching it finds it.
+	res := must(s.SearchSessions(ctx, protocol.SessionSearchRequest{Workspace: ws, Query: "messages ·"}))(t)
+	if len(res) != 1 || res[0].SessionID != "four" || res[0].Snippets[0].Role != "summary" {
+		t.Errorf("search of stored summary = %+v", res)
+	}
+}
+
+func testRenameAndLocate(t *testing.T, s sessionstore.Store) {
+	wsB := newWorkspace(t, s, "B")
+	wsA := newWorkspace(t, s, "A")
+	appendMsg(t, s, wsB, "shared", "user", "in b")
+	appendMsg(t, s, wsA, "shared", "user", "in a")
+	appendMsg(t, s, wsB, "only-b", "user", "x")
+	if r := must(s.LocateSession(ctx, protocol.SessionLocator{Session: "shared"}))(t); r.Workspace != "a" {
+		t.Errorf("locate without workspace = %+v, want the first by name (a)", r)
+	}
+	if r := must(s.LocateSession(ctx, protocol.SessionLocator{Session: "shared", Workspace: "b"}))(t); r.Workspace != "b" {
+		t.Errorf("locate in b = %+v", r)
+	}
+	_, err := s.LocateSession(ctx, protocol.SessionLocator{Session: "only-b", Workspace: "a"})
+	wantStatus(t, "locate in wrong workspace", err, 404, "Session not found")
+	_, err = s.LocateSession(ctx, protocol.SessionLocator{Session: "ghost"})
+	wantStatus(t, "locate ghost", err, 404, "Session not found")
+
+	before, _ := find(list(t, s, wsB), "shared")
+	tick()
+	if err := s.RenameSession(ctx, ref(wsB, "shared"), "Renamed ✓"); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := find(list(t, s, wsB), "shared")
+	if after.Title != "Renamed ✓" || after.LastActive <= before.LastActive || after.Created != before.Created || after.MessageCount != 1 {
+		t.Errorf("after rename %+v, before %+v", after, before)
+	}
+	if h := must(s.History(ctx, protocol.HistoryRequest{SessionRef: ref(wsB, "shared")}))(t); len(h.Messages) != 1 || h.Messages[0].Content != "in b" {
+		t.Errorf("rename lost history: %+v", h)
+	}
+	if a, _ := find(list(t, s, wsA), "shared"); a.Title != "in a" {
+		t.Errorf("rename touched the other workspace: %+v", a)
+	}
+	wantStatus(t, "rename ghost", s.RenameSession(ctx, ref(wsB, "ghost"), "x"), 404, "Session not found")
+}
+
+func testDeleteSession(t *testing.T, s sessionstore.Store) {
+	ws := newWorkspace(t, s, "Del")
+	appendMsg(t, s, ws, "gone", "user", "bye")
+	appendMsg(t, s, ws, "kept", "user", "stay")
+	if err := s.DeleteSession(ctx, ref(ws, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, "delete again", s.DeleteSession(ctx, ref(ws, "gone")), 404, "Session not found")
+	_, err := s.ExportSession(ctx, ref(ws, "gone"))
+	wantStatus(t, "export deleted", err, 404, "Session not found")
+	if infos := list(t, s, ws); len(infos) != 1 || infos[0].ID != "kept" {
+		t.Errorf("list after delete = %+v", infos)
+	}
+	// A later append with the same id starts from an empty history.
+	appendMsg(t, s, ws, "gone", "user", "again")
+	if h := must(s.History(ctx, protocol.HistoryRequest{SessionRef: ref(ws, "gone")}))(t); len(h.Messages) != 1 || h.Messages[0].Content != "again" {
+		t.Errorf("history after recreate = %+v", h)
+	}
+}
+
+func testExportAndTimeline(t *testing.T, s sessionstore.Store) {
+	ws := newWorkspace(t, s, "Exp")
+	_, err := s.ExportSession(ctx, ref("nope", "x"))
+	wantStatus(t, "export in unknown workspace", err, 404, "Workspace not found")
+	_, err = s.SessionTimeline(ctx, ref(ws, "x"))
+	wantStatus(t, "timeline of unknown session", err, 404, "Session not found")
+	appendMsg(t, s, ws, "e", "user", "Draft the memo\nsecond line")
+	appendMsg(t, s, ws, "e", "assistant", "Here it is.")
+	md := must(s.ExportSession(ctx, ref(ws, "e")))(t)
+	for _, want := range []string{"# Draft the memo\n", "### **You**", "### **Assistant**", "Here it is."} {
+		if !strings.Contains(md, want) {
+			t.Errorf("export lacks %q:\n%s", want, md)
+		}
+	}
+	if tl := must(s.SessionTimeline(ctx, ref(ws, "e")))(t); string(tl) != "[]" {
+		t.Errorf("timeline without tools = %s", tl)
+	}
+	d := int64(40)
+	appendTool(t, s, ws, "e", protocol.ToolEvent{TurnID: "t", CallID: "p", Name: "spawn_agent", Input: json.RawMessage(`{}`), Result: "ok", Status: "success"})
+	appendTool(t, s, ws, "e", protocol.ToolEvent{TurnID: "t", CallID: "c", Name: "read_file", Input: json.RawMessage(`{"path":"a"}`), Result: "Error: nope", IsError: true, Status: "error", DurationMs: &d, Parent: "p"})
+	var evs []struct {
+		ID, ToolName, Status string
+		DurationMs           *int64
+		Children             []struct{ ID, ToolName, Status string }
+	}
+	if err := json.Unmarshal(must(s.SessionTimeline(ctx, ref(ws, "e")))(t), &evs); err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].ToolName != "spawn_agent" || len(evs[0].Children) != 1 || evs[0].Children[0].ToolName != "read_file" || evs[0].Children[0].Status != "error" {
+		t.Fatalf("timeline = %+v", evs)
+	}
+}
+
+func testSessionSummary(t *testing.T, s sessionstore.Store) {
+	ws := newWorkspace(t, s, "Sum")
+	appendMsg(t, s, ws, "s", "user", "save this please")
+	appendMsg(t, s, ws, "s", "assistant", "done")
+	appendTool(t, s, ws, "s", protocol.ToolEvent{CallID: "1", Name: "save_memory", Input: json.RawMessage(`{}`), Result: "saved", Status: "success"})
+	appendTool(t, s, ws, "s", protocol.ToolEvent{CallID: "2", Name: "generate_docx", Input: json.RawMessage(`{}`), Result: "Error: disk", IsError: true, Status: "error"})
+	appendTool(t, s, ws, "s", protocol.ToolEvent{CallID: "3", Name: "bash", Input: json.RawMessage(`{}`), Status: "denied"})
+	sum := must(s.SessionSummary(ctx, ref(ws, "s")))(t)
+	if sum.SessionID != "s" || sum.MessageCount != 2 || sum.UserMessages != 1 || sum.AssistantMessages != 1 ||
+		sum.ToolsUsed != 2 || sum.MemoriesSaved != 1 || sum.DocumentsCreated != 0 || sum.Title != "save this please" {
+		t.Errorf("summary = %+v", sum)
+	}
+	_, err := s.SessionSummary(ctx, ref(ws, "ghost"))
+	wantStatus(t, "summary of ghost", err, 404, "Session not found")
+}
+
+func search(t *testing.T, s sessionstore.Store, ws, q string, limit int) []protocol.SessionSearchResult {
+	t.Helper()
+	return must(s.SearchSessions(ctx, protocol.SessionSearchRequest{Workspace: ws, Query: q, Limit: limit}))(t)
+}
+
+func testSearchValidation(t *testing.T, s sessionstore.Store) {
+	_, err := s.SearchSessions(ctx, protocol.SessionSearchRequest{Workspace: "nope", Query: "x"})
+	wantStatus(t, "unknown workspace first", err, 404, "Workspace not found")
+	ws := newWorkspace(t, s, "Val")
+	for _, q := range []string{"", "a", "é"} {
+		_, err := s.SearchSessions(ctx, protocol.SessionSearchRequest{Workspace: ws, Query: q})
+		wantStatus(t, fmt.Sprintf("query %q", q), err, 400, "Query must be at least 2 characters")
+	}
+	appendMsg(t, s, ws, "e", "user", "emoji 🐝 here")
+	if res := search(t, s, ws, "🐝", 0); len(res) != 1 {
+		t.Errorf("a 2-unit emoji query = %+v", res)
+	}
+	if res := search(t, s, ws, "zz", 0); res == nil || len(res) != 0 {
+		t.Errorf("no match = %#v, want empty", res)
+	}
+}
+
+func testSearchRanking(t *testing.T, s sessionstore.Store) {
+	ws := newWorkspace(t, s, "Rank")
+	// matchCount: one=1, two=2, three=3; old-two is older than two.
+	appendMsg(t, s, ws, "old-two", "user", "Apple pie")
+	appendMsg(t, s, ws, "old-two", "user", "apple tart")
+	tick()
+	appendMsg(t, s, ws, "one", "user", "an APPLE")
+	tick()
+	appendMsg(t, s, ws, "three", "user", "apple")
+	appendMsg(t, s, ws, "three", "assistant", "apple")
+	appendMsg(t, s, ws, "three", "user", "pineapple")
+	tick()
+	appendMsg(t, s, ws, "two", "user", "apple")
+	appendMsg(t, s, ws, "two", "assistant", "no fruit here")
+	appendMsg(t, s, ws, "two", "user", "crab apple")
+	appendMsg(t, s, ws, "none", "user", "banana")
+	res := search(t, s, ws, "aPPle", 0)
+	var got []string
+	for _, r := range res {
+		got = append(got, fmt.Sprintf("%s:%d", r.SessionID, r.MatchCount))
+	}
+	if want := []string{"three:3", "two:2", "old-two:2", "one:1"}; !slices.Equal(got, want) {
+		t.Fatalf("ranking = %v, want %v", got, want)
+	}
+	// The limit applies after sorting: the best matches survive.
+	res = search(t, s, ws, "apple", 2)
+	if len(res) != 2 || res[0].SessionID != "three" || res[1].SessionID != "two" {
+		t.Errorf("limit 2 = %+v", res)
+	}
+	if r := res[0]; r.Title != "apple" || r.LastActive == "" || len(r.Snippets) != 3 || r.Snippets[2] != (protocol.SearchSnippet{Text: "pineapple", Role: "user"}) {
+		t.Errorf("result = %+v", r)
+	}
+	// Titles are not searched.
+	if err := s.RenameSession(ctx, ref(ws, "none"), "apple title"); err != nil {
+		t.Fatal(err)
+	}
+	if res := search(t, s, ws, "apple", 50); len(res) != 4 {
+		t.Errorf("title matched: %d results", len(res))
+	}
+	// More than 50 sessions: the cap is 50.
+	for i := range 55 {
+		appendMsg(t, s, ws, fmt.Sprintf("k%02d", i), "user", "kiwi")
+	}
+	if res := search(t, s, ws, "kiwi", 100); len(res) != 50 {
+		t.Errorf("limit 100 gave %d results, want the cap 50", len(res))
+	}
+	if res := search(t, s, ws, "kiwi", 0); len(res) != 20 {
+		t.Errorf("default limit gave %d results, want 20", len(res))
+	}
+}
+
+func testSearchSnippetsAndScope(t *testing.T, s sessionstore.Store) {
+	ws := newWorkspace(t, s, "Snip")
+	long := strings.Repeat("x", 60) + " the needle sits here " + strings.Repeat("y", 100)
+	appendMsg(t, s, ws, "long", "assistant", long)
+	res := search(t, s, ws, "NEEDLE", 0)
+	want := "..." + strings.Repeat("x", 35) + " the needle sits here " + strings.Repeat("y", 69) + "..."
+	if len(res) != 1 || len(res[0].Snippets) != 1 || res[0].Snippets[0].Text != want || res[0].Snippets[0].Role != "assistant" {
+		t.Fatalf("snippet = %+v\nwant %q", res, want)
+	}
+	// Newlines are flattened; at most 3 snippets while matchCount counts on.
+	for i := range 5 {
+		appendMsg(t, s, ws, "many", "user", fmt.Sprintf("line %d\nhas needle", i))
+	}
+	res = search(t, s, ws, "needle", 0)
+	if len(res) != 2 || res[0].SessionID != "many" || res[0].MatchCount != 5 || len(res[0].Snippets) != 3 || res[0].Snippets[0].Text != "line 0 has needle" {
+		t.Fatalf("many = %+v", res)
+	}
+	// Only the first 50 message lines are searched; tool events do not
+	// count towards them.
+	for i := range 49 {
+		appendMsg(t, s, ws, "deep", "user", fmt.Sprintf("filler %d", i))
+		if i%10 == 0 {
+			appendTool(t, s, ws, "deep", protocol.ToolEvent{CallID: fmt.Sprint(i), Name: "web_search", Input: json.RawMessage(`{"q":"walrus"}`), Result: "walrus", Status: "success"})
+		}
+	}
+	appendMsg(t, s, ws, "deep", "user", "walrus fiftieth")
+	appendMsg(t, s, ws, "deep", "user", "walrus fifty-first")
+	res = search(t, s, ws, "walrus", 0)
+	if len(res) != 1 || res[0].MatchCount != 1 || res[0].Snippets[0].Text != "walrus fiftieth" {
+		t.Fatalf("deep = %+v", res)
+	}
+	// LIKE and regexp metacharacters are literal.
+	appendMsg(t, s, ws, "meta", "user", `100% sure_thing (a.b) \path`)
+	for _, q := range []string{"0% s", "e_t", "(a.b)", `\pa`} {
+		if res := search(t, s, ws, q, 0); len(res) != 1 || res[0].SessionID != "meta" {
+			t.Errorf("query %q = %+v", q, res)
+		}
+	}
+	for _, q := range []string{"%%", "__", "a%b"} {
+		if res := search(t, s, ws, q, 0); len(res) != 0 {
+			t.Errorf("query %q matched %+v", q, res)
+		}
+	}
+	// Other workspaces are not searched.
+	other := newWorkspace(t, s, "Other Snip")
+	if res := search(t, s, other, "needle", 0); len(res) != 0 {
+		t.Errorf("other workspace found %+v", res)
+	}
+}
+
+func testMemories(t *testing.T, s sessionstore.Store) {
+	ws := "mem-ws" // memories need no workspace
+	_, err := s.SaveMemory(ctx, protocol.MemorySaveRequest{Workspace: ws, Content: "  "})
+	wantStatus(t, "empty content", err, 400, "content is required")
+	save := func(content string, tags ...string) string {
+		m := must(s.SaveMemory(ctx, protocol.MemorySaveRequest{Workspace: ws, Content: content, Tags: tags}))(t)
+		if !strings.HasPrefix(m.ID, "mem-") || m.Timestamp == "" || m.Content != content {
+			t.Fatalf("saved %+v", m)
+		}
+		return m.ID
+	}
+	deploy := save("The deploy window is Friday 4pm")
+	alice := save("Alice owns the billing service")
+	both := save("Billing deploys need Alice's approval")
+	tagged := save("Rotate keys quarterly", "Security", "ops")
+	ids := func(q string, limit int) []string {
+		var out []string
+		for _, m := range must(s.SearchMemories(ctx, protocol.MemorySearchRequest{Workspace: ws, Query: q, Limit: limit}))(t) {
+			out = append(out, m.ID)
+		}
+		return out
+	}
+	if got := ids("alice DEPLOY", 0); !slices.Equal(got, []string{both, alice, deploy}) {
+		t.Errorf("alice deploy = %v, want [both alice deploy]", got)
+	}
+	if got := ids("security", 0); !slices.Equal(got, []string{tagged}) {
+		t.Errorf("tag search = %v", got)
+	}
+	if got := ids("?!", 2); !slices.Equal(got, []string{tagged, both}) {
+		t.Errorf("no terms = %v, want the 2 most recent", got)
+	}
+	if got := ids("zebra", 0); len(got) != 0 {
+		t.Errorf("zebra = %v", got)
+	}
+	ms := must(s.SearchMemories(ctx, protocol.MemorySearchRequest{Workspace: ws, Query: "rotate"}))(t)
+	if len(ms) != 1 || !slices.Equal(ms[0].Tags, []string{"Security", "ops"}) {
+		t.Errorf("tags = %+v", ms)
+	}
+	for i := range 7 {
+		save(fmt.Sprintf("note %d", i))
+	}
+	if got := ids("note", 0); len(got) != 5 {
+		t.Errorf("default limit gave %d", len(got))
+	}
+	if got := ids("", 1000); len(got) != 11 {
+		t.Errorf("capped limit gave %d, want all 11", len(got))
+	}
+	if got := must(s.SearchMemories(ctx, protocol.MemorySearchRequest{Workspace: "other-ws", Query: "alice"}))(t); got == nil || len(got) != 0 {
+		t.Errorf("other workspace = %#v, want empty", got)
+	}
+}
+
+// testConcurrentWriters races appends against renames, listings and
+// summary requests (both write a lazy summary back) on one session, then
+// counts every line.
+func testConcurrentWriters(t *testing.T, s sessionstore.Store) {
+	ws := newWorkspace(t, s, "Race")
+	const (
+		appenders   = 6
+		appendsEach = 15
+		rewriters   = 3
+		rewrites    = 8
+	)
+	for round := range 3 {
+		id := fmt.Sprintf("race-%d", round)
+		appendChat(t, s, ws, id) // 4 messages, no summary yet
+		var wg sync.WaitGroup
+		for a := range appenders {
+			wg.Go(func() {
+				for i := range appendsEach {
+					m := protocol.Message{Role: "user", Content: fmt.Sprintf("append %d-%d", a, i)}
+					if err := s.Append(ctx, protocol.AppendRequest{SessionRef: ref(ws, id), Message: &m}); err != nil {
+						t.Errorf("append: %v", err)
+					}
+				}
+			})
+		}
+		for r := range rewriters {
+			wg.Go(func() {
+				for i := range rewrites {
+					var err error
+					switch (r + i) % 3 {
+					case 0:
+						err = s.RenameSession(ctx, ref(ws, id), fmt.Sprintf("title %d-%d", r, i))
+					case 1:
+						_, err = s.ListSessions(ctx, protocol.SessionListRequest{Workspace: ws})
+					default:
+						_, err = s.SessionSummary(ctx, ref(ws, id))
+					}
+					if err != nil {
+						t.Errorf("rewrite: %v", err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		h := must(s.History(ctx, protocol.HistoryRequest{SessionRef: ref(ws, id)}))(t)
+		if want := len(chat) + appenders*appendsEach; len(h.Messages) != want {
+			t.Fatalf("round %d: %d messages, want %d", round, len(h.Messages), want)
+		}
+		seen := map[string]int{}
+		for _, m := range h.Messages {
+			seen[m.Content]++
+		}
+		for a := range appenders {
+			last := -1
+			for i := range appendsEach {
+				c := fmt.Sprintf("append %d-%d", a, i)
+				if seen[c] != 1 {
+					t.Errorf("round %d: %q stored %d times", round, c, seen[c])
+				}
+				// One writer's appends keep their order.
+				at := slices.IndexFunc(h.Messages, func(m protocol.Message) bool { return m.Content == c })
+				if at < last {
+					t.Errorf("round %d: %q out of order", round, c)
+				}
+				last = at
+			}
+		}
+		info, _ := find(list(t, s, ws), id)
+		if info.MessageCount != len(h.Messages) || info.Summary == nil || !strings.HasPrefix(fmt.Sprint(info.Title), "title ") {
+			t.Errorf("round %d: listing after the race = %+v", round, info)
+		}
+	}
+}
+
+func testTornLines(t *testing.T, s sessionstore.Store) {
+	rs, ok := s.(RawSessions)
+	if !ok {
+		t.Skip("store has no raw session files: torn and malformed lines cannot exist")
+	}
+	ws := newWorkspace(t, s, "Torn")
+	data := `{"type":"meta","title":null,"created":"2026-03-09T09:00:00.000Z"}
+{"role":"user","content":"intact","timestamp":"2026-03-09T09:00:01.000Z"}
+not json at all
+{"role":"assistant","content":"torn mid-wr`
+	if err := rs.WriteRawSession(ws, "torn", []byte(data)); err != nil {
+		t.Fatal(err)
+	}
+	h := must(s.History(ctx, protocol.HistoryRequest{SessionRef: ref(ws, "torn")}))(t)
+	if len(h.Messages) != 1 || h.Messages[0].Content != "intact" {
+		t.Fatalf("history with torn tail = %+v", h)
+	}
+	if i, _ := find(list(t, s, ws), "torn"); i.MessageCount != 3 {
+		t.Errorf("messageCount = %d, want 3 (malformed lines count)", i.MessageCount)
+	}
+	appendMsg(t, s, ws, "torn", "assistant", "after repair")
+	h = must(s.History(ctx, protocol.HistoryRequest{SessionRef: ref(ws, "torn")}))(t)
+	if len(h.Messages) != 2 || h.Messages[1].Content != "after repair" {
+		t.Fatalf("history after append = %+v", h)
+	}
+}
