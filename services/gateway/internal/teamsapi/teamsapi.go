@@ -1,0 +1,176 @@
+// Package teamsapi is the teams admin API (/api/teams, /api/tokens): teams,
+// members and roles, capability policies and the caller's own tokens. It
+// forwards each request to the teams service with the authenticated user
+// as the actor; the service decides what that user may do. Without an
+// authenticated user (local mode, loopback trust) the caller acts as the
+// operator.
+package teamsapi
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/teamauth"
+)
+
+// Mount adds the teams routes to r (mounted under /api).
+func Mount(r chi.Router, d httpx.Deps) {
+	h := handlers{d: d}
+	r.Get("/teams", h.list)
+	r.Post("/teams", h.create)
+	r.Get("/teams/{team}", h.get)
+	r.Patch("/teams/{team}", h.update)
+	r.Delete("/teams/{team}", h.remove)
+	r.Put("/teams/{team}/members/{user}", h.putMember)
+	r.Delete("/teams/{team}/members/{user}", h.removeMember)
+	r.Get("/teams/{team}/capability-policies", h.policies)
+	r.Put("/teams/{team}/capability-policies/{role}", h.setPolicy)
+	r.Get("/tokens", h.tokens)
+	r.Post("/tokens", h.createToken)
+	r.Delete("/tokens/{id}", h.revokeToken)
+}
+
+type handlers struct{ d httpx.Deps }
+
+func actor(r *http.Request) string {
+	if u, ok := teamauth.UserFrom(r.Context()); ok {
+		return u.ID
+	}
+	return ""
+}
+
+func (h handlers) ref(r *http.Request) protocol.TeamRef {
+	return protocol.TeamRef{Actor: actor(r), Team: chi.URLParam(r, "team")}
+}
+
+// body decodes a JSON object body into v with the gateway's body rules.
+func (h handlers) body(w http.ResponseWriter, r *http.Request, v any) bool {
+	f, err := httpx.DecodeBody(w, r, h.d.BodyLimit)
+	if err != nil {
+		httpx.WriteError(w, h.d.Log, err)
+		return false
+	}
+	raw, _ := json.Marshal(f)
+	if err := json.Unmarshal(raw, v); err != nil {
+		httpx.WriteError(w, h.d.Log, protocol.Errorf(http.StatusBadRequest, "invalid body: %s", fieldError(err)))
+		return false
+	}
+	return true
+}
+
+func fieldError(err error) string {
+	if te, ok := err.(*json.UnmarshalTypeError); ok && te.Field != "" {
+		return te.Field + " has the wrong type"
+	}
+	return "wrong field types"
+}
+
+func forward[Rep any](h handlers, w http.ResponseWriter, r *http.Request, status int, subject string, req any) {
+	rep, ok := httpx.Call[Rep](h.d, w, r, subject, req)
+	if ok {
+		httpx.WriteJSON(w, status, rep)
+	}
+}
+
+func (h handlers) list(w http.ResponseWriter, r *http.Request) {
+	forward[protocol.TeamListReply](h, w, r, http.StatusOK, protocol.SubjTeamsList, protocol.TeamListRequest{Actor: actor(r)})
+}
+
+func (h handlers) create(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		ID    string `json:"id"`
+		Name  string `json:"name"`
+		Owner string `json:"owner"`
+	}
+	if !h.body(w, r, &body) {
+		return
+	}
+	forward[protocol.Team](h, w, r, http.StatusCreated, protocol.SubjTeamsCreate,
+		protocol.TeamCreateRequest{Actor: actor(r), ID: body.ID, Name: body.Name, Owner: body.Owner})
+}
+
+func (h handlers) get(w http.ResponseWriter, r *http.Request) {
+	forward[protocol.TeamDetail](h, w, r, http.StatusOK, protocol.SubjTeamsGet, h.ref(r))
+}
+
+func (h handlers) update(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Name      *string `json:"name"`
+		CodeTools *bool   `json:"codeTools"`
+	}
+	if !h.body(w, r, &body) {
+		return
+	}
+	forward[protocol.Team](h, w, r, http.StatusOK, protocol.SubjTeamsUpdate,
+		protocol.TeamUpdateRequest{TeamRef: h.ref(r), Name: body.Name, CodeTools: body.CodeTools})
+}
+
+func (h handlers) remove(w http.ResponseWriter, r *http.Request) {
+	forward[protocol.DeletedReply](h, w, r, http.StatusOK, protocol.SubjTeamsDelete, h.ref(r))
+}
+
+func (h handlers) putMember(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Role string `json:"role"`
+	}
+	if !h.body(w, r, &body) {
+		return
+	}
+	forward[protocol.TeamMember](h, w, r, http.StatusOK, protocol.SubjTeamsMemberPut,
+		protocol.MemberPutRequest{TeamRef: h.ref(r), User: chi.URLParam(r, "user"), Role: body.Role})
+}
+
+func (h handlers) removeMember(w http.ResponseWriter, r *http.Request) {
+	forward[protocol.DeletedReply](h, w, r, http.StatusOK, protocol.SubjTeamsMemberRemove,
+		protocol.MemberRef{TeamRef: h.ref(r), User: chi.URLParam(r, "user")})
+}
+
+// policies is GET /api/teams/{team}/capability-policies: the original's
+// governance URL, answering [{role, blockedTools}].
+func (h handlers) policies(w http.ResponseWriter, r *http.Request) {
+	d, ok := httpx.Call[protocol.TeamDetail](h.d, w, r, protocol.SubjTeamsGet, h.ref(r))
+	if !ok {
+		return
+	}
+	if d.Policies == nil {
+		d.Policies = []protocol.TeamPolicy{}
+	}
+	httpx.WriteJSON(w, http.StatusOK, d.Policies)
+}
+
+func (h handlers) setPolicy(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		BlockedTools []string `json:"blockedTools"`
+	}
+	if !h.body(w, r, &body) {
+		return
+	}
+	forward[protocol.TeamPolicy](h, w, r, http.StatusOK, protocol.SubjTeamsPolicySet,
+		protocol.PolicySetRequest{TeamRef: h.ref(r), Role: chi.URLParam(r, "role"), BlockedTools: body.BlockedTools})
+}
+
+func (h handlers) tokens(w http.ResponseWriter, r *http.Request) {
+	forward[protocol.TokenListReply](h, w, r, http.StatusOK, protocol.SubjTeamsTokenList,
+		protocol.TokenListRequest{Actor: actor(r), User: r.URL.Query().Get("user")})
+}
+
+func (h handlers) createToken(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Name string `json:"name"`
+		User string `json:"user"`
+	}
+	if !h.body(w, r, &body) {
+		return
+	}
+	forward[protocol.TokenCreated](h, w, r, http.StatusCreated, protocol.SubjTeamsTokenCreate,
+		protocol.TokenCreateRequest{Actor: actor(r), User: body.User, Name: body.Name})
+}
+
+func (h handlers) revokeToken(w http.ResponseWriter, r *http.Request) {
+	forward[protocol.TokenInfo](h, w, r, http.StatusOK, protocol.SubjTeamsTokenRevoke,
+		protocol.TokenRevokeRequest{Actor: actor(r), ID: chi.URLParam(r, "id")})
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+const teamUsage = `Usage: waggle team <command> [flags]
+
+Manage the teams of a team server. The CLI talks to the running server's
+teams service over NATS as the operator (it may do anything), so it also
+bootstraps a fresh server: create a team with an owner, then a token for
+that owner.
+
+Commands:
+  create <team> [--name NAME] [--owner USER]   create a team (id: lower-case slug)
+  list                                         list every team
+  show <team>                                  show a team, its members and policies
+  add-member <team> <user> [--role ROLE]       add a member (role default: member)
+  remove-member <team> <user>                  remove a member
+  set-role <team> <user> <role>                change a member's role (owner, admin, member, viewer)
+  set-policy <team> <role> [--block a,b]       replace the tools blocked for a role (no --block: none)
+             [--code-tools on|off]             and enable or disable code-running tools (bash)
+
+Flags (every command):
+  --nats-url URL   the server's NATS (env WAGGLE_NATS_URL; default nats://127.0.0.1:4222)
+  --timeout D      request timeout (default 10s)
+`
+
+const tokenUsage = `Usage: waggle token <command> [flags]
+
+Commands:
+  create <user> [--name NAME]   issue a token for user (created if new); printed once
+  list <user>                   list user's tokens (never their secrets)
+  revoke <id>                   revoke a token at once
+
+Flags: --nats-url URL (env WAGGLE_NATS_URL), --timeout D
+`
+
+// cliFlags are the flags every team/token command accepts.
+type cliFlags struct {
+	fs        *flag.FlagSet
+	natsURL   string
+	timeout   time.Duration
+	name      string
+	owner     string
+	role      string
+	block     string
+	codeTools string
+}
+
+func newCLIFlags(name string, stderr io.Writer) *cliFlags {
+	c := &cliFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+	c.fs.SetOutput(stderr)
+	def := os.Getenv("WAGGLE_NATS_URL")
+	if def == "" {
+		def = nats.DefaultURL
+	}
+	c.fs.StringVar(&c.natsURL, "nats-url", def, "NATS URL of the server")
+	c.fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "request timeout")
+	c.fs.StringVar(&c.name, "name", "", "display name")
+	c.fs.StringVar(&c.owner, "owner", "", "first owner of a new team")
+	c.fs.StringVar(&c.role, "role", protocol.TeamRoleMember, "member role")
+	c.fs.StringVar(&c.block, "block", "", "comma-separated tools to block")
+	c.fs.StringVar(&c.codeTools, "code-tools", "", "on or off")
+	return c
+}
+
+// parse accepts flags before, between and after positional arguments.
+func (c *cliFlags) parse(args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := c.fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := c.fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// teamCmd runs `waggle team …`.
+func teamCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "--help" || args[0] == "-h" {
+		fmt.Fprint(stdout, teamUsage)
+		return boolExit(len(args) == 0)
+	}
+	want := map[string]int{"create": 1, "list": 0, "show": 1, "add-member": 2, "remove-member": 2, "set-role": 3, "set-policy": 2}
+	return runCLI("team", args, want, teamUsage, stdout, stderr, func(ctx context.Context, nc *nats.Conn, f *cliFlags, a []string) (any, error) {
+		switch args[0] {
+		case "create":
+			return bus.Request[protocol.Team](ctx, nc, protocol.SubjTeamsCreate, protocol.TeamCreateRequest{ID: a[0], Name: f.name, Owner: f.owner})
+		case "list":
+			return bus.Request[protocol.TeamListReply](ctx, nc, protocol.SubjTeamsList, protocol.TeamListRequest{})
+		case "show":
+			return bus.Request[protocol.TeamDetail](ctx, nc, protocol.SubjTeamsGet, protocol.TeamRef{Team: a[0]})
+		case "add-member":
+			return bus.Request[protocol.TeamMember](ctx, nc, protocol.SubjTeamsMemberPut,
+				protocol.MemberPutRequest{TeamRef: protocol.TeamRef{Team: a[0]}, User: a[1], Role: f.role})
+		case "remove-member":
+			return bus.Request[protocol.DeletedReply](ctx, nc, protocol.SubjTeamsMemberRemove,
+				protocol.MemberRef{TeamRef: protocol.TeamRef{Team: a[0]}, User: a[1]})
+		case "set-role":
+			return bus.Request[protocol.TeamMember](ctx, nc, protocol.SubjTeamsMemberPut,
+				protocol.MemberPutRequest{TeamRef: protocol.TeamRef{Team: a[0]}, User: a[1], Role: a[2]})
+		case "set-policy":
+			return setPolicy(ctx, nc, f, a[0], a[1])
+		}
+		return nil, nil
+	})
+}
+
+func setPolicy(ctx context.Context, nc *nats.Conn, f *cliFlags, team, role string) (any, error) {
+	tools := []string{}
+	for _, t := range strings.Split(f.block, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			tools = append(tools, t)
+		}
+	}
+	if f.codeTools != "" {
+		on := f.codeTools == "on"
+		if !on && f.codeTools != "off" {
+			return nil, errors.New("--code-tools must be on or off")
+		}
+		if _, err := bus.Request[protocol.Team](ctx, nc, protocol.SubjTeamsUpdate,
+			protocol.TeamUpdateRequest{TeamRef: protocol.TeamRef{Team: team}, CodeTools: &on}); err != nil {
+			return nil, err
+		}
+	}
+	return bus.Request[protocol.TeamPolicy](ctx, nc, protocol.SubjTeamsPolicySet,
+		protocol.PolicySetRequest{TeamRef: protocol.TeamRef{Team: team}, Role: role, BlockedTools: tools})
+}
+
+// tokenCmd runs `waggle token …`.
+func tokenCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "--help" || args[0] == "-h" {
+		fmt.Fprint(stdout, tokenUsage)
+		return boolExit(len(args) == 0)
+	}
+	want := map[string]int{"create": 1, "list": 1, "revoke": 1}
+	return runCLI("token", args, want, tokenUsage, stdout, stderr, func(ctx context.Context, nc *nats.Conn, f *cliFlags, a []string) (any, error) {
+		switch args[0] {
+		case "create":
+			return bus.Request[protocol.TokenCreated](ctx, nc, protocol.SubjTeamsTokenCreate, protocol.TokenCreateRequest{User: a[0], Name: f.name})
+		case "list":
+			return bus.Request[protocol.TokenListReply](ctx, nc, protocol.SubjTeamsTokenList, protocol.TokenListRequest{User: a[0]})
+		case "revoke":
+			return bus.Request[protocol.TokenInfo](ctx, nc, protocol.SubjTeamsTokenRevoke, protocol.TokenRevokeRequest{ID: a[0]})
+		}
+		return nil, nil
+	})
+}
+
+func boolExit(usageError bool) int {
+	if usageError {
+		return 2
+	}
+	return 0
+}
+
+// runCLI parses a sub-command's arguments, connects to NATS, runs fn and
+// prints its reply as JSON.
+func runCLI(group string, args []string, want map[string]int, usage string, stdout, stderr io.Writer,
+	fn func(ctx context.Context, nc *nats.Conn, f *cliFlags, a []string) (any, error)) int {
+	n, ok := want[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "waggle %s: unknown command %q\n\n%s", group, args[0], usage)
+		return 2
+	}
+	f := newCLIFlags("waggle "+group+" "+args[0], stderr)
+	pos, err := f.parse(args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	if len(pos) != n {
+		fmt.Fprintf(stderr, "waggle %s %s: want %d argument(s), got %d\n\n%s", group, args[0], n, len(pos), usage)
+		return 2
+	}
+	nc, err := nats.Connect(f.natsURL, nats.Name("waggle-cli"), nats.Timeout(f.timeout))
+	if err != nil {
+		fmt.Fprintf(stderr, "waggle %s: connect to %s: %v\n", group, f.natsURL, err)
+		return 1
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+	defer cancel()
+	rep, err := fn(ctx, nc, f, pos)
+	if err != nil {
+		if e := protocol.AsError(err); e != nil && e.Status == 503 {
+			fmt.Fprintf(stderr, "waggle %s: no teams service answered (is the server running with WAGGLE_POSTGRES_URL?)\n", group)
+			return 1
+		}
+		fmt.Fprintf(stderr, "waggle %s %s: %v\n", group, args[0], err)
+		return 1
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		fmt.Fprintf(stderr, "waggle %s: %v\n", group, err)
+		return 1
+	}
+	return 0
+}

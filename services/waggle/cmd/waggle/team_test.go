@@ -1,0 +1,51 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/waggle-os/core/libs/embednats"
+)
+
+func TestTeamCLIArguments(t *testing.T) {
+	cases := []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"team"}, 2, ""},
+		{[]string{"team", "bogus"}, 2, `unknown command "bogus"`},
+		{[]string{"team", "create"}, 2, "want 1 argument(s), got 0"},
+		{[]string{"team", "set-role", "acme", "bob"}, 2, "want 3 argument(s), got 2"},
+		{[]string{"token", "revoke"}, 2, "want 1 argument(s), got 0"},
+		{[]string{"team", "add-member", "acme", "bob", "--role"}, 2, "flag needs an argument"},
+	}
+	for _, c := range cases {
+		var out, errOut bytes.Buffer
+		var code int
+		if c.args[0] == "team" {
+			code = teamCmd(c.args[1:], &out, &errOut)
+		} else {
+			code = tokenCmd(c.args[1:], &out, &errOut)
+		}
+		if code != c.code || !strings.Contains(errOut.String(), c.err) {
+			t.Errorf("%v: code %d, stderr %q; want %d containing %q", c.args, code, errOut.String(), c.code, c.err)
+		}
+	}
+}
+
+func TestTeamCLIWithoutTeamsService(t *testing.T) {
+	ns := embednats.New(embednats.Config{StoreDir: filepath.Join(t.TempDir(), "nats"), Listen: "127.0.0.1:0"})
+	if err := ns.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.Stop(context.Background()) })
+	var out, errOut bytes.Buffer
+	code := teamCmd([]string{"add-member", "acme", "--nats-url", ns.ClientURL(), "bob", "--role", "viewer"}, &out, &errOut)
+	if code != 1 || !strings.Contains(errOut.String(), "no teams service answered") {
+		t.Fatalf("code %d, stderr %q", code, errOut.String())
+	}
+}
