@@ -251,9 +251,13 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, c
 		s.log.Error("stream start", "turn", turnID, "err", err)
 		return
 	}
+	client := protocol.NewUUID()
+	s.control(turnID, protocol.TurnControlMsg{Action: protocol.ControlAttach, Client: client})
+	attach := time.NewTicker(protocol.AttachInterval)
+	defer attach.Stop()
 	gone := func() {
 		if cancelOnGone {
-			s.cancelTurn(turnID, "client-disconnected")
+			s.control(turnID, protocol.TurnControlMsg{Action: protocol.ControlDetach, Client: client, Reason: "client-disconnected"})
 		}
 	}
 	keepAlive := time.NewTicker(s.cfg.KeepAlive)
@@ -271,6 +275,11 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, c
 					gone()
 					return
 				}
+				continue
+			case <-attach.C:
+				// Presence: a runner tells a slow client from a gone one
+				// (and a gateway that died) by these heartbeats.
+				s.control(turnID, protocol.TurnControlMsg{Action: protocol.ControlAttach, Client: client})
 				continue
 			case <-r.Context().Done():
 				gone()
@@ -372,8 +381,13 @@ func (s *Service) deleteConsumer(cons jetstream.Consumer) {
 
 // cancelTurn tells the turn's runner to stop it.
 func (s *Service) cancelTurn(turnID, reason string) {
-	body, _ := json.Marshal(protocol.TurnControlMsg{Action: protocol.ControlCancel, Reason: reason})
+	s.control(turnID, protocol.TurnControlMsg{Action: protocol.ControlCancel, Reason: reason})
+}
+
+// control publishes a control message to the turn's runner.
+func (s *Service) control(turnID string, msg protocol.TurnControlMsg) {
+	body, _ := json.Marshal(msg)
 	if err := s.nc.Publish(protocol.TurnControl(turnID), body); err != nil {
-		s.log.Warn("publish cancel", "turn", turnID, "err", err)
+		s.log.Warn("publish turn control", "turn", turnID, "action", msg.Action, "err", err)
 	}
 }

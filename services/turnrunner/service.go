@@ -325,12 +325,13 @@ func (s *Service) onControl(m *nats.Msg) {
 	if t == nil {
 		return
 	}
-	if ctl.Action == protocol.ControlCancel {
-		cause := errCancelled
-		if ctl.Reason == "client-disconnected" {
-			cause = errClientGone
-		}
-		t.cancel(cause)
+	switch ctl.Action {
+	case protocol.ControlCancel:
+		t.cancel(errCancelled)
+	case protocol.ControlDetach:
+		// The last follower left: with no resume grace, the turn stops at
+		// once (the original's behaviour).
+		t.cancel(errClientGone)
 	}
 }
 
