@@ -63,7 +63,21 @@ type TurnRequest struct {
 	Persona       string   `json:"persona,omitempty"`
 	WorkspacePath string   `json:"workspacePath,omitempty"`
 	Autonomy      Autonomy `json:"autonomy"`
+	// Multitask says what happens when the session already has a running
+	// turn: MultitaskQueue (default) waits for it, MultitaskReject fails
+	// with 409 SESSION_BUSY, MultitaskInterrupt cancels it first.
+	Multitask string `json:"multitask,omitempty"`
+	// User is the authenticated user in team-server mode ("" locally); the
+	// runner applies the user's team policies (blocked tools).
+	User string `json:"user,omitempty"`
 }
+
+// Multitask policies of TurnRequest.Multitask.
+const (
+	MultitaskQueue     = "queue"
+	MultitaskReject    = "reject"
+	MultitaskInterrupt = "interrupt"
+)
 
 // TurnStarted is a runner's answer to TurnRequest: the turn runs and its
 // events are (or will be) on TurnEvents(TurnID).

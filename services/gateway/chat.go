@@ -87,6 +87,16 @@ func (s *Service) parseChat(f httpx.Fields) (protocol.TurnRequest, error) {
 			req.Autonomy = a
 		}
 	}
+	mt, _, err := f.OptString("multitask")
+	if err != nil {
+		return req, err
+	}
+	switch mt {
+	case "", protocol.MultitaskQueue, protocol.MultitaskReject, protocol.MultitaskInterrupt:
+		req.Multitask = mt
+	default:
+		return req, protocol.Errorf(http.StatusBadRequest, "multitask must be one of queue, reject, interrupt")
+	}
 	path, present, err := f.OptString("workspacePath")
 	if err != nil {
 		return req, err
