@@ -19,6 +19,7 @@ import (
 	"github.com/waggle-os/core/libs/sse"
 	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 )
 
 // HeaderTurnID names the turn of an event stream, so a client can resume
@@ -156,6 +157,9 @@ func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.TurnID = protocol.NewUUID()
+	if u, ok := teamauth.UserFrom(r.Context()); ok {
+		req.User = u.ID
+	}
 	// The relay's consumer is created while the runner starts the turn:
 	// the gateway chose the turn id, so neither waits for the other.
 	type made struct {

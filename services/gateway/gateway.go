@@ -29,6 +29,8 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/commandapi"
 	"github.com/waggle-os/core/services/gateway/internal/httpx"
 	"github.com/waggle-os/core/services/gateway/internal/sessionsapi"
+	"github.com/waggle-os/core/services/gateway/internal/teamauth"
+	"github.com/waggle-os/core/services/gateway/internal/teamsapi"
 )
 
 // DefaultAllowedOrigins are the browser origins of the Waggle desktop and
@@ -73,6 +75,45 @@ type Config struct {
 	// RequestTimeout bounds one bus request made for a JSON route.
 	// Default 10s.
 	RequestTimeout time.Duration
+	// Auth is "local" (default: desktop trust — loopback clients pass,
+	// others need Token) or "required" (team server: every request carries
+	// a user's bearer token; workspaces are scoped to the user's teams).
+	Auth string
+	// RateLimit is requests per route per client per RateWindow. 0 means
+	// the mode's default: off in local mode (a desktop user only gets in
+	// their own way), 100 with Auth "required". Negative turns it off.
+	RateLimit int
+	// RateLimitChat overrides RateLimit for POST /api/chat. Default 120
+	// whenever rate limiting is on.
+	RateLimitChat int
+	// RateWindow is the sliding window of the rate limit. Default 60s.
+	RateWindow time.Duration
+	// Replicas is the replica count of the gateway's KV buckets (shared
+	// rate-limit counters). Default 1.
+	Replicas int
+}
+
+// Auth modes.
+const (
+	AuthLocal    = "local"
+	AuthRequired = "required"
+)
+
+// limits is the rate-limit configuration for the mode, or ok=false when
+// rate limiting is off.
+func (c *Config) limits() (teamauth.LimitConfig, bool) {
+	limit := c.RateLimit
+	if limit == 0 && c.Auth == AuthRequired {
+		limit = 100
+	}
+	if limit <= 0 {
+		return teamauth.LimitConfig{Limit: -1}, false
+	}
+	chat := c.RateLimitChat
+	if chat <= 0 {
+		chat = teamauth.DefaultRouteLimits["/api/chat"]
+	}
+	return teamauth.LimitConfig{Limit: limit, RouteLimits: map[string]int{"/api/chat": chat}, Window: c.RateWindow, Replicas: c.Replicas}, true
 }
 
 // Validate checks c and fills defaults.
@@ -116,8 +157,23 @@ func (c *Config) Validate() error {
 	if c.DefaultModel == "" {
 		c.DefaultModel = "claude-sonnet-4-6"
 	}
+	switch c.Auth {
+	case "":
+		c.Auth = AuthLocal
+	case AuthLocal, AuthRequired:
+	default:
+		return fmt.Errorf("gateway: auth mode %q: want local or required", c.Auth)
+	}
 	if c.Mode == "" {
 		c.Mode = "local"
+		if c.Auth == AuthRequired {
+			c.Mode = "team"
+		}
+	}
+	if l, on := c.limits(); on {
+		if err := l.Validate(); err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 5 * time.Second
@@ -236,7 +292,19 @@ func (s *Service) Stop(ctx context.Context) error {
 
 func (s *Service) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(metrics, s.recoverer, securityHeaders, s.cors, s.auth)
+	deps := httpx.Deps{NC: s.nc, Log: s.log, BodyLimit: s.cfg.BodyLimit, Timeout: s.cfg.RequestTimeout, DataDir: s.cfg.DataDir}
+	r.Use(metrics, s.recoverer, securityHeaders, s.cors)
+	limits, limited := s.cfg.limits()
+	if s.cfg.Auth == AuthRequired {
+		// Team server: users, team-scoped workspaces, viewer rules and the
+		// shared rate limit, all before any handler runs.
+		r.Use(teamauth.Middleware(deps, teamauth.Config{Limits: limits}))
+	} else {
+		r.Use(s.auth)
+		if limited {
+			r.Use(teamauth.RateLimit(deps, limits))
+		}
+	}
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		httpx.WriteJSON(w, http.StatusNotFound, httpx.ErrorBody{Error: "Not found"})
 	})
@@ -245,7 +313,6 @@ func (s *Service) routes() http.Handler {
 	})
 	r.Get("/health", s.health)
 	r.Method(http.MethodGet, "/metrics", telemetry.Handler())
-	deps := httpx.Deps{NC: s.nc, Log: s.log, BodyLimit: s.cfg.BodyLimit, Timeout: s.cfg.RequestTimeout, DataDir: s.cfg.DataDir}
 	r.Route("/api", func(r chi.Router) {
 		r.Post("/chat", s.chat)
 		r.Delete("/chat/history", s.clearHistory)
@@ -257,6 +324,7 @@ func (s *Service) routes() http.Handler {
 		approvalapi.Mount(r, deps)
 		commandapi.Mount(r, deps)
 		agentapi.Mount(r, deps)
+		teamsapi.Mount(r, deps)
 	})
 	return r
 }

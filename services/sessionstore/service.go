@@ -20,6 +20,7 @@ import (
 	"github.com/waggle-os/core/services/sessionstore/groups"
 	"github.com/waggle-os/core/services/sessionstore/ledger"
 	"github.com/waggle-os/core/services/sessionstore/pgstore"
+	"github.com/waggle-os/core/services/sessionstore/teams"
 )
 
 // Store names for Config.Store.
@@ -130,6 +131,22 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.register(); err != nil {
 		s.Stop(ctx)
 		return err
+	}
+	if s.pg != nil {
+		// Teams, roles, tokens and policies live next to the team
+		// workspaces; a workspace's team is read from its doc.
+		err := teams.Register(ctx, s.svc, teams.Config{Pool: s.pg.Pool(), Conn: s.nc,
+			Workspaces: teams.WorkspaceTeamsFunc(func(ctx context.Context, id string) (string, error) {
+				d, err := s.store.GetWorkspace(ctx, id)
+				if err != nil {
+					return "", err
+				}
+				return d.Workspace().TeamID, nil
+			})}, s.log)
+		if err != nil {
+			s.Stop(ctx)
+			return fmt.Errorf("sessionstore: teams: %w", err)
+		}
 	}
 	// bus.AddEndpoint flushed each subscription: the store is reachable
 	// when Start returns.

@@ -114,6 +114,10 @@ func (s *Store) Open(ctx context.Context) error {
 	return nil
 }
 
+// Pool is the open connection pool, shared with the teams package (which
+// keeps its tables in the same database). Nil before Open.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
 // Close closes the pool.
 func (s *Store) Close() {
 	if s.pool != nil {

@@ -5,11 +5,15 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -17,6 +21,7 @@ import (
 	"github.com/waggle-os/core/libs/embednats"
 	"github.com/waggle-os/core/libs/lifecycle"
 	"github.com/waggle-os/core/libs/llmprobe"
+	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/approval"
 	"github.com/waggle-os/core/services/command"
 	"github.com/waggle-os/core/services/gateway"
@@ -44,6 +49,8 @@ type App struct {
 	dial    bus.Dialer
 	embed   *embednats.Server
 	gateway *gateway.Service
+	ops     *http.Server
+	opsAddr string
 }
 
 // New returns an unstarted process for cfg.
@@ -54,10 +61,11 @@ func New(cfg Config, log *slog.Logger) *App {
 	dial := bus.Dialer(func(name string) (*nats.Conn, error) { return a.dial(name) })
 	a.mgr.Register(lifecycle.Module{Name: moduleBus, Init: func() (lifecycle.Service, error) { return &busModule{app: a}, nil }})
 	a.mgr.Register(lifecycle.Module{Name: TargetSessionStore, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
-		return sessionstore.New(sessionstore.Config{DataDir: cfg.DataDir}, dial, log), nil
+		return sessionstore.New(sessionstore.Config{DataDir: cfg.DataDir, PostgresURL: cfg.PostgresURL, Store: cfg.Store}, dial, log), nil
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetApproval, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
-		return approval.New(approval.Config{DataDir: cfg.DataDir, Timeout: cfg.ApprovalTimeout}, dial, log), nil
+		return approval.New(approval.Config{DataDir: cfg.DataDir, Timeout: cfg.ApprovalTimeout,
+			Bucket: approval.BucketConfig{Replicas: cfg.NATSReplicas}}, dial, log), nil
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetCommand, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
 		return command.New(command.Config{DataDir: cfg.DataDir}, dial, log), nil
@@ -66,7 +74,11 @@ func New(cfg Config, log *slog.Logger) *App {
 		return turnrunner.New(turnrunner.Config{
 			DataDir: cfg.DataDir, LLMURL: cfg.LLMURL, LLMAPIKey: cfg.LLMAPIKey,
 			EchoDelay: cfg.EchoDelay, EchoDelaySet: true,
-			Approval: approvalgate.Config{Timeout: cfg.ApprovalTimeout},
+			Approval:      approvalgate.Config{Timeout: cfg.ApprovalTimeout},
+			Stream:        bus.TurnStreamConfig{Replicas: cfg.NATSReplicas, Storage: cfg.TurnStorage},
+			MaxTurns:      cfg.MaxTurns,
+			DisableBash:   cfg.EnableBash == "false" || (cfg.EnableBash != "true" && cfg.Auth == gateway.AuthRequired),
+			AgentMaxSteps: cfg.AgentMaxSteps,
 		}, dial, log), nil
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetGateway, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
@@ -77,6 +89,8 @@ func New(cfg Config, log *slog.Logger) *App {
 		a.gateway = gateway.New(gateway.Config{
 			Addr: cfg.Addr, DataDir: cfg.DataDir, MaxMessageLength: maxLen, AllowedOrigins: cfg.AllowedOrigins,
 			Probe: probeConfig(cfg), ShutdownGrace: cfg.ShutdownTimeout / 3,
+			Auth: cfg.Auth, RateLimit: cfg.RateLimit, RateLimitChat: cfg.RateLimitChat, RateWindow: cfg.RateWindow,
+			Replicas: cfg.NATSReplicas,
 		}, dial, a.mgr.Ready, log)
 		return a.gateway, nil
 	}})
@@ -93,11 +107,53 @@ func (a *App) Start(ctx context.Context) error {
 	if len(targets) == 0 {
 		targets = []string{lifecycle.All}
 	}
-	return a.mgr.Start(ctx, targets)
+	if err := a.mgr.Start(ctx, targets); err != nil {
+		return err
+	}
+	if a.cfg.MetricsAddr != "" {
+		if err := a.startOps(); err != nil {
+			a.mgr.Stop(context.Background())
+			return err
+		}
+	}
+	return nil
 }
 
 // Stop stops every running service in reverse start order (the bus last).
-func (a *App) Stop(ctx context.Context) error { return a.mgr.Stop(ctx) }
+func (a *App) Stop(ctx context.Context) error {
+	var opsErr error
+	if a.ops != nil {
+		opsErr = a.ops.Shutdown(ctx)
+	}
+	return errors.Join(a.mgr.Stop(ctx), opsErr)
+}
+
+// startOps serves /metrics and /health on MetricsAddr: every process can
+// be scraped and probed, with or without a gateway.
+func (a *App) startOps() error {
+	ln, err := net.Listen("tcp", a.cfg.MetricsAddr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s for metrics: %w", a.cfg.MetricsAddr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", telemetry.Handler())
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if !a.mgr.Ready() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			json.NewEncoder(w).Encode(map[string]any{"status": "starting"})
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"status": "ok", "modules": a.mgr.Running()})
+	})
+	a.ops = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	a.opsAddr = ln.Addr().String()
+	go a.ops.Serve(ln)
+	return nil
+}
+
+// MetricsAddr is the address of the /metrics and /health listener, if any.
+func (a *App) MetricsAddr() string { return a.opsAddr }
 
 // Addr is the gateway's listen address, or "" when this process runs none.
 func (a *App) Addr() string {

@@ -32,6 +32,18 @@ type Config struct {
 	ApprovalTimeout  time.Duration
 	LogLevel         slog.Level
 	LogFormat        string
+	Store            string
+	MetricsAddr      string
+	NATSReplicas     int
+	TurnStorage      string
+	MaxTurns         int
+	DisconnectGrace  time.Duration
+	Auth             string
+	RateLimit        int
+	RateLimitChat    int
+	RateWindow       time.Duration
+	EnableBash       string
+	AgentMaxSteps    int
 }
 
 // setting is one flag and its environment variable.
@@ -66,6 +78,38 @@ func settings(c *Config) []setting {
 			func(v string) error { return parseDuration(v, &c.ShutdownTimeout) }},
 		{"approval-timeout", "WAGGLE_APPROVAL_TIMEOUT", "5m", "how long a tool approval waits for a human before it is denied as timed out",
 			func(v string) error { return parseDuration(v, &c.ApprovalTimeout) }},
+		{"store", "WAGGLE_STORE", "jsonl", "jsonl (personal workspaces in JSONL files, team workspaces in PostgreSQL when --postgres-url is set) or postgres (everything in PostgreSQL)",
+			func(v string) error { c.Store = v; return nil }},
+		{"auth", "WAGGLE_AUTH", "local", "local (desktop trust: loopback passes, others need the /health token) or required (team server: every request needs a user token)",
+			func(v string) error {
+				if v != "local" && v != "required" {
+					return errors.New("want local or required")
+				}
+				c.Auth = v
+				return nil
+			}},
+		{"rate-limit", "WAGGLE_RATE_LIMIT", "0", "requests per route per client per window (0 = off locally, 100 with --auth=required; negative = off)",
+			func(v string) error { return parseInt(v, &c.RateLimit) }},
+		{"rate-limit-chat", "WAGGLE_RATE_LIMIT_CHAT", "120", "rate limit of POST /api/chat when rate limiting is on", func(v string) error { return parseInt(v, &c.RateLimitChat) }},
+		{"rate-limit-window", "WAGGLE_RATE_LIMIT_WINDOW", "60s", "sliding window of the rate limit", func(v string) error { return parseDuration(v, &c.RateWindow) }},
+		{"metrics-addr", "WAGGLE_METRICS_ADDR", "", "extra listener for /metrics and /health (processes without a gateway); empty = only the gateway serves them",
+			func(v string) error { c.MetricsAddr = v; return nil }},
+		{"nats-replicas", "WAGGLE_NATS_REPLICAS", "1", "replicas of Waggle's JetStream streams and buckets (3 on a 3-node cluster)",
+			func(v string) error { return parseInt(v, &c.NATSReplicas) }},
+		{"turn-stream-storage", "WAGGLE_TURN_STREAM_STORAGE", "memory", "memory or file: where turn events are kept for relay and resume (the session store is the record either way)",
+			func(v string) error { c.TurnStorage = v; return nil }},
+		{"max-turns", "WAGGLE_MAX_TURNS", "256", "turns one runner runs at once (more get 503 RUNNER_BUSY)", func(v string) error { return parseInt(v, &c.MaxTurns) }},
+		{"disconnect-grace", "WAGGLE_DISCONNECT_GRACE", "30s", "how long a turn keeps running with no client attached (0 = cancel at once)",
+			func(v string) error { return parseDuration(v, &c.DisconnectGrace) }},
+		{"enable-bash", "WAGGLE_ENABLE_BASH", "auto", "offer the bash tool: true, false, or auto (on locally, off with --auth=required)",
+			func(v string) error {
+				if v != "auto" && v != "true" && v != "false" {
+					return errors.New("want true, false or auto")
+				}
+				c.EnableBash = v
+				return nil
+			}},
+		{"agent-max-steps", "WAGGLE_AGENT_MAX_STEPS", "25", "model calls one agent turn may make", func(v string) error { return parseInt(v, &c.AgentMaxSteps) }},
 		{"log-level", "WAGGLE_LOG_LEVEL", "info", "debug, info, warn or error", func(v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
 		{"log-format", "WAGGLE_LOG_FORMAT", "auto", "json, text, or auto (text on a terminal, JSON otherwise)", func(v string) error {
 			switch v {
@@ -131,6 +175,18 @@ func (c *Config) Validate() error {
 	}
 	if c.ApprovalTimeout < 0 {
 		return errors.New("--approval-timeout must not be negative")
+	}
+	if c.Store != "" && c.Store != "jsonl" && c.Store != "postgres" {
+		return errors.New("--store must be jsonl or postgres")
+	}
+	if c.Store == "postgres" && c.PostgresURL == "" {
+		return errors.New("--store=postgres needs --postgres-url (WAGGLE_POSTGRES_URL)")
+	}
+	if c.NATSReplicas < 0 || c.MaxTurns < 0 || c.AgentMaxSteps < 0 || c.DisconnectGrace < 0 {
+		return errors.New("--nats-replicas, --max-turns, --agent-max-steps and --disconnect-grace must not be negative")
+	}
+	if c.TurnStorage != "" && c.TurnStorage != "memory" && c.TurnStorage != "file" {
+		return errors.New("--turn-stream-storage must be memory or file")
 	}
 	if c.NATSURL != "" && c.NATSListen != "" {
 		return errors.New("--nats-listen only applies to the embedded NATS server; drop it or --nats-url")

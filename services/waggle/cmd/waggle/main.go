@@ -27,6 +27,8 @@ Commands:
   serve     run Waggle core (see waggle serve --help)
   nats      run a standalone NATS server with JetStream (for a cluster without Docker;
             see waggle nats --help)
+  team      manage teams, members, roles and tool policies (team server; see waggle team --help)
+  token     create, list and revoke user API tokens (team server)
   healthcheck  exit 0 when this host's waggle answers /health with 200 (container health checks)
   version   print the version
 `
@@ -45,6 +47,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(args[1:], stdout, stderr)
 	case "nats":
 		return natsServer(args[1:], stdout, stderr)
+	case "team":
+		return teamCmd(args[1:], stdout, stderr)
+	case "token":
+		return tokenCmd(args[1:], stdout, stderr)
 	case "healthcheck":
 		return healthcheck(args[1:], stderr)
 	case "version", "--version", "-v":

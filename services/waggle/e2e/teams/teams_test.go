@@ -1,9 +1,5 @@
-//go:build teamwiring
-
-// Black-box tests of team-server mode through the whole app. They need the
-// lead's wiring (app.Config.Auth = "required" installing teamauth, the
-// teams service registered in the session store, teamsapi mounted), so
-// they build only with -tags teamwiring until it lands; then the tag goes.
+// Black-box tests of team-server mode through the whole app: auth
+// required, the teams service in the session store, PostgreSQL.
 package teams_test
 
 import (
