@@ -303,6 +303,10 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, c
 			}
 		}
 		event := m.Headers().Get(protocol.HeaderEvent)
+		if strings.HasPrefix(event, "_") {
+			// Internal markers (a turn's start) are for services, not clients.
+			continue
+		}
 		data := m.Data()
 		if event == protocol.EventToken && len(msgs) >= coalesceBacklog {
 			data, m, held = coalesceTokens(m, msgs)
