@@ -51,6 +51,8 @@ type App struct {
 	gateway *gateway.Service
 	ops     *http.Server
 	opsAddr string
+
+	stopTracing func(context.Context) error
 }
 
 // New returns an unstarted process for cfg.
@@ -107,6 +109,13 @@ func (a *App) Start(ctx context.Context) error {
 	if len(targets) == 0 {
 		targets = []string{lifecycle.All}
 	}
+	if a.cfg.OTLPEndpoint != "" {
+		stop, err := startTracing(ctx, a.cfg.OTLPEndpoint, targets)
+		if err != nil {
+			return err
+		}
+		a.stopTracing = stop
+	}
 	if err := a.mgr.Start(ctx, targets); err != nil {
 		return err
 	}
@@ -121,11 +130,15 @@ func (a *App) Start(ctx context.Context) error {
 
 // Stop stops every running service in reverse start order (the bus last).
 func (a *App) Stop(ctx context.Context) error {
-	var opsErr error
+	var opsErr, traceErr error
 	if a.ops != nil {
 		opsErr = a.ops.Shutdown(ctx)
 	}
-	return errors.Join(a.mgr.Stop(ctx), opsErr)
+	err := a.mgr.Stop(ctx)
+	if a.stopTracing != nil {
+		traceErr = a.stopTracing(ctx) // flush the last spans
+	}
+	return errors.Join(err, opsErr, traceErr)
 }
 
 // startOps serves /metrics and /health on MetricsAddr: every process can

@@ -44,6 +44,7 @@ type Config struct {
 	RateWindow       time.Duration
 	EnableBash       string
 	AgentMaxSteps    int
+	OTLPEndpoint     string
 }
 
 // setting is one flag and its environment variable.
@@ -110,6 +111,8 @@ func settings(c *Config) []setting {
 				return nil
 			}},
 		{"agent-max-steps", "WAGGLE_AGENT_MAX_STEPS", "25", "model calls one agent turn may make", func(v string) error { return parseInt(v, &c.AgentMaxSteps) }},
+		{"otlp-endpoint", "WAGGLE_OTLP_ENDPOINT", "", "OTLP/HTTP endpoint for traces (e.g. http://collector:4318); empty = no export",
+			func(v string) error { c.OTLPEndpoint = v; return nil }},
 		{"log-level", "WAGGLE_LOG_LEVEL", "info", "debug, info, warn or error", func(v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
 		{"log-format", "WAGGLE_LOG_FORMAT", "auto", "json, text, or auto (text on a terminal, JSON otherwise)", func(v string) error {
 			switch v {
