@@ -75,6 +75,15 @@ const (
 // TurnEvents is the subject a turn's events are published on.
 func TurnEvents(turnID string) string { return "waggle.turn.evt." + turnID }
 
+// TurnIDOfEvent returns the turn id of a TurnEvents subject, or "".
+func TurnIDOfEvent(subject string) string {
+	const prefix = "waggle.turn.evt."
+	if len(subject) <= len(prefix) || subject[:len(prefix)] != prefix {
+		return ""
+	}
+	return subject[len(prefix):]
+}
+
 // TurnControl is the subject that addresses the runner of one turn.
 func TurnControl(turnID string) string { return "waggle.turn.ctl." + turnID }
 

@@ -57,6 +57,11 @@ var (
 	RelayEvents = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "waggle_relay_events_total", Help: "Events relayed to SSE clients by this gateway.",
 	})
+	// RelayCatchUps counts relays the live path dropped for lagging, which
+	// then read the turn from the stream.
+	RelayCatchUps = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "waggle_relay_catchups_total", Help: "Lagging SSE clients moved from the live path to a stream read.",
+	})
 	// RelayLag is the time from an event being stored in the stream to its
 	// write to the client.
 	RelayLag = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -93,7 +98,7 @@ func init() {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		TurnsStarted, TurnsFinished, TurnDuration, TimeToFirstToken, TokensPublished, ToolCalls, Approvals,
-		StreamsOpen, RelayEvents, RelayLag, HTTPRequests, HTTPDuration,
+		StreamsOpen, RelayEvents, RelayCatchUps, RelayLag, HTTPRequests, HTTPDuration,
 		BusRequests, BusDuration, BusErrors, StoreErrors,
 	)
 }

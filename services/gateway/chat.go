@@ -160,46 +160,26 @@ func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
 	if u, ok := teamauth.UserFrom(r.Context()); ok {
 		req.User = u.ID
 	}
-	// The relay's consumer is created while the runner starts the turn:
-	// the gateway chose the turn id, so neither waits for the other.
-	type made struct {
-		cons jetstream.Consumer
-		err  error
-	}
-	consCh := make(chan made, 1)
-	go func() {
-		cons, err := s.relayConsumer(r.Context(), req.TurnID, 0)
-		consCh <- made{cons, err}
-	}()
+	// Follow before the turn exists: the gateway picked the id, so the
+	// live path sees every event from the first.
+	live := s.hub.follow(req.TurnID)
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	started, err := bus.Request[protocol.TurnStarted](ctx, s.nc, protocol.SubjTurnStart, req)
 	cancel()
-	c := <-consCh
 	if err != nil {
-		if c.cons != nil {
-			s.deleteConsumer(c.cons)
-		}
+		s.hub.unfollow(req.TurnID, live)
 		if errors.Is(err, protocol.ErrUnavailable) {
 			err = (&protocol.Error{Status: http.StatusServiceUnavailable, Message: "No turn runner is available. Try again in a moment."}).WithCode("NO_RUNNER")
 		}
 		httpx.WriteError(w, s.log, err)
 		return
 	}
-	if c.err != nil {
-		s.cancelTurn(started.TurnID, "relay-failed")
-		httpx.WriteError(w, s.log, c.err)
-		return
-	}
-	s.relay(w, r, started.TurnID, c.cons, true)
+	s.relay(w, r, started.TurnID, relaySource{live: live}, true)
 }
 
-const (
-	// relayBuffer is how many events a relay holds between the consumer
-	// and the client; beyond it the consumer stops pulling.
-	relayBuffer = 128
-	// coalesceBacklog is the backlog that marks a client as lagging.
-	coalesceBacklog = relayBuffer / 2
-)
+// coalesceBacklog is the backlog (events waiting for one relay) that marks
+// a client as lagging.
+const coalesceBacklog = 32
 
 // relayConsumer creates the ordered consumer that reads one turn's events
 // after event id after (0 = from the first).
@@ -220,42 +200,64 @@ func (s *Service) relayConsumer(ctx context.Context, turnID string, after uint64
 	return cons, nil
 }
 
-// relay streams a turn's events from cons as SSE. It returns at the
-// terminal event, when the client goes away or when the gateway shuts down;
-// the consumer is deleted then. cancelOnGone asks the runner to cancel the
-// turn when this client disconnects.
+// relaySource says where a relay reads: the hub's live path (a new turn)
+// or a private consumer after event id after (resume, follow).
+type relaySource struct {
+	live  *queue
+	after uint64
+}
+
+// relay streams a turn's events as SSE. It returns at the terminal event,
+// when the client goes away or when the gateway shuts down. cancelOnGone
+// tells the runner when this client disconnects.
 //
-// Each event is one write and one flush. When the client reads slower than
-// tokens arrive (coalesceBacklog events are waiting), consecutive token
-// events already waiting are coalesced into one (their contents joined, in
-// order; the id is the last one's), so a lagging client catches up instead
-// of falling further behind. A client that keeps up gets every token as
-// its own event. Nothing else is ever merged or reordered.
-func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, cons jetstream.Consumer, cancelOnGone bool) {
+// Each event is one write and one flush. The relay takes every event
+// waiting at once; when more than coalesceBacklog are waiting (the client
+// or the relay lags), consecutive token events among them are coalesced
+// into one (their contents joined, in order; the id is the last one's), so
+// a lagging client catches up instead of falling further behind. A client
+// that keeps up gets every token as its own event. Nothing else is ever
+// merged or reordered. A client so far behind that the live path drops it
+// continues from the stream after the last event it took.
+func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, src relaySource, cancelOnGone bool) {
 	s.streamWG.Add(1)
 	defer s.streamWG.Done()
 	telemetry.StreamsOpen.Inc()
 	defer telemetry.StreamsOpen.Dec()
-	defer s.deleteConsumer(cons)
-	stop := make(chan struct{})
-	defer close(stop)
-	msgs := make(chan jetstream.Msg, relayBuffer)
-	// A slow client blocks this callback, which stops the consumer pulling:
-	// the backlog waits in the stream, not in gateway memory.
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		select {
-		case msgs <- m:
-		case <-stop:
+
+	var q *queue
+	var closePrivate func()
+	defer func() {
+		if closePrivate != nil {
+			closePrivate()
 		}
-	})
-	if err != nil {
-		if cancelOnGone {
-			s.cancelTurn(turnID, "relay-failed")
+	}()
+	// openPrivate reads the turn from the stream after event id after, with
+	// flow control: a full queue blocks the consumer's callback, which stops
+	// it pulling, so the backlog waits in the stream.
+	openPrivate := func(after uint64) error {
+		cons, err := s.relayConsumer(r.Context(), turnID, after)
+		if err != nil {
+			return err
 		}
+		pq := newQueue(privateQueueLimit)
+		stop := make(chan struct{})
+		cc, err := cons.Consume(func(m jetstream.Msg) { pq.put(m, stop) })
+		if err != nil {
+			s.deleteConsumer(cons)
+			return err
+		}
+		closePrivate = func() { close(stop); pq.wake(); cc.Stop(); s.deleteConsumer(cons) }
+		q = pq
+		return nil
+	}
+	if src.live != nil {
+		q = src.live
+		defer s.hub.unfollow(turnID, src.live)
+	} else if err := openPrivate(src.after); err != nil {
 		httpx.WriteError(w, s.log, err)
 		return
 	}
-	defer cc.Stop()
 
 	out, err := sse.Start(w, map[string]string{
 		"Access-Control-Allow-Origin": s.streamOrigin(r),
@@ -276,90 +278,83 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, c
 	}
 	keepAlive := time.NewTicker(s.cfg.KeepAlive)
 	defer keepAlive.Stop()
-	var held jetstream.Msg // a message read while coalescing, sent next
+	var batch []jetstream.Msg
+	var taken uint64 // stream sequence of the last event taken
 	for {
-		var m jetstream.Msg
-		if held != nil {
-			m, held = held, nil
-		} else {
+		var dropped bool
+		batch, dropped = q.take(batch)
+		if len(batch) == 0 {
+			if dropped {
+				telemetry.RelayCatchUps.Inc()
+				if err := openPrivate(taken); err != nil {
+					s.log.Warn("relay catch-up failed", "turn", turnID, "err", err)
+					return
+				}
+				continue
+			}
 			select {
-			case m = <-msgs:
+			case <-q.ready:
 			case <-keepAlive.C:
 				if err := out.Comment("keep-alive"); err != nil {
 					gone()
 					return
 				}
-				continue
 			case <-attach.C:
 				// Presence: a runner tells a slow client from a gone one
 				// (and a gateway that died) by these heartbeats.
 				s.control(turnID, protocol.TurnControlMsg{Action: protocol.ControlAttach, Client: client})
-				continue
 			case <-r.Context().Done():
 				gone()
 				return
 			case <-s.streams.Done():
 				return
 			}
-		}
-		event := m.Headers().Get(protocol.HeaderEvent)
-		if strings.HasPrefix(event, "_") {
-			// Internal markers (a turn's start) are for services, not clients.
 			continue
 		}
-		data := m.Data()
-		if event == protocol.EventToken && len(msgs) >= coalesceBacklog {
-			data, m, held = coalesceTokens(m, msgs)
-		}
-		meta, err := m.Metadata()
-		if err != nil {
-			continue
-		}
-		if err := out.Event(meta.Sequence.Stream, event, data); err != nil {
-			gone()
-			return
-		}
-		telemetry.RelayEvents.Inc()
-		telemetry.RelayLag.Observe(time.Since(meta.Timestamp).Seconds())
-		if protocol.IsTerminal(event) {
-			return
+		lagging := len(batch) > coalesceBacklog
+		for i := 0; i < len(batch); i++ {
+			m := batch[i]
+			meta, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			taken = meta.Sequence.Stream
+			event := m.Headers().Get(protocol.HeaderEvent)
+			if strings.HasPrefix(event, "_") {
+				continue // internal markers (a turn's start) are not for clients
+			}
+			data := m.Data()
+			if event == protocol.EventToken && lagging {
+				j := i + 1
+				for j < len(batch) && batch[j].Headers().Get(protocol.HeaderEvent) == protocol.EventToken {
+					j++
+				}
+				if j-i > 1 {
+					data = joinTokens(batch[i:j])
+					if meta, err = batch[j-1].Metadata(); err != nil {
+						continue
+					}
+					taken, i = meta.Sequence.Stream, j-1
+				}
+			}
+			if err := out.Event(meta.Sequence.Stream, event, data); err != nil {
+				gone()
+				return
+			}
+			telemetry.RelayEvents.Inc()
+			telemetry.RelayLag.Observe(time.Since(meta.Timestamp).Seconds())
+			if protocol.IsTerminal(event) {
+				return
+			}
 		}
 		keepAlive.Reset(s.cfg.KeepAlive)
 	}
 }
 
-// coalesceTokens joins first with the token events already waiting in
-// msgs. It returns the data to send, the last message merged (whose id the
-// event carries) and a non-token message it had to read, if any.
-func coalesceTokens(first jetstream.Msg, msgs <-chan jetstream.Msg) ([]byte, jetstream.Msg, jetstream.Msg) {
-	var more []jetstream.Msg
-	for {
-		select {
-		case m := <-msgs:
-			if m.Headers().Get(protocol.HeaderEvent) != protocol.EventToken {
-				return joinTokens(first, more), last(first, more), m
-			}
-			more = append(more, m)
-			continue
-		default:
-		}
-		return joinTokens(first, more), last(first, more), nil
-	}
-}
-
-func last(first jetstream.Msg, more []jetstream.Msg) jetstream.Msg {
-	if len(more) == 0 {
-		return first
-	}
-	return more[len(more)-1]
-}
-
-func joinTokens(first jetstream.Msg, more []jetstream.Msg) []byte {
-	if len(more) == 0 {
-		return first.Data()
-	}
+// joinTokens merges token events into one token event's data.
+func joinTokens(msgs []jetstream.Msg) []byte {
 	var b strings.Builder
-	for _, m := range append([]jetstream.Msg{first}, more...) {
+	for _, m := range msgs {
 		var t protocol.TokenData
 		if err := json.Unmarshal(m.Data(), &t); err == nil {
 			b.WriteString(t.Content)
@@ -367,7 +362,7 @@ func joinTokens(first jetstream.Msg, more []jetstream.Msg) []byte {
 	}
 	data, err := marshalNoEscape(protocol.TokenData{Content: b.String()})
 	if err != nil {
-		return first.Data()
+		return msgs[0].Data()
 	}
 	return data
 }

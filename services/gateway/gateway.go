@@ -91,6 +91,9 @@ type Config struct {
 	// Replicas is the replica count of the gateway's KV buckets (shared
 	// rate-limit counters). Default 1.
 	Replicas int
+	// Stream shapes the turn-event stream; gateways and runners must agree
+	// (the composition root passes both the same).
+	Stream bus.TurnStreamConfig
 }
 
 // Auth modes.
@@ -198,6 +201,8 @@ type Service struct {
 	ln     net.Listener
 	served chan error
 
+	hub *hub
+
 	// streams is cancelled when the shutdown grace runs out, cutting event
 	// streams that are still open.
 	streams    context.Context
@@ -243,6 +248,15 @@ func (s *Service) Start(ctx context.Context) error {
 		nc.Close()
 		return fmt.Errorf("gateway: jetstream: %w", err)
 	}
+	if _, err := bus.EnsureTurnStream(ctx, s.js, s.cfg.Stream); err != nil {
+		nc.Close()
+		return err
+	}
+	s.hub = newHub()
+	if err := s.hub.start(ctx, s.js); err != nil {
+		nc.Close()
+		return err
+	}
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		nc.Close()
@@ -286,6 +300,7 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 	s.stopStream()
 	<-s.served
+	s.hub.stop()
 	drainErr := bus.Drain(ctx, s.nc)
 	return errors.Join(err, drainErr)
 }

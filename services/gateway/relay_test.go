@@ -17,10 +17,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/embednats"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/telemetry"
 )
 
 // slowWriter is a client that reads slowly: every write blocks a while.
@@ -89,12 +91,57 @@ func TestRelayCoalescesForSlowReader(t *testing.T) {
 	publish(protocol.EventDone, map[string]any{"content": "end"})
 	<-s.js.PublishAsyncComplete()
 
-	cons, err := s.relayConsumer(context.Background(), turn, 0)
-	if err != nil {
+	w := &slowWriter{header: http.Header{}, delay: 200 * time.Microsecond}
+	s.relay(w, httptest.NewRequest(http.MethodGet, "/", nil), turn, relaySource{}, false)
+	checkRelayed(t, w, want.String(), tokens)
+}
+
+// TestLiveRelayDropsLaggingClientToCatchUp: on the live path, a client too
+// slow for its buffer is handed to a private consumer and still gets every
+// token, in order, once.
+func TestLiveRelayDropsLaggingClientToCatchUp(t *testing.T) {
+	s := newRelayService(t)
+	s.hub = newHub()
+	s.hub.limit = 16 // overflow quickly: this test is about the catch-up
+	if err := s.hub.start(context.Background(), s.js); err != nil {
 		t.Fatal(err)
 	}
-	w := &slowWriter{header: http.Header{}, delay: 200 * time.Microsecond}
-	s.relay(w, httptest.NewRequest(http.MethodGet, "/", nil), turn, cons, false)
+	defer s.hub.stop()
+	const turn, tokens = "turn-live", 3000
+	live := s.hub.follow(turn)
+	var want strings.Builder
+	published := make(chan struct{})
+	go func() {
+		defer close(published)
+		for i := range tokens {
+			tok := fmt.Sprintf("t%d<&> ", i)
+			want.WriteString(tok)
+			body, _ := marshalNoEscape(protocol.TokenData{Content: tok})
+			m := &nats.Msg{Subject: protocol.TurnEvents(turn), Data: body, Header: nats.Header{}}
+			m.Header.Set(protocol.HeaderEvent, protocol.EventToken)
+			s.js.PublishMsgAsync(m)
+			if i == tokens/2 {
+				m := &nats.Msg{Subject: protocol.TurnEvents(turn), Data: []byte(`{"content":"halfway"}`), Header: nats.Header{}}
+				m.Header.Set(protocol.HeaderEvent, protocol.EventStep)
+				s.js.PublishMsgAsync(m)
+			}
+		}
+		m := &nats.Msg{Subject: protocol.TurnEvents(turn), Data: []byte(`{"content":"end"}`), Header: nats.Header{}}
+		m.Header.Set(protocol.HeaderEvent, protocol.EventDone)
+		s.js.PublishMsgAsync(m)
+	}()
+	w := &slowWriter{header: http.Header{}, delay: 300 * time.Microsecond}
+	before := testutil.ToFloat64(telemetry.RelayCatchUps)
+	s.relay(w, httptest.NewRequest(http.MethodGet, "/", nil), turn, relaySource{live: live}, false)
+	<-published
+	checkRelayed(t, w, want.String(), tokens)
+	if testutil.ToFloat64(telemetry.RelayCatchUps) == before {
+		t.Fatal("the lagging client was never handed to a stream read")
+	}
+}
+
+func checkRelayed(t *testing.T, w *slowWriter, want string, tokens int) {
+	t.Helper()
 
 	var got strings.Builder
 	var names []string
@@ -122,8 +169,8 @@ func TestRelayCoalescesForSlowReader(t *testing.T) {
 			got.WriteString(d.Content)
 		}
 	}
-	if got.String() != want.String() {
-		t.Fatalf("token text differs: got %d bytes, want %d", got.Len(), want.Len())
+	if got.String() != want {
+		t.Fatalf("token text differs: got %d bytes, want %d", got.Len(), len(want))
 	}
 	if names[len(names)-1] != protocol.EventDone {
 		t.Fatalf("last event %s", names[len(names)-1])

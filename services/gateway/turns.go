@@ -62,12 +62,7 @@ func (s *Service) turnEvents(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, s.log, errTurnNotFound)
 		return
 	}
-	cons, err := s.relayConsumer(r.Context(), id, after)
-	if err != nil {
-		httpx.WriteError(w, s.log, err)
-		return
-	}
-	s.relay(w, r, id, cons, false)
+	s.relay(w, r, id, relaySource{after: after}, false)
 }
 
 // cancelTurnRoute is POST /api/chat/turns/{turnId}/cancel: stop a turn from

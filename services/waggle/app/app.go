@@ -77,7 +77,7 @@ func New(cfg Config, log *slog.Logger) *App {
 			DataDir: cfg.DataDir, LLMURL: cfg.LLMURL, LLMAPIKey: cfg.LLMAPIKey,
 			EchoDelay: cfg.EchoDelay, EchoDelaySet: true,
 			Approval:      approvalgate.Config{Timeout: cfg.ApprovalTimeout},
-			Stream:        bus.TurnStreamConfig{Replicas: cfg.NATSReplicas, Storage: cfg.TurnStorage},
+			Stream:        streamConfig(cfg),
 			MaxTurns:      cfg.MaxTurns,
 			DisableBash:   cfg.EnableBash == "false" || (cfg.EnableBash != "true" && cfg.Auth == gateway.AuthRequired),
 			AgentMaxSteps: cfg.AgentMaxSteps,
@@ -92,7 +92,7 @@ func New(cfg Config, log *slog.Logger) *App {
 			Addr: cfg.Addr, DataDir: cfg.DataDir, MaxMessageLength: maxLen, AllowedOrigins: cfg.AllowedOrigins,
 			Probe: probeConfig(cfg), ShutdownGrace: cfg.ShutdownTimeout / 3,
 			Auth: cfg.Auth, RateLimit: cfg.RateLimit, RateLimitChat: cfg.RateLimitChat, RateWindow: cfg.RateWindow,
-			Replicas: cfg.NATSReplicas,
+			Replicas: cfg.NATSReplicas, Stream: streamConfig(cfg),
 		}, dial, a.mgr.Ready, log)
 		return a.gateway, nil
 	}})
@@ -190,6 +190,10 @@ func (a *App) NATSURL() string {
 		return a.cfg.NATSURL
 	}
 	return a.embed.ClientURL()
+}
+
+func streamConfig(c Config) bus.TurnStreamConfig {
+	return bus.TurnStreamConfig{Replicas: c.NATSReplicas, Storage: c.TurnStorage}
 }
 
 func probeConfig(c Config) llmprobe.Config {

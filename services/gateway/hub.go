@@ -1,0 +1,186 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+// hub is the live path of event streams: one ordered consumer per gateway
+// reads every turn's new events and queues each for the relays following
+// that turn. A relay costs a small queue here, not a JetStream consumer of
+// its own (a consumer is ~50 KiB of server state, four goroutines and an
+// API round trip before the first event).
+//
+// The hub never blocks on a client: a relay whose queue overflows is
+// dropped and catches up from the stream with a private consumer, starting
+// after the last event it took.
+type hub struct {
+	mu    sync.Mutex
+	turns map[string][]*queue
+	cc    jetstream.ConsumeContext
+	limit int // a follower's backlog limit (liveQueueLimit)
+}
+
+func newHub() *hub { return &hub{turns: map[string][]*queue{}, limit: liveQueueLimit} }
+
+// start consumes new events of every turn.
+func (h *hub) start(ctx context.Context, js jetstream.JetStream) error {
+	cons, err := js.OrderedConsumer(ctx, protocol.StreamTurns, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{protocol.SubjTurnEventsAll},
+		DeliverPolicy:  jetstream.DeliverNewPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("gateway: live event consumer: %w", err)
+	}
+	cc, err := cons.Consume(h.dispatch, jetstream.PullMaxMessages(1024))
+	if err != nil {
+		return fmt.Errorf("gateway: live event consumer: %w", err)
+	}
+	h.cc = cc
+	return nil
+}
+
+func (h *hub) stop() {
+	if h.cc != nil {
+		h.cc.Stop()
+	}
+}
+
+func (h *hub) dispatch(m jetstream.Msg) {
+	id := protocol.TurnIDOfEvent(m.Subject())
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	fs := h.turns[id]
+	for i := 0; i < len(fs); i++ {
+		if !fs[i].offer(m) {
+			// Lagging: this follower now catches up from the stream.
+			fs = append(fs[:i], fs[i+1:]...)
+			i--
+		}
+	}
+	if len(fs) == 0 {
+		delete(h.turns, id)
+	} else {
+		h.turns[id] = fs
+	}
+}
+
+// follow registers a relay for a turn's future events. Register before the
+// turn can publish (the gateway picks the turn id), and nothing is missed.
+func (h *hub) follow(turnID string) *queue {
+	q := newQueue(h.limit)
+	h.mu.Lock()
+	h.turns[turnID] = append(h.turns[turnID], q)
+	h.mu.Unlock()
+	return q
+}
+
+// unfollow removes a relay (a no-op when the hub already dropped it).
+func (h *hub) unfollow(turnID string, q *queue) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	fs := h.turns[turnID]
+	for i, g := range fs {
+		if g == q {
+			fs = append(fs[:i], fs[i+1:]...)
+			break
+		}
+	}
+	if len(fs) == 0 {
+		delete(h.turns, turnID)
+	} else {
+		h.turns[turnID] = fs
+	}
+}
+
+// queue hands a turn's events to one relay. The producer appends; the
+// relay takes everything waiting at once, so a relay that fell behind sees
+// its whole backlog and can coalesce it.
+type queue struct {
+	mu      sync.Mutex
+	pending []jetstream.Msg
+	limit   int
+	dropped bool          // overflowed (live path): the relay must catch up
+	ready   chan struct{} // signalled when pending becomes non-empty or dropped
+	space   *sync.Cond    // private path: the producer waits for room
+}
+
+const (
+	// liveQueueLimit bounds a live follower's backlog; beyond it the relay
+	// reads from the stream instead.
+	liveQueueLimit = 4096
+	// privateQueueLimit bounds a private consumer's backlog; beyond it the
+	// consumer stops pulling and the stream holds the rest.
+	privateQueueLimit = 512
+)
+
+func newQueue(limit int) *queue {
+	q := &queue{limit: limit, ready: make(chan struct{}, 1)}
+	q.space = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *queue) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// offer appends m unless the queue is full, in which case the queue is
+// marked dropped and offer reports false. It never blocks.
+func (q *queue) offer(m jetstream.Msg) bool {
+	q.mu.Lock()
+	if q.dropped || len(q.pending) >= q.limit {
+		q.dropped = true
+		q.mu.Unlock()
+		q.signal()
+		return false
+	}
+	q.pending = append(q.pending, m)
+	q.mu.Unlock()
+	q.signal()
+	return true
+}
+
+// put appends m, waiting while the queue is full until there is room or
+// stop is closed. It is the private consumer's flow control.
+func (q *queue) put(m jetstream.Msg, stop <-chan struct{}) {
+	q.mu.Lock()
+	for len(q.pending) >= q.limit {
+		select {
+		case <-stop:
+			q.mu.Unlock()
+			return
+		default:
+		}
+		q.space.Wait()
+	}
+	q.pending = append(q.pending, m)
+	q.mu.Unlock()
+	q.signal()
+}
+
+// wake releases a producer blocked in put (used when the relay ends).
+func (q *queue) wake() {
+	q.mu.Lock()
+	q.space.Broadcast()
+	q.mu.Unlock()
+}
+
+// take returns everything waiting (reusing buf) and whether the queue was
+// dropped by the live path.
+func (q *queue) take(buf []jetstream.Msg) ([]jetstream.Msg, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := append(buf[:0], q.pending...)
+	clear(q.pending)
+	q.pending = q.pending[:0]
+	q.space.Broadcast()
+	return out, q.dropped
+}
