@@ -205,6 +205,9 @@ func (s *Service) relayConsumer(ctx context.Context, turnID string, after uint64
 type relaySource struct {
 	live  *queue
 	after uint64
+	// final is the one event that ends the stream; "" means a chat turn's
+	// done or error.
+	final string
 }
 
 // relay streams a turn's events as SSE. It returns at the terminal event,
@@ -343,7 +346,7 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, s
 			}
 			telemetry.RelayEvents.Inc()
 			telemetry.RelayLag.Observe(time.Since(meta.Timestamp).Seconds())
-			if protocol.IsTerminal(event) {
+			if (src.final == "" && protocol.IsTerminal(event)) || event == src.final {
 				return
 			}
 		}

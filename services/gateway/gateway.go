@@ -335,6 +335,7 @@ func (s *Service) routes() http.Handler {
 		r.Get("/chat/turns/{turnId}/events", s.turnEvents)
 		r.Post("/chat/turns/{turnId}/cancel", s.cancelTurnRoute)
 		r.Post("/agent/abort", s.abort)
+		r.Post("/agent/run", s.agentRun)
 		sessionsapi.Mount(r, deps)
 		approvalapi.Mount(r, deps)
 		commandapi.Mount(r, deps)

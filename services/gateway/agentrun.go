@@ -1,0 +1,83 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/gateway/internal/httpx"
+)
+
+// agentRun is POST /api/agent/run (contract §8): a one-shot retrieval run
+// streamed as SSE with its own event names; done always comes last.
+func (s *Service) agentRun(w http.ResponseWriter, r *http.Request) {
+	f, err := httpx.DecodeBody(w, r, s.cfg.BodyLimit)
+	if err != nil {
+		httpx.WriteError(w, s.log, err)
+		return
+	}
+	req, err := parseAgentRun(f)
+	if err != nil {
+		httpx.WriteError(w, s.log, err)
+		return
+	}
+	// The original needs its memory and embedding provider; ours needs a
+	// model to run the loop at all.
+	if !s.probe.Available(r.Context()) {
+		httpx.WriteError(w, s.log, protocol.Errorf(http.StatusServiceUnavailable, "multi-mind or embedding provider not initialized"))
+		return
+	}
+	req.TurnID = protocol.NewUUID()
+	live := s.hub.follow(req.TurnID)
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	started, err := bus.Request[protocol.TurnStarted](ctx, s.nc, protocol.SubjAgentRun, req)
+	cancel()
+	if err != nil {
+		s.hub.unfollow(req.TurnID, live)
+		if errors.Is(err, protocol.ErrUnavailable) {
+			err = (&protocol.Error{Status: http.StatusServiceUnavailable, Message: "No turn runner is available. Try again in a moment."}).WithCode("NO_RUNNER")
+		}
+		httpx.WriteError(w, s.log, err)
+		return
+	}
+	s.relay(w, r, started.TurnID, relaySource{live: live, final: protocol.AgentRunEventDone}, true)
+}
+
+// parseAgentRun validates the body of POST /api/agent/run.
+func parseAgentRun(f httpx.Fields) (protocol.AgentRunRequest, error) {
+	var req protocol.AgentRunRequest
+	q, present, ok := f.Str("question")
+	if !present || !ok || q == "" {
+		return req, protocol.Errorf(http.StatusBadRequest, "question is required")
+	}
+	req.Question = q
+	var err error
+	for key, dst := range map[string]*string{"shape": &req.Shape, "model": &req.Model, "persona": &req.Persona} {
+		if *dst, _, err = f.OptString(key); err != nil {
+			return req, err
+		}
+	}
+	name, ws, err := aliased(f, "workspace", "workspaceId")
+	if err != nil {
+		return req, err
+	}
+	if name != "" && ws != "personal" {
+		if err := httpx.CheckSegment(name, ws); err != nil {
+			return req, err
+		}
+		req.Workspace = ws
+	}
+	for key, dst := range map[string]*int{"maxSteps": &req.MaxSteps, "maxRetrievalsPerStep": &req.MaxRetrievalsPerStep} {
+		raw, ok := f[key]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		if err := json.Unmarshal(raw, dst); err != nil || *dst < 1 {
+			return req, protocol.Errorf(http.StatusBadRequest, "%s must be a positive whole number", key)
+		}
+	}
+	return req, nil
+}
