@@ -1,0 +1,162 @@
+package retrieval
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+// PersonalWorkspace is the workspace a run searches when it names none,
+// names "personal", or names one the store does not know (reference §5.4:
+// the personal mind). It is the store's default workspace.
+const PersonalWorkspace = "default"
+
+// DefaultBusTimeout bounds each store request of a BusSearcher.
+const DefaultBusTimeout = 10 * time.Second
+
+// BusSearcher is the Searcher over the session store: a workspace's
+// memories (protocol.SubjStoreMemorySearch) and its sessions
+// (protocol.SubjSessionSearch), merged by score.
+//
+// Score is the share of the query's distinct terms (lower-cased runs of
+// letters and digits, as the memory search splits them) that the passage
+// contains, so memories and session snippets rank on one scale from 0 to 1.
+// Ties keep memories before sessions and each source's own order.
+type BusSearcher struct {
+	nc      *nats.Conn
+	timeout time.Duration
+}
+
+// NewBusSearcher returns a BusSearcher on nc whose store requests each take
+// at most timeout (DefaultBusTimeout when 0).
+func NewBusSearcher(nc *nats.Conn, timeout time.Duration) *BusSearcher {
+	if timeout <= 0 {
+		timeout = DefaultBusTimeout
+	}
+	return &BusSearcher{nc: nc, timeout: timeout}
+}
+
+// Search implements Searcher. A source that is not there (no store
+// responder, unknown workspace) contributes nothing; an error is returned
+// only when both sources failed otherwise.
+func (b *BusSearcher) Search(ctx context.Context, workspace, query string, limit int) ([]Passage, error) {
+	ws, err := b.resolve(ctx, workspace)
+	if err != nil {
+		return nil, err
+	}
+	mems, merr := request[protocol.MemorySearchReply](ctx, b, protocol.SubjStoreMemorySearch,
+		protocol.MemorySearchRequest{Workspace: ws, Query: query, Limit: limit})
+	var sess protocol.SessionSearchReply
+	var serr error
+	if len([]rune(strings.TrimSpace(query))) >= 2 { // the session search's minimum
+		sess, serr = request[protocol.SessionSearchReply](ctx, b, protocol.SubjSessionSearch,
+			protocol.SessionSearchRequest{Workspace: ws, Query: strings.TrimSpace(query), Limit: limit})
+	}
+	merr, serr = absentIsEmpty(merr), absentIsEmpty(serr)
+	if merr != nil && serr != nil {
+		return nil, fmt.Errorf("retrieval: search %s: %w", ws, errors.Join(merr, serr))
+	}
+
+	terms := queryTerms(query)
+	var out []Passage
+	for _, m := range mems.Memories {
+		if m.Content != "" {
+			out = append(out, Passage{Source: "memory:" + m.ID, Content: m.Content, Score: termScore(terms, m.Content, strings.Join(m.Tags, "\n"))})
+		}
+	}
+	for _, s := range sess.Results {
+		content := sessionPassage(s)
+		out = append(out, Passage{Source: "session:" + s.SessionID, Content: content, Score: termScore(terms, content)})
+	}
+	slices.SortStableFunc(out, func(a, b Passage) int { return cmp.Compare(b.Score, a.Score) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// resolve maps a run's workspace to the one searched: the personal one
+// unless a known workspace is named.
+func (b *BusSearcher) resolve(ctx context.Context, workspace string) (string, error) {
+	if workspace == "" || workspace == "personal" || workspace == PersonalWorkspace || !protocol.ValidID(workspace) {
+		return PersonalWorkspace, nil
+	}
+	_, err := request[protocol.Workspace](ctx, b, protocol.SubjStoreWorkspaceGet, protocol.WorkspaceRequest{Workspace: workspace})
+	switch {
+	case err == nil:
+		return workspace, nil
+	case protocol.StatusOf(err) == http.StatusNotFound:
+		return PersonalWorkspace, nil
+	case errors.Is(err, protocol.ErrUnavailable):
+		// No store to ask; the searches below will find that out too.
+		return workspace, nil
+	default:
+		return "", fmt.Errorf("retrieval: look up workspace %s: %w", workspace, err)
+	}
+}
+
+func request[Rep any](ctx context.Context, b *BusSearcher, subject string, req any) (Rep, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	return bus.Request[Rep](ctx, b.nc, subject, req)
+}
+
+// absentIsEmpty treats a missing store or workspace as no results.
+func absentIsEmpty(err error) error {
+	if errors.Is(err, protocol.ErrUnavailable) || protocol.StatusOf(err) == http.StatusNotFound {
+		return nil
+	}
+	return err
+}
+
+// sessionPassage renders a session hit: its title, then each snippet as
+// "<role>: <text>".
+func sessionPassage(s protocol.SessionSearchResult) string {
+	var b strings.Builder
+	if t, ok := s.Title.(string); ok && t != "" {
+		fmt.Fprintf(&b, "Conversation %q", t)
+	} else {
+		b.WriteString("Conversation " + s.SessionID)
+	}
+	for _, sn := range s.Snippets {
+		fmt.Fprintf(&b, "\n%s: %s", sn.Role, sn.Text)
+	}
+	return b.String()
+}
+
+// queryTerms are the distinct lower-cased runs of letters and digits of q.
+func queryTerms(q string) []string {
+	var terms []string
+	for _, f := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if !slices.Contains(terms, f) {
+			terms = append(terms, f)
+		}
+	}
+	return terms
+}
+
+// termScore is the share of terms found (case-insensitively) in any of texts.
+func termScore(terms []string, texts ...string) float64 {
+	if len(terms) == 0 {
+		return 0
+	}
+	lower := strings.ToLower(strings.Join(texts, "\n"))
+	n := 0
+	for _, t := range terms {
+		if strings.Contains(lower, t) {
+			n++
+		}
+	}
+	return float64(n) / float64(len(terms))
+}
