@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/turnrunner/agent"
 	"github.com/waggle-os/core/services/turnrunner/approvalgate"
 	"github.com/waggle-os/core/services/turnrunner/tools"
@@ -26,23 +27,47 @@ type agentInputs struct {
 	toolEvs   []protocol.ToolEvent
 	workspace protocol.Workspace
 	spent     float64
+	// turnTools are this turn's own tool events (a resumed turn's finished calls).
+	turnTools []protocol.ToolEvent
 }
 
+// governanceText is shown when a team user's tool policy cannot be read:
+// the turn does not run tools it cannot vouch for.
+const governanceText = "Could not check your team's tool policy. Try again in a moment."
+
 // runAgent runs the agent loop for message (the user's text, or the prompt
-// a slash command rerouted to the model) and ends the turn.
-func (t *turn) runAgent(message string) {
+// a slash command rerouted to the model) and ends the turn. resume, when
+// set, continues from another runner's checkpoint.
+func (t *turn) runAgent(message string, resume *agent.Resume) {
 	s := t.svc
-	log := s.log.With("turn", t.req.TurnID, "workspace", t.req.Workspace, "session", t.req.Session)
+	log := t.logger()
 	mc := s.models.Get()
 	in, err := t.loadAgentInputs(mc)
 	if err != nil {
 		if t.ctx.Err() != nil {
-			t.abortWith("")
+			t.abortWith(t.resumedText(resume))
 			return
 		}
 		log.Error("load turn context", "err", err)
-		t.failPersisted("", "Could not load this conversation. Try sending your message again.")
+		t.failPersisted(t.resumedText(resume), "Could not load this conversation. Try sending your message again.")
 		return
+	}
+	var policy protocol.ToolPolicy
+	if t.req.User != "" {
+		policy, err = s.policies.get(t.ctx, t.req.User, t.req.Workspace, time.Now())
+		if err != nil {
+			if t.ctx.Err() != nil {
+				t.abortWith(t.resumedText(resume))
+				return
+			}
+			// Fail closed: without the policy no tool may run.
+			log.Error("tool policy unavailable", "user", t.req.User, "err", err)
+			t.failPersisted(t.resumedText(resume), governanceText)
+			return
+		}
+	}
+	if resume != nil {
+		resume.Results = in.turnTools
 	}
 	choice := agent.ResolveModel(mc, t.req.Model, in.workspace.Model, message, in.spent)
 	persona := firstNonEmpty(t.req.Persona, in.workspace.Persona)
@@ -50,9 +75,16 @@ func (t *turn) runAgent(message string) {
 	mem := busMemory{s: s}
 	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem}
 	bound := s.tools.Bind(env, nil)
-	agentTools := make([]agent.Tool, len(bound))
-	for i, b := range bound {
-		agentTools[i] = b
+	agentTools := make([]agent.Tool, 0, len(bound))
+	var blocked []string
+	for _, b := range bound {
+		if policy.Blocks(b.Name()) {
+			continue
+		}
+		agentTools = append(agentTools, b)
+	}
+	if policy.Governed {
+		blocked = policy.BlockedTools
 	}
 
 	gateCfg := s.cfg.Approval
@@ -63,6 +95,9 @@ func (t *turn) runAgent(message string) {
 		TurnID: t.req.TurnID, Workspace: t.req.Workspace, Session: t.req.Session, Autonomy: t.req.Autonomy,
 	}, t.pub, gateCfg)
 	defer func() {
+		if t.silent() {
+			return // the turn goes on elsewhere: its approvals are not ours to deny
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.StoreTimeout)
 		defer cancel()
 		gate.Close(ctx)
@@ -77,11 +112,17 @@ func (t *turn) runAgent(message string) {
 		HistoryTools: in.toolEvs,
 		Message:      message,
 		Tools:        agentTools,
+		Blocked:      blocked,
 		Gate:         gate,
 		Recall:       recaller{mem: mem, workspace: t.req.Workspace},
 		Sink:         &turnSink{t: t},
 		OnToolEvent:  t.persistTool,
+		Checkpoint:   turnCheckpoint{t: t},
+		Resume:       resume,
 	})
+	if t.silent() {
+		return
+	}
 	t.recordUsage(res)
 	switch {
 	case t.ctx.Err() != nil:
@@ -97,6 +138,27 @@ func (t *turn) runAgent(message string) {
 		}
 		t.finish(protocol.EventDone, agent.DoneData(res))
 	}
+}
+
+// resumedText is the reply text a resumed turn already streamed.
+func (t *turn) resumedText(resume *agent.Resume) string {
+	if resume == nil {
+		return ""
+	}
+	return resume.Content
+}
+
+// turnCheckpoint makes the agent's checkpoints durable in the turn stream.
+type turnCheckpoint struct{ t *turn }
+
+// Step stores a model step's tool calls before any of them runs.
+func (c turnCheckpoint) Step(_ context.Context, cp protocol.StepCheckpoint) error {
+	return c.t.pub.Mark(protocol.EventCheckpointStep, cp)
+}
+
+// Executing stores that a tool call is about to run.
+func (c turnCheckpoint) Executing(_ context.Context, cp protocol.ExecCheckpoint) error {
+	return c.t.pub.Mark(protocol.EventCheckpointExec, cp)
 }
 
 // loadAgentInputs reads the session's history, the workspace's config and
@@ -117,6 +179,7 @@ func (t *turn) loadAgentInputs(mc agent.ModelConfig) (agentInputs, error) {
 			return
 		}
 		in.history, in.toolEvs = withoutTurn(rep.Messages, rep.Tools, t.req.TurnID)
+		_, in.turnTools = ofTurn(rep.Messages, rep.Tools, t.req.TurnID)
 	})
 	wg.Go(func() {
 		ws, err := turnRequest[protocol.Workspace](t.ctx, s, protocol.SubjStoreWorkspaceGet,
@@ -165,6 +228,23 @@ func withoutTurn(msgs []protocol.Message, evs []protocol.ToolEvent, turnID strin
 	return outM, outT
 }
 
+// ofTurn keeps only the messages and tool events of turn turnID.
+func ofTurn(msgs []protocol.Message, evs []protocol.ToolEvent, turnID string) ([]protocol.Message, []protocol.ToolEvent) {
+	var outM []protocol.Message
+	for _, m := range msgs {
+		if m.TurnID == turnID {
+			outM = append(outM, m)
+		}
+	}
+	var outT []protocol.ToolEvent
+	for _, ev := range evs {
+		if ev.TurnID == turnID {
+			outT = append(outT, ev)
+		}
+	}
+	return outM, outT
+}
+
 func startOfDayUTC(now time.Time) time.Time {
 	y, m, d := now.UTC().Date()
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
@@ -182,6 +262,11 @@ func (t *turn) filesDir() string {
 // persistTool stores a finished (or denied) tool call the moment it ends,
 // so a crash later in the turn loses none.
 func (t *turn) persistTool(ev protocol.ToolEvent) {
+	if _, known := t.svc.tools.Get(ev.Name); known {
+		// Only registered names: a model inventing tools must not grow the
+		// metric's label set.
+		telemetry.ToolCalls.WithLabelValues(ev.Name, ev.Status).Inc()
+	}
 	_, err := storeRequest[protocol.AppendReply](t.svc, protocol.SubjStoreAppend, protocol.AppendRequest{SessionRef: t.ref(), Tool: &ev})
 	if err != nil {
 		t.svc.log.Error("persist tool event", "turn", t.req.TurnID, "tool", ev.Name, "err", err)

@@ -22,6 +22,8 @@ type publisher struct {
 	js      jetstream.JetStream
 	turnID  string
 	subject string
+	// onToken, when set, is called after each token event is handed over.
+	onToken func()
 }
 
 func newPublisher(js jetstream.JetStream, turnID string) *publisher {
@@ -63,7 +65,35 @@ func (p *publisher) Emit(event string, data any) error {
 	if _, err := p.js.PublishMsgAsync(m); err != nil {
 		return fmt.Errorf("turnrunner: publish %s for %s: %w", event, p.turnID, err)
 	}
+	if event == protocol.EventToken && p.onToken != nil {
+		p.onToken()
+	}
 	return nil
+}
+
+// Mark publishes an internal event and waits for the stream to store it
+// (and with it every earlier event of the turn): a checkpoint must be
+// durable before the work it describes begins.
+func (p *publisher) Mark(event string, data any) error {
+	m, err := p.msg(event, data)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := p.js.PublishMsg(ctx, m); err != nil {
+		return fmt.Errorf("turnrunner: publish %s for %s: %w", event, p.turnID, err)
+	}
+	return nil
+}
+
+// flush waits (at most d) until every event published asynchronously is
+// stored, so a runner taking the turn over reads all of them.
+func (p *publisher) flush(d time.Duration) {
+	select {
+	case <-p.js.PublishAsyncComplete():
+	case <-time.After(d):
+	}
 }
 
 // Finish publishes the terminal event and waits for the stream to store it.
@@ -73,7 +103,7 @@ func (p *publisher) Finish(event string, data any) error {
 	if err != nil {
 		return err
 	}
-	m.Header.Set(jetstream.MsgIDHeader, p.turnID+":end")
+	m.Header.Set(jetstream.MsgIDHeader, protocol.TurnEndMsgID(p.turnID))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := p.js.PublishMsg(ctx, m); err != nil {

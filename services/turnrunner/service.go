@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -82,6 +84,23 @@ type Config struct {
 
 	// Approval configures each turn's tool-approval gate (timeout default 5m).
 	Approval approvalgate.Config
+
+	// DisconnectGrace is how long a turn keeps running once every client
+	// that followed it is gone (detached, or silent for two attach
+	// intervals). Default 0: cancel at once, the original's behaviour.
+	DisconnectGrace time.Duration
+	// RunnerID names this runner in turn leases and logs. Default
+	// <host>-<pid>-<random>.
+	RunnerID string
+	// PolicyTTL is how long a team user's tool policy is cached. Default 5s.
+	PolicyTTL time.Duration
+	// PolicyTimeout bounds the teams service's answer about a tool policy;
+	// without an answer a team user's agent turn fails (closed). Default 5s.
+	PolicyTimeout time.Duration
+	// HandoverMargin is how much of the shutdown budget Stop keeps for
+	// handing unfinished turns to other runners: it lets turns finish until
+	// the budget's end minus the margin. Default 2s.
+	HandoverMargin time.Duration
 }
 
 // Validate checks c and fills defaults.
@@ -140,6 +159,24 @@ func (c *Config) Validate() error {
 	if c.ModelConfigCheck <= 0 {
 		c.ModelConfigCheck = 2 * time.Second
 	}
+	if c.DisconnectGrace < 0 {
+		return errors.New("turnrunner: disconnect grace must not be negative")
+	}
+	if c.RunnerID == "" {
+		c.RunnerID = defaultRunnerID()
+	}
+	if !protocol.ValidID(c.RunnerID) {
+		return fmt.Errorf("turnrunner: runner id %q: want letters, digits, '-' or '_'", c.RunnerID)
+	}
+	if c.PolicyTTL <= 0 {
+		c.PolicyTTL = 5 * time.Second
+	}
+	if c.PolicyTimeout <= 0 {
+		c.PolicyTimeout = 5 * time.Second
+	}
+	if c.HandoverMargin <= 0 {
+		c.HandoverMargin = 2 * time.Second
+	}
 	if err := c.toolsConfig().Validate(); err != nil {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
@@ -166,17 +203,27 @@ func (c *Config) agentConfig() agent.Config {
 // Service is the turn-runner service.
 type Service struct {
 	cfg  Config
+	id   string
 	dial bus.Dialer
 	log  *slog.Logger
 
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	svc    *bus.Service
-	ctlSub *nats.Subscription
-	probe  *llmprobe.Prober
-	agent  *agent.Agent
-	tools  *tools.Registry
-	models *modelConfigCache
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	leases   jetstream.KeyValue
+	locks    jetstream.KeyValue
+	svc      *bus.Service
+	subs     []*nats.Subscription
+	probe    *llmprobe.Prober
+	agent    *agent.Agent
+	tools    *tools.Registry
+	models   *modelConfigCache
+	policies *policyCache
+
+	// loops are the heartbeat and claim loops, stopped by Stop.
+	loops     sync.WaitGroup
+	stopLoops context.CancelFunc
+	stopClaim context.CancelFunc
+	stopping  atomic.Bool
 
 	mu    sync.Mutex
 	turns map[string]*turn
@@ -192,11 +239,36 @@ func New(cfg Config, dial bus.Dialer, log *slog.Logger) *Service {
 	return &Service{cfg: cfg, dial: dial, log: log.With("service", "turn-runner"), turns: map[string]*turn{}}
 }
 
-// Start connects, makes sure the turn stream exists and starts taking turns.
+func defaultRunnerID() string {
+	host, _ := os.Hostname()
+	var b strings.Builder
+	for _, c := range host {
+		if c < 128 && protocol.ValidID(string(c)) {
+			b.WriteRune(c)
+		}
+	}
+	h := b.String()
+	if len(h) > 64 {
+		h = h[:64]
+	}
+	if h == "" {
+		h = "runner"
+	}
+	return fmt.Sprintf("%s-%d-%s", h, os.Getpid(), protocol.NewUUID()[:8])
+}
+
+// ID is this runner's name in turn leases.
+func (s *Service) ID() string { return s.id }
+
+// Start connects, makes sure the turn stream and the lease and lock
+// buckets exist, and starts taking turns — new ones and those other
+// runners left behind.
 func (s *Service) Start(ctx context.Context) error {
 	if err := s.cfg.Validate(); err != nil {
 		return err
 	}
+	s.id = s.cfg.RunnerID
+	s.log = s.log.With("runner", s.id)
 	s.probe = llmprobe.New(s.cfg.Probe)
 	ag, err := agent.New(s.cfg.agentConfig())
 	if err != nil {
@@ -211,6 +283,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.nc = nc
+	s.policies = newPolicyCache(nc, s.cfg.PolicyTTL, s.cfg.PolicyTimeout)
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
 	if err != nil {
 		s.Stop(ctx)
@@ -221,13 +294,29 @@ func (s *Service) Start(ctx context.Context) error {
 		s.Stop(ctx)
 		return err
 	}
+	if err := s.ensureBuckets(ctx); err != nil {
+		s.Stop(ctx)
+		return err
+	}
 	// Control messages reach whichever runner owns the turn; one wildcard
 	// subscription per runner instead of one per turn.
-	s.ctlSub, err = nc.Subscribe(protocol.SubjTurnControlAll, s.onControl)
-	if err != nil {
-		s.Stop(ctx)
-		return fmt.Errorf("turnrunner: subscribe control: %w", err)
+	for subj, h := range map[string]nats.MsgHandler{
+		protocol.SubjTurnControlAll:     s.onControl,
+		protocol.SubjTurnAbortWorkspace: s.onAbort,
+		protocol.SubjTeamsPolicyChanged: s.policies.onChanged,
+	} {
+		sub, err := nc.Subscribe(subj, h)
+		if err != nil {
+			s.Stop(ctx)
+			return fmt.Errorf("turnrunner: subscribe %s: %w", subj, err)
+		}
+		s.subs = append(s.subs, sub)
 	}
+	loopCtx, stopLoops := context.WithCancel(context.Background())
+	claimCtx, stopClaim := context.WithCancel(loopCtx)
+	s.stopLoops, s.stopClaim = stopLoops, stopClaim
+	s.loops.Go(func() { s.heartbeatLoop(loopCtx) })
+	s.loops.Go(func() { s.claimLoop(claimCtx) })
 	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceTurnRunner, Logger: s.log})
 	if err != nil {
 		s.Stop(ctx)
@@ -243,28 +332,50 @@ func (s *Service) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop takes no new turns, lets running turns finish until ctx is done,
-// then cancels the rest (each persists what it produced) and waits for
-// them.
+// Stop takes no new turns and claims none, lets running turns finish
+// until HandoverMargin before ctx's deadline, then hands the rest to other
+// runners (their leases are released, so a survivor claims them at once
+// and resumes them from their checkpoints) and waits for them to let go.
+// Without a deadline on ctx, turns may finish until ctx is done.
 func (s *Service) Stop(ctx context.Context) error {
+	s.stopping.Store(true)
 	var errs []error
 	if s.svc != nil {
 		errs = append(errs, s.svc.Stop(ctx))
 	}
+	if s.stopClaim != nil {
+		s.stopClaim()
+	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
+	drain := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		drain, cancel = context.WithDeadline(ctx, dl.Add(-s.cfg.HandoverMargin))
+		defer cancel()
+	}
 	select {
 	case <-done:
-	case <-ctx.Done():
-		s.mu.Lock()
-		for _, t := range s.turns {
-			t.cancel(errShutdown)
+	case <-drain.Done():
+		turns := s.running()
+		// With no other runner to take them (a desktop app quitting), the
+		// turns end here, persisting what they produced.
+		cause := errShutdown
+		if len(turns) > 0 && s.othersAlive() {
+			cause = errHandover
+			s.log.Info("handing unfinished turns to other runners", "turns", len(turns))
 		}
-		s.mu.Unlock()
+		for _, t := range turns {
+			t.cancel(cause)
+		}
 		<-done
 	}
-	if s.ctlSub != nil {
-		_ = s.ctlSub.Unsubscribe()
+	if s.stopLoops != nil {
+		s.stopLoops()
+		s.loops.Wait()
+	}
+	for _, sub := range s.subs {
+		_ = sub.Unsubscribe()
 	}
 	if s.nc != nil {
 		errs = append(errs, s.nc.Drain())
@@ -272,10 +383,28 @@ func (s *Service) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// othersAlive reports whether another turn runner answers a micro ping
+// (this runner's own service is stopped by then).
+func (s *Service) othersAlive() bool {
+	inbox := nats.NewInbox()
+	sub, err := s.nc.SubscribeSync(inbox)
+	if err != nil {
+		return false
+	}
+	defer sub.Unsubscribe()
+	if err := s.nc.PublishRequest("$SRV.PING."+protocol.ServiceTurnRunner, inbox, nil); err != nil {
+		return false
+	}
+	_, err = sub.NextMsg(300 * time.Millisecond)
+	return err == nil
+}
+
 var (
-	errShutdown   = errors.New("runner shutting down")
-	errClientGone = errors.New("client disconnected")
-	errCancelled  = errors.New("cancelled")
+	errShutdown    = errors.New("runner shutting down")
+	errClientGone  = errors.New("client disconnected")
+	errCancelled   = errors.New("cancelled")
+	errAborted     = errors.New("aborted")
+	errInterrupted = errors.New("interrupted by a newer message")
 )
 
 func (s *Service) startTurn(_ context.Context, req protocol.TurnRequest) (protocol.TurnStarted, error) {
@@ -288,29 +417,100 @@ func (s *Service) startTurn(_ context.Context, req protocol.TurnRequest) (protoc
 	if req.Message == "" {
 		return protocol.TurnStarted{}, protocol.Errorf(400, "message is required")
 	}
+	if req.User != "" && !protocol.ValidID(req.User) {
+		return protocol.TurnStarted{}, protocol.Errorf(400, "invalid user id")
+	}
+	switch req.Multitask {
+	case "":
+		req.Multitask = protocol.MultitaskQueue
+	case protocol.MultitaskQueue, protocol.MultitaskReject, protocol.MultitaskInterrupt:
+	default:
+		return protocol.TurnStarted{}, protocol.Errorf(400, "multitask must be one of queue, reject, interrupt")
+	}
+	if s.stopping.Load() {
+		return protocol.TurnStarted{}, errBusy
+	}
 	select {
 	case s.slots <- struct{}{}:
 	default:
-		return protocol.TurnStarted{}, (&protocol.Error{Status: 503, Message: "The server is busy. Try again in a moment."}).WithCode("RUNNER_BUSY")
+		return protocol.TurnStarted{}, errBusy
 	}
+	t := s.newTurn(req)
+	fail := func(err error) (protocol.TurnStarted, error) {
+		t.unlock()
+		t.dropLease()
+		<-s.slots
+		return protocol.TurnStarted{}, err
+	}
+	// The lease comes first: a lock always names a turn that has one.
+	if err := t.createLease(); err != nil {
+		<-s.slots
+		if isConflict(err) {
+			return protocol.TurnStarted{}, protocol.Errorf(409, "turn %s already exists", req.TurnID)
+		}
+		return protocol.TurnStarted{}, err
+	}
+	ctx, cancel := kvCtx()
+	holder, err := t.tryLock(ctx)
+	cancel()
+	if err != nil {
+		return fail(err)
+	}
+	if holder != "" {
+		switch req.Multitask {
+		case protocol.MultitaskReject:
+			return fail(protocol.ErrSessionBusy)
+		case protocol.MultitaskInterrupt:
+			s.publishControl(holder, protocol.TurnControlMsg{Action: protocol.ControlCancel, Reason: "interrupted"})
+		}
+	}
+	// The marker makes the turn followable (and resumable) before the
+	// start request is answered.
+	if err := t.pub.Mark(protocol.EventStart, protocol.StartMarker{Runner: s.id}); err != nil {
+		return fail(err)
+	}
+	if !s.launch(t, t.run) {
+		return fail(protocol.Errorf(409, "turn %s already exists", req.TurnID))
+	}
+	return protocol.TurnStarted{TurnID: req.TurnID}, nil
+}
+
+var errBusy = (&protocol.Error{Status: 503, Message: "The server is busy. Try again in a moment."}).WithCode("RUNNER_BUSY")
+
+// newTurn builds the state of one turn (nothing runs yet).
+func (s *Service) newTurn(req protocol.TurnRequest) *turn {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	t := &turn{svc: s, req: req, ctx: ctx, cancel: cancel, pub: newPublisher(s.js, req.TurnID)}
+	t := &turn{svc: s, req: req, ctx: ctx, cancel: cancel, pub: newPublisher(s.js, req.TurnID), started: time.Now()}
+	t.pub.onToken = t.onToken
+	t.presence = newPresence(s.cfg.DisconnectGrace, func() { t.cancel(errClientGone) })
+	return t
+}
+
+// launch registers t and runs fn on its own goroutine, which owns the
+// slot the caller took. It reports false if the turn already runs here.
+func (s *Service) launch(t *turn, fn func()) bool {
+	id := t.req.TurnID
 	s.mu.Lock()
-	s.turns[req.TurnID] = t
+	if _, dup := s.turns[id]; dup {
+		s.mu.Unlock()
+		return false
+	}
+	s.turns[id] = t
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go func() {
 		defer func() {
 			s.mu.Lock()
-			delete(s.turns, req.TurnID)
+			delete(s.turns, id)
 			s.mu.Unlock()
-			cancel(nil)
+			t.cancel(nil)
 			<-s.slots
 			s.wg.Done()
 		}()
-		t.run()
+		fn()
+		t.end()
 	}()
-	return protocol.TurnStarted{TurnID: req.TurnID}, nil
+	return true
 }
 
 func (s *Service) onControl(m *nats.Msg) {
@@ -327,11 +527,36 @@ func (s *Service) onControl(m *nats.Msg) {
 	}
 	switch ctl.Action {
 	case protocol.ControlCancel:
-		t.cancel(errCancelled)
+		if ctl.Reason == "interrupted" {
+			t.cancel(errInterrupted)
+		} else {
+			t.cancel(errCancelled)
+		}
+	case protocol.ControlAttach:
+		t.presence.attach(ctl.Client, time.Now())
 	case protocol.ControlDetach:
-		// The last follower left: with no resume grace, the turn stops at
-		// once (the original's behaviour).
-		t.cancel(errClientGone)
+		t.presence.detach(ctl.Client, time.Now())
+	}
+}
+
+// onAbort cancels this runner's turns of one workspace.
+func (s *Service) onAbort(m *nats.Msg) {
+	var a protocol.AbortWorkspace
+	if json.Unmarshal(m.Data, &a) != nil || a.Workspace == "" {
+		return
+	}
+	for _, t := range s.running() {
+		if t.req.Workspace == a.Workspace {
+			t.cancel(errAborted)
+		}
+	}
+}
+
+// publishControl sends a control message to the runner of a turn.
+func (s *Service) publishControl(turnID string, msg protocol.TurnControlMsg) {
+	body, _ := json.Marshal(msg)
+	if err := s.nc.Publish(protocol.TurnControl(turnID), body); err != nil {
+		s.log.Warn("publish turn control", "turn", turnID, "action", msg.Action, "err", err)
 	}
 }
 

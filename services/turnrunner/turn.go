@@ -4,19 +4,41 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/telemetry"
 )
 
 // turn is one running chat turn, owned by the goroutine that runs it.
 type turn struct {
-	svc    *Service
-	req    protocol.TurnRequest
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	pub    *publisher
+	svc     *Service
+	req     protocol.TurnRequest
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	pub     *publisher
+	started time.Time
+	// path is the turn's path for metrics (set once it is known).
+	path string
+	// resumed marks a turn claimed from another runner.
+	resumed bool
+	// finished is set once the terminal event is stored.
+	finished bool
+	// lockRev is the revision of this turn's session lock (0: not held).
+	lockRev  uint64
+	presence *presence
+
+	// leaseOp serialises the lease's writes (renew, drop, release), so a
+	// renewal never resurrects a lease being dropped or released.
+	leaseOp  sync.Mutex
+	leaseMu  sync.Mutex
+	lease    protocol.TurnLease
+	leaseRev uint64 // 0 once the lease is gone or someone else's
+
+	firstToken sync.Once
 
 	// produced is the assistant text streamed so far, persisted if the turn
 	// fails or is cancelled.
@@ -27,8 +49,24 @@ func (t *turn) ref() protocol.SessionRef {
 	return protocol.SessionRef{Workspace: t.req.Workspace, Session: t.req.Session}
 }
 
+func (t *turn) logger() *slog.Logger {
+	return t.svc.log.With("turn", t.req.TurnID, "workspace", t.req.Workspace, "session", t.req.Session)
+}
+
+// silent reports whether the turn stopped because it is not this runner's
+// any more (handed over, or its lease taken): it then writes nothing — no
+// persisted partial reply, no terminal event — since the new owner goes on.
+func (t *turn) silent() bool {
+	c := context.Cause(t.ctx)
+	return errors.Is(c, errHandover) || errors.Is(c, errLeaseLost)
+}
+
+// run runs a newly accepted turn.
 func (t *turn) run() {
-	log := t.svc.log.With("turn", t.req.TurnID, "workspace", t.req.Workspace, "session", t.req.Session)
+	log := t.logger()
+	if t.lockRev == 0 && !t.queue() {
+		return
+	}
 	// The user message is on disk before any work starts: whatever happens
 	// next, the user's words are not lost.
 	if err := t.persist(protocol.Message{Role: protocol.RoleUser, Content: t.req.Message}); err != nil {
@@ -36,6 +74,28 @@ func (t *turn) run() {
 		t.finishError("Could not save your message. Try sending it again.")
 		return
 	}
+	t.decide()
+}
+
+// queue waits for the session's earlier turn to end. A turn cancelled
+// while it waits ends without touching the session: its message was never
+// taken up.
+func (t *turn) queue() bool {
+	if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: protocol.StepWaitingForSession}); err != nil {
+		t.logger().Error("publish step", "err", err)
+	}
+	if t.waitLock() {
+		return true
+	}
+	if !t.silent() {
+		t.finishError("The turn was cancelled.")
+	}
+	return false
+}
+
+// decide takes the turn down its path: slash command, echo mode or the
+// agent loop.
+func (t *turn) decide() {
 	llm := t.svc.probe.Available(t.ctx)
 	message := t.req.Message
 	if protocol.IsSlashCommand(message) {
@@ -46,10 +106,62 @@ func (t *turn) run() {
 		message = prompt
 	}
 	if !llm {
-		t.streamReply(echoText(t.req.Message))
+		t.reply(protocol.TurnPathEcho, echoText(t.req.Message), 0)
 		return
 	}
-	t.runAgent(message)
+	t.setPath(protocol.TurnPathAgent)
+	if !t.markPath(protocol.PathCheckpoint{Path: protocol.TurnPathAgent, Prompt: message}) {
+		return
+	}
+	t.runAgent(message, nil)
+}
+
+// setPath records the turn's path for metrics.
+func (t *turn) setPath(path string) {
+	t.path = path
+	if !t.resumed {
+		telemetry.TurnsStarted.WithLabelValues(path).Inc()
+	}
+}
+
+// markPath stores the path checkpoint before anything of the path is
+// visible; a turn that cannot is ended (it could not be resumed).
+func (t *turn) markPath(cp protocol.PathCheckpoint) bool {
+	if err := t.pub.Mark(protocol.EventPath, cp); err != nil {
+		t.logger().Error("publish path checkpoint", "err", err)
+		t.finishError("Something went wrong. Try sending your message again.")
+		return false
+	}
+	return true
+}
+
+// reply streams a fixed reply (echo mode, a command's result) after its
+// checkpoint, skipping the first skip pieces (already streamed by the
+// runner this turn was taken from).
+func (t *turn) reply(path, text string, skip int) {
+	t.setPath(path)
+	if skip == 0 && !t.markPath(protocol.PathCheckpoint{Path: path, Text: text}) {
+		return
+	}
+	t.streamReply(text, skip)
+}
+
+// end cleans up after the turn's goroutine: a finished turn gives its
+// session to the next turn and drops its lease; a handed-over one releases
+// the lease for another runner (once every event it published is stored);
+// one whose lease was taken touches nothing.
+func (t *turn) end() {
+	switch {
+	case t.finished || !t.silent():
+		t.unlock()
+		t.dropLease()
+	case errors.Is(context.Cause(t.ctx), errHandover):
+		t.pub.flush(2 * time.Second)
+		t.releaseLease()
+		telemetry.TurnsFinished.WithLabelValues("handover").Inc()
+	default:
+		telemetry.TurnsFinished.WithLabelValues("lost").Inc()
+	}
 }
 
 // echoText is the exact echo-mode reply of the original (reference §1.8).
@@ -72,12 +184,13 @@ func (t *turn) runCommand(llm bool) (prompt string, handled bool) {
 			return t.req.Message, false
 		}
 		t.svc.log.Error("command failed", "turn", t.req.TurnID, "err", err)
+		t.setPath(protocol.TurnPathCommand)
 		t.finishError("Something went wrong. Try sending your message again.")
 		return "", true
 	}
 	if rest, ok := strings.CutPrefix(rep.Result, protocol.RerouteAgentLoopPrefix); ok {
 		if !llm {
-			t.streamReply(requiresAIText(t.req.Message))
+			t.reply(protocol.TurnPathCommand, requiresAIText(t.req.Message), 0)
 			return "", true
 		}
 		name := strings.TrimPrefix(strings.Fields(strings.TrimSpace(t.req.Message))[0], "/")
@@ -86,7 +199,7 @@ func (t *turn) runCommand(llm bool) (prompt string, handled bool) {
 		}
 		return rest, false
 	}
-	t.streamReply(rep.Result)
+	t.reply(protocol.TurnPathCommand, rep.Result, 0)
 	return "", true
 }
 
@@ -97,11 +210,15 @@ func requiresAIText(message string) string {
 
 // streamReply streams text the way echo mode and commands do: split on
 // single spaces, one token per piece with its trailing space, EchoDelay
-// apart; then persists it and finishes with the zero-usage done.
-func (t *turn) streamReply(text string) {
+// apart; then persists it and finishes with the zero-usage done. The first
+// skip pieces are not streamed again (a resumed turn).
+func (t *turn) streamReply(text string, skip int) {
 	pieces := strings.Split(text, " ")
+	for _, p := range pieces[:min(skip, len(pieces))] {
+		t.produced.WriteString(p + " ")
+	}
 	var timer *time.Timer
-	for i, p := range pieces {
+	for i := skip; i < len(pieces); i++ {
 		if i > 0 && t.svc.cfg.EchoDelay > 0 {
 			if timer == nil {
 				timer = time.NewTimer(t.svc.cfg.EchoDelay)
@@ -118,7 +235,7 @@ func (t *turn) streamReply(text string) {
 			t.abort()
 			return
 		}
-		tok := p + " "
+		tok := pieces[i] + " "
 		if err := t.pub.Emit(protocol.EventToken, protocol.TokenData{Content: tok}); err != nil {
 			t.svc.log.Error("publish token", "turn", t.req.TurnID, "err", err)
 			t.abort()
@@ -141,6 +258,9 @@ func (t *turn) abort() { t.abortWith(strings.TrimSuffix(t.produced.String(), " "
 // persisted with the reason, and the stream gets a terminal error so every
 // follower stops.
 func (t *turn) abortWith(content string) {
+	if t.silent() {
+		return
+	}
 	cause := context.Cause(t.ctx)
 	if cause == nil {
 		cause = errCancelled
@@ -166,7 +286,32 @@ func (t *turn) finishError(message string) {
 }
 
 func (t *turn) finish(event string, data any) {
+	if t.silent() {
+		return
+	}
 	if err := t.pub.Finish(event, data); err != nil {
 		t.svc.log.Error("publish terminal event", "turn", t.req.TurnID, "event", event, "err", err)
+		return
 	}
+	t.finished = true
+	outcome := event
+	if event == protocol.EventError && t.ctx.Err() != nil {
+		outcome = "cancelled"
+	}
+	telemetry.TurnsFinished.WithLabelValues(outcome).Inc()
+	path := t.path
+	if path == "" {
+		path = "none"
+	}
+	telemetry.TurnDuration.WithLabelValues(path).Observe(time.Since(t.started).Seconds())
+}
+
+// onToken is told of every token event published.
+func (t *turn) onToken() {
+	telemetry.TokensPublished.Inc()
+	t.firstToken.Do(func() {
+		if !t.resumed {
+			telemetry.TimeToFirstToken.Observe(time.Since(t.started).Seconds())
+		}
+	})
 }

@@ -154,8 +154,19 @@ type Request struct {
 	// Sink receives the turn's events; required.
 	Sink Sink
 	// OnToolEvent, when set, is called once per finished or denied tool
-	// call (and the auto-recall), as it happens, so it can be persisted.
+	// call (and the auto-recall), as it happens, so it can be persisted. It
+	// is called before the call's tool_result event is emitted: a client
+	// never sees a result that was not handed over for persistence.
 	OnToolEvent func(protocol.ToolEvent)
+	// Checkpoint, when set, is told of every step with tool calls and of
+	// every call about to run, before they happen.
+	Checkpoint Checkpointer
+	// Resume, when set, continues a turn another runner started.
+	Resume *Resume
+	// Blocked are tools a policy removed (they must not be in Tools): a call
+	// to one anyway is denied with protocol.GovernanceBlockedText, shown as
+	// its tool_result.
+	Blocked []string
 }
 
 // Run runs one turn. On success it returns the result, which the caller
@@ -188,6 +199,9 @@ type run struct {
 	oaTools  []openai.Tool
 	starts   map[string][]time.Time
 	repeats  map[string]int
+	blocked  map[string]bool
+	// steps counts the model steps that asked for tools (checkpointed).
+	steps int
 }
 
 func newRun(a *Agent, req Request) *run {
@@ -198,6 +212,10 @@ func newRun(a *Agent, req Request) *run {
 		tools:   map[string]Tool{},
 		starts:  map[string][]time.Time{},
 		repeats: map[string]int{},
+		blocked: map[string]bool{},
+	}
+	for _, name := range req.Blocked {
+		r.blocked[name] = true
 	}
 	for _, t := range req.Tools {
 		name := t.Name()
@@ -230,12 +248,21 @@ func (r *run) announceSwitch(reason string) {
 func (r *run) primary() string { return firstNonEmpty(r.req.Model.Primary, r.model) }
 
 func (r *run) loop(ctx context.Context) error {
-	if r.req.Model.SwitchReason != "" {
+	resuming := r.req.Resume != nil
+	if r.req.Model.SwitchReason != "" && !resuming {
 		r.announceSwitch(r.req.Model.SwitchReason)
 	}
 	system := r.req.SystemPrompt
 	if r.req.Recall != nil {
-		memories, err := r.recall(ctx)
+		var memories string
+		var err error
+		if resuming {
+			// The client saw the recall already (or the turn had not got
+			// that far); searching again is harmless, showing it is not.
+			memories = r.quietRecall(ctx)
+		} else {
+			memories, err = r.recall(ctx)
+		}
 		if err != nil {
 			return err
 		}
@@ -245,8 +272,15 @@ func (r *run) loop(ctx context.Context) error {
 	history = append(history, r.req.History...)
 	history = append(history, protocol.Message{Role: protocol.RoleUser, Content: r.req.Message, TurnID: r.req.TurnID})
 	msgs := BuildMessages(system, ApplyContextWindow(history, MaxContextMessages), r.req.HistoryTools)
+	if resuming {
+		more, err := r.resume(ctx)
+		if err != nil {
+			return err
+		}
+		msgs = append(msgs, more...)
+	}
 
-	for step := 1; ; step++ {
+	for step := r.steps + 1; ; step++ {
 		sr, err := r.callModel(ctx, msgs)
 		r.content.WriteString(sr.content)
 		r.res.Usage.InputTokens += sr.usage.PromptTokens
@@ -256,6 +290,9 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		if len(sr.calls) == 0 {
 			return nil
+		}
+		if err := r.checkpointStep(ctx, sr); err != nil {
+			return err
 		}
 		toolMsgs, err := r.runTools(ctx, sr)
 		if err != nil {
@@ -267,6 +304,26 @@ func (r *run) loop(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// checkpointStep numbers a step with tool calls and makes it durable
+// before any of its tools runs.
+func (r *run) checkpointStep(ctx context.Context, sr stepResult) error {
+	r.steps++
+	if r.req.Checkpoint == nil {
+		return nil
+	}
+	cp := protocol.StepCheckpoint{
+		Step: r.steps, Model: r.model, Content: sr.content,
+		InputTokens: r.res.Usage.InputTokens, OutputTokens: r.res.Usage.OutputTokens,
+	}
+	for _, pc := range sr.calls {
+		cp.Calls = append(cp.Calls, protocol.CheckpointCall{ID: pc.id, Name: pc.name, Args: string(pc.args)})
+	}
+	if err := r.req.Checkpoint.Step(ctx, cp); err != nil {
+		return fmt.Errorf("agent: checkpoint step %d: %w", r.steps, err)
+	}
+	return nil
 }
 
 // callModel runs one model step, retrying retryable failures that happened

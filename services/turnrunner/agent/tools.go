@@ -128,6 +128,10 @@ func (r *run) execute(ctx context.Context, pc *pendingCall) (string, error) {
 	switch {
 	case r.repeats[key] > maxIdenticalCalls:
 		result = fmt.Sprintf("Error: Loop detected — called %s with identical arguments too many times. Try a different approach.", pc.name)
+	case r.blocked[pc.name]:
+		v := Verdict{ModelText: protocol.GovernanceBlockedText(pc.name), ToolResult: true}
+		r.deny(&ev, v)
+		return v.ModelText, nil
 	case !known:
 		result = fmt.Sprintf("Error: Unknown tool \"%s\". Available tools: %s", pc.name, strings.Join(r.names, ", "))
 	default:
@@ -147,6 +151,14 @@ func (r *run) execute(ctx context.Context, pc *pendingCall) (string, error) {
 			r.deny(&ev, v)
 			return v.ModelText, nil
 		}
+		if cp := r.req.Checkpoint; cp != nil {
+			if err := cp.Executing(ctx, protocol.ExecCheckpoint{Step: r.steps, CallID: pc.id}); err != nil {
+				if ctx.Err() != nil {
+					return "", ctx.Err()
+				}
+				return "", fmt.Errorf("agent: checkpoint %s: %w", pc.name, err)
+			}
+		}
 		out, err := callTool(ctx, tool, input)
 		if ctx.Err() != nil {
 			return "", ctx.Err()
@@ -165,11 +177,13 @@ func (r *run) execute(ctx context.Context, pc *pendingCall) (string, error) {
 		ev.Status = "error"
 	}
 	ev.DurationMs = r.finishTiming(pc.name)
+	// Recorded (persisted) first: a runner that resumes this turn after a
+	// crash finds every result a client saw.
+	r.record(ev)
 	r.emit(protocol.EventToolResult, ToolResultData{Name: pc.name, Result: result, Duration: ev.DurationMs, IsError: ev.IsError})
 	if action, ok := fileActions[pc.name]; ok && truthy(fields["path"]) && !strings.HasPrefix(result, "Error") {
 		r.emit(protocol.EventFileCreated, FileCreatedData{FilePath: jsString(fields["path"]), FileAction: action})
 	}
-	r.record(ev)
 	return result, nil
 }
 
@@ -191,10 +205,10 @@ func (r *run) deny(ev *protocol.ToolEvent, v Verdict) {
 	ev.IsError = isErrorText(v.ModelText)
 	ev.Status = "denied"
 	ev.DurationMs = r.finishTiming(ev.Name)
+	r.record(*ev)
 	if v.ToolResult {
 		r.emit(protocol.EventToolResult, ToolResultData{Name: ev.Name, Result: v.ModelText, Duration: ev.DurationMs, IsError: ev.IsError})
 	}
-	r.record(*ev)
 }
 
 // finishTiming is the ms since the oldest unfinished call of name (FIFO).
@@ -260,8 +274,23 @@ func (r *run) recall(ctx context.Context) (string, error) {
 		TurnID: r.req.TurnID, CallID: "recall-" + protocol.NewUUID(), Name: autoRecallTool,
 		Input: input, Result: result, Status: "success", DurationMs: &ms,
 	})
+	return memorySection(kept), nil
+}
+
+// quietRecall is the auto-recall of a resumed turn: the same search, no
+// events and no tool event.
+func (r *run) quietRecall(ctx context.Context) string {
+	memories, err := r.req.Recall.Search(ctx, r.req.Message)
+	if err != nil || len(memories) == 0 || injection.Scan(strings.Join(memories, "\n"), injection.ToolOutput).Blocked() {
+		return ""
+	}
+	return memorySection(memories)
+}
+
+// memorySection is the system-prompt section of recalled memories ("" for none).
+func memorySection(kept []string) string {
 	if len(kept) == 0 {
-		return "", nil
+		return ""
 	}
 	var sb strings.Builder
 	sb.WriteString("## Relevant memories\n")
@@ -270,5 +299,5 @@ func (r *run) recall(ctx context.Context) (string, error) {
 		sb.WriteString(m)
 		sb.WriteString("\n")
 	}
-	return strings.TrimRight(sb.String(), "\n"), nil
+	return strings.TrimRight(sb.String(), "\n")
 }

@@ -1,0 +1,323 @@
+package turnrunner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+// Leases: every turn this runner accepts or claims has an entry in
+// protocol.BucketTurnLeases that the runner renews every
+// protocol.LeaseHeartbeat (heartbeatLoop). Every runner watches the whole
+// bucket (claimLoop) and claims, with a compare-and-set on the revision, a
+// lease that was released or whose revision has not changed for
+// protocol.LeaseStaleAfter on its own clock: its runner is gone.
+
+// errLeaseLost cancels a turn whose lease another runner (or a gateway's
+// orphan watchdog) took: this runner must not touch the turn any more.
+var errLeaseLost = errors.New("turn lease lost")
+
+// errHandover cancels a turn this runner gives to another on shutdown.
+var errHandover = errors.New("turn handed over")
+
+// ensureBuckets creates the lease and session-lock buckets (or checks them).
+func (s *Service) ensureBuckets(ctx context.Context) error {
+	replicas := max(s.cfg.Stream.Replicas, 1)
+	leases, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      protocol.BucketTurnLeases,
+		Description: "One lease per running turn: the request, its runner, renewed every second",
+		History:     1,
+		TTL:         protocol.LeaseMaxAge,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("turnrunner: bucket %s: %w", protocol.BucketTurnLeases, err)
+	}
+	locks, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      protocol.BucketSessionLocks,
+		Description: "The turn running in each busy session",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("turnrunner: bucket %s: %w", protocol.BucketSessionLocks, err)
+	}
+	s.leases, s.locks = leases, locks
+	return nil
+}
+
+// isConflict reports a failed compare-and-set (someone else wrote first).
+func isConflict(err error) bool {
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+func kvCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 5*time.Second)
+}
+
+// createLease records a newly accepted turn. A turn id already leased is a
+// conflict (a retried start request): the caller answers 409.
+func (t *turn) createLease() error {
+	now := time.Now().UnixMilli()
+	t.lease = protocol.TurnLease{Request: t.req, Runner: t.svc.id, Accepted: now, Heartbeat: now}
+	body, _ := json.Marshal(t.lease)
+	ctx, cancel := kvCtx()
+	defer cancel()
+	rev, err := t.svc.leases.Create(ctx, t.req.TurnID, body)
+	if err != nil {
+		return fmt.Errorf("turnrunner: lease %s: %w", t.req.TurnID, err)
+	}
+	t.leaseMu.Lock()
+	t.leaseRev = rev
+	t.leaseMu.Unlock()
+	return nil
+}
+
+// renew writes the lease again (new revision = alive). A lost
+// compare-and-set means another runner owns the turn now: the turn stops
+// without another word.
+func (t *turn) renew(ctx context.Context) {
+	t.leaseOp.Lock()
+	defer t.leaseOp.Unlock()
+	t.leaseMu.Lock()
+	rev, lease := t.leaseRev, t.lease
+	t.leaseMu.Unlock()
+	if rev == 0 {
+		return
+	}
+	lease.Heartbeat = time.Now().UnixMilli()
+	lease.Followed = t.presence.wasFollowed()
+	body, _ := json.Marshal(lease)
+	newRev, err := t.svc.leases.Update(ctx, t.req.TurnID, body, rev)
+	switch {
+	case err == nil:
+		t.leaseMu.Lock()
+		t.leaseRev, t.lease = newRev, lease
+		t.leaseMu.Unlock()
+	case isConflict(err):
+		t.svc.log.Warn("turn lease taken by another runner; stopping here", "turn", t.req.TurnID)
+		t.leaseMu.Lock()
+		t.leaseRev = 0
+		t.leaseMu.Unlock()
+		t.cancel(errLeaseLost)
+	default:
+		// NATS hiccup: try again on the next beat. If it lasts, another
+		// runner claims the turn and the next renewal finds out.
+		t.svc.log.Warn("renew turn lease", "turn", t.req.TurnID, "err", err)
+	}
+}
+
+// dropLease deletes the lease of a finished turn (its terminal event is
+// stored). A conflict means the lease is someone else's now: left alone.
+func (t *turn) dropLease() {
+	t.leaseOp.Lock()
+	defer t.leaseOp.Unlock()
+	t.leaseMu.Lock()
+	rev := t.leaseRev
+	t.leaseRev = 0
+	t.leaseMu.Unlock()
+	if rev == 0 {
+		return
+	}
+	ctx, cancel := kvCtx()
+	defer cancel()
+	if err := t.svc.leases.Delete(ctx, t.req.TurnID, jetstream.LastRevision(rev)); err != nil && !isConflict(err) {
+		t.svc.log.Warn("delete turn lease", "turn", t.req.TurnID, "err", err)
+	}
+}
+
+// releaseLease hands the turn to whichever runner claims it first.
+func (t *turn) releaseLease() {
+	t.leaseOp.Lock()
+	defer t.leaseOp.Unlock()
+	t.leaseMu.Lock()
+	rev, lease := t.leaseRev, t.lease
+	t.leaseRev = 0
+	t.leaseMu.Unlock()
+	if rev == 0 {
+		return
+	}
+	lease.Runner, lease.Released = "", true
+	lease.Heartbeat = time.Now().UnixMilli()
+	lease.Followed = t.presence.wasFollowed()
+	body, _ := json.Marshal(lease)
+	ctx, cancel := kvCtx()
+	defer cancel()
+	if _, err := t.svc.leases.Update(ctx, t.req.TurnID, body, rev); err != nil {
+		t.svc.log.Warn("release turn lease", "turn", t.req.TurnID, "err", err)
+	}
+}
+
+// heartbeatLoop renews every lease of this runner and runs the presence
+// check of every turn, once per protocol.LeaseHeartbeat.
+func (s *Service) heartbeatLoop(ctx context.Context) {
+	tick := time.NewTicker(protocol.LeaseHeartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			for _, t := range s.running() {
+				rctx, cancel := context.WithTimeout(ctx, protocol.LeaseHeartbeat)
+				t.renew(rctx)
+				cancel()
+				t.presence.tick(now)
+			}
+		}
+	}
+}
+
+// running lists the turns this runner runs.
+func (s *Service) running() []*turn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*turn, 0, len(s.turns))
+	for _, t := range s.turns {
+		out = append(out, t)
+	}
+	return out
+}
+
+// owns reports whether turnID runs on this runner.
+func (s *Service) owns(turnID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.turns[turnID]
+	return ok
+}
+
+// seenLease is what a runner knows of another runner's lease.
+type seenLease struct {
+	rev      uint64
+	since    time.Time // when rev was first seen, on this runner's clock
+	released bool
+	jitter   time.Duration
+}
+
+// claimLoop watches every lease and claims the turns of runners that are
+// gone (stale) or that gave them up (released). A little random jitter per
+// lease spreads a dead runner's turns over the survivors.
+func (s *Service) claimLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := s.watchLeases(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("watch turn leases", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+func (s *Service) watchLeases(ctx context.Context) error {
+	w, err := s.leases.WatchAll(ctx)
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	seen := map[string]*seenLease{}
+	tick := time.NewTicker(protocol.LeaseHeartbeat / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("lease watch closed")
+			}
+			if e == nil {
+				continue
+			}
+			if e.Operation() != jetstream.KeyValuePut {
+				delete(seen, e.Key())
+				continue
+			}
+			var l protocol.TurnLease
+			// Skipped by what runs here, not by the runner name: a runner
+			// restarted under the same RunnerID must take its old turns.
+			if json.Unmarshal(e.Value(), &l) != nil || s.owns(e.Key()) {
+				delete(seen, e.Key())
+				continue
+			}
+			seen[e.Key()] = &seenLease{rev: e.Revision(), since: time.Now(), released: l.Released,
+				jitter: time.Duration(rand.Int64N(int64(protocol.LeaseHeartbeat / 2)))}
+		case now := <-tick.C:
+			for key, sl := range seen {
+				due := sl.released && now.Sub(sl.since) >= sl.jitter ||
+					now.Sub(sl.since) >= protocol.LeaseStaleAfter+sl.jitter
+				if !due {
+					continue
+				}
+				delete(seen, key)
+				s.claim(ctx, key, sl.rev)
+			}
+		}
+	}
+}
+
+// claim takes over the turn of lease key at revision rev, if this runner
+// has a free slot and wins the compare-and-set.
+func (s *Service) claim(ctx context.Context, key string, rev uint64) {
+	if s.stopping.Load() || s.owns(key) {
+		return
+	}
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		return // busy: another runner will take it
+	}
+	free := func() { <-s.slots }
+	gctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	e, err := s.leases.Get(gctx, key)
+	if err != nil || e.Revision() != rev {
+		free()
+		return
+	}
+	var l protocol.TurnLease
+	if err := json.Unmarshal(e.Value(), &l); err != nil || !protocol.ValidID(l.Request.TurnID) || l.Request.TurnID != key {
+		free()
+		return
+	}
+	l.Runner, l.Released = s.id, false
+	l.Claims++
+	l.Heartbeat = time.Now().UnixMilli()
+	body, _ := json.Marshal(l)
+	newRev, err := s.leases.Update(gctx, key, body, rev)
+	if err != nil {
+		free()
+		if !isConflict(err) {
+			s.log.Warn("claim turn lease", "turn", key, "err", err)
+		}
+		return
+	}
+	s.log.Info("took over turn", "turn", key, "workspace", l.Request.Workspace, "session", l.Request.Session, "claims", l.Claims)
+	t := s.newTurn(l.Request)
+	t.resumed = true
+	t.lease, t.leaseRev = l, newRev
+	if l.Followed {
+		// Its followers' attaches reach this runner within one interval;
+		// until then a stand-in keeps the grace from starting.
+		t.presence.attach("_claimed", time.Now())
+	}
+	if !s.launch(t, t.resume) {
+		t.releaseLease()
+		free()
+	}
+}

@@ -1,0 +1,93 @@
+package turnrunner
+
+import (
+	"sync"
+	"time"
+
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+// followerTimeout is how long a follower may stay silent before it counts
+// as gone: it missed two attach heartbeats (its gateway died).
+const followerTimeout = 2 * protocol.AttachInterval
+
+// presence tracks who follows one turn's stream and decides when the turn
+// has been without followers for the disconnect grace. Gateways send
+// attach when a relay starts and every protocol.AttachInterval while it
+// streams, and detach when the client goes away.
+//
+// A turn no one ever followed (an agent-group member turn, read straight
+// from the stream) is never cancelled for lack of followers.
+type presence struct {
+	grace  time.Duration
+	cancel func() // called once when the grace ran out
+
+	mu        sync.Mutex
+	followers map[string]time.Time // client → last attach
+	followed  bool
+	goneSince time.Time // zero while someone follows
+	fired     bool
+}
+
+func newPresence(grace time.Duration, cancel func()) *presence {
+	return &presence{grace: grace, cancel: cancel, followers: map[string]time.Time{}}
+}
+
+// attach records a follower's (repeated) attach.
+func (p *presence) attach(client string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.followers[client] = now
+	p.followed = true
+	p.goneSince = time.Time{}
+}
+
+// detach records a follower leaving; with no grace the turn stops at once
+// when it was the last.
+func (p *presence) detach(client string, now time.Time) {
+	p.mu.Lock()
+	delete(p.followers, client)
+	if p.followed && len(p.followers) == 0 && p.goneSince.IsZero() {
+		p.goneSince = now
+	}
+	fire := p.due(now)
+	p.mu.Unlock()
+	if fire {
+		p.cancel()
+	}
+}
+
+// tick expires silent followers and fires the grace when it ran out.
+func (p *presence) tick(now time.Time) {
+	p.mu.Lock()
+	for c, last := range p.followers {
+		if now.Sub(last) > followerTimeout {
+			delete(p.followers, c)
+			if len(p.followers) == 0 && p.goneSince.IsZero() {
+				// Gone since its last sign of life, not since we noticed.
+				p.goneSince = last.Add(followerTimeout)
+			}
+		}
+	}
+	fire := p.due(now)
+	p.mu.Unlock()
+	if fire {
+		p.cancel()
+	}
+}
+
+// due reports (once) that the turn has had no follower for the grace.
+// Called with mu held.
+func (p *presence) due(now time.Time) bool {
+	if p.fired || !p.followed || len(p.followers) > 0 || p.goneSince.IsZero() || now.Sub(p.goneSince) < p.grace {
+		return false
+	}
+	p.fired = true
+	return true
+}
+
+func (p *presence) wasFollowed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.followed
+}

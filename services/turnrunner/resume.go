@@ -1,0 +1,148 @@
+package turnrunner
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/telemetry"
+	"github.com/waggle-os/core/services/turnrunner/agent"
+)
+
+// resume continues a turn claimed from another runner, from what is
+// durable: the turn's events (the path it took, the tokens the client
+// already has, the agent's step and exec checkpoints) and the session
+// store (the user message, finished tool calls, a final message the other
+// runner stored just before it stopped).
+func (t *turn) resume() {
+	log := t.logger()
+	telemetry.TurnsStarted.WithLabelValues("resume").Inc()
+	ctx, cancel := context.WithTimeout(t.ctx, 10*time.Second)
+	lg, err := t.svc.readTurnLog(ctx, t.req.TurnID)
+	if err == nil {
+		err = t.ownLock(ctx)
+	}
+	cancel()
+	if err != nil {
+		if t.silent() {
+			return
+		}
+		log.Error("read the checkpoint of a claimed turn", "err", err)
+		t.finishError("Something went wrong. Try sending your message again.")
+		return
+	}
+	if lg.ended {
+		// It had ended; only the clean-up was left.
+		t.finished = true
+		return
+	}
+	// Approvals the other runner was waiting for can no longer let
+	// anything run; a call that still needs one asks again.
+	t.cancelApprovals()
+	if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: protocol.StepResumed}); err != nil {
+		log.Error("publish step", "err", err)
+	}
+	if t.lockRev == 0 && !t.waitLockQuietly() {
+		return
+	}
+	msgs, tools, err := t.turnHistory()
+	if err != nil {
+		log.Error("load the history of a claimed turn", "err", err)
+		t.finishError("Could not load this conversation. Try sending your message again.")
+		return
+	}
+	var user, final *protocol.Message
+	for i := range msgs {
+		switch msgs[i].Role {
+		case protocol.RoleUser:
+			user = &msgs[i]
+		case protocol.RoleAssistant:
+			final = &msgs[i]
+		}
+	}
+	if final != nil {
+		t.endStored(*final, lg, tools)
+		return
+	}
+	if user == nil {
+		if err := t.persist(protocol.Message{Role: protocol.RoleUser, Content: t.req.Message}); err != nil {
+			log.Error("persist user message", "err", err)
+			t.finishError("Could not save your message. Try sending it again.")
+			return
+		}
+	}
+	switch {
+	case lg.path == nil:
+		t.decide()
+	case lg.path.Path == protocol.TurnPathAgent:
+		t.setPath(protocol.TurnPathAgent)
+		t.runAgent(lg.path.Prompt, &agent.Resume{Content: lg.text, Steps: lg.steps, Executing: lg.execs})
+	default:
+		t.setPath(lg.path.Path)
+		t.streamReply(lg.path.Text, lg.tokens)
+	}
+}
+
+// waitLockQuietly waits for the session like a queued turn (the client saw
+// the waiting step already).
+func (t *turn) waitLockQuietly() bool {
+	if t.waitLock() {
+		return true
+	}
+	if !t.silent() {
+		t.finishError("The turn was cancelled.")
+	}
+	return false
+}
+
+// endStored finishes a turn whose final message the other runner stored
+// before it stopped, without its terminal event.
+func (t *turn) endStored(final protocol.Message, lg turnLog, tools []protocol.ToolEvent) {
+	if final.Error != "" {
+		msg := final.Error
+		for _, cause := range []error{errClientGone, errCancelled, errAborted, errInterrupted, errShutdown} {
+			if final.Error == cause.Error() {
+				msg = "The turn was cancelled."
+			}
+		}
+		t.finishError(msg)
+		return
+	}
+	if lg.path != nil && lg.path.Path != protocol.TurnPathAgent {
+		t.finish(protocol.EventDone, protocol.EchoDone{Content: final.Content, ToolsUsed: []string{}})
+		return
+	}
+	res := agent.Result{Content: final.Content}
+	if n := len(lg.steps); n > 0 {
+		last := lg.steps[n-1]
+		res.Model = last.Model
+		res.Usage = agent.Usage{InputTokens: last.InputTokens, OutputTokens: last.OutputTokens}
+	}
+	for _, ev := range tools {
+		if ev.Name != "auto_recall" {
+			res.ToolsUsed = append(res.ToolsUsed, ev.Name)
+		}
+	}
+	t.finish(protocol.EventDone, agent.DoneData(res))
+}
+
+// turnHistory reads this turn's messages and tool events.
+func (t *turn) turnHistory() ([]protocol.Message, []protocol.ToolEvent, error) {
+	rep, err := turnRequest[protocol.HistoryReply](t.ctx, t.svc, protocol.SubjStoreHistory,
+		protocol.HistoryRequest{SessionRef: t.ref(), Tools: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	msgs, tools := ofTurn(rep.Messages, rep.Tools, t.req.TurnID)
+	return msgs, tools, nil
+}
+
+// cancelApprovals cancels whatever approval of this turn is still pending.
+func (t *turn) cancelApprovals() {
+	_, err := storeRequest[protocol.ApprovalCancelTurnReply](t.svc, protocol.SubjApprovalCancelTurn,
+		protocol.ApprovalCancelTurnRequest{TurnID: t.req.TurnID})
+	if err != nil && !errors.Is(err, protocol.ErrUnavailable) {
+		t.logger().Warn("cancel the approvals of a claimed turn", "err", err)
+	}
+}
