@@ -211,8 +211,9 @@ type relaySource struct {
 }
 
 // relay streams a turn's events as SSE. It returns at the terminal event,
-// when the client goes away or when the gateway shuts down. cancelOnGone
-// tells the runner when this client disconnects.
+// when the client goes away or when the gateway shuts down. cancelOnFail
+// cancels the turn when the relay cannot even start (nobody else follows
+// it yet).
 //
 // Each event is one write and one flush. The relay takes every event
 // waiting at once; when more than coalesceBacklog are waiting (the client
@@ -222,7 +223,7 @@ type relaySource struct {
 // that keeps up gets every token as its own event. Nothing else is ever
 // merged or reordered. A client so far behind that the live path drops it
 // continues from the stream after the last event it took.
-func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, src relaySource, cancelOnGone bool) {
+func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, src relaySource, cancelOnFail bool) {
 	s.streamWG.Add(1)
 	defer s.streamWG.Done()
 	telemetry.StreamsOpen.Inc()
@@ -258,6 +259,9 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, s
 		q = src.live
 		defer s.hub.unfollow(turnID, src.live)
 	} else if err := openPrivate(src.after); err != nil {
+		if cancelOnFail {
+			s.cancelTurn(turnID, "relay-failed")
+		}
 		httpx.WriteError(w, s.log, err)
 		return
 	}
@@ -267,6 +271,9 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, s
 		HeaderTurnID:                  turnID,
 	})
 	if err != nil {
+		if cancelOnFail {
+			s.cancelTurn(turnID, "relay-failed")
+		}
 		s.log.Error("stream start", "turn", turnID, "err", err)
 		return
 	}
@@ -274,11 +281,15 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, s
 	s.control(turnID, protocol.TurnControlMsg{Action: protocol.ControlAttach, Client: client})
 	attach := time.NewTicker(protocol.AttachInterval)
 	defer attach.Stop()
+	// Every follower reports leaving; the runner cancels the turn once no
+	// one has been attached for the disconnect grace.
 	gone := func() {
-		if cancelOnGone {
-			s.control(turnID, protocol.TurnControlMsg{Action: protocol.ControlDetach, Client: client, Reason: "client-disconnected"})
-		}
+		s.control(turnID, protocol.TurnControlMsg{Action: protocol.ControlDetach, Client: client, Reason: "client-disconnected"})
 	}
+	orphan := &orphanWatch{s: s, turnID: turnID}
+	idleSince := time.Now()
+	watch := time.NewTicker(2 * time.Second)
+	defer watch.Stop()
 	keepAlive := time.NewTicker(s.cfg.KeepAlive)
 	defer keepAlive.Stop()
 	var batch []jetstream.Msg
@@ -306,6 +317,13 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, s
 				// Presence: a runner tells a slow client from a gone one
 				// (and a gateway that died) by these heartbeats.
 				s.control(turnID, protocol.TurnControlMsg{Action: protocol.ControlAttach, Client: client})
+			case <-watch.C:
+				// A quiet stream may be a turn whose runner died with no
+				// other runner left to take it over: then end it cleanly
+				// (the error event reaches this relay like any other).
+				if time.Since(idleSince) >= orphanIdle {
+					orphan.tick(r.Context())
+				}
 			case <-r.Context().Done():
 				gone()
 				return
@@ -314,6 +332,7 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, s
 			}
 			continue
 		}
+		idleSince = time.Now()
 		lagging := len(batch) > coalesceBacklog
 		for i := 0; i < len(batch); i++ {
 			m := batch[i]

@@ -81,6 +81,9 @@ func New(cfg Config, log *slog.Logger) *App {
 			MaxTurns:      cfg.MaxTurns,
 			DisableBash:   cfg.EnableBash == "false" || (cfg.EnableBash != "true" && cfg.Auth == gateway.AuthRequired),
 			AgentMaxSteps: cfg.AgentMaxSteps,
+			// waggletest leaves it 0 (cancel at once); waggle serve
+			// defaults to 30s.
+			DisconnectGrace: cfg.DisconnectGrace,
 		}, dial, log), nil
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetGateway, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
