@@ -80,7 +80,7 @@ func AddEndpoint[Req, Rep any](s *Service, name, subject string, fn HandlerFunc[
 	served := telemetry.BusRequests.MustCurryWith(prometheus.Labels{"service": s.name, "endpoint": name})
 	took := telemetry.BusDuration.WithLabelValues(s.name, name)
 	h := micro.HandlerFunc(func(r micro.Request) {
-		s.dispatch(func(ctx context.Context) {
+		s.dispatch(r, func(ctx context.Context) {
 			began := time.Now()
 			ctx, span := telemetry.Tracer().Start(telemetry.ExtractNATS(ctx, nats.Header(r.Headers())), s.name+"/"+name,
 				trace.WithSpanKind(trace.SpanKindServer))
@@ -124,15 +124,19 @@ func (s *Service) addEndpoint(name, subject string, h micro.Handler) error {
 // it still runs on a Service-owned goroutine.
 func (s *Service) AddRawEndpoint(name, subject string, fn func(ctx context.Context, r micro.Request)) error {
 	h := micro.HandlerFunc(func(r micro.Request) {
-		s.dispatch(func(ctx context.Context) { fn(ctx, r) })
+		s.dispatch(r, func(ctx context.Context) { fn(ctx, r) })
 	})
 	return s.addEndpoint(name, subject, h)
 }
 
-func (s *Service) dispatch(fn func(ctx context.Context)) {
+func (s *Service) dispatch(r micro.Request, fn func(ctx context.Context)) {
 	select {
 	case s.sem <- struct{}{}:
 	case <-s.ctx.Done():
+		// Stopped while micro was still draining requests to us: answer
+		// at once so the caller can go to another instance instead of
+		// waiting for its timeout.
+		respondError(r, protocol.ErrUnavailable)
 		return
 	}
 	s.wg.Add(1)

@@ -1,12 +1,10 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 
-	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/gateway/internal/httpx"
 )
@@ -32,9 +30,7 @@ func (s *Service) agentRun(w http.ResponseWriter, r *http.Request) {
 	}
 	req.TurnID = protocol.NewUUID()
 	live := s.hub.follow(req.TurnID)
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
-	started, err := bus.Request[protocol.TurnStarted](ctx, s.nc, protocol.SubjAgentRun, req)
-	cancel()
+	started, err := s.startOnRunner(r.Context(), protocol.SubjAgentRun, req)
 	if err != nil {
 		s.hub.unfollow(req.TurnID, live)
 		if errors.Is(err, protocol.ErrUnavailable) {

@@ -163,9 +163,7 @@ func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
 	// Follow before the turn exists: the gateway picked the id, so the
 	// live path sees every event from the first.
 	live := s.hub.follow(req.TurnID)
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
-	started, err := bus.Request[protocol.TurnStarted](ctx, s.nc, protocol.SubjTurnStart, req)
-	cancel()
+	started, err := s.startOnRunner(r.Context(), protocol.SubjTurnStart, req)
 	if err != nil {
 		s.hub.unfollow(req.TurnID, live)
 		if errors.Is(err, protocol.ErrUnavailable) {
@@ -198,6 +196,26 @@ func (s *Service) relayConsumer(ctx context.Context, turnID string, after uint64
 		return nil, fmt.Errorf("gateway: relay consumer for %s: %w", turnID, err)
 	}
 	return cons, nil
+}
+
+// startOnRunner asks a runner to start a turn or run. A runner that is
+// shutting down (or full) answers 503 at once; the runners' queue group
+// then hands the retry to another one, so a rolling restart does not fail
+// a chat.
+func (s *Service) startOnRunner(ctx context.Context, subject string, req any) (protocol.TurnStarted, error) {
+	var started protocol.TurnStarted
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		started, err = bus.Request[protocol.TurnStarted](rctx, s.nc, subject, req)
+		cancel()
+		// protocol.ErrUnavailable itself means no runner at all: a retry
+		// cannot help. A 503 a runner sent is a new error value.
+		if e := protocol.AsError(err); e == nil || e.Status != http.StatusServiceUnavailable || errors.Is(err, protocol.ErrUnavailable) {
+			return started, err
+		}
+	}
+	return started, err
 }
 
 // relaySource says where a relay reads: the hub's live path (a new turn)

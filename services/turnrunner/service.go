@@ -25,6 +25,7 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
 	"github.com/waggle-os/core/services/turnrunner/approvalgate"
+	"github.com/waggle-os/core/services/turnrunner/retrieval"
 	"github.com/waggle-os/core/services/turnrunner/tools"
 )
 
@@ -227,8 +228,11 @@ type Service struct {
 
 	mu    sync.Mutex
 	turns map[string]*turn
-	wg    sync.WaitGroup // running turns
-	slots chan struct{}
+	runs  map[string]context.CancelCauseFunc // retrieval runs
+	// retrieval runs POST /api/agent/run.
+	retrieval *retrieval.Runner
+	wg        sync.WaitGroup // running turns
+	slots     chan struct{}
 }
 
 // New returns an unstarted runner.
@@ -236,7 +240,7 @@ func New(cfg Config, dial bus.Dialer, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{cfg: cfg, dial: dial, log: log.With("service", "turn-runner"), turns: map[string]*turn{}}
+	return &Service{cfg: cfg, dial: dial, log: log.With("service", "turn-runner"), turns: map[string]*turn{}, runs: map[string]context.CancelCauseFunc{}}
 }
 
 func defaultRunnerID() string {
@@ -275,6 +279,9 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
 	s.agent = ag
+	if s.retrieval, err = retrieval.New(retrieval.Config{BaseURL: s.cfg.LLMURL, APIKey: s.cfg.LLMAPIKey, ResponseHeaderTimeout: s.cfg.ModelHeaderTimeout}); err != nil {
+		return fmt.Errorf("turnrunner: %w", err)
+	}
 	s.tools = tools.NewRegistry(s.cfg.toolsConfig())
 	s.models = newModelConfigCache(s.cfg.DataDir, s.cfg.ModelConfigCheck, s.log)
 	s.slots = make(chan struct{}, s.cfg.MaxTurns)
@@ -327,6 +334,10 @@ func (s *Service) Start(ctx context.Context) error {
 		s.Stop(ctx)
 		return err
 	}
+	if err := bus.AddEndpoint(svc, "agentrun", protocol.SubjAgentRun, s.startAgentRun); err != nil {
+		s.Stop(ctx)
+		return err
+	}
 	// bus.AddEndpoint flushed the subscription: the first chat after
 	// start-up finds this runner.
 	return nil
@@ -368,6 +379,11 @@ func (s *Service) Stop(ctx context.Context) error {
 		for _, t := range turns {
 			t.cancel(cause)
 		}
+		s.mu.Lock()
+		for _, cancel := range s.runs {
+			cancel(errShutdown) // a run is not handed over: its client gets done
+		}
+		s.mu.Unlock()
 		<-done
 	}
 	if s.stopLoops != nil {
@@ -378,7 +394,7 @@ func (s *Service) Stop(ctx context.Context) error {
 		_ = sub.Unsubscribe()
 	}
 	if s.nc != nil {
-		errs = append(errs, s.nc.Drain())
+		errs = append(errs, bus.Drain(ctx, s.nc))
 	}
 	return errors.Join(errs...)
 }
@@ -523,6 +539,11 @@ func (s *Service) onControl(m *nats.Msg) {
 	t := s.turns[id]
 	s.mu.Unlock()
 	if t == nil {
+		// A retrieval run has no presence grace: its client leaving (or a
+		// cancel) stops it, as the original's run ended with its request.
+		if ctl.Action == protocol.ControlCancel || ctl.Action == protocol.ControlDetach {
+			s.cancelRun(id, errClientGone)
+		}
 		return
 	}
 	switch ctl.Action {

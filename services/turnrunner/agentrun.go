@@ -1,0 +1,78 @@
+package turnrunner
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/retrieval"
+)
+
+// startAgentRun takes a one-shot retrieval run (POST /api/agent/run). It
+// shares the turn slots and the turn stream, but not a turn's session,
+// lease or history: a run has no session and is not resumed after a crash
+// (its client gets the gateway's orphan error instead).
+func (s *Service) startAgentRun(_ context.Context, req protocol.AgentRunRequest) (protocol.TurnStarted, error) {
+	if req.TurnID == "" {
+		req.TurnID = protocol.NewUUID()
+	}
+	if !protocol.ValidID(req.TurnID) {
+		return protocol.TurnStarted{}, protocol.Errorf(http.StatusBadRequest, "invalid turn id")
+	}
+	if req.Question == "" {
+		return protocol.TurnStarted{}, protocol.Errorf(http.StatusBadRequest, "question is required")
+	}
+	if s.stopping.Load() {
+		return protocol.TurnStarted{}, protocol.ErrUnavailable
+	}
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		return protocol.TurnStarted{}, (&protocol.Error{Status: http.StatusServiceUnavailable, Message: "The server is busy. Try again in a moment."}).WithCode("RUNNER_BUSY")
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	s.mu.Lock()
+	s.runs[req.TurnID] = cancel
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer func() {
+			s.mu.Lock()
+			delete(s.runs, req.TurnID)
+			s.mu.Unlock()
+			cancel(nil)
+			<-s.slots
+			s.wg.Done()
+		}()
+		emit := runEmitter{newPublisher(s.js, req.TurnID)}
+		err := s.retrieval.Run(ctx, req, retrieval.NewBusSearcher(s.nc, s.cfg.StoreTimeout), emit)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			s.log.Warn("agent run failed", "turn", req.TurnID, "err", err)
+		}
+	}()
+	return protocol.TurnStarted{TurnID: req.TurnID}, nil
+}
+
+// runEmitter publishes a run's events; done, always the run's last event,
+// is the stream's terminal event.
+type runEmitter struct{ pub *publisher }
+
+func (e runEmitter) Emit(event string, data any) error {
+	if event == protocol.AgentRunEventDone {
+		return e.pub.Finish(event, data)
+	}
+	return e.pub.Emit(event, data)
+}
+
+// cancelRun stops a retrieval run (its client left or asked).
+func (s *Service) cancelRun(id string, cause error) bool {
+	s.mu.Lock()
+	cancel := s.runs[id]
+	s.mu.Unlock()
+	if cancel == nil {
+		return false
+	}
+	cancel(cause)
+	return true
+}
