@@ -181,7 +181,7 @@ func (s *Service) Stop(ctx context.Context) error {
 		s.sweepWG.Wait()
 	}
 	if s.nc != nil {
-		errs = append(errs, s.nc.Drain())
+		errs = append(errs, bus.Drain(ctx, s.nc))
 	}
 	return errors.Join(errs...)
 }

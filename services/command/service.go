@@ -152,7 +152,7 @@ func (s *Service) Stop(ctx context.Context) error {
 		}
 	}
 	if s.nc != nil {
-		errs = append(errs, s.nc.Drain())
+		errs = append(errs, bus.Drain(ctx, s.nc))
 	}
 	return errors.Join(errs...)
 }

@@ -187,7 +187,7 @@ func (s *Service) Stop(ctx context.Context) error {
 		errs = append(errs, s.svc.Stop(ctx))
 	}
 	if s.nc != nil {
-		errs = append(errs, s.nc.Drain())
+		errs = append(errs, bus.Drain(ctx, s.nc))
 	}
 	s.closePG()
 	return errors.Join(errs...)

@@ -41,8 +41,7 @@ const governanceText = "Could not check your team's tool policy. Try again in a 
 func (t *turn) runAgent(message string, resume *agent.Resume) {
 	s := t.svc
 	log := t.logger()
-	mc := s.models.Get()
-	in, err := t.loadAgentInputs(mc)
+	mc, in, err := t.agentInputs()
 	if err != nil {
 		if t.ctx.Err() != nil {
 			t.abortWith(t.resumedText(resume))
@@ -164,6 +163,38 @@ func (c turnCheckpoint) Executing(_ context.Context, cp protocol.ExecCheckpoint)
 // loadAgentInputs reads the session's history, the workspace's config and
 // (only when a daily budget can switch models) today's spend, concurrently.
 // Only the history is required; the rest degrades to "none".
+// prefetched is an agent turn's inputs loaded ahead of time.
+type prefetched struct {
+	mc  agent.ModelConfig
+	in  agentInputs
+	err error
+}
+
+// prefetchInputs starts loading the agent's inputs. The channel is
+// buffered: the load finishes (bounded by StoreTimeout) even if the turn
+// takes another path and never reads it.
+func (t *turn) prefetchInputs() <-chan prefetched {
+	ch := make(chan prefetched, 1)
+	mc := t.svc.models.Get()
+	go func() {
+		in, err := t.loadAgentInputs(mc)
+		ch <- prefetched{mc, in, err}
+	}()
+	return ch
+}
+
+// agentInputs returns the prefetched inputs, or loads them now.
+func (t *turn) agentInputs() (agent.ModelConfig, agentInputs, error) {
+	if t.prefetch != nil {
+		p := <-t.prefetch
+		t.prefetch = nil
+		return p.mc, p.in, p.err
+	}
+	mc := t.svc.models.Get()
+	in, err := t.loadAgentInputs(mc)
+	return mc, in, err
+}
+
 func (t *turn) loadAgentInputs(mc agent.ModelConfig) (agentInputs, error) {
 	s := t.svc
 	var (

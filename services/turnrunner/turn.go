@@ -40,6 +40,10 @@ type turn struct {
 
 	firstToken sync.Once
 
+	// prefetch, when set, delivers the agent's inputs (history, workspace,
+	// spend) loaded while the user message was being stored.
+	prefetch <-chan prefetched
+
 	// produced is the assistant text streamed so far, persisted if the turn
 	// fails or is cancelled.
 	produced strings.Builder
@@ -66,6 +70,12 @@ func (t *turn) run() {
 	log := t.logger()
 	if t.lockRev == 0 && !t.queue() {
 		return
+	}
+	// A model turn reads its history while the user message is stored:
+	// history excludes this turn's own lines anyway, and the two store
+	// round trips overlap instead of adding up before the first token.
+	if !protocol.IsSlashCommand(t.req.Message) && t.svc.probe.Last().Reachable {
+		t.prefetch = t.prefetchInputs()
 	}
 	// The user message is on disk before any work starts: whatever happens
 	// next, the user's words are not lost.
