@@ -71,6 +71,21 @@ func (p *publisher) Emit(event string, data any) error {
 	return nil
 }
 
+// Note publishes an internal event without waiting. The stream stores one
+// connection's messages in order, so a note is still stored before every
+// event the turn publishes after it; only Mark's guarantee — durable
+// before work with side effects begins — is not given.
+func (p *publisher) Note(event string, data any) error {
+	m, err := p.msg(event, data)
+	if err != nil {
+		return err
+	}
+	if _, err := p.js.PublishMsgAsync(m); err != nil {
+		return fmt.Errorf("turnrunner: publish %s for %s: %w", event, p.turnID, err)
+	}
+	return nil
+}
+
 // Mark publishes an internal event and waits for the stream to store it
 // (and with it every earlier event of the turn): a checkpoint must be
 // durable before the work it describes begins.

@@ -480,9 +480,11 @@ func (s *Service) startTurn(_ context.Context, req protocol.TurnRequest) (protoc
 			s.publishControl(holder, protocol.TurnControlMsg{Action: protocol.ControlCancel, Reason: "interrupted"})
 		}
 	}
-	// The marker makes the turn followable (and resumable) before the
-	// start request is answered.
-	if err := t.pub.Mark(protocol.EventStart, protocol.StartMarker{Runner: s.id}); err != nil {
+	// The marker makes the turn followable. It is not waited for: it is
+	// stored before anything else the turn publishes, and the lease (which
+	// is durable) is what makes the turn resumable; a round trip here would
+	// be added to every turn's time to first token.
+	if err := t.pub.Note(protocol.EventStart, protocol.StartMarker{Runner: s.id}); err != nil {
 		return fail(err)
 	}
 	if !s.launch(t, t.run) {

@@ -134,10 +134,12 @@ func (t *turn) setPath(path string) {
 	}
 }
 
-// markPath stores the path checkpoint before anything of the path is
-// visible; a turn that cannot is ended (it could not be resumed).
+// markPath publishes the path checkpoint ahead of anything of the path:
+// the stream stores it before every later event of the turn, so waiting
+// for it would only add a round trip before the first token. A turn that
+// cannot publish it is ended (it could not be resumed).
 func (t *turn) markPath(cp protocol.PathCheckpoint) bool {
-	if err := t.pub.Mark(protocol.EventPath, cp); err != nil {
+	if err := t.pub.Note(protocol.EventPath, cp); err != nil {
 		t.logger().Error("publish path checkpoint", "err", err)
 		t.finishError("Something went wrong. Try sending your message again.")
 		return false
