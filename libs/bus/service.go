@@ -155,10 +155,6 @@ func (s *Service) fail(r micro.Request, name string, err error) {
 	respondError(r, protocol.ErrInternal)
 }
 
-// RespondError answers r with e as a micro error (status code in the
-// header, the JSON body the gateway forwards).
-func RespondError(r micro.Request, e *protocol.Error) { respondError(r, e) }
-
 func respondError(r micro.Request, e *protocol.Error) {
 	body, _ := json.Marshal(e)
 	// Respond with the error headers ourselves: micro's Request.Error

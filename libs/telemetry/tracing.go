@@ -47,12 +47,3 @@ func ExtractNATS(ctx context.Context, h nats.Header) context.Context {
 func ExtractHTTP(ctx context.Context, h http.Header) context.Context {
 	return propagator.Extract(ctx, propagation.HeaderCarrier(h))
 }
-
-// TraceID returns the trace id in ctx, or "".
-func TraceID(ctx context.Context) string {
-	sc := trace.SpanContextFromContext(ctx)
-	if !sc.IsValid() {
-		return ""
-	}
-	return sc.TraceID().String()
-}

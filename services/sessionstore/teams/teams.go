@@ -96,9 +96,6 @@ func New(cfg Config, log *slog.Logger) (*Teams, error) {
 	return &Teams{cfg: cfg, store: NewStore(cfg.Pool, cfg.Now), log: log.With("component", "teams")}, nil
 }
 
-// Store is the underlying store.
-func (t *Teams) Store() *Store { return t.store }
-
 // Register migrates the teams schema and adds the teams endpoints to svc.
 func Register(ctx context.Context, svc *bus.Service, cfg Config, log *slog.Logger) error {
 	t, err := New(cfg, log)

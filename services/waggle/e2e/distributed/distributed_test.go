@@ -69,17 +69,6 @@ func heldReply(p *llmtest.Pause) llmtest.Response {
 	return llmtest.Response{Steps: []llmtest.Step{llmtest.Content("first "), llmtest.Content("half "), llmtest.Wait(p), llmtest.Content("second half")}}
 }
 
-// runnerOf returns the runner serving the (latest) model call for message.
-func runnerOf(calls []modelCall, message string) int {
-	r := -1
-	for _, c := range calls {
-		if lastUser(c.req) == message {
-			r = c.runner
-		}
-	}
-	return r
-}
-
 func callsFor(calls []modelCall, message string) []modelCall {
 	var out []modelCall
 	for _, c := range calls {
