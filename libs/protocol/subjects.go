@@ -90,3 +90,7 @@ func TurnControl(turnID string) string { return "waggle.turn.ctl." + turnID }
 // HeaderEvent carries the SSE event name of a turn event; the body is the
 // event's JSON data, relayed to the client unchanged.
 const HeaderEvent = "Waggle-Event"
+
+// BucketSingletons holds the leases of services that must run as a single
+// instance per cluster (the JSONL session store, the grant file's owner).
+const BucketSingletons = "waggle_singletons"

@@ -86,6 +86,7 @@ type Service struct {
 
 	nc      *nats.Conn
 	svc     *bus.Service
+	single  *bus.Singleton // the grant file's single-writer lease
 	grants  *grants.Store
 	pending *pendingStore
 
@@ -107,11 +108,6 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.cfg.Validate(); err != nil {
 		return err
 	}
-	gs, err := grants.Open(grants.Config{DataDir: s.cfg.DataDir, Now: s.cfg.Now, Logger: s.log})
-	if err != nil {
-		return fmt.Errorf("approval: %w", err)
-	}
-	s.grants = gs
 	nc, err := s.dial(protocol.ServiceApproval)
 	if err != nil {
 		return err
@@ -122,6 +118,18 @@ func (s *Service) Start(ctx context.Context) error {
 		s.Stop(ctx)
 		return fmt.Errorf("approval: jetstream: %w", err)
 	}
+	// The grant file has one writer: a second approval service on this bus
+	// waits until the first stops, then reads the file it left.
+	if s.single, err = bus.AcquireSingleton(ctx, js, "approval-grants", bus.Holder("approval"), s.cfg.Bucket.Replicas, s.log); err != nil {
+		s.Stop(ctx)
+		return fmt.Errorf("approval: %w", err)
+	}
+	gs, err := grants.Open(grants.Config{DataDir: s.cfg.DataDir, Now: s.cfg.Now, Logger: s.log})
+	if err != nil {
+		s.Stop(ctx)
+		return fmt.Errorf("approval: %w", err)
+	}
+	s.grants = gs
 	kv, err := ensureBucket(ctx, js, s.cfg.Bucket)
 	if err != nil {
 		s.Stop(ctx)
@@ -180,6 +188,7 @@ func (s *Service) Stop(ctx context.Context) error {
 		s.stopSweep()
 		s.sweepWG.Wait()
 	}
+	s.single.Release(ctx)
 	if s.nc != nil {
 		errs = append(errs, bus.Drain(ctx, s.nc))
 	}

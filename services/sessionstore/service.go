@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
@@ -45,6 +46,9 @@ type Config struct {
 	// workspaces (those created with a teamId). Empty: no PostgreSQL, every
 	// workspace is JSONL. Migrations are applied at start.
 	PostgresURL string
+	// Replicas is the replica count of the store's JetStream buckets.
+	// Default 1.
+	Replicas int
 	// Store (WAGGLE_STORE) is "jsonl" (default: personal workspaces in
 	// JSONL files) or "postgres" (every workspace in PostgreSQL; needs
 	// PostgresURL).
@@ -81,8 +85,9 @@ type Service struct {
 	store Store
 	pg    *pgstore.Store // nil without PostgresURL
 
-	nc  *nats.Conn
-	svc *bus.Service
+	nc     *nats.Conn
+	svc    *bus.Service
+	single *bus.Singleton // held while JSONL files are served
 }
 
 // New returns an unstarted service.
@@ -120,6 +125,19 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		s.closePG()
 		return err
+	}
+	if s.cfg.Store != StorePostgres {
+		// JSONL files have one writer: a second store on this bus would
+		// split the sessions between two data dirs (or race on one).
+		js, err := jetstream.New(nc)
+		if err == nil {
+			s.single, err = bus.AcquireSingleton(ctx, js, "session-store-jsonl", bus.Holder("session-store"), s.cfg.Replicas, s.log)
+		}
+		if err != nil {
+			nc.Close()
+			s.closePG()
+			return fmt.Errorf("sessionstore: %w", err)
+		}
 	}
 	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceSessionStore, Concurrency: s.cfg.Concurrency, Logger: s.log})
 	if err != nil {
@@ -186,6 +204,7 @@ func (s *Service) Stop(ctx context.Context) error {
 	if s.svc != nil {
 		errs = append(errs, s.svc.Stop(ctx))
 	}
+	s.single.Release(ctx)
 	if s.nc != nil {
 		errs = append(errs, bus.Drain(ctx, s.nc))
 	}

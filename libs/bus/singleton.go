@@ -1,0 +1,117 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+// Singleton is a held lease that keeps a service the only instance of its
+// kind on the bus. Its owner renews it until Release.
+type Singleton struct {
+	kv     jetstream.KeyValue
+	key    string
+	holder []byte
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu  sync.Mutex
+	rev uint64
+}
+
+// SingletonTTL is how long a lease outlives its holder's last renewal: a
+// crashed holder blocks a successor for at most this long.
+const SingletonTTL = 6 * time.Second
+
+// AcquireSingleton takes the lease name for holder, waiting (bounded by
+// ctx) while another live instance holds it. Some services write files
+// that only one process may own (the JSONL session store, the grant file);
+// a second instance on the same bus would split their data, so it waits
+// instead of serving.
+func AcquireSingleton(ctx context.Context, js jetstream.JetStream, name, holder string, replicas int, log *slog.Logger) (*Singleton, error) {
+	if replicas <= 0 {
+		replicas = 1
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: protocol.BucketSingletons, Description: "single-instance service leases",
+		TTL: SingletonTTL, History: 1, Replicas: replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bus: singleton bucket: %w", err)
+	}
+	warned := false
+	for {
+		rev, err := kv.Create(ctx, name, []byte(holder))
+		if err == nil {
+			return start(kv, name, []byte(holder), rev), nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, fmt.Errorf("bus: singleton %s: %w", name, err)
+		}
+		if !warned {
+			owner := "another instance"
+			if e, err := kv.Get(ctx, name); err == nil {
+				owner = string(e.Value())
+			}
+			log.Warn("waiting for the running instance to stop (only one may run)", "service", name, "holder", owner)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("bus: %s is already running elsewhere on this bus: %w", name, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func start(kv jetstream.KeyValue, key string, holder []byte, rev uint64) *Singleton {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Singleton{kv: kv, key: key, holder: holder, cancel: cancel, done: make(chan struct{}), rev: rev}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(SingletonTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				s.mu.Lock()
+				rctx, rcancel := context.WithTimeout(ctx, SingletonTTL/3)
+				if nr, err := kv.Update(rctx, key, holder, s.rev); err == nil {
+					s.rev = nr
+				}
+				rcancel()
+				s.mu.Unlock()
+			}
+		}
+	}()
+	return s
+}
+
+// Release stops renewing and deletes the lease, so a successor starts at
+// once.
+func (s *Singleton) Release(ctx context.Context) {
+	if s == nil {
+		return
+	}
+	s.cancel()
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.kv.Delete(ctx, s.key, jetstream.LastRevision(s.rev))
+}
+
+// Holder names this process in a singleton lease.
+func Holder(service string) string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s on %s (pid %d)", service, host, os.Getpid())
+}
