@@ -27,17 +27,33 @@ for i in 1 2 3; do
   start "nats-$i" "$bin" nats --config "deploy/nats/local-$i.conf"
 done
 urls=nats://127.0.0.1:4222,nats://127.0.0.1:4223,nats://127.0.0.1:4224
-for i in $(seq 1 60); do
-  "$bin" healthcheck --url "http://127.0.0.1:8222/healthz?js-enabled-only=true" 2>/dev/null && break
-  sleep 0.5
+# Wait until JetStream is clustered (a meta leader elected) on every node:
+# replicated streams cannot be created before that.
+for port in 8222 8223 8224; do
+  for i in $(seq 1 120); do
+    "$bin" healthcheck --url "http://127.0.0.1:$port/healthz" 2>/dev/null && break
+    sleep 0.5
+  done
 done
 
 common=(--nats-url "$urls" --data-dir .cluster/data --log-format text)
-export WAGGLE_NATS_REPLICAS=3
+# R1 streams and buckets: on one laptop (or a 2-core CI box), raft groups
+# for every R3 asset make startup slow; docker-compose.yml uses R3.
+export WAGGLE_NATS_REPLICAS=1
+wait_ready() { # metrics address
+  for i in $(seq 1 120); do
+    "$bin" healthcheck --url "http://$1/health" 2>/dev/null && return
+    sleep 0.5
+  done
+}
+# Start in waves so the new cluster's meta leader is not asked to create
+# every stream and bucket at once.
 start services "$bin" serve "${common[@]}" --targets=session-store,approval,command --metrics-addr 127.0.0.1:9460
+wait_ready 127.0.0.1:9460
 for i in 1 2 3; do
   start "runner-$i" "$bin" serve "${common[@]}" --targets=turn-runner --metrics-addr "127.0.0.1:946$i"
 done
+wait_ready 127.0.0.1:9461
 start gateway-1 "$bin" serve "${common[@]}" --targets=gateway --addr 127.0.0.1:3333
 start gateway-2 "$bin" serve "${common[@]}" --targets=gateway --addr 127.0.0.1:3334
 

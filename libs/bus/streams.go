@@ -2,9 +2,11 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/protocol"
@@ -69,7 +71,7 @@ func EnsureTurnStream(ctx context.Context, js jetstream.JetStream, cfg TurnStrea
 		// is enough to absorb a retried publish.
 		Duplicates: 2 * time.Minute,
 	}
-	st, err := js.CreateOrUpdateStream(ctx, scfg)
+	st, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.CreateOrUpdateStream(ctx, scfg) })
 	if err != nil {
 		// JetStream cannot change a stream's storage type in place. Turn
 		// events are transient, so a stream of the other kind (from an
@@ -84,4 +86,26 @@ func EnsureTurnStream(ctx context.Context, js jetstream.JetStream, cfg TurnStrea
 		return nil, fmt.Errorf("bus: ensure stream %s: %w", protocol.StreamTurns, err)
 	}
 	return st, nil
+}
+
+// createWithRetry retries a JetStream create that timed out: right after a
+// cluster starts, or with many services starting at once, the meta leader
+// can take longer than the API's default timeout to answer. Bounded by ctx
+// and by 60 s.
+func createWithRetry[T any](ctx context.Context, create func(context.Context) (T, error)) (T, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		v, err := create(ctx)
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrJetStreamNotEnabled) && !errors.Is(err, nats.ErrTimeout) {
+			return v, err
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
