@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -26,8 +27,11 @@ import (
 // Config configures the approval service.
 type Config struct {
 	// DataDir is the data directory; grants live in
-	// <DataDir>/approval-grants.json. Required.
+	// <DataDir>/approval-grants.json unless PostgresURL is set. Required.
 	DataDir string
+	// PostgresURL (WAGGLE_POSTGRES_URL), when set, keeps the grants in that
+	// PostgreSQL database instead of the file. Default "": the file.
+	PostgresURL string
 	// Timeout is how long an approval waits for a human before it is denied
 	// as timed out. Default 5m.
 	Timeout time.Duration
@@ -88,6 +92,7 @@ type Service struct {
 	svc     *bus.Service
 	single  *bus.Singleton // the grant file's single-writer lease
 	grants  *grants.Store
+	pool    *pgxpool.Pool // nil without PostgresURL
 	pending *pendingStore
 
 	stopSweep context.CancelFunc
@@ -124,7 +129,13 @@ func (s *Service) Start(ctx context.Context) error {
 		s.Stop(ctx)
 		return fmt.Errorf("approval: %w", err)
 	}
-	gs, err := grants.Open(grants.Config{DataDir: s.cfg.DataDir, Now: s.cfg.Now, Logger: s.log})
+	if s.cfg.PostgresURL != "" {
+		if s.pool, err = openPool(ctx, s.cfg.PostgresURL); err != nil {
+			s.Stop(ctx)
+			return err
+		}
+	}
+	gs, err := grants.Open(grants.Config{DataDir: s.cfg.DataDir, Now: s.cfg.Now, Logger: s.log, Pool: s.pool})
 	if err != nil {
 		s.Stop(ctx)
 		return fmt.Errorf("approval: %w", err)
@@ -192,7 +203,24 @@ func (s *Service) Stop(ctx context.Context) error {
 	if s.nc != nil {
 		errs = append(errs, bus.Drain(ctx, s.nc))
 	}
+	if s.pool != nil {
+		s.pool.Close()
+		s.pool = nil
+	}
 	return errors.Join(errs...)
+}
+
+// openPool connects to the grants' PostgreSQL database.
+func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("approval: postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("approval: postgres: %w", err)
+	}
+	return pool, nil
 }
 
 // ensureBucket creates or updates protocol.BucketApprovals.

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -172,6 +173,12 @@ func (s *Service) Start(ctx context.Context) error {
 }
 
 func (s *Service) register() error {
+	// With PostgreSQL the usage ledger and agent groups live there too, so
+	// every store process of a team server shares them.
+	var pool *pgxpool.Pool
+	if s.pg != nil {
+		pool = s.pg.Pool()
+	}
 	return errors.Join(
 		bus.AddEndpoint(s.svc, "history", protocol.SubjStoreHistory, s.history),
 		bus.AddEndpoint(s.svc, "append", protocol.SubjStoreAppend, s.append),
@@ -192,8 +199,8 @@ func (s *Service) register() error {
 		bus.AddEndpoint(s.svc, "session-rename", protocol.SubjSessionRename, s.sessionRename),
 		bus.AddEndpoint(s.svc, "session-delete", protocol.SubjSessionDelete, s.sessionDelete),
 		bus.AddEndpoint(s.svc, "session-summary", protocol.SubjSessionSummary, s.sessionSummary),
-		ledger.Register(s.svc, ledger.Config{DataDir: s.cfg.DataDir}, s.log),
-		groups.Register(s.svc, groups.Config{DataDir: s.cfg.DataDir}, s.log),
+		ledger.Register(s.svc, ledger.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
+		groups.Register(s.svc, groups.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
 	)
 }
 

@@ -7,22 +7,28 @@
 // format, so an existing file keeps working. Unlike the original, a grant
 // that could not be written to disk is reported as an error and not kept,
 // and a grant without a workspace applies everywhere instead of nowhere.
+//
+// With a PostgreSQL pool (Config.Pool) each grant is a row of
+// approval_grants (a NULL source workspace is the every-workspace scope);
+// a grant replaces its equals and drops expired rows in one transaction
+// that locks the table against concurrent writers, so several approval
+// services may share the grants. Migrations are embedded and applied by
+// Open under their own goose version table (waggle_schema_grants).
 package grants
 
 import (
-	"bytes"
+	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/waggle-os/core/services/approval/gate"
 )
@@ -44,13 +50,17 @@ type Config struct {
 	// Now is the clock for grant times and expiry. Default: time.Now.
 	Now func() time.Time
 	// Logger receives a warning when an existing grant file cannot be used
-	// and the store starts empty. Default: discard.
+	// and the store starts empty, or when PostgreSQL cannot be read on a
+	// lookup. Default: discard.
 	Logger *slog.Logger
+	// Pool, when set, keeps the grants in PostgreSQL (team servers with
+	// WAGGLE_POSTGRES_URL) instead of under DataDir. Default nil: the file.
+	Pool *pgxpool.Pool
 }
 
 // Validate reports a missing DataDir.
 func (c Config) Validate() error {
-	if c.DataDir == "" {
+	if c.DataDir == "" && c.Pool == nil {
 		return errors.New("grants: config: DataDir is required")
 	}
 	return nil
@@ -120,112 +130,78 @@ func equalSource(a, b *string) bool {
 	return *a == *b
 }
 
-// Store holds the grants of one data directory. It is safe for concurrent
-// use within a process; another process writing the same file is picked up
-// by Reload, and between reloads the last writer wins.
-type Store struct {
-	cfg  Config
-	path string
+// backend keeps the grants: the file under DataDir, or PostgreSQL when
+// Config.Pool is set. The rules (matching, ordering, ids, times) stay in
+// Store, so both answer alike.
+type backend interface {
+	// reload refreshes any cached state from storage.
+	reload(ctx context.Context) error
+	// put stores g, dropping every grant of the same tool, target and scope
+	// and every grant expired at now, as one change.
+	put(ctx context.Context, g Grant, now time.Time) error
+	// live returns the grants not expired at now, in insertion order.
+	live(ctx context.Context, now time.Time) ([]Grant, error)
+	// revoke deletes grant id (false when there is none), dropping grants
+	// expired at now with it.
+	revoke(ctx context.Context, id string, now time.Time) (bool, error)
+	// clear deletes every grant.
+	clear(ctx context.Context) error
+}
 
-	mu     sync.Mutex
-	grants []Grant // insertion order, as in the file
+// Store holds the grants of one data directory (or one PostgreSQL
+// database). It is safe for concurrent use within a process; with the file,
+// another process writing it is picked up by Reload, and between reloads
+// the last writer wins; with PostgreSQL every call reads the database.
+type Store struct {
+	cfg   Config
+	path  string // "" with PostgreSQL
+	store backend
 }
 
 // Open loads the grant file of cfg.DataDir. A missing file is an empty
 // store. A file that is not valid JSON or has another version is left
 // untouched and the store starts empty (it is replaced on the next write);
-// a file that exists but cannot be read is an error.
+// a file that exists but cannot be read is an error. With cfg.Pool it
+// applies the grants' migrations instead.
 func Open(cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg.withDefaults(), path: filepath.Join(cfg.DataDir, FileName)}
+	cfg = cfg.withDefaults()
+	s := &Store{cfg: cfg}
+	if cfg.Pool != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
+		defer cancel()
+		if err := Migrate(ctx, cfg.Pool); err != nil {
+			return nil, err
+		}
+		s.store = &pgBackend{pool: cfg.Pool}
+		return s, nil
+	}
+	s.path = filepath.Join(cfg.DataDir, FileName)
+	s.store = &fileBackend{path: s.path, log: cfg.Logger}
 	if err := s.Reload(); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// Path is the grant file's path.
+// Path is the grant file's path ("" when the grants are in PostgreSQL).
 func (s *Store) Path() string { return s.path }
 
 // Reload replaces the in-memory grants with the file's, with the same rules
-// as Open. On a read error the grants in memory are kept.
+// as Open. On a read error the grants in memory are kept. With PostgreSQL
+// there is nothing cached and Reload does nothing.
 func (s *Store) Reload() error {
-	data, err := os.ReadFile(s.path)
-	if errors.Is(err, os.ErrNotExist) {
-		data, err = nil, nil
-	}
-	if err != nil {
-		return fmt.Errorf("grants: read %s: %w", s.path, err)
-	}
-	var loaded []Grant
-	if data != nil {
-		var perr error
-		loaded, perr = parseFile(data)
-		if perr != nil {
-			s.cfg.Logger.Warn("grants: ignoring unusable grant file; starting empty",
-				"path", s.path, "err", perr)
-		}
-	}
-	s.mu.Lock()
-	s.grants = loaded
-	s.mu.Unlock()
-	return nil
-}
-
-// parseFile reads the file format, dropping entries that lack a required
-// string field. It fails (and yields nothing) for invalid JSON or another
-// version.
-func parseFile(data []byte) ([]Grant, error) {
-	var f struct {
-		Version any               `json:"version"`
-		Grants  []json.RawMessage `json:"grants"`
-	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("parse: %w", err)
-	}
-	if v, ok := f.Version.(float64); !ok || v != fileVersion {
-		return nil, fmt.Errorf("unsupported version %v", f.Version)
-	}
-	var out []Grant
-	for _, raw := range f.Grants {
-		if g, ok := parseGrant(raw); ok {
-			out = append(out, g)
-		}
-	}
-	return out, nil
-}
-
-func parseGrant(raw json.RawMessage) (Grant, bool) {
-	var m map[string]any
-	if json.Unmarshal(raw, &m) != nil || m == nil {
-		return Grant{}, false
-	}
-	var g Grant
-	for key, dst := range map[string]*string{
-		"id": &g.ID, "toolName": &g.ToolName, "targetKey": &g.TargetKey,
-		"description": &g.Description, "grantedAt": &g.GrantedAt,
-	} {
-		v, ok := m[key].(string)
-		if !ok {
-			return Grant{}, false
-		}
-		*dst = v
-	}
-	if v, ok := m["sourceWorkspaceId"].(string); ok {
-		g.SourceWorkspaceID = &v
-	}
-	if v, ok := m["expiresAt"].(string); ok {
-		g.ExpiresAt = &v
-	}
-	return g, true
+	ctx, cancel := opContext()
+	defer cancel()
+	return s.store.reload(ctx)
 }
 
 // Grant records a standing approval for calls of tool on the target args
 // name (gate.TargetKey), in workspace *source or, with source nil, in every
 // workspace. It replaces a grant for the same tool, target and scope. The
-// grant is on disk when Grant returns without error; on an error nothing
+// grant is stored when Grant returns without error; on an error nothing
 // changed unless the error wraps ErrNotDurable.
 func (s *Store) Grant(tool string, args map[string]any, source *string) (Grant, error) {
 	return s.add(tool, args, source, 0)
@@ -255,17 +231,9 @@ func (s *Store) add(tool string, args map[string]any, source *string, ttl time.D
 		exp := now.Add(ttl).UTC().Format(isoMillis)
 		g.ExpiresAt = &exp
 	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	next := make([]Grant, 0, len(s.grants)+1)
-	for _, old := range s.grants {
-		if !old.sameScope(tool, key, source) && !old.expired(now) {
-			next = append(next, old)
-		}
-	}
-	next = append(next, g)
-	if err := s.commitLocked(next); err != nil {
+	ctx, cancel := opContext()
+	defer cancel()
+	if err := s.store.put(ctx, g, now); err != nil {
 		return Grant{}, fmt.Errorf("grants: grant %s on %s: %w", tool, key, err)
 	}
 	return g.clone(), nil
@@ -273,43 +241,42 @@ func (s *Store) add(tool string, args map[string]any, source *string, ttl time.D
 
 // Has finds a live grant covering a call of tool with args in workspace:
 // same tool, same target key, and scoped to workspace or to every
-// workspace. Expired grants are dropped on the way (from disk on the next
-// write).
+// workspace. Expired grants are dropped on the way (from storage on the
+// next write). A storage error is logged and answers false, so the user is
+// asked rather than a call let through.
 func (s *Store) Has(tool string, args map[string]any, workspace string) (Grant, bool) {
 	key := gate.TargetKey(tool, args)
-	now := s.cfg.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pruneLocked(now)
-	for _, g := range s.grants {
+	for _, g := range s.live() {
 		if g.ToolName != tool || g.TargetKey != key {
 			continue
 		}
 		if g.SourceWorkspaceID == nil || *g.SourceWorkspaceID == workspace {
-			return g.clone(), true
+			return g, true
 		}
 	}
 	return Grant{}, false
 }
 
-// pruneLocked drops expired grants from memory. Persisting that is left to
-// the next write: an expired grant on disk is dropped again when loaded, so
-// nothing is gained by writing on a read path.
-func (s *Store) pruneLocked(now time.Time) {
-	s.grants = slices.DeleteFunc(s.grants, func(g Grant) bool { return g.expired(now) })
+// live returns copies of the live grants in insertion order ([] after a
+// storage error, which is logged).
+func (s *Store) live() []Grant {
+	ctx, cancel := opContext()
+	defer cancel()
+	gs, err := s.store.live(ctx, s.cfg.Now())
+	if err != nil {
+		s.cfg.Logger.Warn("grants: reading grants failed; treating as none", "err", err)
+		return nil
+	}
+	return gs
 }
 
-// List returns the live grants, newest first (by grantedAt, ties in file
-// order).
+// List returns the live grants, newest first (by grantedAt, ties in
+// insertion order).
 func (s *Store) List() []Grant {
-	now := s.cfg.Now()
-	s.mu.Lock()
-	s.pruneLocked(now)
-	out := make([]Grant, len(s.grants))
-	for i, g := range s.grants {
-		out[i] = g.clone()
+	out := s.live()
+	if out == nil {
+		out = []Grant{}
 	}
-	s.mu.Unlock()
 	slices.SortStableFunc(out, func(a, b Grant) int { return strings.Compare(b.GrantedAt, a.GrantedAt) })
 	return out
 }
@@ -318,114 +285,36 @@ func (s *Store) List() []Grant {
 // there is none. On an error nothing changed unless the error wraps
 // ErrNotDurable.
 func (s *Store) Revoke(id string) (bool, error) {
-	now := s.cfg.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i := slices.IndexFunc(s.grants, func(g Grant) bool { return g.ID == id })
-	if i < 0 {
-		return false, nil
-	}
-	next := slices.DeleteFunc(slices.Clone(s.grants), func(g Grant) bool { return g.ID == id || g.expired(now) })
-	if err := s.commitLocked(next); err != nil {
+	ctx, cancel := opContext()
+	defer cancel()
+	ok, err := s.store.revoke(ctx, id, s.cfg.Now())
+	if err != nil {
 		return false, fmt.Errorf("grants: revoke %s: %w", id, err)
 	}
-	return true, nil
+	return ok, nil
 }
 
 // Clear removes every grant. On an error nothing changed unless the error
 // wraps ErrNotDurable.
 func (s *Store) Clear() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.commitLocked(nil); err != nil {
+	ctx, cancel := opContext()
+	defer cancel()
+	if err := s.store.clear(ctx); err != nil {
 		return fmt.Errorf("grants: clear: %w", err)
 	}
 	return nil
 }
 
-// ErrNotDurable is wrapped by a write error that came after the grant file
-// was replaced: the change is in effect (and in the file) but the directory
-// could not be synced, so it may not survive a power loss.
-var ErrNotDurable = errors.New("grant file replaced but not synced")
+// opTimeout bounds one storage call: the store's API predates PostgreSQL
+// and carries no context, so a stuck database must not hold a tool call
+// forever.
+const opTimeout = 15 * time.Second
 
-// commitLocked writes next and makes it the store's state when the file now
-// holds it. Called with s.mu held.
-func (s *Store) commitLocked(next []Grant) error {
-	err := s.save(next)
-	if err == nil || errors.Is(err, ErrNotDurable) {
-		s.grants = next
-	}
-	return err
-}
+// migrateTimeout bounds applying the migrations in Open.
+const migrateTimeout = time.Minute
 
-// save writes grants as the whole file, atomically and durably: a crash
-// leaves either the old file or the new one, and a returned nil means the
-// new one survives power loss. Called with s.mu held.
-func (s *Store) save(grants []Grant) error {
-	if grants == nil {
-		grants = []Grant{} // "grants": [] rather than null
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // like JSON.stringify: descriptions keep < > &
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(struct {
-		Version int     `json:"version"`
-		Grants  []Grant `json:"grants"`
-	}{fileVersion, grants}); err != nil {
-		return fmt.Errorf("encode: %w", err)
-	}
-	return writeFileAtomic(s.path, bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
-}
-
-// writeFileAtomic replaces path with data via a temporary file in the same
-// directory, fsyncing the file before the rename and the directory after.
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create dir: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("create temp file: %w", err)
-	}
-	renamed := false
-	defer func() {
-		if err != nil && !renamed {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("rename to %s: %w", path, err)
-	}
-	renamed = true
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("%w: %w", ErrNotDurable, err)
-	}
-	return nil
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
-	}
-	return nil
+func opContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), opTimeout)
 }
 
 // newID returns a random RFC 4122 version 4 UUID, the original's grant id

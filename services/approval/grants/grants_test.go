@@ -1,6 +1,7 @@
 package grants
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/waggle-os/core/libs/pgtest"
 )
 
 func ptr(s string) *string { return &s }
@@ -36,6 +41,56 @@ func open(t *testing.T, dir string, now func() time.Time) *Store {
 		t.Fatalf("Open: %v", err)
 	}
 	return s
+}
+
+// storage is one place grants are kept, opened as often as a test likes.
+type storage struct {
+	// open opens a store on this storage with clock now.
+	open func(t *testing.T, now func() time.Time) *Store
+	// stored is the raw stored content, to check what a write left behind.
+	stored func(t *testing.T) string
+}
+
+// implementations runs fn once per storage: the file under a data
+// directory and a PostgreSQL database.
+func implementations(t *testing.T, fn func(t *testing.T, st storage)) {
+	t.Run("files", func(t *testing.T) {
+		dir := t.TempDir()
+		fn(t, storage{
+			open:   func(t *testing.T, now func() time.Time) *Store { return open(t, dir, now) },
+			stored: func(t *testing.T) string { return readFile(t, dir) },
+		})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		pool, err := pgxpool.New(context.Background(), pgtest.URL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		fn(t, storage{
+			open: func(t *testing.T, now func() time.Time) *Store {
+				t.Helper()
+				s, err := Open(Config{Pool: pool, Now: now})
+				if err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				if s.Path() != "" {
+					t.Fatalf("PostgreSQL store has a file path %q", s.Path())
+				}
+				return s
+			},
+			stored: func(t *testing.T) string {
+				t.Helper()
+				var all string
+				err := pool.QueryRow(context.Background(),
+					`SELECT coalesce(string_agg(tool_name || ' ' || target_key, E'\n' ORDER BY seq), '') FROM approval_grants`).Scan(&all)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return all
+			},
+		})
+	})
 }
 
 func mustGrant(t *testing.T, s *Store, tool string, args map[string]any, source *string) Grant {
@@ -76,9 +131,12 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestRoundTripAcrossReopen(t *testing.T) {
-	dir := t.TempDir()
+	implementations(t, testRoundTripAcrossReopen)
+}
+
+func testRoundTripAcrossReopen(t *testing.T, st storage) {
 	clk := &clock{t: time.Date(2026, 4, 11, 9, 30, 15, 123456789, time.FixedZone("CEST", 2*3600))}
-	s := open(t, dir, clk.Now)
+	s := st.open(t, clk.Now)
 	if got := s.List(); len(got) != 0 {
 		t.Fatalf("new store lists %v", got)
 	}
@@ -100,7 +158,7 @@ func TestRoundTripAcrossReopen(t *testing.T) {
 		t.Fatalf("descriptions/keys: %+v %+v", g2, g3)
 	}
 
-	re := open(t, dir, clk.Now)
+	re := st.open(t, clk.Now)
 	got := re.List()
 	wantList := []Grant{g3, g2, g1} // newest first
 	if len(got) != len(wantList) {
@@ -226,9 +284,12 @@ func TestEntriesLackingFieldsAreDropped(t *testing.T) {
 }
 
 func TestGrantReplacesEqual(t *testing.T) {
-	dir := t.TempDir()
+	implementations(t, testGrantReplacesEqual)
+}
+
+func testGrantReplacesEqual(t *testing.T, st storage) {
 	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	s := open(t, dir, clk.Now)
+	s := st.open(t, clk.Now)
 	first := mustGrant(t, s, "write_file", map[string]any{"path": "a"}, ptr("ws1"))
 	clk.Add(time.Minute)
 	second := mustGrant(t, s, "write_file", map[string]any{"file_path": " a "}, ptr("ws1")) // same key
@@ -237,7 +298,7 @@ func TestGrantReplacesEqual(t *testing.T) {
 	mustGrant(t, s, "edit_file", map[string]any{"path": "a"}, ptr("ws1"))                   // other tool
 	mustGrant(t, s, "write_file", map[string]any{"path": "b"}, ptr("ws1"))                  // other key
 
-	list := open(t, dir, clk.Now).List()
+	list := st.open(t, clk.Now).List()
 	if len(list) != 5 {
 		t.Fatalf("%d grants after reopen, want 5: %+v", len(list), list)
 	}
@@ -261,7 +322,11 @@ func TestGrantReplacesEqual(t *testing.T) {
 }
 
 func TestHasMatching(t *testing.T) {
-	s := open(t, t.TempDir(), nil)
+	implementations(t, testHasMatching)
+}
+
+func testHasMatching(t *testing.T, st storage) {
+	s := st.open(t, nil)
 	mustGrant(t, s, "write_file", map[string]any{"path": "notes.md"}, nil)
 	mustGrant(t, s, "read_other_workspace", map[string]any{"target_workspace_id": "beta"}, ptr("alpha"))
 	mustGrant(t, s, "git_push", map[string]any{"branch": "main"}, ptr("alpha"))
@@ -303,8 +368,11 @@ func TestHasMatching(t *testing.T) {
 }
 
 func TestRevokeAndClearPersist(t *testing.T) {
-	dir := t.TempDir()
-	s := open(t, dir, nil)
+	implementations(t, testRevokeAndClearPersist)
+}
+
+func testRevokeAndClearPersist(t *testing.T, st storage) {
+	s := st.open(t, nil)
 	a := mustGrant(t, s, "write_file", map[string]any{"path": "a"}, nil)
 	b := mustGrant(t, s, "write_file", map[string]any{"path": "b"}, nil)
 
@@ -317,7 +385,7 @@ func TestRevokeAndClearPersist(t *testing.T) {
 	if ok, _ := s.Revoke(a.ID); ok {
 		t.Fatal("second Revoke of the same id succeeded")
 	}
-	re := open(t, dir, nil)
+	re := st.open(t, nil)
 	if got := re.List(); len(got) != 1 || got[0].ID != b.ID {
 		t.Fatalf("after revoke and reopen: %+v", got)
 	}
@@ -328,14 +396,17 @@ func TestRevokeAndClearPersist(t *testing.T) {
 	if err := s.Clear(); err != nil {
 		t.Fatal(err)
 	}
-	if got := open(t, dir, nil).List(); len(got) != 0 {
+	if got := st.open(t, nil).List(); len(got) != 0 {
 		t.Fatalf("after clear and reopen: %+v", got)
 	}
 }
 
 func TestConcurrentGrantsLoseNothing(t *testing.T) {
-	dir := t.TempDir()
-	s := open(t, dir, nil)
+	implementations(t, testConcurrentGrantsLoseNothing)
+}
+
+func testConcurrentGrantsLoseNothing(t *testing.T, st storage) {
+	s := st.open(t, nil)
 	const n = 64
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -353,7 +424,7 @@ func TestConcurrentGrantsLoseNothing(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	got := open(t, dir, nil).List()
+	got := st.open(t, nil).List()
 	if len(got) != n {
 		t.Fatalf("%d grants after reopen, want %d", len(got), n)
 	}
@@ -367,8 +438,12 @@ func TestConcurrentGrantsLoseNothing(t *testing.T) {
 }
 
 func TestListNewestFirst(t *testing.T) {
+	implementations(t, testListNewestFirst)
+}
+
+func testListNewestFirst(t *testing.T, st storage) {
 	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	s := open(t, t.TempDir(), clk.Now)
+	s := st.open(t, clk.Now)
 	for _, p := range []string{"a", "b", "c"} {
 		mustGrant(t, s, "write_file", map[string]any{"path": p}, nil)
 		clk.Add(time.Millisecond)
@@ -383,9 +458,12 @@ func TestListNewestFirst(t *testing.T) {
 }
 
 func TestExpiredGrantsArePruned(t *testing.T) {
-	dir := t.TempDir()
+	implementations(t, testExpiredGrantsArePruned)
+}
+
+func testExpiredGrantsArePruned(t *testing.T, st storage) {
 	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	s := open(t, dir, clk.Now)
+	s := st.open(t, clk.Now)
 	g, err := s.GrantFor("git_commit", nil, nil, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -405,12 +483,12 @@ func TestExpiredGrantsArePruned(t *testing.T) {
 		t.Fatalf("List after expiry: %+v", got)
 	}
 	// A reopened store drops it too, even before any write.
-	if _, ok := open(t, dir, clk.Now).Has("git_commit", nil, "default"); ok {
+	if _, ok := st.open(t, clk.Now).Has("git_commit", nil, "default"); ok {
 		t.Fatal("expired grant matched after reopen")
 	}
 	// The next write removes it from the file.
 	mustGrant(t, s, "git_pr", nil, nil)
-	if strings.Contains(readFile(t, dir), "git_commit") {
+	if strings.Contains(st.stored(t), "git_commit") {
 		t.Fatal("expired grant still in the file after a write")
 	}
 }
@@ -498,7 +576,11 @@ func TestReloadPicksUpOtherWriter(t *testing.T) {
 }
 
 func TestReturnedGrantsAreCopies(t *testing.T) {
-	s := open(t, t.TempDir(), nil)
+	implementations(t, testReturnedGrantsAreCopies)
+}
+
+func testReturnedGrantsAreCopies(t *testing.T, st storage) {
+	s := st.open(t, nil)
 	src := "alpha"
 	g := mustGrant(t, s, "git_pr", nil, &src)
 	src = "beta" // the caller's variable must not move the grant

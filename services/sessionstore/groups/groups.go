@@ -3,6 +3,11 @@
 // original wrote it, rewritten atomically by one writer at a time. Every
 // validation rule for a group lives here (Parse), so the gateway only
 // forwards the client's body.
+//
+// With a PostgreSQL pool (Config.Pool) each group is a row of agent_groups
+// holding the group's JSON, in creation order; updates lock the row in a
+// transaction. Migrations are embedded and applied by New under their own
+// goose version table (waggle_schema_groups).
 package groups
 
 import (
@@ -10,18 +15,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/sessionstore/jsonl"
 )
 
 // maxOrder bounds executionOrder so it always fits an int.
@@ -38,11 +41,14 @@ type Config struct {
 	Now func() time.Time
 	// NewID makes group ids. Default protocol.NewUUID.
 	NewID func() string
+	// Pool, when set, keeps the groups in PostgreSQL (team servers with
+	// WAGGLE_POSTGRES_URL) instead of under DataDir. Default nil: the file.
+	Pool *pgxpool.Pool
 }
 
 // Validate checks c and fills defaults.
 func (c *Config) Validate() error {
-	if c.DataDir == "" {
+	if c.DataDir == "" && c.Pool == nil {
 		return errors.New("groups: DataDir is required")
 	}
 	if c.Now == nil {
@@ -86,16 +92,30 @@ func Register(svc *bus.Service, cfg Config, log *slog.Logger) error {
 // ErrNotFound is the 404 of every operation on an unknown group id.
 var ErrNotFound = &protocol.Error{Status: 404, Message: "Group not found"}
 
-// Store is the agent-group file of one data directory. It is safe for
-// concurrent use; writes are serialised.
-type Store struct {
-	cfg  Config
-	log  *slog.Logger
-	path string
-	mu   sync.Mutex
+// backend keeps the groups: the file under DataDir, or PostgreSQL when
+// Config.Pool is set. Validation stays in Store, so both answer alike.
+type backend interface {
+	// list returns every group in creation order (never nil).
+	list(ctx context.Context) ([]protocol.AgentGroup, error)
+	// insert stores a new, validated group.
+	insert(ctx context.Context, g protocol.AgentGroup) error
+	// update replaces group id with fn's result, atomically with respect to
+	// other writers (ErrNotFound for an unknown id).
+	update(ctx context.Context, id string, fn func(protocol.AgentGroup) (protocol.AgentGroup, error)) (protocol.AgentGroup, error)
+	// remove deletes group id (ErrNotFound for an unknown id).
+	remove(ctx context.Context, id string) error
 }
 
-// New returns a store for cfg.DataDir; the file is created on first write.
+// Store is the agent groups of one data directory (or one PostgreSQL
+// database). It is safe for concurrent use; writes are serialised.
+type Store struct {
+	cfg   Config
+	log   *slog.Logger
+	store backend
+}
+
+// New returns a store for cfg.DataDir (the file is created on first write)
+// or, with cfg.Pool, for PostgreSQL after applying the groups migrations.
 func New(cfg Config, log *slog.Logger) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -103,15 +123,25 @@ func New(cfg Config, log *slog.Logger) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{cfg: cfg, log: log, path: filepath.Join(cfg.DataDir, FileName)}, nil
+	s := &Store{cfg: cfg, log: log}
+	if cfg.Pool != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
+		defer cancel()
+		if err := Migrate(ctx, cfg.Pool); err != nil {
+			return nil, err
+		}
+		s.store = &pgBackend{pool: cfg.Pool}
+		return s, nil
+	}
+	s.store = &fileBackend{cfg: cfg, log: log, path: filepath.Join(cfg.DataDir, FileName)}
+	return s, nil
 }
 
-// List returns every group in creation order ([] when there is no file).
+// List returns every group in creation order ([] when there is none).
 func (s *Store) List() ([]protocol.AgentGroup, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	gs, _, err := s.read()
-	return gs, err
+	ctx, cancel := opContext()
+	defer cancel()
+	return s.store.list(ctx)
 }
 
 // Get returns one group.
@@ -134,96 +164,37 @@ func (s *Store) Create(fields map[string]json.RawMessage) (protocol.AgentGroup, 
 	}
 	g.ID = s.cfg.NewID()
 	g.CreatedAt = s.cfg.Now().UTC().Format("2006-01-02T15:04:05.000Z")
-	err = s.modify(func(gs []protocol.AgentGroup) ([]protocol.AgentGroup, error) {
-		return append(gs, g), nil
-	})
-	return g, err
+	ctx, cancel := opContext()
+	defer cancel()
+	return g, s.store.insert(ctx, g)
 }
 
 // Update applies the fields present in fields to group id.
 func (s *Store) Update(id string, fields map[string]json.RawMessage) (protocol.AgentGroup, error) {
-	var out protocol.AgentGroup
-	err := s.modify(func(gs []protocol.AgentGroup) ([]protocol.AgentGroup, error) {
-		i := index(gs, id)
-		if i < 0 {
-			return nil, ErrNotFound
-		}
-		g, err := Parse(gs[i], fields, false)
-		if err != nil {
-			return nil, err
-		}
-		gs[i], out = g, g
-		return gs, nil
+	ctx, cancel := opContext()
+	defer cancel()
+	return s.store.update(ctx, id, func(g protocol.AgentGroup) (protocol.AgentGroup, error) {
+		return Parse(g, fields, false)
 	})
-	return out, err
 }
 
 // Delete removes group id.
 func (s *Store) Delete(id string) error {
-	return s.modify(func(gs []protocol.AgentGroup) ([]protocol.AgentGroup, error) {
-		i := index(gs, id)
-		if i < 0 {
-			return nil, ErrNotFound
-		}
-		return append(gs[:i], gs[i+1:]...), nil
-	})
+	ctx, cancel := opContext()
+	defer cancel()
+	return s.store.remove(ctx, id)
 }
 
-// modify runs fn on the current groups and writes its result atomically,
-// all under the writer lock so concurrent requests never lose an update.
-func (s *Store) modify(fn func([]protocol.AgentGroup) ([]protocol.AgentGroup, error)) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	gs, corrupt, err := s.read()
-	if err != nil {
-		return err
-	}
-	gs, err = fn(gs)
-	if err != nil {
-		return err
-	}
-	if corrupt {
-		// Keep the unreadable file for a human instead of overwriting it.
-		backup := fmt.Sprintf("%s.corrupt-%d", s.path, s.cfg.Now().UnixNano())
-		if err := os.Rename(s.path, backup); err != nil {
-			return fmt.Errorf("groups: back up unreadable %s: %w", FileName, err)
-		}
-		s.log.Warn("groups: unreadable file moved aside", "backup", backup)
-	}
-	data, err := json.MarshalIndent(gs, "", "  ")
-	if err != nil {
-		return fmt.Errorf("groups: encode: %w", err)
-	}
-	if err := jsonl.WriteFileAtomic(s.path, append(data, '\n')); err != nil {
-		return fmt.Errorf("groups: write %s: %w", FileName, err)
-	}
-	return nil
-}
+// opTimeout bounds one storage call: the store's API predates PostgreSQL
+// and carries no context, so a stuck database must not hold a request
+// forever.
+const opTimeout = 15 * time.Second
 
-// read loads the file. A missing file is no groups; an unreadable one is
-// also no groups (as in the original), reported as corrupt so the next
-// write keeps a copy of it.
-func (s *Store) read() (gs []protocol.AgentGroup, corrupt bool, err error) {
-	data, err := os.ReadFile(s.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return []protocol.AgentGroup{}, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("groups: read %s: %w", FileName, err)
-	}
-	if err := json.Unmarshal(data, &gs); err != nil {
-		s.log.Warn("groups: unreadable file treated as empty", "file", s.path, "err", err)
-		return []protocol.AgentGroup{}, true, nil
-	}
-	if gs == nil {
-		gs = []protocol.AgentGroup{}
-	}
-	for i := range gs {
-		if gs[i].Members == nil {
-			gs[i].Members = []protocol.AgentGroupMember{}
-		}
-	}
-	return gs, false, nil
+// migrateTimeout bounds applying the migrations in New.
+const migrateTimeout = time.Minute
+
+func opContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), opTimeout)
 }
 
 func index(gs []protocol.AgentGroup, id string) int {

@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +10,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
 )
 
@@ -111,12 +115,39 @@ func TestParseUpdate(t *testing.T) {
 	}
 }
 
-func TestStoreCRUDAndFileFormat(t *testing.T) {
-	dir := t.TempDir()
-	s, err := New(Config{DataDir: dir}, nil)
+// implementations runs fn once per storage: the file under a data
+// directory and a PostgreSQL database. reopen opens the store again on the
+// same storage; dir is the data directory ("" for PostgreSQL).
+func implementations(t *testing.T, fn func(t *testing.T, reopen func() *Store, dir string)) {
+	t.Run("files", func(t *testing.T) {
+		dir := t.TempDir()
+		fn(t, func() *Store { return mustNew(t, Config{DataDir: dir}) }, dir)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		pool, err := pgxpool.New(context.Background(), pgtest.URL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		fn(t, func() *Store { return mustNew(t, Config{Pool: pool}) }, "")
+	})
+}
+
+func mustNew(t *testing.T, cfg Config) *Store {
+	t.Helper()
+	s, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+func TestStoreCRUDAndFileFormat(t *testing.T) {
+	implementations(t, testCRUD)
+}
+
+func testCRUD(t *testing.T, reopen func() *Store, dir string) {
+	s := reopen()
 	if gs, err := s.List(); err != nil || gs == nil || len(gs) != 0 {
 		t.Fatalf("List on no file = %v, %v", gs, err)
 	}
@@ -127,17 +158,33 @@ func TestStoreCRUDAndFileFormat(t *testing.T) {
 	if !protocol.ValidID(g.ID) || g.CreatedAt == "" {
 		t.Fatalf("created %+v", g)
 	}
-	data, _ := os.ReadFile(filepath.Join(dir, FileName))
-	want, _ := json.MarshalIndent([]protocol.AgentGroup{g}, "", "  ")
-	if string(data) != string(want)+"\n" {
-		t.Fatalf("file =\n%s\nwant\n%s", data, want)
+	if dir != "" {
+		data, _ := os.ReadFile(filepath.Join(dir, FileName))
+		want, _ := json.MarshalIndent([]protocol.AgentGroup{g}, "", "  ")
+		if string(data) != string(want)+"\n" {
+			t.Fatalf("file =\n%s\nwant\n%s", data, want)
+		}
+	}
+	second, err := s.Create(fields(t, `{"name":"second","strategy":"parallel","description":"d"}`))
+	if err != nil {
+		t.Fatal(err)
 	}
 	up, err := s.Update(g.ID, fields(t, `{"name":"renamed"}`))
-	if err != nil || up.Name != "renamed" || up.Strategy != "sequential" {
+	if err != nil || up.Name != "renamed" || up.Strategy != "sequential" || len(up.Members) != 1 {
 		t.Fatalf("update = %+v, %v", up, err)
 	}
-	if got, _ := s.Get(g.ID); got.Name != "renamed" {
-		t.Fatalf("get after update = %+v", got)
+	if _, err := s.Update(g.ID, fields(t, `{"strategy":"random"}`)); protocol.StatusOf(err) != 400 {
+		t.Fatalf("invalid update = %v, want 400", err)
+	}
+	s = reopen()
+	if got, _ := s.Get(g.ID); got.Name != "renamed" || got.Strategy != "sequential" || got.CreatedAt != g.CreatedAt {
+		t.Fatalf("get after update and restart = %+v", got)
+	}
+	if gs, _ := s.List(); len(gs) != 2 || gs[0].ID != g.ID || gs[1].ID != second.ID || *gs[1].Description != "d" {
+		t.Fatalf("list not in creation order: %+v", gs)
+	}
+	if err := s.Delete(second.ID); err != nil {
+		t.Fatal(err)
 	}
 	for _, err := range []error{
 		func() error { _, err := s.Get("nope"); return err }(),
@@ -157,7 +204,10 @@ func TestStoreCRUDAndFileFormat(t *testing.T) {
 }
 
 func TestStoreConcurrentCreatesKeepEveryGroup(t *testing.T) {
-	s, _ := New(Config{DataDir: t.TempDir()}, nil)
+	implementations(t, func(t *testing.T, reopen func() *Store, _ string) { testConcurrentCreates(t, reopen()) })
+}
+
+func testConcurrentCreates(t *testing.T, s *Store) {
 	const n = 40
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {

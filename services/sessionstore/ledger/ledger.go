@@ -6,24 +6,25 @@
 // line per recorded turn, and a reset marker line per cost reset, so
 // history is never rewritten while totals restart. Sums are kept in memory
 // and rebuilt from the file at start.
+//
+// With a PostgreSQL pool (Config.Pool) the same lines are rows of
+// ledger_lines (usage rows and reset markers in one sequence) and the model
+// a row of ledger_settings; every call reads the database, so several
+// store processes share one ledger. Migrations are embedded and applied by
+// Open under their own goose version table (waggle_schema_ledger).
 package ledger
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math"
-	"os"
-	"path/filepath"
-	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/sessionstore/jsonl"
 )
 
 // File names under the data directory.
@@ -43,11 +44,15 @@ type Config struct {
 	DataDir string
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Pool, when set, keeps the ledger and the model in PostgreSQL (team
+	// servers with WAGGLE_POSTGRES_URL) instead of under DataDir. Default
+	// nil: files.
+	Pool *pgxpool.Pool
 }
 
 // Validate checks c and fills defaults.
 func (c *Config) Validate() error {
-	if c.DataDir == "" {
+	if c.DataDir == "" && c.Pool == nil {
 		return errors.New("ledger: DataDir is required")
 	}
 	if c.Now == nil {
@@ -90,30 +95,31 @@ type line struct {
 	protocol.UsageRecord
 }
 
-// entry is a usage record as kept in memory for Since queries.
-type entry struct {
-	at     time.Time
-	model  string
-	input  int
-	output int
-	cost   float64
+// backend keeps the ledger lines and the current model: the JSONL files
+// under DataDir, or PostgreSQL when Config.Pool is set.
+type backend interface {
+	// append stores ln durably (ln is already validated and complete).
+	append(ctx context.Context, ln line) error
+	// summary totals usage lines since the last reset marker or, with from
+	// set, every usage line at or after *from.
+	summary(ctx context.Context, from *time.Time) (protocol.UsageSummary, error)
+	// model returns the stored model ("" when none is stored).
+	model(ctx context.Context) (string, error)
+	// setModel stores model.
+	setModel(ctx context.Context, model string) error
 }
 
-// Ledger is the usage ledger and agent settings of one data directory. It is
-// safe for concurrent use.
+// Ledger is the usage ledger and agent settings of one data directory (or
+// one PostgreSQL database). It is safe for concurrent use.
 type Ledger struct {
-	cfg Config
-	log *slog.Logger
-
-	mu      sync.Mutex
-	entries []entry
-	// sinceReset is the index of the first entry after the last reset.
-	sinceReset int
-	model      string
+	cfg   Config
+	log   *slog.Logger
+	store backend
 }
 
 // Open loads the ledger and settings from cfg.DataDir, repairing a torn
-// last ledger line left by a crash.
+// last ledger line left by a crash; with cfg.Pool it applies the ledger's
+// migrations instead and reads PostgreSQL on every call.
 func Open(cfg Config, log *slog.Logger) (*Ledger, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -121,84 +127,25 @@ func Open(cfg Config, log *slog.Logger) (*Ledger, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	l := &Ledger{cfg: cfg, log: log, model: protocol.DefaultAgentModel}
-	if err := l.load(); err != nil {
+	l := &Ledger{cfg: cfg, log: log}
+	if cfg.Pool != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
+		defer cancel()
+		if err := Migrate(ctx, cfg.Pool); err != nil {
+			return nil, err
+		}
+		l.store = &pgBackend{pool: cfg.Pool}
+		return l, nil
+	}
+	f := &fileBackend{dir: cfg.DataDir, log: log}
+	if err := f.load(); err != nil {
 		return nil, err
 	}
-	if err := l.loadState(); err != nil {
+	if err := f.loadState(); err != nil {
 		return nil, err
 	}
+	l.store = f
 	return l, nil
-}
-
-func (l *Ledger) usagePath() string { return filepath.Join(l.cfg.DataDir, UsageFile) }
-func (l *Ledger) statePath() string { return filepath.Join(l.cfg.DataDir, StateFile) }
-
-func (l *Ledger) load() error {
-	data, err := os.ReadFile(l.usagePath())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("ledger: read %s: %w", UsageFile, err)
-	}
-	good := 0 // length of the prefix made of complete lines
-	for off := 0; off < len(data); {
-		nl := bytes.IndexByte(data[off:], '\n')
-		if nl < 0 {
-			break // torn tail: the crash happened mid-write
-		}
-		raw := data[off : off+nl]
-		off += nl + 1
-		good = off
-		if len(bytes.TrimSpace(raw)) == 0 {
-			continue
-		}
-		var ln line
-		if err := json.Unmarshal(raw, &ln); err != nil {
-			l.log.Warn("ledger: skipping unreadable line", "offset", off-nl-1, "err", err)
-			continue
-		}
-		l.apply(ln)
-	}
-	if good < len(data) {
-		// Cut the torn tail now so the next append starts on a fresh line.
-		if err := os.Truncate(l.usagePath(), int64(good)); err != nil {
-			return fmt.Errorf("ledger: repair %s: %w", UsageFile, err)
-		}
-		l.log.Warn("ledger: removed a torn last line", "bytes", len(data)-good)
-	}
-	return nil
-}
-
-func (l *Ledger) apply(ln line) {
-	switch ln.Type {
-	case "reset":
-		l.sinceReset = len(l.entries)
-	case "usage":
-		at, _ := time.Parse(time.RFC3339Nano, ln.Timestamp)
-		l.entries = append(l.entries, entry{at: at, model: ln.Model, input: ln.InputTokens, output: ln.OutputTokens, cost: ln.Cost})
-	}
-}
-
-// append writes one line and fsyncs it before the caller's change is
-// applied in memory, so totals never count what a crash could lose.
-func (l *Ledger) append(ln line) error {
-	b, err := json.Marshal(ln)
-	if err != nil {
-		return fmt.Errorf("ledger: encode: %w", err)
-	}
-	f, err := os.OpenFile(l.usagePath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("ledger: open %s: %w", UsageFile, err)
-	}
-	_, werr := f.Write(append(b, '\n'))
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		return fmt.Errorf("ledger: append to %s: %w", UsageFile, err)
-	}
-	return nil
 }
 
 // Record adds one turn's usage. Negative or non-finite numbers are a 400;
@@ -213,93 +160,52 @@ func (l *Ledger) Record(r protocol.UsageRecord) error {
 	if _, err := time.Parse(time.RFC3339Nano, r.Timestamp); err != nil {
 		r.Timestamp = l.now()
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ln := line{Type: "usage", UsageRecord: r}
-	if err := l.append(ln); err != nil {
-		return err
-	}
-	l.apply(ln)
-	return nil
+	ctx, cancel := opContext()
+	defer cancel()
+	return l.store.append(ctx, line{Type: "usage", UsageRecord: r})
 }
 
 // Reset restarts the totals: a reset marker is appended, so the records
-// stay on disk and the reset survives restarts.
+// stay stored and the reset survives restarts.
 func (l *Ledger) Reset() (protocol.UsageReset, error) {
 	at := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ln := line{Type: "reset", UsageRecord: protocol.UsageRecord{Timestamp: at}}
-	if err := l.append(ln); err != nil {
+	ctx, cancel := opContext()
+	defer cancel()
+	if err := l.store.append(ctx, line{Type: "reset", UsageRecord: protocol.UsageRecord{Timestamp: at}}); err != nil {
 		return protocol.UsageReset{}, err
 	}
-	l.apply(ln)
 	return protocol.UsageReset{ResetAt: at}, nil
 }
 
 // Summary totals the records since the last reset, or, when since is set
 // (RFC 3339), every record at or after that time whatever the resets.
 func (l *Ledger) Summary(since string) (protocol.UsageSummary, error) {
-	var from time.Time
+	var from *time.Time
 	if since != "" {
 		t, err := time.Parse(time.RFC3339Nano, since)
 		if err != nil {
 			return protocol.UsageSummary{}, protocol.Errorf(400, "since must be an RFC 3339 time")
 		}
-		from = t
+		from = &t
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	entries := l.entries[l.sinceReset:]
-	if since != "" {
-		entries = l.entries
-	}
-	sum := protocol.UsageSummary{ByModel: map[string]protocol.ModelUsage{}}
-	for _, e := range entries {
-		if since != "" && e.at.Before(from) {
-			continue
-		}
-		sum.TotalInputTokens += e.input
-		sum.TotalOutputTokens += e.output
-		sum.EstimatedCost += e.cost
-		sum.Turns++
-		m := sum.ByModel[e.model]
-		m.Input += e.input
-		m.Output += e.output
-		m.Cost += e.cost
-		sum.ByModel[e.model] = m
-	}
-	return sum, nil
+	ctx, cancel := opContext()
+	defer cancel()
+	return l.store.summary(ctx, from)
 }
 
-type state struct {
-	Model string `json:"model"`
-}
-
-func (l *Ledger) loadState() error {
-	data, err := os.ReadFile(l.statePath())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("ledger: read %s: %w", StateFile, err)
-	}
-	var s state
-	if err := json.Unmarshal(data, &s); err != nil || s.Model == "" {
-		// A damaged settings file must not stop the store: the default
-		// model is a safe answer and the next set rewrites the file.
-		l.log.Warn("ledger: ignoring unreadable agent state", "file", StateFile, "err", err)
-		return nil
-	}
-	l.model = s.Model
-	return nil
-}
-
-// Model returns the current agent model.
+// Model returns the current agent model (the default when none is set or
+// the store cannot be read, which is logged).
 func (l *Ledger) Model() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.model
+	ctx, cancel := opContext()
+	defer cancel()
+	m, err := l.store.model(ctx)
+	if err != nil {
+		l.log.Warn("ledger: reading the agent model failed; answering the default", "err", err)
+	}
+	if m == "" {
+		return protocol.DefaultAgentModel
+	}
+	return m
 }
 
 // SetModel persists model as the current agent model.
@@ -310,17 +216,24 @@ func (l *Ledger) SetModel(model string) (protocol.AgentModel, error) {
 	if len(model) > maxModelLength {
 		return protocol.AgentModel{}, protocol.Errorf(400, "model is too long (max %d characters)", maxModelLength)
 	}
-	data, err := json.MarshalIndent(state{Model: model}, "", "  ")
-	if err != nil {
-		return protocol.AgentModel{}, fmt.Errorf("ledger: encode state: %w", err)
+	ctx, cancel := opContext()
+	defer cancel()
+	if err := l.store.setModel(ctx, model); err != nil {
+		return protocol.AgentModel{}, err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := jsonl.WriteFileAtomic(l.statePath(), append(data, '\n')); err != nil {
-		return protocol.AgentModel{}, fmt.Errorf("ledger: write %s: %w", StateFile, err)
-	}
-	l.model = model
 	return protocol.AgentModel{Model: model}, nil
 }
 
 func (l *Ledger) now() string { return l.cfg.Now().UTC().Format(time.RFC3339Nano) }
+
+// opTimeout bounds one storage call: the ledger's API predates PostgreSQL
+// and carries no context, so a stuck database must not hold a request
+// forever.
+const opTimeout = 15 * time.Second
+
+// migrateTimeout bounds applying the migrations in Open.
+const migrateTimeout = time.Minute
+
+func opContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), opTimeout)
+}

@@ -1,12 +1,16 @@
 package ledger
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
 )
 
@@ -19,6 +23,38 @@ func open(t *testing.T, dir string) *Ledger {
 	return l
 }
 
+// implementations runs fn once per storage: the files under a data
+// directory and a PostgreSQL database. reopen opens the ledger again on
+// the same storage, as a restarted store would.
+func implementations(t *testing.T, fn func(t *testing.T, reopen func() *Ledger)) {
+	t.Run("files", func(t *testing.T) {
+		dir := t.TempDir()
+		fn(t, func() *Ledger { return open(t, dir) })
+	})
+	t.Run("postgres", func(t *testing.T) {
+		pool := pgPool(t)
+		fn(t, func() *Ledger {
+			t.Helper()
+			l, err := Open(Config{Pool: pool}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		})
+	})
+}
+
+func pgPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	url := pgtest.URL(t)
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 func summary(t *testing.T, l *Ledger, since string) protocol.UsageSummary {
 	t.Helper()
 	s, err := l.Summary(since)
@@ -29,8 +65,11 @@ func summary(t *testing.T, l *Ledger, since string) protocol.UsageSummary {
 }
 
 func TestLedgerSumsSurviveRestartAndReset(t *testing.T) {
-	dir := t.TempDir()
-	l := open(t, dir)
+	implementations(t, testSumsSurviveRestartAndReset)
+}
+
+func testSumsSurviveRestartAndReset(t *testing.T, reopen func() *Ledger) {
+	l := reopen()
 	if s := summary(t, l, ""); s.Turns != 0 || s.ByModel == nil || len(s.ByModel) != 0 {
 		t.Fatalf("empty ledger summary = %+v", s)
 	}
@@ -59,7 +98,7 @@ func TestLedgerSumsSurviveRestartAndReset(t *testing.T) {
 		}
 	}
 	check("before restart", summary(t, l, ""), want)
-	l = open(t, dir)
+	l = reopen()
 	check("after restart", summary(t, l, ""), want)
 
 	if _, err := l.Reset(); err != nil {
@@ -73,7 +112,7 @@ func TestLedgerSumsSurviveRestartAndReset(t *testing.T) {
 	afterReset := protocol.UsageSummary{TotalInputTokens: 7, TotalOutputTokens: 3, EstimatedCost: 0.125, Turns: 1,
 		ByModel: map[string]protocol.ModelUsage{"m2": {Input: 7, Output: 3, Cost: 0.125}}}
 	check("record after reset", summary(t, l, ""), afterReset)
-	l = open(t, dir)
+	l = reopen()
 	check("reset survives restart", summary(t, l, ""), afterReset)
 	// Since ignores resets: all four records are in range.
 	if s := summary(t, l, "2000-01-01T00:00:00Z"); s.Turns != 4 || s.TotalInputTokens != 118 {
@@ -85,7 +124,10 @@ func TestLedgerSumsSurviveRestartAndReset(t *testing.T) {
 }
 
 func TestLedgerRejects(t *testing.T) {
-	l := open(t, t.TempDir())
+	implementations(t, func(t *testing.T, reopen func() *Ledger) { testRejects(t, reopen()) })
+}
+
+func testRejects(t *testing.T, l *Ledger) {
 	for _, r := range []protocol.UsageRecord{{InputTokens: -1}, {OutputTokens: -1}, {Cost: -0.1}} {
 		if err := l.Record(r); protocol.StatusOf(err) != 400 {
 			t.Errorf("Record(%+v) = %v, want 400", r, err)
@@ -123,8 +165,11 @@ func TestLedgerTornTailRepaired(t *testing.T) {
 }
 
 func TestLedgerConcurrentRecordsAllCounted(t *testing.T) {
-	dir := t.TempDir()
-	l := open(t, dir)
+	implementations(t, testConcurrentRecordsAllCounted)
+}
+
+func testConcurrentRecordsAllCounted(t *testing.T, reopen func() *Ledger) {
+	l := reopen()
 	const n = 50
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -137,14 +182,28 @@ func TestLedgerConcurrentRecordsAllCounted(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if s := summary(t, open(t, dir), ""); s.Turns != n || s.TotalInputTokens != 2*n {
+	if s := summary(t, reopen(), ""); s.Turns != n || s.TotalInputTokens != 2*n {
 		t.Fatalf("reloaded: %+v", s)
 	}
 }
 
 func TestModelPersisted(t *testing.T) {
+	implementations(t, testModelPersisted)
+}
+
+func TestDamagedStateIsTheDefaultModel(t *testing.T) {
 	dir := t.TempDir()
-	l := open(t, dir)
+	if _, err := open(t, dir).SetModel("gpt-5"); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, StateFile), []byte("{not json"), 0o644)
+	if m := open(t, dir).Model(); m != "claude-sonnet-4-6" {
+		t.Fatalf("model with damaged state %q", m)
+	}
+}
+
+func testModelPersisted(t *testing.T, reopen func() *Ledger) {
+	l := reopen()
 	if m := l.Model(); m != "claude-sonnet-4-6" {
 		t.Fatalf("default model %q", m)
 	}
@@ -154,11 +213,13 @@ func TestModelPersisted(t *testing.T) {
 	if _, err := l.SetModel("gpt-5"); err != nil {
 		t.Fatal(err)
 	}
-	if m := open(t, dir).Model(); m != "gpt-5" {
+	if m := reopen().Model(); m != "gpt-5" {
 		t.Fatalf("model after restart %q", m)
 	}
-	os.WriteFile(filepath.Join(dir, StateFile), []byte("{not json"), 0o644)
-	if m := open(t, dir).Model(); m != "claude-sonnet-4-6" {
-		t.Fatalf("model with damaged state %q", m)
+	if _, err := l.SetModel("gpt-6"); err != nil {
+		t.Fatal(err)
+	}
+	if m := reopen().Model(); m != "gpt-6" {
+		t.Fatalf("model after second set and restart %q", m)
 	}
 }

@@ -66,7 +66,7 @@ func New(cfg Config, log *slog.Logger) *App {
 		return sessionstore.New(sessionstore.Config{DataDir: cfg.DataDir, PostgresURL: cfg.PostgresURL, Store: cfg.Store, Replicas: cfg.NATSReplicas}, dial, log), nil
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetApproval, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
-		return approval.New(approval.Config{DataDir: cfg.DataDir, Timeout: cfg.ApprovalTimeout,
+		return approval.New(approval.Config{DataDir: cfg.DataDir, Timeout: cfg.ApprovalTimeout, PostgresURL: cfg.PostgresURL,
 			Bucket: approval.BucketConfig{Replicas: cfg.NATSReplicas}}, dial, log), nil
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetCommand, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {

@@ -1,0 +1,131 @@
+package grants
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// SchemaTable is goose's version table for this package's migrations.
+const SchemaTable = "waggle_schema_grants"
+
+// migrationLockID is this package's own advisory lock for migrating, so it
+// neither waits for nor clashes with other packages' migrations.
+const migrationLockID int64 = 0x5761676747726e74 // "WaggGrnt"
+
+// Migrate applies the grants' pending migrations on pool. Running it again
+// (or from several processes at once) is harmless.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(migrationLockID))
+	if err != nil {
+		return fmt.Errorf("grants: migrate: %w", err)
+	}
+	dir, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return fmt.Errorf("grants: migrate: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, dir,
+		goose.WithTableName(SchemaTable), goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return fmt.Errorf("grants: migrate: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("grants: migrate: %w", err)
+	}
+	return nil
+}
+
+// pgBackend keeps the grants in PostgreSQL; it caches nothing.
+type pgBackend struct {
+	pool *pgxpool.Pool
+}
+
+func (p *pgBackend) reload(context.Context) error { return nil }
+
+// lockTable serialises grant writers across processes: replacing equals is
+// a delete then an insert, and two concurrent ones must not both insert.
+// Readers are not blocked.
+const lockTable = `LOCK TABLE approval_grants IN SHARE ROW EXCLUSIVE MODE`
+
+// dropExpired deletes the grants expired at $1, as the file store does on
+// every write.
+const dropExpired = `DELETE FROM approval_grants WHERE expires < $1`
+
+func (p *pgBackend) put(ctx context.Context, g Grant, now time.Time) error {
+	var expires *time.Time
+	if g.ExpiresAt != nil {
+		// An expiry that does not parse never passes (see Grant.expired).
+		if t, err := time.Parse(time.RFC3339Nano, *g.ExpiresAt); err == nil {
+			expires = &t
+		}
+	}
+	return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, lockTable); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM approval_grants
+			WHERE (tool_name = $1 AND target_key = $2 AND source_workspace_id IS NOT DISTINCT FROM $3)
+			   OR expires < $4`, g.ToolName, g.TargetKey, g.SourceWorkspaceID, now); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO approval_grants
+			(id, tool_name, target_key, source_workspace_id, description, granted_at, expires_at, expires)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			g.ID, g.ToolName, g.TargetKey, g.SourceWorkspaceID, g.Description, g.GrantedAt, g.ExpiresAt, expires)
+		return err
+	})
+}
+
+func (p *pgBackend) live(ctx context.Context, now time.Time) ([]Grant, error) {
+	rows, err := p.pool.Query(ctx, `SELECT id, tool_name, target_key, source_workspace_id, description, granted_at, expires_at
+		FROM approval_grants WHERE expires IS NULL OR expires >= $1 ORDER BY seq`, now)
+	if err != nil {
+		return nil, fmt.Errorf("grants: list: %w", err)
+	}
+	var out []Grant
+	var g Grant
+	_, err = pgx.ForEachRow(rows, []any{&g.ID, &g.ToolName, &g.TargetKey, &g.SourceWorkspaceID, &g.Description, &g.GrantedAt, &g.ExpiresAt},
+		func() error {
+			out = append(out, g.clone())
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("grants: list: %w", err)
+	}
+	return out, nil
+}
+
+func (p *pgBackend) revoke(ctx context.Context, id string, now time.Time) (bool, error) {
+	found := false
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, lockTable); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM approval_grants WHERE id = $1`, id)
+		if err != nil {
+			return err
+		}
+		found = tag.RowsAffected() > 0
+		_, err = tx.Exec(ctx, dropExpired, now)
+		return err
+	})
+	return found, err
+}
+
+func (p *pgBackend) clear(ctx context.Context) error {
+	_, err := p.pool.Exec(ctx, `DELETE FROM approval_grants`)
+	return err
+}

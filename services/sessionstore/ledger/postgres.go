@@ -1,0 +1,126 @@
+package ledger
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// SchemaTable is goose's version table for this package's migrations.
+const SchemaTable = "waggle_schema_ledger"
+
+// migrationLockID is this package's own advisory lock for migrating, so it
+// neither waits for nor clashes with other packages' migrations.
+const migrationLockID int64 = 0x576167674c656467 // "WaggLedg"
+
+// Migrate applies the ledger's pending migrations on pool. Running it again
+// (or from several processes at once) is harmless.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(migrationLockID))
+	if err != nil {
+		return fmt.Errorf("ledger: migrate: %w", err)
+	}
+	dir, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return fmt.Errorf("ledger: migrate: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, dir,
+		goose.WithTableName(SchemaTable), goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return fmt.Errorf("ledger: migrate: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("ledger: migrate: %w", err)
+	}
+	return nil
+}
+
+// modelKey is the ledger_settings row of the current agent model.
+const modelKey = "model"
+
+// pgBackend keeps the ledger in PostgreSQL; it holds no state of its own,
+// so every store process sharing the database sees the same totals.
+type pgBackend struct {
+	pool *pgxpool.Pool
+}
+
+func (p *pgBackend) append(ctx context.Context, ln line) error {
+	at, err := time.Parse(time.RFC3339Nano, ln.Timestamp)
+	if err != nil {
+		return fmt.Errorf("ledger: append %s: timestamp %q: %w", ln.Type, ln.Timestamp, err)
+	}
+	_, err = p.pool.Exec(ctx, `INSERT INTO ledger_lines (kind, at, model, input_tokens, output_tokens, cost)
+		VALUES ($1, $2, $3, $4, $5, $6)`, ln.Type, at, ln.Model, ln.InputTokens, ln.OutputTokens, ln.Cost)
+	if err != nil {
+		return fmt.Errorf("ledger: append %s: %w", ln.Type, err)
+	}
+	return nil
+}
+
+func (p *pgBackend) summary(ctx context.Context, from *time.Time) (protocol.UsageSummary, error) {
+	// Either every usage row at or after from (resets ignored), or every
+	// usage row after the last reset marker.
+	const q = `SELECT model, sum(input_tokens), sum(output_tokens), sum(cost), count(*)
+		FROM ledger_lines
+		WHERE kind = 'usage' AND (
+			($1::timestamptz IS NOT NULL AND at >= $1) OR
+			($1::timestamptz IS NULL AND seq > coalesce((SELECT max(seq) FROM ledger_lines WHERE kind = 'reset'), 0)))
+		GROUP BY model ORDER BY model`
+	rows, err := p.pool.Query(ctx, q, from)
+	if err != nil {
+		return protocol.UsageSummary{}, fmt.Errorf("ledger: summary: %w", err)
+	}
+	sum := protocol.UsageSummary{ByModel: map[string]protocol.ModelUsage{}}
+	var model string
+	var in, out, n int64
+	var cost float64
+	_, err = pgx.ForEachRow(rows, []any{&model, &in, &out, &cost, &n}, func() error {
+		sum.TotalInputTokens += int(in)
+		sum.TotalOutputTokens += int(out)
+		sum.EstimatedCost += cost
+		sum.Turns += int(n)
+		sum.ByModel[model] = protocol.ModelUsage{Input: int(in), Output: int(out), Cost: cost}
+		return nil
+	})
+	if err != nil {
+		return protocol.UsageSummary{}, fmt.Errorf("ledger: summary: %w", err)
+	}
+	return sum, nil
+}
+
+func (p *pgBackend) model(ctx context.Context) (string, error) {
+	var m string
+	err := p.pool.QueryRow(ctx, `SELECT value FROM ledger_settings WHERE key = $1`, modelKey).Scan(&m)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("ledger: read model: %w", err)
+	}
+	return m, nil
+}
+
+func (p *pgBackend) setModel(ctx context.Context, model string) error {
+	_, err := p.pool.Exec(ctx, `INSERT INTO ledger_settings (key, value) VALUES ($1, $2)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, modelKey, model)
+	if err != nil {
+		return fmt.Errorf("ledger: set model: %w", err)
+	}
+	return nil
+}
