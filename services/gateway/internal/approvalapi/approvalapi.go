@@ -67,6 +67,26 @@ func (h handlers) decide(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, h.d.Log, &protocol.Error{Status: http.StatusNotFound, Message: "No pending approval with that ID"})
 		return
 	}
+	if sc := h.scope(r); sc.user != "" {
+		// Team server: only a member who may write in the approval's
+		// workspace decides it, and an "always" grant stays scoped to that
+		// workspace (a null scope would apply in every team's workspaces).
+		p, err := h.findPending(r, id)
+		if err != nil {
+			httpx.WriteError(w, h.d.Log, err)
+			return
+		}
+		if p == nil || !sc.visible(p.Workspace) {
+			httpx.WriteError(w, h.d.Log, &protocol.Error{Status: http.StatusNotFound, Message: "No pending approval with that ID"})
+			return
+		}
+		if err := sc.check(p.Workspace, protocol.ActionWrite); err != nil {
+			httpx.WriteError(w, h.d.Log, err)
+			return
+		}
+		ws := p.Workspace
+		sourcePtr = &ws
+	}
 	rep, ok := httpx.Call[protocol.ApprovalDecideReply](h.d, w, r, protocol.SubjApprovalDecide, protocol.ApprovalDecideRequest{
 		RequestID: id, Approved: approved, Always: always, SourceWorkspaceID: sourcePtr,
 	})
@@ -102,9 +122,12 @@ func (h handlers) pending(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	items := make([]pendingItem, len(rep.Pending))
-	for i, p := range rep.Pending {
-		items[i] = pendingItem{RequestID: p.RequestID, ToolName: p.ToolName, Input: p.Input, Timestamp: p.Timestamp}
+	sc := h.scope(r)
+	items := make([]pendingItem, 0, len(rep.Pending))
+	for _, p := range rep.Pending {
+		if sc.visible(p.Workspace) {
+			items = append(items, pendingItem{RequestID: p.RequestID, ToolName: p.ToolName, Input: p.Input, Timestamp: p.Timestamp})
+		}
 	}
 	httpx.WriteJSON(w, http.StatusOK, struct {
 		Pending []pendingItem `json:"pending"`
@@ -118,18 +141,57 @@ func (h handlers) grants(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if rep.Grants == nil {
-		rep.Grants = []protocol.ApprovalGrant{}
-	}
+	rep.Grants = h.visibleGrants(r, rep.Grants)
 	httpx.WriteJSON(w, http.StatusOK, struct {
 		Grants []protocol.ApprovalGrant `json:"grants"`
 		Count  int                      `json:"count"`
 	}{rep.Grants, len(rep.Grants)})
 }
 
+// visibleGrants keeps the grants the user may see: on a team server those
+// scoped to a workspace the user can read (grants for every workspace are
+// an operator's matter); locally all of them.
+func (h handlers) visibleGrants(r *http.Request, gs []protocol.ApprovalGrant) []protocol.ApprovalGrant {
+	sc := h.scope(r)
+	out := make([]protocol.ApprovalGrant, 0, len(gs))
+	for _, g := range gs {
+		if sc.user == "" || g.SourceWorkspaceID != nil && sc.visible(*g.SourceWorkspaceID) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// writableGrant answers 404 (or the teams service's 403) unless the user
+// may change grant id; locally every grant is writable.
+func (h handlers) writableGrant(w http.ResponseWriter, r *http.Request, id string) bool {
+	sc := h.scope(r)
+	if sc.user == "" {
+		return true
+	}
+	rep, ok := httpx.Call[protocol.ApprovalGrantsReply](h.d, w, r, protocol.SubjApprovalGrants, protocol.Empty{})
+	if !ok {
+		return false
+	}
+	for _, g := range rep.Grants {
+		if g.ID == id && g.SourceWorkspaceID != nil && sc.visible(*g.SourceWorkspaceID) {
+			if err := sc.check(*g.SourceWorkspaceID, protocol.ActionWrite); err != nil {
+				httpx.WriteError(w, h.d.Log, err)
+				return false
+			}
+			return true
+		}
+	}
+	httpx.WriteError(w, h.d.Log, &protocol.Error{Status: http.StatusNotFound, Message: "Grant not found"})
+	return false
+}
+
 // revoke is DELETE /approval/grants/:id.
 func (h handlers) revoke(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
+	if !h.writableGrant(w, r, id) {
+		return
+	}
 	if _, ok := httpx.Call[protocol.Empty](h.d, w, r, protocol.SubjApprovalRevoke, protocol.ApprovalRevokeRequest{ID: id}); !ok {
 		return
 	}
@@ -141,7 +203,21 @@ func (h handlers) revoke(w http.ResponseWriter, r *http.Request) {
 
 // clear is POST /approval/grants/clear.
 func (h handlers) clear(w http.ResponseWriter, r *http.Request) {
-	if _, ok := httpx.Call[protocol.Empty](h.d, w, r, protocol.SubjApprovalClear, protocol.Empty{}); !ok {
+	if sc := h.scope(r); sc.user != "" {
+		// Team server: clear only the grants this user may change.
+		rep, ok := httpx.Call[protocol.ApprovalGrantsReply](h.d, w, r, protocol.SubjApprovalGrants, protocol.Empty{})
+		if !ok {
+			return
+		}
+		for _, g := range h.visibleGrants(r, rep.Grants) {
+			if sc.check(*g.SourceWorkspaceID, protocol.ActionWrite) != nil {
+				continue
+			}
+			if _, ok := httpx.Call[protocol.Empty](h.d, w, r, protocol.SubjApprovalRevoke, protocol.ApprovalRevokeRequest{ID: g.ID}); !ok {
+				return
+			}
+		}
+	} else if _, ok := httpx.Call[protocol.Empty](h.d, w, r, protocol.SubjApprovalClear, protocol.Empty{}); !ok {
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, struct {
