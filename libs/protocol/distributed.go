@@ -132,6 +132,8 @@ type SessionLock struct {
 // StartMarker is the data of EventStart.
 type StartMarker struct {
 	Runner string `json:"runner"`
+	// Workspace lets a gateway check who may follow or cancel the turn.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // PathCheckpoint is the data of EventPath. Text is the whole reply of an

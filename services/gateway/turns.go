@@ -9,9 +9,11 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/sse"
 	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 )
 
 var errTurnNotFound = &protocol.Error{Status: http.StatusNotFound, Message: "Turn not found"}
@@ -39,6 +41,33 @@ func (s *Service) turnExists(ctx context.Context, id string) (bool, error) {
 	return err == nil, err
 }
 
+// authorizeTurn checks, on a team server, that the request's user may take
+// action on the turn's workspace (read to follow, write to cancel); the
+// workspace is in the turn's start marker. Another team's turn is 404.
+func (s *Service) authorizeTurn(r *http.Request, id, action string) error {
+	u, ok := teamauth.UserFrom(r.Context())
+	if !ok {
+		return nil
+	}
+	st, err := s.js.Stream(r.Context(), protocol.StreamTurns)
+	if err != nil {
+		return err
+	}
+	m, err := st.GetMsg(r.Context(), 1, jetstream.WithGetMsgSubject(protocol.TurnEvents(id)))
+	if err != nil {
+		return errTurnNotFound
+	}
+	var start protocol.StartMarker
+	if m.Header.Get(protocol.HeaderEvent) != protocol.EventStart || json.Unmarshal(m.Data, &start) != nil || start.Workspace == "" {
+		return errTurnNotFound
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	_, err = bus.Request[protocol.AuthorizeReply](ctx, s.nc, protocol.SubjTeamsAuthorize,
+		protocol.AuthorizeRequest{User: u.ID, Workspace: start.Workspace, Action: action})
+	return err
+}
+
 // turnEvents is GET /api/chat/turns/{turnId}/events: replay what the client
 // missed (after Last-Event-ID or ?after=) and follow the live turn, on any
 // gateway. Any number of clients may follow one turn.
@@ -62,6 +91,10 @@ func (s *Service) turnEvents(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, s.log, errTurnNotFound)
 		return
 	}
+	if err := s.authorizeTurn(r, id, protocol.ActionRead); err != nil {
+		httpx.WriteError(w, s.log, err)
+		return
+	}
 	s.relay(w, r, id, relaySource{after: after}, false)
 }
 
@@ -80,6 +113,10 @@ func (s *Service) cancelTurnRoute(w http.ResponseWriter, r *http.Request) {
 	}
 	if !ok {
 		httpx.WriteError(w, s.log, errTurnNotFound)
+		return
+	}
+	if err := s.authorizeTurn(r, id, protocol.ActionWrite); err != nil {
+		httpx.WriteError(w, s.log, err)
 		return
 	}
 	s.cancelTurn(id, "user")

@@ -484,7 +484,7 @@ func (s *Service) startTurn(_ context.Context, req protocol.TurnRequest) (protoc
 	// stored before anything else the turn publishes, and the lease (which
 	// is durable) is what makes the turn resumable; a round trip here would
 	// be added to every turn's time to first token.
-	if err := t.pub.Note(protocol.EventStart, protocol.StartMarker{Runner: s.id}); err != nil {
+	if err := t.pub.Note(protocol.EventStart, protocol.StartMarker{Runner: s.id, Workspace: req.Workspace}); err != nil {
 		return fail(err)
 	}
 	if !s.launch(t, t.run) {

@@ -60,6 +60,14 @@ func TestApprovalsAreTeamScoped(t *testing.T) {
 			requestID = a.RequestID
 		}
 	}
+	// Following or cancelling another team's turn is 404.
+	turn := st.Resp.Header.Get("X-Waggle-Turn-Id")
+	if code := srv.JSON("GET", "/api/chat/turns/"+turn+"/events", nil, nil, bearer(rita)...); code != 404 {
+		t.Fatalf("rival follows the turn: %d", code)
+	}
+	if code := srv.JSON("POST", "/api/chat/turns/"+turn+"/cancel", nil, nil, bearer(rita)...); code != 404 {
+		t.Fatalf("rival cancels the turn: %d", code)
+	}
 	var pend struct{ Count int }
 	if code := srv.JSON("GET", "/api/approval/pending", nil, &pend, bearer(rita)...); code != 200 || pend.Count != 0 {
 		t.Fatalf("rival sees %d pending (status %d)", pend.Count, code)
@@ -77,6 +85,10 @@ func TestApprovalsAreTeamScoped(t *testing.T) {
 	evs := st.All(t)
 	if last := evs[len(evs)-1]; last.Name != "done" {
 		t.Fatalf("turn ended with %s", last.Name)
+	}
+	// The team's own member can replay the finished turn.
+	if evs := waggletest.NewStream(srv.Do("GET", "/api/chat/turns/"+turn+"/events", nil, bearer(olga)...)).All(t); len(evs) == 0 || evs[len(evs)-1].Name != "done" {
+		t.Fatalf("owner replays: %v", waggletest.Names(evs))
 	}
 	// The grant is scoped to the workspace despite the null in the body,
 	// and the rival does not see it.
