@@ -301,6 +301,10 @@ func (t *turn) finish(event string, data any) {
 	if t.silent() {
 		return
 	}
+	// Everything the turn keeps is persisted by now: the session is free
+	// before the client sees the end, so a next message sent on `done`
+	// (even with multitask "reject") never finds it busy.
+	t.unlock()
 	if err := t.pub.Finish(event, data); err != nil {
 		t.svc.log.Error("publish terminal event", "turn", t.req.TurnID, "event", event, "err", err)
 		return
