@@ -56,6 +56,10 @@ type Config struct {
 	// DisableBash leaves the bash tool out of the agent's tool set (team
 	// servers). Default false: local mode offers bash.
 	DisableBash bool
+	// BashSandbox is the bubblewrap binary bash runs under (team servers:
+	// the workspace is the only writable place, the data dir's other
+	// workspaces are hidden, no network). Empty runs bash directly.
+	BashSandbox string
 	// BashTimeout is a bash command's time limit when the model asks for
 	// none. Default 30s (tools.DefaultBashTimeout).
 	BashTimeout time.Duration
@@ -191,6 +195,7 @@ func (c *Config) toolsConfig() tools.Config {
 	tc.EnableBash = !c.DisableBash
 	tc.BashTimeout, tc.BashMaxTimeout, tc.BashOutputLimit = c.BashTimeout, c.BashMaxTimeout, c.BashOutputLimit
 	tc.ReadLimit = c.ReadFileLimit
+	tc.BashSandbox, tc.SandboxHide = c.BashSandbox, []string{c.DataDir}
 	return tc
 }
 

@@ -127,6 +127,9 @@ func (t bashTool) run(ctx context.Context, dir, command string) (out string, wai
 	defer pr.Close()
 
 	cmd := exec.CommandContext(ctx, shellPath(), "-c", command)
+	if t.cfg.BashSandbox != "" {
+		cmd = exec.CommandContext(ctx, t.cfg.BashSandbox, sandboxArgs(dir, t.cfg.SandboxHide, command)...)
+	}
 	cmd.Dir = dir
 	cmd.Env = childEnv()
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -223,4 +226,19 @@ func (b *cappedBuffer) String() string {
 	head := strings.ToValidUTF8(string(b.head), "\uFFFD")
 	tailText := strings.ToValidUTF8(string(tail), "\uFFFD")
 	return fmt.Sprintf("%s\n\n[output truncated: %d of %d bytes omitted]\n\n%s", head, b.total-kept, b.total, tailText)
+}
+
+// sandboxArgs are bubblewrap's arguments for command in dir. Mount order
+// matters: later mounts cover earlier ones, so the workspace is bound
+// read-write after the directories that hide it.
+func sandboxArgs(dir string, hide []string, command string) []string {
+	args := []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"}
+	for _, h := range append([]string{"/root", "/home"}, hide...) {
+		if st, err := os.Stat(h); err == nil && st.IsDir() {
+			args = append(args, "--tmpfs", h)
+		}
+	}
+	return append(args, "--bind", dir, dir, "--chdir", dir,
+		"--unshare-all", "--die-with-parent", "--new-session",
+		shellPath(), "-c", command)
 }

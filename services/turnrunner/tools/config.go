@@ -29,6 +29,16 @@ type Config struct {
 	// safe choice for team servers); DefaultConfig, used in local mode,
 	// turns it on.
 	EnableBash bool
+	// BashSandbox, when set, is the bubblewrap (bwrap) binary every bash
+	// command runs under: the host read-only, the workspace directory the
+	// only writable place, SandboxHide and home directories hidden, no
+	// network, no other processes. Team servers set it; empty runs bash
+	// directly (the desktop).
+	BashSandbox string
+	// SandboxHide are directories a sandboxed command must not even read
+	// (the data directory, with every other workspace); the command's own
+	// workspace is mounted back inside it.
+	SandboxHide []string
 }
 
 // Defaults of Config's numeric fields.

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -73,8 +74,13 @@ func New(cfg Config, log *slog.Logger) *App {
 		return command.New(command.Config{DataDir: cfg.DataDir}, dial, log), nil
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetTurnRunner, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
+		sandbox, err := bashSandbox(cfg)
+		if err != nil {
+			return nil, err
+		}
 		return turnrunner.New(turnrunner.Config{
-			DataDir: cfg.DataDir, LLMURL: cfg.LLMURL, LLMAPIKey: cfg.LLMAPIKey,
+			BashSandbox: sandbox,
+			DataDir:     cfg.DataDir, LLMURL: cfg.LLMURL, LLMAPIKey: cfg.LLMAPIKey,
 			EchoDelay: cfg.EchoDelay, EchoDelaySet: true,
 			Approval:      approvalgate.Config{Timeout: cfg.ApprovalTimeout},
 			Stream:        streamConfig(cfg),
@@ -193,6 +199,22 @@ func (a *App) NATSURL() string {
 		return a.cfg.NATSURL
 	}
 	return a.embed.ClientURL()
+}
+
+// bashSandbox resolves --bash-sandbox: team servers (auto) and "on" run
+// bash under bubblewrap, and refuse to start with bash enabled but no
+// sandbox, rather than run shared-server commands unconfined.
+func bashSandbox(c Config) (string, error) {
+	on := c.BashSandbox == "on" || (c.BashSandbox != "off" && c.Auth == gateway.AuthRequired)
+	bashOn := c.EnableBash == "true" || (c.EnableBash != "false" && c.Auth != gateway.AuthRequired)
+	if !on || !bashOn {
+		return "", nil
+	}
+	path, err := exec.LookPath("bwrap")
+	if err != nil {
+		return "", errors.New("bash needs its sandbox here but bubblewrap is not installed (apt-get install bubblewrap), or set --enable-bash=false / --bash-sandbox=off")
+	}
+	return path, nil
 }
 
 func streamConfig(c Config) bus.TurnStreamConfig {

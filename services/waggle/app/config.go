@@ -45,6 +45,7 @@ type Config struct {
 	EnableBash       string
 	AgentMaxSteps    int
 	OTLPEndpoint     string
+	BashSandbox      string
 }
 
 // setting is one flag and its environment variable.
@@ -108,6 +109,14 @@ func settings(c *Config) []setting {
 					return errors.New("want true, false or auto")
 				}
 				c.EnableBash = v
+				return nil
+			}},
+		{"bash-sandbox", "WAGGLE_BASH_SANDBOX", "auto", "run bash under bubblewrap (bwrap): on, off, or auto (on with --auth=required)",
+			func(v string) error {
+				if v != "auto" && v != "on" && v != "off" {
+					return errors.New("want on, off or auto")
+				}
+				c.BashSandbox = v
 				return nil
 			}},
 		{"agent-max-steps", "WAGGLE_AGENT_MAX_STEPS", "25", "model calls one agent turn may make", func(v string) error { return parseInt(v, &c.AgentMaxSteps) }},
