@@ -5,15 +5,12 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
 
+	"github.com/waggle-os/core/libs/pgmigrate"
 	"github.com/waggle-os/core/libs/protocol"
 )
 
@@ -30,22 +27,7 @@ const migrationLockID int64 = 0x576167674c656467 // "WaggLedg"
 // Migrate applies the ledger's pending migrations on pool. Running it again
 // (or from several processes at once) is harmless.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(migrationLockID))
-	if err != nil {
-		return fmt.Errorf("ledger: migrate: %w", err)
-	}
-	dir, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return fmt.Errorf("ledger: migrate: %w", err)
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, dir,
-		goose.WithTableName(SchemaTable), goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		return fmt.Errorf("ledger: migrate: %w", err)
-	}
-	if _, err := p.Up(ctx); err != nil {
+	if _, err := pgmigrate.Up(ctx, pool, pgmigrate.Set{FS: pgmigrate.Sub(migrations, "migrations"), Table: SchemaTable, LockID: migrationLockID}); err != nil {
 		return fmt.Errorf("ledger: migrate: %w", err)
 	}
 	return nil

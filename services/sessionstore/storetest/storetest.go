@@ -148,9 +148,11 @@ func find(infos []protocol.SessionInfo, id string) (protocol.SessionInfo, bool) 
 	return protocol.SessionInfo{}, false
 }
 
-// tick lets the clock pass the millisecond lastActive is kept in, so
-// orderings by time are well defined.
-func tick() { time.Sleep(3 * time.Millisecond) }
+// tick lets the clock move on, so orderings by time are well defined:
+// past the millisecond lastActive is kept in and past the filesystem's
+// timestamp granularity (file mtimes come from the kernel's coarse clock,
+// one scheduler tick, 4 ms and more).
+func tick() { time.Sleep(15 * time.Millisecond) }
 
 func testDefaultWorkspace(t *testing.T, s sessionstore.Store) {
 	for range 2 {

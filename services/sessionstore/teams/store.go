@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"slices"
 	"time"
@@ -18,10 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
 
+	"github.com/waggle-os/core/libs/pgmigrate"
 	"github.com/waggle-os/core/libs/protocol"
 )
 
@@ -46,28 +43,13 @@ var migrations embed.FS
 // Migrate applies the embedded migrations of the teams schema; running it
 // again (or from several replicas at once) is harmless.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return fmt.Errorf("teams: migrations: %w", err)
-	}
-	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(migrationLockID))
-	if err != nil {
-		return fmt.Errorf("teams: migration lock: %w", err)
-	}
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sub,
-		goose.WithTableName(VersionTable), goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		return fmt.Errorf("teams: migrations: %w", err)
-	}
-	res, err := p.Up(ctx)
+	applied, err := pgmigrate.Up(ctx, pool, pgmigrate.Set{FS: pgmigrate.Sub(migrations, "migrations"), Table: VersionTable, LockID: migrationLockID})
 	if err != nil {
 		return fmt.Errorf("teams: migrate: %w", err)
 	}
-	for _, r := range res {
-		if log != nil {
-			log.Info("teams: migration applied", "version", r.Source.Version, "took", r.Duration)
+	if log != nil {
+		for _, v := range applied {
+			log.Info("teams: migration applied", "version", v)
 		}
 	}
 	return nil
