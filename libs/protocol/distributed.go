@@ -124,9 +124,13 @@ type TurnLease struct {
 
 // SessionLock is the value of a session's lock.
 type SessionLock struct {
+	// TurnID is the turn that holds the session.
 	TurnID string `json:"turnId"`
 	// Acquired is when the lock was taken (Unix ms), for operators.
 	Acquired int64 `json:"acquired"`
+	// Queue lists the turns waiting for the session, oldest first: the
+	// holder hands the session to Queue[0].
+	Queue []string `json:"queue,omitempty"`
 }
 
 // StartMarker is the data of EventStart.

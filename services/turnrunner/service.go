@@ -48,7 +48,9 @@ type Config struct {
 	Probe llmprobe.Config
 	// Stream shapes the turn-event stream.
 	Stream bus.TurnStreamConfig
-	// MaxTurns bounds turns running at once on this runner. Default 256.
+	// MaxTurns bounds turns running (or queued) at once on this runner;
+	// past it a start is refused with 503 RUNNER_BUSY. Default: sized from
+	// the machine's memory (defaultMaxTurns: 1,024 to 100,000).
 	MaxTurns int
 	// StoreTimeout bounds one session-store request. Default 10s.
 	StoreTimeout time.Duration
@@ -132,7 +134,7 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if c.MaxTurns <= 0 {
-		c.MaxTurns = 256
+		c.MaxTurns = defaultMaxTurns()
 	}
 	if c.StoreTimeout <= 0 {
 		c.StoreTimeout = 10 * time.Second
@@ -296,7 +298,13 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.nc = nc
 	s.policies = newPolicyCache(nc, s.cfg.PolicyTTL, s.cfg.PolicyTimeout)
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
+	// The async window is shared by every turn of this runner; each turn
+	// keeps about one token event in flight (see publisher), so the window
+	// is sized for many turns, and a publish that finds it full waits for
+	// room rather than failing. The ack timeout makes sure every future
+	// resolves even if NATS loses a message.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(publishWindow),
+		jetstream.WithPublishAsyncTimeout(publishWait))
 	if err != nil {
 		s.Stop(ctx)
 		return fmt.Errorf("turnrunner: jetstream: %w", err)
@@ -471,8 +479,15 @@ func (s *Service) startTurn(_ context.Context, req protocol.TurnRequest) (protoc
 		}
 		return protocol.TurnStarted{}, err
 	}
+	mode := joinQueue
+	switch req.Multitask {
+	case protocol.MultitaskReject:
+		mode = joinNever
+	case protocol.MultitaskInterrupt:
+		mode = joinFront
+	}
 	ctx, cancel := kvCtx()
-	holder, err := t.tryLock(ctx)
+	holder, err := t.joinSession(ctx, mode)
 	cancel()
 	if err != nil {
 		return fail(err)
@@ -527,6 +542,7 @@ func (s *Service) launch(t *turn, fn func()) bool {
 			delete(s.turns, id)
 			s.mu.Unlock()
 			t.cancel(nil)
+			t.pub.close()
 			<-s.slots
 			s.wg.Done()
 		}()

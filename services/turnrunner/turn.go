@@ -28,7 +28,9 @@ type turn struct {
 	// finished is set once the terminal event is stored.
 	finished bool
 	// lockRev is the revision of this turn's session lock (0: not held).
-	lockRev  uint64
+	lockRev uint64
+	// queued is set while the turn waits in its session's queue.
+	queued   bool
 	presence *presence
 
 	// leaseOp serialises the lease's writes (renew, drop, release), so a
@@ -168,7 +170,7 @@ func (t *turn) end() {
 		t.unlock()
 		t.dropLease()
 	case errors.Is(context.Cause(t.ctx), errHandover):
-		t.pub.flush(2 * time.Second)
+		t.pub.drain(2 * time.Second)
 		t.releaseLease()
 		telemetry.TurnsFinished.WithLabelValues("handover").Inc()
 	default:

@@ -218,7 +218,7 @@ func bashSandbox(c Config) (string, error) {
 }
 
 func streamConfig(c Config) bus.TurnStreamConfig {
-	return bus.TurnStreamConfig{Replicas: c.NATSReplicas, Storage: c.TurnStorage}
+	return bus.TurnStreamConfig{Replicas: c.NATSReplicas, Storage: c.TurnStorage, MaxBytes: c.TurnStreamBytes}
 }
 
 func probeConfig(c Config) llmprobe.Config {
