@@ -293,10 +293,11 @@ func (s *Service) Stop(ctx context.Context) error {
 	err := s.srv.Shutdown(graceCtx)
 	if err != nil {
 		// Streams still open: cut them (their turns keep running on the
-		// runner and stay resumable) and close what is left.
+		// runner and stay resumable). Closing the connections is what ends
+		// a relay blocked writing to a client that stopped reading.
 		s.stopStream()
-		s.streamWG.Wait()
 		err = s.srv.Close()
+		s.streamWG.Wait()
 	}
 	s.stopStream()
 	<-s.served

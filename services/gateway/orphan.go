@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -15,10 +16,11 @@ import (
 // no runner (protocol.OrphanCheck). It only runs while the stream is idle,
 // so a flowing stream costs nothing.
 type orphanWatch struct {
-	s      *Service
-	turnID string
-	check  protocol.OrphanCheck
-	leases jetstream.KeyValue
+	s       *Service
+	turnID  string
+	check   protocol.OrphanCheck
+	leases  jetstream.KeyValue
+	runners jetstream.KeyValue
 }
 
 // orphanIdle is how long a stream must be quiet before the relay starts
@@ -36,12 +38,15 @@ func (o *orphanWatch) tick(ctx context.Context) bool {
 		}
 		o.leases = kv
 	}
-	var rev uint64
+	var leaseRev, live uint64
 	if o.leases != nil {
 		e, err := o.leases.Get(ctx, o.turnID)
 		switch {
 		case err == nil:
-			rev = e.Revision()
+			leaseRev, live = e.Revision(), e.Revision()
+			if r, ok := o.runnerRevision(ctx, e.Value()); ok {
+				live = r
+			}
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 		default:
 			return false
@@ -51,9 +56,10 @@ func (o *orphanWatch) tick(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	if !o.check.Observe(rev, terminal, time.Now()) {
+	if !o.check.Observe(live, terminal, time.Now()) {
 		return false
 	}
+	rev := leaseRev
 	if o.leases != nil && rev != 0 {
 		// Removing the lease at the revision we judged makes the verdict
 		// final: a runner that claimed the turn meanwhile changed it, and
@@ -72,6 +78,32 @@ func (o *orphanWatch) tick(ctx context.Context) bool {
 	}
 	o.s.log.Warn("ended a turn no runner is left to finish", "turn", o.turnID)
 	return true
+}
+
+// runnerRevision is the revision of the entry of the runner a lease names,
+// when that entry is of the lease's incarnation (the runner that took the
+// turn is the one alive).
+func (o *orphanWatch) runnerRevision(ctx context.Context, lease []byte) (uint64, bool) {
+	var l protocol.TurnLease
+	if json.Unmarshal(lease, &l) != nil || l.Runner == "" {
+		return 0, false
+	}
+	if o.runners == nil {
+		kv, err := o.s.js.KeyValue(ctx, protocol.BucketRunners)
+		if err != nil {
+			return 0, false
+		}
+		o.runners = kv
+	}
+	e, err := o.runners.Get(ctx, l.Runner)
+	if err != nil {
+		return 0, false
+	}
+	var b protocol.RunnerBeat
+	if json.Unmarshal(e.Value(), &b) != nil || b.Incarnation != l.Incarnation {
+		return 0, false
+	}
+	return e.Revision(), true
 }
 
 // lastEventTerminal reports whether the turn's last stored event ends it.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -195,6 +196,13 @@ func (rl *relay) run() {
 		}
 		if dropped {
 			telemetry.RelayCatchUps.Inc()
+			if rl.allDiscarded() {
+				// The turn's events are all gone (it ended and the window
+				// moved on): nothing is left to stream. The client is told,
+				// and the reply is in the history.
+				rl.sendGap(0)
+				return
+			}
 			if err := rl.openPrivate(rl.taken); err != nil {
 				s.log.Warn("relay catch-up failed", "turn", rl.turnID, "err", err)
 				return
@@ -308,10 +316,26 @@ func (rl *relay) checkGap(m jetstream.Msg) bool {
 	if n <= prev+1 {
 		return true
 	}
-	missed := n - prev - 1
+	return rl.sendGap(n - prev - 1)
+}
+
+// sendGap tells the client that missed events (0: an unknown number) were
+// discarded before it read them. It reports false when the client is gone.
+func (rl *relay) sendGap(missed uint64) bool {
 	telemetry.RelayGaps.Inc()
 	body, _ := marshalNoEscape(protocol.StreamGapData{Missed: missed, Message: protocol.StreamGapText})
 	return rl.out.Event(rl.taken, protocol.EventStreamGap, body) == nil
+}
+
+// allDiscarded reports whether the stream holds no event of the turn any
+// more (and so none after the last one taken).
+func (rl *relay) allDiscarded() bool {
+	st, err := rl.s.js.Stream(rl.r.Context(), protocol.StreamTurns)
+	if err != nil {
+		return false
+	}
+	_, err = st.GetLastMsgForSubject(rl.r.Context(), protocol.TurnEvents(rl.turnID))
+	return errors.Is(err, jetstream.ErrMsgNotFound)
 }
 
 // eventNum is m's number in its turn (0 when it has none).

@@ -298,6 +298,9 @@ func (t *turn) persistTool(ev protocol.ToolEvent) {
 		// metric's label set.
 		telemetry.ToolCalls.WithLabelValues(ev.Name, ev.Status).Inc()
 	}
+	if t.awaitUser() != nil {
+		return // the turn ends: nothing of it is stored without its message
+	}
 	_, err := storeRequest[protocol.AppendReply](t.svc, protocol.SubjStoreAppend, protocol.AppendRequest{SessionRef: t.ref(), Tool: &ev})
 	if err != nil {
 		t.svc.log.Error("persist tool event", "turn", t.req.TurnID, "tool", ev.Name, "err", err)

@@ -54,6 +54,14 @@ type publisher struct {
 	flushing bool
 	// err is the first failure; every later publish reports it.
 	err error
+	// held keeps every event back (in order, tokens joined) until release
+	// or discard: the turn's work starts while the user's message is being
+	// stored, but nothing reaches a client before it is durable. heldN is
+	// the event number when the hold began.
+	held       bool
+	heldMsgs   []*nats.Msg
+	heldTokens int // token events among heldMsgs
+	heldN      uint64
 	// done stops a flusher when the turn ends; closed is set with it.
 	done   chan struct{}
 	closed bool
@@ -196,6 +204,20 @@ func (p *publisher) Token(content string) error {
 	if p.onToken != nil {
 		defer p.onToken()
 	}
+	if p.held {
+		// Held tokens are kept one event each, like tokens on a bus that
+		// keeps up, up to the in-flight window; beyond it they are joined.
+		if len(p.pending) == 0 && p.heldTokens < tokenWindow {
+			p.heldMsgs = append(p.heldMsgs, p.msg(protocol.EventToken, tokenBody([]byte(content))))
+			p.heldTokens++
+			return nil
+		}
+		p.pending = append(p.pending, content...)
+		for len(p.pending) >= maxPendingText && p.held && p.err == nil && !p.closed {
+			p.space.Wait()
+		}
+		return p.err
+	}
 	if !p.flushing {
 		if err := p.settle(); err != nil {
 			return err
@@ -310,10 +332,69 @@ func (p *publisher) event(event string, data any) (jetstream.PubAckFuture, error
 	if p.err != nil {
 		return nil, p.err
 	}
+	if p.held {
+		if len(p.pending) > 0 {
+			p.heldMsgs = append(p.heldMsgs, p.msg(protocol.EventToken, tokenBody(p.pending)))
+			p.pending = p.pending[:0]
+		}
+		p.heldMsgs = append(p.heldMsgs, p.msg(event, body))
+		return nil, nil
+	}
 	if err := p.sendPending(); err != nil {
 		return nil, err
 	}
 	return p.send(p.msg(event, body))
+}
+
+// hold keeps every event back until release or discard.
+func (p *publisher) hold() {
+	p.mu.Lock()
+	p.held, p.heldN, p.heldTokens = true, p.n, 0
+	p.mu.Unlock()
+}
+
+// release publishes what was held, in order, and ends the hold.
+func (p *publisher) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.held {
+		return
+	}
+	p.held = false
+	msgs := p.heldMsgs
+	p.heldMsgs = nil
+	for _, m := range msgs {
+		if _, err := p.send(m); err != nil {
+			break
+		}
+	}
+	if p.err == nil {
+		_ = p.sendPending()
+	}
+	p.space.Broadcast()
+}
+
+// discard drops what was held (it must never be seen) and ends the hold;
+// the numbering goes on as if those events never were.
+func (p *publisher) discard() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.held {
+		return
+	}
+	p.held, p.heldMsgs, p.pending, p.n = false, nil, p.pending[:0], p.heldN
+	p.space.Broadcast()
+}
+
+// waitRelease waits while events are held: work with side effects (a
+// checkpointed tool call) must not begin before the hold's reason is
+// settled.
+func (p *publisher) waitRelease() {
+	p.mu.Lock()
+	for p.held && p.err == nil && !p.closed {
+		p.space.Wait()
+	}
+	p.mu.Unlock()
 }
 
 // Emit publishes an event without waiting. Token events go through Token.
@@ -336,9 +417,13 @@ func (p *publisher) Note(event string, data any) error { return p.Emit(event, da
 // (and with it every earlier event of the turn): a checkpoint must be
 // durable before the work it describes begins.
 func (p *publisher) Mark(event string, data any) error {
+	p.waitRelease()
 	f, err := p.event(event, data)
 	if err != nil {
 		return err
+	}
+	if f == nil {
+		return errors.New("turnrunner: publisher closed while held")
 	}
 	return p.wait(event, f)
 }
@@ -381,6 +466,10 @@ func (p *publisher) Finish(event string, data any) error {
 	if p.err != nil {
 		p.mu.Unlock()
 		return p.err
+	}
+	if p.held {
+		p.mu.Unlock()
+		return errors.New("turnrunner: terminal event while events are held")
 	}
 	if err := p.sendPending(); err != nil {
 		p.mu.Unlock()

@@ -215,17 +215,21 @@ type Service struct {
 	dial bus.Dialer
 	log  *slog.Logger
 
-	nc       *nats.Conn
-	js       jetstream.JetStream
-	leases   jetstream.KeyValue
-	locks    jetstream.KeyValue
-	svc      *bus.Service
-	subs     []*nats.Subscription
-	probe    *llmprobe.Prober
-	agent    *agent.Agent
-	tools    *tools.Registry
-	models   *modelConfigCache
-	policies *policyCache
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	leases  jetstream.KeyValue
+	locks   jetstream.KeyValue
+	runners jetstream.KeyValue
+	// incarnation tells this process's leases from those of an earlier
+	// process with the same runner id.
+	incarnation string
+	svc         *bus.Service
+	subs        []*nats.Subscription
+	probe       *llmprobe.Prober
+	agent       *agent.Agent
+	tools       *tools.Registry
+	models      *modelConfigCache
+	policies    *policyCache
 
 	// loops are the heartbeat and claim loops, stopped by Stop.
 	loops     sync.WaitGroup
@@ -279,6 +283,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.id = s.cfg.RunnerID
+	s.incarnation = protocol.NewUUID()[:8]
 	s.log = s.log.With("runner", s.id)
 	s.probe = llmprobe.New(s.cfg.Probe)
 	ag, err := agent.New(s.cfg.agentConfig())
@@ -471,14 +476,6 @@ func (s *Service) startTurn(_ context.Context, req protocol.TurnRequest) (protoc
 		<-s.slots
 		return protocol.TurnStarted{}, err
 	}
-	// The lease comes first: a lock always names a turn that has one.
-	if err := t.createLease(); err != nil {
-		<-s.slots
-		if isConflict(err) {
-			return protocol.TurnStarted{}, protocol.Errorf(409, "turn %s already exists", req.TurnID)
-		}
-		return protocol.TurnStarted{}, err
-	}
 	mode := joinQueue
 	switch req.Multitask {
 	case protocol.MultitaskReject:
@@ -486,9 +483,23 @@ func (s *Service) startTurn(_ context.Context, req protocol.TurnRequest) (protoc
 	case protocol.MultitaskInterrupt:
 		mode = joinFront
 	}
+	// The lease and the session lock are written at once (one round trip
+	// instead of two). A lock whose turn has no lease counts as free, so a
+	// crash between the two leaves nothing stuck.
+	leased := make(chan error, 1)
+	go func() { leased <- t.createLease() }()
 	ctx, cancel := kvCtx()
 	holder, err := t.joinSession(ctx, mode)
 	cancel()
+	if lerr := <-leased; lerr != nil {
+		if isConflict(lerr) {
+			// A retried start of a turn that exists: the lock is that
+			// turn's (same id), not ours to give back.
+			<-s.slots
+			return protocol.TurnStarted{}, protocol.Errorf(409, "turn %s already exists", req.TurnID)
+		}
+		return fail(lerr)
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -542,6 +553,7 @@ func (s *Service) launch(t *turn, fn func()) bool {
 			delete(s.turns, id)
 			s.mu.Unlock()
 			t.cancel(nil)
+			_ = t.awaitUser()
 			t.pub.close()
 			<-s.slots
 			s.wg.Done()

@@ -97,6 +97,13 @@ func (t *turn) holderAlive(ctx context.Context, turnID string) (bool, error) {
 // id when the session is busy ("" when this turn holds it).
 func (t *turn) joinSession(ctx context.Context, mode joinMode) (holder string, err error) {
 	me := t.req.TurnID
+	// The common case, an idle session, costs one write.
+	if rev, err := t.writeLock(ctx, nil, protocol.SessionLock{TurnID: me, Acquired: time.Now().UnixMilli()}); err == nil {
+		t.lockRev = rev
+		return "", nil
+	} else if !isConflict(err) {
+		return "", fmt.Errorf("turnrunner: lock session %s: %w", t.lockKey(), err)
+	}
 	for attempt := 0; attempt < 20; attempt++ {
 		st, err := t.readLock(ctx)
 		if err != nil {
@@ -211,11 +218,23 @@ func (t *turn) unlock() {
 	if t.lockRev == 0 && !t.queued {
 		return
 	}
-	held := t.lockRev != 0
+	held, rev := t.lockRev != 0, t.lockRev
 	t.lockRev, t.queued = 0, false
 	ctx, cancel := kvCtx()
 	defer cancel()
 	me := t.req.TurnID
+	// The common case, no one queued since this turn took the session
+	// (the entry is still at its revision), costs one write.
+	if held {
+		err := t.svc.locks.Delete(ctx, t.lockKey(), jetstream.LastRevision(rev))
+		if err == nil {
+			return
+		}
+		if !isConflict(err) {
+			t.svc.log.Warn("release session lock", "turn", me, "err", err)
+			return
+		}
+	}
 	for attempt := 0; attempt < 20; attempt++ {
 		st, err := t.readLock(ctx)
 		if err != nil || st == nil {
