@@ -210,14 +210,24 @@ func queuedCalls(calls []modelCall, msgs []string) int {
 	return n
 }
 
-// takeovers counts the turns the live runners took over (from their logs).
-func (c *cluster) takeovers() int {
-	n := 0
-	for _, r := range c.runners {
+// takeovers lists, from the live runners' logs, the turns they took over
+// ("message@runner", by the message of each turn in turns).
+func (c *cluster) takeovers(turns []*fifoTurn) []string {
+	var out []string
+	for i, r := range c.runners {
 		b, _ := os.ReadFile(r.logPath)
-		n += strings.Count(string(b), "took over turn")
+		for _, line := range strings.Split(string(b), "\n") {
+			if !strings.Contains(line, "took over turn") {
+				continue
+			}
+			for _, tr := range turns {
+				if strings.Contains(line, "turn="+tr.id) {
+					out = append(out, fmt.Sprintf("%s@%d", tr.msg, i))
+				}
+			}
+		}
 	}
-	return n
+	return out
 }
 
 // TestSessionFIFOAcrossRunnerKill: the first turn of a session holds in the
@@ -262,7 +272,7 @@ func TestSessionFIFOAcrossRunnerKill(t *testing.T) {
 		t.Fatalf("history %v, want %v", got, want)
 	}
 	checkModelOrder(t, c.model.Calls(), msgs)
-	t.Logf("killed runner %d; the others took over %d turns", victim, c.takeovers())
+	t.Logf("killed runner %d; taken over: %v", victim, c.takeovers(turns))
 }
 
 // TestSessionFIFOAcrossRunnerKillManySessions: 4 sessions, each with a held
@@ -340,7 +350,7 @@ func TestSessionFIFOAcrossRunnerKillManySessions(t *testing.T) {
 		}
 		checkModelOrder(t, c.model.Calls(), msgs[s])
 	}
-	t.Logf("killed runner %d (it ran %d of the first turns); the others took over %d turns", victim, len(moved), c.takeovers())
+	t.Logf("killed runner %d (it ran %d of the first turns); taken over: %v", victim, len(moved), c.takeovers(all))
 }
 
 // TestSessionFIFOAcrossFullRestart: the first turn of a session holds in
@@ -348,7 +358,8 @@ func TestSessionFIFOAcrossRunnerKillManySessions(t *testing.T) {
 // killed -9 and started again on the same data directory and NATS address.
 // The turns accepted before the crash run after the restart in the order
 // they were accepted (a turn may instead end with an error recorded in
-// history, but never out of its place).
+// history, but never out of its place), and a turn sent right after the
+// restart runs after all of them.
 func TestSessionFIFOAcrossFullRestart(t *testing.T) {
 	t.Parallel()
 	opts := clusterOpts{}
@@ -372,10 +383,13 @@ func TestSessionFIFOAcrossFullRestart(t *testing.T) {
 		tr.st.Close()
 	}
 	c.restart(opts)
+	// A turn sent right after the restart, before any runner took the old
+	// turns over, queues behind all of them.
+	late := c.sendQueued(1, session, "restart m6")
 	c.model.waitCalls(t, "the first turn's model call after the restart", 30*time.Second, func(cs []modelCall) bool {
 		return len(callsFor(cs[before:], msgs[0])) > 0
 	})
-	if n := queuedCalls(c.model.Calls(), msgs[1:]); n != 0 {
+	if n := queuedCalls(c.model.Calls(), append(msgs[1:], late.msg)); n != 0 {
 		t.Fatalf("%d queued turns called the model while the resumed first turn held the session: %v", n, describeCalls(c.model.Calls()))
 	}
 	hold.Release()
@@ -387,6 +401,7 @@ func TestSessionFIFOAcrossFullRestart(t *testing.T) {
 		tr.gw, tr.seen = i%2, nil
 		tr.st = c.followOnce(tr.gw, tr.id, 20*time.Second)
 	}
+	turns, msgs = append(turns, late), append(msgs, late.msg)
 	results := c.finishAll(turns, 60*time.Second)
 	stored := c.sessionFile(session)
 	var got []string
@@ -427,7 +442,7 @@ func TestSessionFIFOAcrossFullRestart(t *testing.T) {
 		t.Fatalf("history %v", h)
 	}
 	checkModelOrder(t, c.model.Calls(), msgs)
-	t.Logf("after the restart the runners took over %d turns", c.takeovers())
+	t.Logf("taken over after the restart: %v", c.takeovers(turns))
 }
 
 // followOnce follows a turn on gateway gw, waiting (up to d) while the
@@ -446,6 +461,56 @@ func (c *cluster) followOnce(gw int, turnID string, d time.Duration) *waggletest
 			c.t.Fatalf("follow %s on gateway %d: status %d: %s", turnID, gw, resp.StatusCode, data)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestSessionFIFOMultitask: with turns queued behind a running one,
+// multitask "reject" is still a 409 SESSION_BUSY, and "interrupt" cancels
+// the running turn (its partial reply kept) and runs next, ahead of the
+// queued turns, which then run in their order.
+func TestSessionFIFOMultitask(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, clusterOpts{})
+	hold := c.pause()
+	const session = "fifo-multitask"
+	c.model.set(func(_ int, r *llmtest.Request) llmtest.Response {
+		msg := lastUser(r)
+		if msg == "mt m0" {
+			return llmtest.Response{Steps: []llmtest.Step{llmtest.Content("partial "), llmtest.Wait(hold), llmtest.Content("never")}}
+		}
+		return llmtest.Reply("re: " + msg)
+	})
+	first := &fifoTurn{msg: "mt m0", gw: 0, st: c.chat(0, map[string]any{"message": "mt m0", "session": session})}
+	first.seen = readUntil(t, first.st, "the first tokens", func(e waggletest.Event) bool { return e.Name == "token" && e.Content() == "partial " })
+	queued := []*fifoTurn{c.sendQueued(1, session, "mt m1"), c.sendQueued(0, session, "mt m2")}
+
+	var e map[string]any
+	if st := c.json(1, http.MethodPost, "/api/chat", map[string]any{"message": "mt rejected", "session": session, "multitask": "reject"}, &e); st != http.StatusConflict || e["code"] != protocol.CodeSessionBusy {
+		t.Fatalf("reject with turns queued: %d %v", st, e)
+	}
+	interrupt := &fifoTurn{msg: "mt interrupt", gw: 1, st: c.chat(1, map[string]any{"message": "mt interrupt", "session": session, "multitask": "interrupt"})}
+
+	results := c.finishAll(append([]*fifoTurn{first, interrupt}, queued...), 30*time.Second)
+	var cancelled struct{ Message string }
+	last(results[0]).Decode(t, &cancelled)
+	if last(results[0]).Name != "error" || cancelled.Message != "The turn was cancelled." {
+		t.Fatalf("interrupted turn ended with %v %s", waggletest.Names(results[0]), last(results[0]).Data)
+	}
+	for i, tr := range []*fifoTurn{interrupt, queued[0], queued[1]} {
+		if evs := results[i+1]; last(evs).Name != "done" || waggletest.Text(evs) != "re: "+tr.msg {
+			t.Errorf("%s: %v %q", tr.msg, waggletest.Names(evs), waggletest.Text(evs))
+		}
+	}
+	want := append([]string{"user:mt m0", "assistant:partial "}, exchanges([]string{"mt interrupt", "mt m1", "mt m2"})...)
+	if got := historyLines(c.history(session)); !slices.Equal(got, want) {
+		t.Fatalf("history %v, want %v", got, want)
+	}
+	var seq []string
+	for _, call := range c.model.Calls() {
+		seq = append(seq, lastUser(call.req))
+	}
+	if want := []string{"mt m0", "mt interrupt", "mt m1", "mt m2"}; !slices.Equal(seq, want) {
+		t.Fatalf("model calls %v, want %v", seq, want)
 	}
 }
 
