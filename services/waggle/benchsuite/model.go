@@ -219,6 +219,15 @@ func streamCheck(tr Trace, err error, want int, direct bool) string {
 	return ""
 }
 
+// withLog puts the server log's error summary before what a client saw,
+// so a cell cut short still names the cause.
+func withLog(srv *Server, saw string) string {
+	if _, sum := srv.LogErrors(); sum != "" {
+		return sum + "; " + saw
+	}
+	return saw
+}
+
 // longStream streams LongTokens tokens through the server and directly,
 // three times each, and keeps each side's best complete run. A run that
 // lost tokens is reported as a miss, not as a failure of the suite.
@@ -255,7 +264,7 @@ func (r *run) longStream(ctx context.Context, srv *Server, topo Topology) error 
 	target := "≥ 250,000 and ≥ 0.5 of direct"
 	if ts.Events == 0 {
 		r.rep.add(Row{Group: "stream-" + string(topo), Metric: metric, Server: "no complete run", Baseline: numF(rateD), Ratio: Ratio(0, rateD),
-			Note: cell(strings.Join(badS, "; "))}.missed(target, "every run lost tokens"))
+			Note: cell(withLog(srv, strings.Join(badS, "; ")))}.missed(target, "every run lost tokens"))
 		return nil
 	}
 	rateS := Rate(n-1, ts.Last-ts.First)
@@ -265,7 +274,7 @@ func (r *run) longStream(ctx context.Context, srv *Server, topo Topology) error 
 		Note: fmt.Sprintf("%d SSE events for %d tokens; best of %d complete run(s)", ts.Events, n, 3-len(badS))}
 	switch {
 	case len(badS) > 0:
-		row.Note += "; " + cell(strings.Join(badS, "; "))
+		row.Note += "; " + cell(withLog(srv, strings.Join(badS, "; ")))
 		row = row.missed(target, fmt.Sprintf("%d of 3 runs lost tokens", len(badS)))
 	case rateS < 250000:
 		row = row.atLeast(target, rateS, 250000, numF)
@@ -318,7 +327,7 @@ func (r *run) aggregate(ctx context.Context, srv *Server) error {
 		Note: fmt.Sprintf("%.0f SSE token events/s", evS)}
 	row = row.atLeast("≥ 250,000 tokens/s", tokS, 250000, numF)
 	if len(badS) > 0 {
-		row.Note += "; " + cell(strings.Join(badS, "; "))
+		row.Note += "; " + cell(withLog(srv, strings.Join(badS, "; ")))
 		row = row.missed(row.Target, fmt.Sprintf("%d of %d streams lost tokens", len(badS), c))
 	}
 	r.rep.add(row)

@@ -65,9 +65,6 @@ type Server struct {
 	StartToHealthy time.Duration
 }
 
-// Log is the path of the process's log (stdout and stderr).
-func (p *Proc) Log() string { return p.log }
-
 // Proc is one child process.
 type Proc struct {
 	Name string

@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -73,7 +76,15 @@ func scanSessions(dataDir, ws, term string) (files, hits int, err error) {
 	}
 	needle := []byte(term)
 	for _, e := range entries {
+		// The server may rewrite a file beside the scan (temp file, then
+		// rename): only session files count, and one that vanished is skipped.
+		if !strings.HasSuffix(e.Name(), ".jsonl") || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
 		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
 		if err != nil {
 			return 0, 0, err
 		}

@@ -2,6 +2,7 @@ package benchsuite
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,9 +39,10 @@ type stalledResult struct {
 	// Normal turns: done with every token, error events, other breaks.
 	normalDone, normalErrors, normalBroken int
 	firstProblem                           string
-	// logErrors counts error-level lines of the server log.
-	logErrors    int
-	firstLogLine string
+	// logErrors counts error-level lines of the server log; logSummary
+	// sums them up.
+	logErrors  int
+	logSummary string
 }
 
 // stalled runs issue 11's stalled-reader scenario: Stalled turns whose
@@ -176,7 +179,7 @@ func (r *run) stalledRun(ctx context.Context, srv *Server) (stalledResult, error
 	if res.after, res.afterAt, res.settled, err = settleRSS(ctx, srv, res.rss0, stalledAfterTarget, r.cfg.StalledSettle); err != nil {
 		return res, err
 	}
-	res.logErrors, res.firstLogLine = logErrors(srv.Procs[0].Log())
+	res.logErrors, res.logSummary = srv.LogErrors()
 	return res, nil
 }
 
@@ -215,8 +218,8 @@ func (r *run) addStalledRows(res stalledResult) {
 
 	row = Row{Group: "stalled", Metric: "stalled readers: error events (normal turns) / error lines in the server log",
 		Server: fmt.Sprintf("%d / %d", res.normalErrors, res.logErrors), Baseline: "—", Ratio: math.NaN()}
-	if res.firstLogLine != "" {
-		row.Note = "first log error: " + cell(res.firstLogLine)
+	if res.logSummary != "" {
+		row.Note = cell(res.logSummary)
 	}
 	row.Target, row.Verdict = "0 error events", Met
 	if res.normalErrors > 0 {
@@ -301,31 +304,61 @@ func settleRSS(ctx context.Context, srv *Server, base, target int64, limit time.
 	}
 }
 
-// logErrors counts the error-level lines of a JSON server log and returns
-// the first one's message.
-func logErrors(path string) (int, string) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, ""
-	}
-	defer f.Close()
-	n, first := 0, ""
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if !strings.Contains(string(line), `"level":"ERROR"`) {
+// LogErrors counts the error-level lines of the server's JSON logs and
+// sums them up by message, most frequent first, with the first line's
+// error: "210 server log error(s) (191 × publish event, 11 × bus: handler
+// failed); first: publish event: nats: stalled …". It is "" when there
+// are none.
+func (s *Server) LogErrors() (int, string) {
+	byMsg := map[string]int{}
+	first := ""
+	total := 0
+	for _, p := range s.Procs {
+		f, err := os.Open(p.log)
+		if err != nil {
 			continue
 		}
-		n++
-		if first == "" {
-			var rec map[string]any
-			if json.Unmarshal(line, &rec) == nil {
-				first = fmt.Sprintf("%v: %v", rec["msg"], rec["error"])
-			} else {
-				first = string(line)
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			if !bytes.Contains(line, []byte(`"level":"ERROR"`)) {
+				continue
+			}
+			total++
+			var rec struct {
+				Msg string `json:"msg"`
+				Err string `json:"err"`
+			}
+			if json.Unmarshal(line, &rec) != nil {
+				rec.Msg = string(line)
+			}
+			byMsg[rec.Msg]++
+			if first == "" {
+				first = rec.Msg
+				if rec.Err != "" {
+					first += ": " + rec.Err
+				}
 			}
 		}
+		f.Close()
 	}
-	return n, first
+	if total == 0 {
+		return 0, ""
+	}
+	msgs := make([]string, 0, len(byMsg))
+	for m := range byMsg {
+		msgs = append(msgs, m)
+	}
+	sort.Slice(msgs, func(i, j int) bool {
+		if byMsg[msgs[i]] != byMsg[msgs[j]] {
+			return byMsg[msgs[i]] > byMsg[msgs[j]]
+		}
+		return msgs[i] < msgs[j]
+	})
+	parts := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		parts = append(parts, fmt.Sprintf("%d × %s", byMsg[m], m))
+	}
+	return total, fmt.Sprintf("%d server log error(s) (%s); first: %s", total, strings.Join(parts, ", "), first)
 }

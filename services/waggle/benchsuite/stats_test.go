@@ -3,6 +3,8 @@ package benchsuite
 import (
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -188,5 +190,27 @@ func TestSVGPlotsEveryOpenLevel(t *testing.T) {
 	}
 	if (&Report{}).SVG() != "" {
 		t.Error("an empty curve drew a plot")
+	}
+}
+
+func TestLogErrorsSumsUpByMessage(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "single.log")
+	lines := `{"level":"WARN","msg":"slow"}
+{"level":"ERROR","msg":"publish event","err":"nats: stalled with too many outstanding async published messages"}
+{"level":"ERROR","msg":"bus: handler failed","err":"timeout"}
+{"level":"ERROR","msg":"publish event","err":"nats: stalled"}
+`
+	if err := os.WriteFile(log, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := &Server{Procs: []*Proc{{Name: "single", log: log}}}
+	n, sum := srv.LogErrors()
+	want := "3 server log error(s) (2 × publish event, 1 × bus: handler failed); first: publish event: nats: stalled with too many outstanding async published messages"
+	if n != 3 || sum != want {
+		t.Fatalf("LogErrors = %d, %q; want 3, %q", n, sum, want)
+	}
+	if n, sum := (&Server{Procs: []*Proc{{log: filepath.Join(dir, "none.log")}}}).LogErrors(); n != 0 || sum != "" {
+		t.Fatalf("no log: %d %q", n, sum)
 	}
 }
