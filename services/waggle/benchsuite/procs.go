@@ -45,7 +45,7 @@ type ServerSpec struct {
 	LLMURL string
 	// EchoDelay is --echo-delay.
 	EchoDelay time.Duration
-	// Extra flags for every process (e.g. --max-turns).
+	// Extra flags for every process (e.g. --disconnect-grace).
 	Extra []string
 	// Prepare runs on the session store's data dir before the processes
 	// start (to seed session files).
