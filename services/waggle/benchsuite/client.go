@@ -49,6 +49,9 @@ type Trace struct {
 	// DoneBytes is the length of the done event's content (the whole reply
 	// as the server stored it), -1 without a done event.
 	DoneBytes int
+	// StreamGaps counts stream_gap events: the client fell behind the
+	// server's kept window and that many times events were not delivered.
+	StreamGaps int
 	// Body is the error body of a non-200 answer (truncated).
 	Body string
 }
@@ -152,6 +155,12 @@ func readStream(c *http.Client, req *http.Request, o traceOpts, direct bool) (Tr
 			if errors.Is(err, io.EOF) && tr.Terminal != "" {
 				return tr, nil
 			}
+			if errors.Is(err, io.EOF) && tr.StreamGaps > 0 {
+				// The server said what was lost and ended the stream: the
+				// turn's events were gone. Not silent, so not a broken stream.
+				tr.Terminal = "stream_gap"
+				return tr, nil
+			}
 			return tr, fmt.Errorf("benchsuite: stream ended without a terminal event after %d tokens (%d bytes): %w", tr.Events, tr.Bytes, err)
 		}
 		switch {
@@ -175,6 +184,8 @@ func readStream(c *http.Client, req *http.Request, o traceOpts, direct bool) (Tr
 				case "token":
 					isToken = true
 					n = max(tokenText(data), 0)
+				case "stream_gap":
+					tr.StreamGaps++
 				case "done", "error":
 					tr.Terminal = string(event)
 					if string(event) == "error" {

@@ -118,3 +118,39 @@ func TestReadStreamReportsBrokenStreams(t *testing.T) {
 		t.Fatalf("short stream: %q", short)
 	}
 }
+
+// TestReadStreamNamesStreamGaps: a client told it fell behind (stream_gap)
+// is not a broken stream, but its tokens are not all there: the check says
+// so instead of calling it a silent loss.
+func TestReadStreamNamesStreamGaps(t *testing.T) {
+	tests := []struct {
+		name, terminal string
+	}{
+		{"gap, then done", "done"},
+		{"gap, then the stream ends", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				out, _ := sse.Start(w, nil)
+				_ = out.Event(1, "token", []byte(`{"content":"tok "}`))
+				_ = out.Event(0, "stream_gap", []byte(`{"missed":3,"message":"Part of this reply was not kept"}`))
+				_ = out.Event(5, "token", []byte(`{"content":"tok "}`))
+				if tt.terminal != "" {
+					_ = out.Event(6, tt.terminal, []byte(`{"content":"tok tok tok tok tok "}`))
+				}
+			}))
+			defer srv.Close()
+			tr, err := ChatTurn(context.Background(), newClient(4), srv.URL, "m", "s", traceOpts{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.StreamGaps != 1 || tr.Bytes != 8 {
+				t.Fatalf("trace %+v", tr)
+			}
+			if why := streamCheck(tr, err, 20, false); !strings.Contains(why, "fell behind: 1 stream_gap event(s), 8 of 20 token bytes live") {
+				t.Fatalf("streamCheck: %q", why)
+			}
+		})
+	}
+}
