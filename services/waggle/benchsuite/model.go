@@ -211,6 +211,8 @@ func streamCheck(tr Trace, err error, want int, direct bool) string {
 		return fmt.Sprintf("HTTP %d %s", tr.Status, tr.Body)
 	case tr.StreamGaps > 0:
 		return fmt.Sprintf("fell behind: %d stream_gap event(s), %d of %d token bytes live (terminal %q, done holds %d)", tr.StreamGaps, tr.Bytes, want, tr.Terminal, tr.DoneBytes)
+	case tr.Bytes != want && tr.Terminal == "done":
+		return fmt.Sprintf("%d of %d token bytes, yet the turn ended in done (done holds %d bytes)", tr.Bytes, want, tr.DoneBytes)
 	case tr.Bytes != want:
 		return fmt.Sprintf("%d of %d token bytes (terminal %q %s)", tr.Bytes, want, tr.Terminal, tr.Body)
 	case !direct && tr.Terminal != "done":
