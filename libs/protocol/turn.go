@@ -112,6 +112,10 @@ const (
 	ControlAttach = "attach"
 	// ControlDetach says a client stopped following the turn.
 	ControlDetach = "detach"
+	// ControlProbe, sent as a request, asks whether a runner runs the
+	// turn: only its owner answers. A gateway asks before it ends a turn it
+	// believes no runner is left to finish.
+	ControlProbe = "probe"
 )
 
 // AttachInterval is how often a relay repeats ControlAttach.

@@ -224,8 +224,9 @@ func (rl *relay) run() {
 			// A quiet stream may be a turn whose runner died with no other
 			// runner left to take it over: then end it cleanly (the error
 			// event reaches this relay like any other).
-			if time.Since(idleSince) >= orphanIdle {
-				orphan.tick(rl.r.Context())
+			if time.Since(idleSince) >= orphanIdle && orphan.tick(rl.r.Context()) == orphanGone {
+				rl.sendGap(0)
+				return
 			}
 		case <-rl.r.Context().Done():
 			rl.gone()

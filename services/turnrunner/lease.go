@@ -194,9 +194,34 @@ func (t *turn) releaseLease() {
 	}
 }
 
-// heartbeatLoop writes this runner's entry (which keeps every lease of it
-// alive), the leases that changed, and runs the presence check of every
-// turn, once per protocol.LeaseHeartbeat.
+// beatLoop writes this runner's entry (which keeps every lease of it
+// alive) once per protocol.LeaseHeartbeat, on its own so that nothing else
+// a runner does can delay it. A write may take up to LeaseStaleAfter on a
+// loaded bus before it counts as failed.
+func (s *Service) beatLoop(ctx context.Context) {
+	tick := time.NewTicker(protocol.LeaseHeartbeat)
+	defer tick.Stop()
+	for {
+		bctx, cancel := context.WithTimeout(ctx, protocol.LeaseStaleAfter)
+		s.beat(bctx, s.count())
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// count is how many turns run here.
+func (s *Service) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.turns)
+}
+
+// heartbeatLoop writes the leases that changed and runs the presence check
+// of every turn, once per protocol.LeaseHeartbeat.
 func (s *Service) heartbeatLoop(ctx context.Context) {
 	tick := time.NewTicker(protocol.LeaseHeartbeat)
 	defer tick.Stop()
@@ -205,11 +230,7 @@ func (s *Service) heartbeatLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			turns := s.running()
-			bctx, cancel := context.WithTimeout(ctx, protocol.LeaseHeartbeat)
-			s.beat(bctx, len(turns))
-			cancel()
-			for _, t := range turns {
+			for _, t := range s.running() {
 				rctx, cancel := context.WithTimeout(ctx, protocol.LeaseHeartbeat)
 				t.renew(rctx)
 				cancel()

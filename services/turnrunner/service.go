@@ -341,6 +341,7 @@ func (s *Service) Start(ctx context.Context) error {
 	claimCtx, stopClaim := context.WithCancel(loopCtx)
 	s.stopLoops, s.stopClaim = stopLoops, stopClaim
 	s.loops.Go(func() { s.heartbeatLoop(loopCtx) })
+	s.loops.Go(func() { s.beatLoop(loopCtx) })
 	s.loops.Go(func() { s.claimLoop(claimCtx) })
 	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceTurnRunner, Logger: s.log})
 	if err != nil {
@@ -582,6 +583,10 @@ func (s *Service) onControl(m *nats.Msg) {
 		return
 	}
 	switch ctl.Action {
+	case protocol.ControlProbe:
+		if m.Reply != "" {
+			_ = m.Respond([]byte(s.id))
+		}
 	case protocol.ControlCancel:
 		if ctl.Reason == "interrupted" {
 			t.cancel(errInterrupted)

@@ -99,7 +99,7 @@ func (t *turn) joinSession(ctx context.Context, mode joinMode) (holder string, e
 	me := t.req.TurnID
 	// The common case, an idle session, costs one write.
 	if rev, err := t.writeLock(ctx, nil, protocol.SessionLock{TurnID: me, Acquired: time.Now().UnixMilli()}); err == nil {
-		t.lockRev = rev
+		t.lockRev, t.lockSolo = rev, true
 		return "", nil
 	} else if !isConflict(err) {
 		return "", fmt.Errorf("turnrunner: lock session %s: %w", t.lockKey(), err)
@@ -114,7 +114,7 @@ func (t *turn) joinSession(ctx context.Context, mode joinMode) (holder string, e
 		case st == nil:
 			l = protocol.SessionLock{TurnID: me, Acquired: time.Now().UnixMilli()}
 		case st.lock.TurnID == me:
-			t.lockRev = st.rev
+			t.lockRev, t.lockSolo = st.rev, len(st.lock.Queue) == 0
 			return "", nil
 		case slices.Contains(st.lock.Queue, me):
 			t.queued = true
@@ -152,7 +152,7 @@ func (t *turn) joinSession(ctx context.Context, mode joinMode) (holder string, e
 			return "", fmt.Errorf("turnrunner: lock session %s: %w", t.lockKey(), err)
 		}
 		if l.TurnID == me {
-			t.lockRev, t.queued = rev, false
+			t.lockRev, t.lockSolo, t.queued = rev, len(l.Queue) == 0, false
 			return "", nil
 		}
 		t.queued = true
@@ -218,14 +218,14 @@ func (t *turn) unlock() {
 	if t.lockRev == 0 && !t.queued {
 		return
 	}
-	held, rev := t.lockRev != 0, t.lockRev
-	t.lockRev, t.queued = 0, false
+	held, rev, solo := t.lockRev != 0, t.lockRev, t.lockSolo
+	t.lockRev, t.lockSolo, t.queued = 0, false, false
 	ctx, cancel := kvCtx()
 	defer cancel()
 	me := t.req.TurnID
-	// The common case, no one queued since this turn took the session
-	// (the entry is still at its revision), costs one write.
-	if held {
+	// The common case — the entry this turn took had no queue and no one
+	// queued since (it is still at that revision) — costs one write.
+	if held && solo {
 		err := t.svc.locks.Delete(ctx, t.lockKey(), jetstream.LastRevision(rev))
 		if err == nil {
 			return
@@ -281,7 +281,7 @@ func (t *turn) ownLock(ctx context.Context) error {
 	}
 	switch {
 	case st.lock.TurnID == t.req.TurnID:
-		t.lockRev = st.rev
+		t.lockRev, t.lockSolo = st.rev, len(st.lock.Queue) == 0
 	case slices.Contains(st.lock.Queue, t.req.TurnID):
 		t.queued = true
 	}

@@ -29,6 +29,9 @@ type turn struct {
 	finished bool
 	// lockRev is the revision of this turn's session lock (0: not held).
 	lockRev uint64
+	// lockSolo says the lock entry at lockRev had no queue: giving the
+	// session back is then a delete at that revision.
+	lockSolo bool
 	// queued is set while the turn waits in its session's queue.
 	queued   bool
 	presence *presence

@@ -55,6 +55,7 @@ func rawChat(base, session, message string) (net.Conn, *bufio.Reader, error) {
 type streamResult struct {
 	terminal string // done or error ("" if the stream ended without one)
 	text     string // the token contents joined
+	final    string // done's content, or error's message
 	gaps     int    // stream_gap events
 	events   int
 	err      error
@@ -90,7 +91,9 @@ func readStream(br *bufio.Reader) streamResult {
 			case "stream_gap":
 				res.gaps++
 			case "done", "error":
-				res.terminal = name
+				var d struct{ Content, Message string }
+				_ = json.Unmarshal([]byte(line[6:]), &d)
+				res.terminal, res.final = name, d.Content+d.Message
 				res.text = text.String()
 				return res
 			}
@@ -188,8 +191,16 @@ func TestStalledReadersKeepMemoryBounded(t *testing.T) {
 	}
 	wg.Wait()
 	for i, res := range results {
-		if res.terminal != "done" || res.text != want {
-			t.Fatalf("normal turn %d beside stalled readers: terminal %q, %d of %d bytes, err %v", i, res.terminal, len(res.text), len(want), res.err)
+		// A reader that keeps up gets every token; one that fell behind the
+		// window (a loaded machine) is told so and still gets the whole
+		// reply with done — never a silent loss, never a failed turn.
+		complete := res.text == want || res.gaps > 0 && strings.TrimSpace(res.final) == strings.TrimSpace(want)
+		if res.terminal != "done" || !complete {
+			t.Fatalf("normal turn %d beside stalled readers: terminal %q (%.80q), %d of %d bytes, %d gaps, err %v",
+				i, res.terminal, res.final, len(res.text), len(want), res.gaps, res.err)
+		}
+		if res.gaps > 0 {
+			t.Logf("normal turn %d fell behind the window (%d stream_gap events)", i, res.gaps)
 		}
 	}
 	// Every stalled turn has finished on the server: its reply is stored.
@@ -371,7 +382,7 @@ func TestSlowBusNeverFailsATurn(t *testing.T) {
 	wg.Wait()
 	for i, res := range results {
 		if res.terminal != "done" || res.text != want {
-			t.Errorf("turn %d over a slow bus: terminal %q, %d of %d bytes, %d events, err %v", i, res.terminal, len(res.text), len(want), res.events, res.err)
+			t.Errorf("turn %d over a slow bus: terminal %q (%.80q), %d of %d bytes, %d events, err %v", i, res.terminal, res.final, len(res.text), len(want), res.events, res.err)
 		}
 	}
 }
