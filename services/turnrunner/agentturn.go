@@ -102,7 +102,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		gate.Close(ctx)
 	}()
 
-	res, err := s.agent.Run(t.ctx, agent.Request{
+	areq := agent.Request{
 		TurnID:       t.req.TurnID,
 		Model:        choice,
 		Prices:       mc.Prices,
@@ -118,11 +118,15 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		OnToolEvent:  t.persistTool,
 		Checkpoint:   turnCheckpoint{t: t},
 		Resume:       resume,
-	})
+		Log:          log,
+	}
+	t.loopOptions(&areq, mc, in.history, message)
+	res, err := s.agent.Run(t.ctx, areq)
 	if t.silent() {
 		return
 	}
 	t.recordUsage(res)
+	t.recordExtraUsage(res)
 	switch {
 	case t.ctx.Err() != nil:
 		t.abortWith(res.Content)
@@ -130,6 +134,8 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		log.Warn("agent turn failed", "model", res.Model, "err", err)
 		t.failPersisted(res.Content, agent.FriendlyError(err))
 	default:
+		t.captureWorkflow(res)
+		res.Content = finalContent(persona, res)
 		if err := t.persist(protocol.Message{Role: protocol.RoleAssistant, Content: res.Content}); err != nil {
 			log.Error("persist assistant message", "err", err)
 			t.finishError("Your reply could not be saved. Try sending your message again.")
