@@ -67,6 +67,8 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 	}
 	if resume != nil {
 		resume.Results = in.turnTools
+	} else {
+		t.warnWorkspaceBudget(in.workspace)
 	}
 	choice := agent.ResolveModel(mc, t.req.Model, in.workspace.Model, message, in.spent)
 	persona := firstNonEmpty(t.req.Persona, in.workspace.Persona)

@@ -1,6 +1,8 @@
 package turnrunner
 
 import (
+	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"sync"
@@ -173,5 +175,36 @@ func finalContent(persona string, res agent.Result) string {
 func (t *turn) recordExtraUsage(res agent.Result) {
 	for _, x := range res.Extra {
 		t.recordUsage(agent.Result{Model: x.Model, Usage: agent.Usage{InputTokens: x.InputTokens, OutputTokens: x.OutputTokens}, Cost: x.Cost})
+	}
+}
+
+// BudgetWarning is the step of a workspace that spent its budget
+// (reference §1.9 (1)), or "" while it has not.
+func BudgetWarning(spent, budget float64) string {
+	if budget <= 0 || spent < budget {
+		return ""
+	}
+	return fmt.Sprintf("\u26a0\ufe0f Budget limit reached ($%.2f / $%.2f). Responses may be limited.", spent, budget)
+}
+
+// warnWorkspaceBudget tells the user when the workspace's recorded spend
+// (the usage ledger since the last cost reset) reached its workspace.json
+// budget. The turn still runs; an unreadable ledger warns no one.
+func (t *turn) warnWorkspaceBudget(ws protocol.Workspace) {
+	if t.req.Workspace == "default" || ws.Budget <= 0 {
+		return
+	}
+	sum, err := turnRequest[protocol.UsageSummary](t.ctx, t.svc, protocol.SubjStoreUsageSummary,
+		protocol.UsageSummaryRequest{Workspace: t.req.Workspace})
+	if err != nil {
+		if !errors.Is(err, protocol.ErrUnavailable) {
+			t.logger().Warn("workspace spend unavailable; no budget warning", "err", err)
+		}
+		return
+	}
+	if text := BudgetWarning(sum.EstimatedCost, ws.Budget); text != "" {
+		if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: text}); err != nil {
+			t.logger().Error("publish step", "err", err)
+		}
 	}
 }

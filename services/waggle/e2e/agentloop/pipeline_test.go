@@ -458,3 +458,35 @@ func TestPersonaDisclaimersAndScheduleHint(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkspaceBudgetWarning: once a workspace's recorded spend reaches
+// its workspace.json budget, its turns start with the warning step.
+func TestWorkspaceBudgetWarning(t *testing.T) {
+	llm := newLLM(t, llmtest.WithResponses(
+		steps(llmtest.Content("pricey"), llmtest.WithUsage(100000, 10000)),
+		llmtest.Reply("still answering"),
+	))
+	srv := start(t, llm, map[string]string{
+		"workspaces/" + ws + "/workspace.json": `{"id":"ws1","name":"Team","budget":2,"created":"2026-01-01T00:00:00.000Z"}`,
+	})
+	body := chat("hello")
+	body["model"] = "claude-opus-4-6"
+	evs := srv.Chat(body).All(t) // 100000 in + 10000 out on Opus: $2.25
+	if d := done(t, evs); d.Cost != 2.25 {
+		t.Fatalf("first turn %+v", d)
+	}
+	if got := evs[0].Content(); got != "Recalling relevant memories..." {
+		t.Errorf("first turn starts with %q", got)
+	}
+	evs = srv.Chat(body).All(t)
+	want := []string{"step", "step", "tool", "tool_result", "token", "done"}
+	if got := waggletest.Names(evs); !reflect.DeepEqual(got, want) {
+		t.Fatalf("events %v, want %v%s", got, want, describe(evs))
+	}
+	if got := evs[0].Content(); got != "⚠️ Budget limit reached ($2.25 / $2.00). Responses may be limited." {
+		t.Errorf("warning %q", got)
+	}
+	if d := done(t, evs); d.Content != "still answering" {
+		t.Errorf("done %+v", d)
+	}
+}
