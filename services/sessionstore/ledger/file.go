@@ -20,10 +20,10 @@ import (
 type entry struct {
 	at        time.Time
 	workspace string
-	model  string
-	input  int
-	output int
-	cost   float64
+	model     string
+	input     int
+	output    int
+	cost      float64
 }
 
 // fileBackend is the ledger under a data directory: usage.jsonl with sums
