@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
-	"github.com/waggle-os/core/services/turnrunner/workflows"
 )
 
 // The parts of a turn around the agent loop (reference §1.9 (4)–(9)):
@@ -48,10 +45,10 @@ func hasUserMessage(history []protocol.Message) bool {
 
 // NotificationData is the data of a notification event.
 type NotificationData struct {
-	Type    string            `json:"type"`
-	Title   string            `json:"title"`
-	Message string            `json:"message"`
-	Pattern workflows.Pattern `json:"pattern"`
+	Type    string                   `json:"type"`
+	Title   string                   `json:"title"`
+	Message string                   `json:"message"`
+	Pattern protocol.WorkflowPattern `json:"pattern"`
 }
 
 // Workflow-capture notification texts.
@@ -65,34 +62,30 @@ func workflowCapturedMessage(name string) string {
 	return "Detected repeating workflow: " + name + ". Save as a reusable skill?"
 }
 
-// workflowStores holds one store per data directory: the store serialises
-// the read-modify-write of a workspace's file within this process.
-var workflowStores sync.Map
+// workflowMinSteps is the shortest tool sequence worth reporting (the
+// session store's rule needs at least 3 calls).
+const workflowMinSteps = 3
 
-func workflowStore(dataDir string) *workflows.Store {
-	if s, ok := workflowStores.Load(dataDir); ok {
-		return s.(*workflows.Store)
-	}
-	s, _ := workflowStores.LoadOrStore(dataDir, workflows.NewStore(dataDir))
-	return s.(*workflows.Store)
-}
-
-// captureWorkflow records the turn's tool sequence and announces a new
-// pattern. Capture is a suggestion: a failure is logged, never shown.
+// captureWorkflow reports the turn's tool sequence to the session store
+// and announces a pattern it completed for the first time. Capture is a
+// suggestion: a failure is logged, never shown.
 func (t *turn) captureWorkflow(res agent.Result) {
-	if len(res.ToolsUsed) < workflows.MinSteps {
+	if len(res.ToolsUsed) < workflowMinSteps {
 		return
 	}
-	p, fresh, err := workflowStore(t.svc.cfg.DataDir).Observe(t.req.Workspace, t.req.Session, res.ToolsUsed, time.Now())
+	rep, err := turnRequest[protocol.WorkflowObserveReply](t.ctx, t.svc, protocol.SubjStoreWorkflowObserve,
+		protocol.WorkflowObserveRequest{Workspace: t.req.Workspace, Session: t.req.Session, Tools: res.ToolsUsed})
 	if err != nil {
-		t.logger().Warn("workflow capture", "err", err)
+		if !errors.Is(err, protocol.ErrUnavailable) {
+			t.logger().Warn("workflow capture", "err", err)
+		}
 		return
 	}
-	if !fresh {
+	if rep.Pattern == nil {
 		return
 	}
 	if err := t.pub.Emit(protocol.EventNotification, NotificationData{
-		Type: workflowCapturedType, Title: workflowCapturedTitle, Message: workflowCapturedMessage(p.Name), Pattern: p,
+		Type: workflowCapturedType, Title: workflowCapturedTitle, Message: workflowCapturedMessage(rep.Pattern.Name), Pattern: *rep.Pattern,
 	}); err != nil {
 		t.logger().Error("publish notification", "err", err)
 	}

@@ -364,7 +364,8 @@ func threeTools(turn int) []llmtest.Response {
 
 // TestWorkflowCapture: the same three-tool sequence in three turns of a
 // workspace is announced once, on the third; a fourth stays quiet; the
-// pattern is kept in the workspace's workflows.json.
+// session store keeps the pattern in the workspace's workflows.json and
+// /skills lists it.
 func TestWorkflowCapture(t *testing.T) {
 	var script []llmtest.Response
 	for i := range 4 {
@@ -396,6 +397,11 @@ func TestWorkflowCapture(t *testing.T) {
 		if d.Content != "checked" {
 			t.Errorf("turn %d done %+v", i+1, d)
 		}
+	}
+	// /skills lists the captured pattern as the workspace's skill.
+	d := done(t, srv.Chat(chat("/skills")).All(t))
+	if want := "## Active Skills\n\n- `list_files-then-search_files-then-search_content`\n\n_1 skill(s) loaded._"; d.Content != want {
+		t.Errorf("/skills %q, want %q", d.Content, want)
 	}
 	raw, err := os.ReadFile(filepath.Join(srv.DataDir, "workspaces", ws, "workflows.json"))
 	if err != nil {

@@ -13,20 +13,19 @@
 // first three distinct tools joined by "-then-". A pattern name is
 // reported once per workspace, ever.
 //
-// State is kept by the runner in `<data-dir>/workspaces/<ws>/workflows.json`
-// (see docs/agent.md for why there and not in the session store).
+// The session store keeps the state: `<data-dir>/workspaces/<ws>/workflows.json`
+// with files, a row of workflow_state per workspace with PostgreSQL
+// (Config.Pool). The runner reports each turn's tools over
+// protocol.SubjStoreWorkflowObserve; /skills lists the patterns over
+// protocol.SubjStoreWorkflowList.
 package workflows
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/waggle-os/core/libs/protocol"
 )
 
 // Rule constants.
@@ -35,27 +34,7 @@ const (
 	MinMatches    = 2
 	MinSimilarity = 0.6
 	KeepSequences = 50
-	// FileName is the state file under a workspace's directory.
-	FileName = "workflows.json"
 )
-
-// Pattern is a detected workflow (the original's SkillTemplate shape).
-type Pattern struct {
-	Name            string   `json:"name"`
-	Description     string   `json:"description"`
-	TriggerPatterns []string `json:"triggerPatterns"`
-	Steps           []string `json:"steps"`
-	Tools           []string `json:"tools"`
-	Category        string   `json:"category"`
-}
-
-// Captured is a pattern as stored: when it was found and how often its
-// sequence had occurred by then.
-type Captured struct {
-	Pattern
-	DetectedAt  string `json:"detectedAt"`
-	Occurrences int    `json:"occurrences"`
-}
 
 // Sequence is one recorded turn's tool calls.
 type Sequence struct {
@@ -66,8 +45,8 @@ type Sequence struct {
 
 // state is the workflows.json document.
 type state struct {
-	Sequences []Sequence `json:"sequences"`
-	Patterns  []Captured `json:"patterns"`
+	Sequences []Sequence                  `json:"sequences"`
+	Patterns  []protocol.CapturedWorkflow `json:"patterns"`
 }
 
 // Similarity of two tool sequences, 0–1: 0.4 × the Jaccard index of their
@@ -112,9 +91,9 @@ func lcs(a, b []string) int {
 
 // Detect applies the rule to a turn's sequence against earlier ones and
 // returns the pattern and the number of occurrences (earlier matches + 1).
-func Detect(seq []string, earlier [][]string) (Pattern, int, bool) {
+func Detect(seq []string, earlier [][]string) (protocol.WorkflowPattern, int, bool) {
 	if len(seq) < MinSteps {
-		return Pattern{}, 0, false
+		return protocol.WorkflowPattern{}, 0, false
 	}
 	matches := 0
 	for _, e := range earlier {
@@ -123,14 +102,14 @@ func Detect(seq []string, earlier [][]string) (Pattern, int, bool) {
 		}
 	}
 	if matches < MinMatches {
-		return Pattern{}, 0, false
+		return protocol.WorkflowPattern{}, 0, false
 	}
 	return NewPattern(seq), matches + 1, true
 }
 
 // NewPattern is the template of a sequence: named after its first three
 // distinct tools, one step per call.
-func NewPattern(seq []string) Pattern {
+func NewPattern(seq []string) protocol.WorkflowPattern {
 	var unique []string
 	seen := map[string]bool{}
 	for _, t := range seq {
@@ -143,7 +122,7 @@ func NewPattern(seq []string) Pattern {
 	for i, t := range seq {
 		steps[i] = fmt.Sprintf("Step %d: Use %s", i+1, t)
 	}
-	return Pattern{
+	return protocol.WorkflowPattern{
 		Name:            strings.Join(unique[:min(3, len(unique))], "-then-"),
 		Description:     "Repeated workflow using: " + strings.Join(unique, ", "),
 		TriggerPatterns: []string{},
@@ -171,34 +150,10 @@ func category(tools []string) string {
 	return "general"
 }
 
-// Store keeps the workflow state of every workspace under a data
-// directory. It serialises its own reads and writes; one Store per data
-// directory per process.
-type Store struct {
-	dataDir string
-	mu      sync.Mutex
-}
-
-// NewStore returns a store for dataDir; it touches nothing until used.
-func NewStore(dataDir string) *Store { return &Store{dataDir: dataDir} }
-
-func (s *Store) path(workspace string) string {
-	return filepath.Join(s.dataDir, "workspaces", workspace, FileName)
-}
-
-// Observe records a turn's tool sequence for workspace and returns the
-// pattern it completes, if this is the first time that pattern is seen.
-// Sequences shorter than MinSteps are not recorded.
-func (s *Store) Observe(workspace, session string, seq []string, now time.Time) (Pattern, bool, error) {
-	if len(seq) < MinSteps {
-		return Pattern{}, false, nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, err := s.load(workspace)
-	if err != nil {
-		return Pattern{}, false, err
-	}
+// observe applies a turn's sequence to st: the sequence is recorded (the
+// newest KeepSequences kept) and the pattern it completes is returned when
+// the workspace has not seen that pattern before.
+func (st *state) observe(session string, seq []string, now time.Time) (protocol.WorkflowPattern, bool) {
 	earlier := make([][]string, len(st.Sequences))
 	for i, q := range st.Sequences {
 		earlier[i] = q.Tools
@@ -209,73 +164,14 @@ func (s *Store) Observe(workspace, session string, seq []string, now time.Time) 
 	if len(st.Sequences) > KeepSequences {
 		st.Sequences = st.Sequences[len(st.Sequences)-KeepSequences:]
 	}
-	fresh := found
+	if !found {
+		return p, false
+	}
 	for _, c := range st.Patterns {
-		if found && c.Name == p.Name {
-			fresh = false
+		if c.Name == p.Name {
+			return p, false
 		}
 	}
-	if fresh {
-		st.Patterns = append(st.Patterns, Captured{Pattern: p, DetectedAt: stamp, Occurrences: n})
-	}
-	if err := s.save(workspace, st); err != nil {
-		return Pattern{}, false, err
-	}
-	return p, fresh, nil
-}
-
-// List returns workspace's captured patterns, oldest first.
-func (s *Store) List(workspace string) ([]Captured, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, err := s.load(workspace)
-	if err != nil {
-		return nil, err
-	}
-	return st.Patterns, nil
-}
-
-func (s *Store) load(workspace string) (state, error) {
-	var st state
-	b, err := os.ReadFile(s.path(workspace))
-	if errors.Is(err, fs.ErrNotExist) {
-		return st, nil
-	}
-	if err != nil {
-		return st, fmt.Errorf("workflows: read %s: %w", workspace, err)
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		// A damaged file costs the history of sequences, not the turn.
-		return state{}, nil
-	}
-	return st, nil
-}
-
-// save writes the state through a temporary file, synced and renamed, so
-// a crash leaves the old or the new file, never half of one.
-func (s *Store) save(workspace string, st state) error {
-	path := s.path(workspace)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("workflows: save %s: %w", workspace, err)
-	}
-	b, err := json.Marshal(st)
-	if err != nil {
-		return fmt.Errorf("workflows: encode %s: %w", workspace, err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".workflows-*")
-	if err != nil {
-		return fmt.Errorf("workflows: save %s: %w", workspace, err)
-	}
-	_, werr := tmp.Write(b)
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("workflows: save %s: %w", workspace, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("workflows: save %s: %w", workspace, err)
-	}
-	return nil
+	st.Patterns = append(st.Patterns, protocol.CapturedWorkflow{WorkflowPattern: p, DetectedAt: stamp, Occurrences: n})
+	return p, true
 }
