@@ -79,7 +79,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 	agentTools := make([]agent.Tool, 0, len(bound))
 	var blocked []string
 	for _, b := range bound {
-		if policy.Blocks(b.Name()) {
+		if policy.Blocks(b.Name()) || !personaAllows(persona, b.Name()) {
 			continue
 		}
 		agentTools = append(agentTools, b)
@@ -108,7 +108,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		TurnID:       t.req.TurnID,
 		Model:        choice,
 		Prices:       mc.Prices,
-		SystemPrompt: systemPrompt(t.req.Workspace, persona, time.Now()),
+		SystemPrompt: withPersona(systemPrompt(t.req.Workspace, persona, time.Now()), persona),
 		History:      in.history,
 		HistoryTools: in.toolEvs,
 		Message:      message,

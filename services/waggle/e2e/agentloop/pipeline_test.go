@@ -496,3 +496,57 @@ func TestWorkspaceBudgetWarning(t *testing.T) {
 		t.Errorf("done %+v", d)
 	}
 }
+
+// TestPersonas: the catalogue is listed without prompts; a built-in
+// persona's instructions reach the system prompt and its tool filter
+// decides what the model is offered.
+func TestPersonas(t *testing.T) {
+	llm := newLLM(t, llmtest.WithResponses(llmtest.Reply("ok"), llmtest.Reply("ok")))
+	srv := start(t, llm, nil)
+
+	var list struct {
+		Personas []map[string]any `json:"personas"`
+	}
+	if st := srv.JSON(http.MethodGet, "/api/personas", nil, &list); st != http.StatusOK {
+		t.Fatalf("status %d", st)
+	}
+	var ids []string
+	for _, p := range list.Personas {
+		ids = append(ids, p["id"].(string))
+		if _, ok := p["systemPrompt"]; ok {
+			t.Errorf("persona %s lists its system prompt", p["id"])
+		}
+	}
+	if want := []string{"researcher", "writer", "analyst", "coder", "hr-manager", "legal-professional", "finance-owner"}; !reflect.DeepEqual(ids, want) {
+		t.Errorf("personas %v, want %v", ids, want)
+	}
+	raw, _ := json.Marshal(list.Personas[4])
+	if want := `{"bestFor":["Onboarding checklists and new hire documentation","Policy compliance review and employee communications","Job descriptions with role-specific competencies"],"description":"Policy management, onboarding workflows, compliance, employee relations","icon":"👥","id":"hr-manager","name":"HR Manager","suggestedCommands":["/draft","/research","/catchup"],"tagline":"Policy-first, compliance-aware, people-focused.","wontDo":"Will not provide binding legal advice — always flags when legal review is needed.","workspaceAffinity":["hr","people","policy","compliance"]}`; string(raw) != want {
+		t.Errorf("hr-manager %s\nwant       %s", raw, want)
+	}
+
+	offered := func(r *llmtest.Request) []string {
+		var out []string
+		for _, tl := range r.Chat.Tools {
+			out = append(out, tl.Function.Name)
+		}
+		return out
+	}
+	body := chat("hello")
+	body["persona"] = "hr-manager"
+	done(t, srv.Chat(body).All(t))
+	req := llm.ChatRequests()[0]
+	if got, want := offered(req), []string{"read_file", "write_file", "search_files", "save_memory", "search_memory", "generate_docx"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("hr-manager offered %v, want %v", got, want)
+	}
+	if sys := req.Chat.Messages[0].Content; !strings.Contains(sys, "## Persona: HR Manager\nYou specialize in HR policy") {
+		t.Errorf("system prompt lacks the persona's instructions:\n%s", sys)
+	}
+
+	body["persona"] = "someone-custom"
+	body["session"] = "s2"
+	done(t, srv.Chat(body).All(t))
+	if got := offered(llm.ChatRequests()[1]); len(got) != 10 {
+		t.Errorf("a custom persona filters tools: %v", got)
+	}
+}
