@@ -337,6 +337,7 @@ func (s *Service) routes() http.Handler {
 		r.Post("/chat/turns/{turnId}/cancel", s.cancelTurnRoute)
 		r.Post("/agent/abort", s.abort)
 		r.Post("/agent/run", s.agentRun)
+		r.Get("/personas", s.listPersonas)
 		sessionsapi.Mount(r, deps)
 		approvalapi.Mount(r, deps)
 		commandapi.Mount(r, deps)

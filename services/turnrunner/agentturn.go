@@ -67,6 +67,8 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 	}
 	if resume != nil {
 		resume.Results = in.turnTools
+	} else {
+		t.warnWorkspaceBudget(in.workspace)
 	}
 	choice := agent.ResolveModel(mc, t.req.Model, in.workspace.Model, message, in.spent)
 	persona := firstNonEmpty(t.req.Persona, in.workspace.Persona)
@@ -77,7 +79,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 	agentTools := make([]agent.Tool, 0, len(bound))
 	var blocked []string
 	for _, b := range bound {
-		if policy.Blocks(b.Name()) {
+		if policy.Blocks(b.Name()) || !personaAllows(persona, b.Name()) {
 			continue
 		}
 		agentTools = append(agentTools, b)
@@ -102,11 +104,11 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		gate.Close(ctx)
 	}()
 
-	res, err := s.agent.Run(t.ctx, agent.Request{
+	areq := agent.Request{
 		TurnID:       t.req.TurnID,
 		Model:        choice,
 		Prices:       mc.Prices,
-		SystemPrompt: systemPrompt(t.req.Workspace, persona, time.Now()),
+		SystemPrompt: withPersona(systemPrompt(t.req.Workspace, persona, time.Now()), persona),
 		History:      in.history,
 		HistoryTools: in.toolEvs,
 		Message:      message,
@@ -118,11 +120,15 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		OnToolEvent:  t.persistTool,
 		Checkpoint:   turnCheckpoint{t: t},
 		Resume:       resume,
-	})
+		Log:          log,
+	}
+	t.loopOptions(&areq, mc, in.history, message)
+	res, err := s.agent.Run(t.ctx, areq)
 	if t.silent() {
 		return
 	}
 	t.recordUsage(res)
+	t.recordExtraUsage(res)
 	switch {
 	case t.ctx.Err() != nil:
 		t.abortWith(res.Content)
@@ -130,6 +136,8 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		log.Warn("agent turn failed", "model", res.Model, "err", err)
 		t.failPersisted(res.Content, agent.FriendlyError(err))
 	default:
+		t.captureWorkflow(res)
+		res.Content = finalContent(persona, res)
 		if err := t.persist(protocol.Message{Role: protocol.RoleAssistant, Content: res.Content}); err != nil {
 			log.Error("persist assistant message", "err", err)
 			t.finishError("Your reply could not be saved. Try sending your message again.")
