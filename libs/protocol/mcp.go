@@ -78,6 +78,9 @@ type MCPServersReply struct {
 	// Runner names the runner that answered (each keeps its own connections).
 	Runner  string            `json:"runner"`
 	Servers []MCPServerStatus `json:"servers"`
+	// ConfigErrors are config documents that could not be read (their
+	// servers keep running as they were).
+	ConfigErrors []string `json:"configErrors,omitempty"`
 }
 
 // MCPServerStatus is one server as a runner sees it. Secrets (env values,

@@ -147,7 +147,7 @@ type Manager struct {
 // workspaceServers are one workspace's own servers.
 type workspaceServers struct {
 	// load serialises reading the workspace's config.
-	load     sync.Mutex
+	load sync.Mutex
 	// servers, raw, checked and lastUsed are guarded by load; err and
 	// replacing servers also by Manager.mu (Status and reapIdle read them).
 	servers  map[string]*server
