@@ -26,6 +26,9 @@ type ToolSet struct {
 // tools. step, when set, is how a tool reports a server that stopped
 // during a call (a step event of the turn).
 func (m *Manager) Bind(ctx context.Context, workspace string, step func(text string)) *ToolSet {
+	if m == nil {
+		return &ToolSet{}
+	}
 	servers := m.active(ctx, workspace)
 	wctx, cancel := context.WithTimeout(ctx, m.cfg.StartWait)
 	for _, s := range servers {
