@@ -408,3 +408,21 @@ func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// TestUnavailableServerReported: a server that cannot start is left out
+// of the turn's tools with a step saying why, and retried.
+func TestUnavailableServerReported(t *testing.T) {
+	dir := t.TempDir()
+	writeConfig(t, dir, map[string]any{"broken": map[string]any{"command": filepath.Join(dir, "no-such-server")}})
+	m := startManager(t, dir, nil)
+	var steps []string
+	set := m.Bind(context.Background(), "", func(s string) { steps = append(steps, s) })
+	if len(set.Tools()) != 0 || len(steps) != 1 ||
+		!strings.HasPrefix(steps[0], "MCP server broken is unavailable (connect: ") || !strings.Contains(steps[0], "no such file or directory") {
+		t.Fatalf("tools %d, steps %q", len(set.Tools()), steps)
+	}
+	st := m.Status(context.Background(), "").Servers[0]
+	if st.State != protocol.MCPStateError && st.State != protocol.MCPStateConnecting {
+		t.Fatalf("status %+v", st)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
 )
 
@@ -38,7 +39,12 @@ func (m *Manager) Bind(ctx context.Context, workspace string, step func(text str
 	set := &ToolSet{trusted: map[string]bool{}}
 	for _, s := range servers {
 		snap := s.snapshot()
-		if snap.state != "connected" {
+		if snap.state == protocol.MCPStateError && step != nil {
+			// Say why tools the user may expect are missing (refused
+			// servers are a config matter, listed by GET /api/mcp/servers).
+			step(fmt.Sprintf("MCP server %s is unavailable (%s) — retrying; its tools are left out of this turn", s.key.name, snap.err))
+		}
+		if snap.state != protocol.MCPStateConnected {
 			continue
 		}
 		s.touch()
