@@ -291,8 +291,13 @@ func TestConfigReload(t *testing.T) {
 		t.Fatalf("a bad edit dropped the tools: %d", n)
 	}
 
+	bound := m.Bind(context.Background(), "", nil)
 	writeConfig(t, dir, map[string]any{"bad name": map[string]any{"url": remote.URL()}, "nothing": map[string]any{}})
 	eventually(t, "the server removed", func() bool { return len(m.Bind(context.Background(), "", nil).Tools()) == 0 })
+	// A turn that bound the removed server's tools gets an answer at once.
+	if _, err := call(t, toolByName(t, bound, "mcp__remote__echo"), `{"text":"x"}`); err == nil || !strings.Contains(err.Error(), "the server was stopped") {
+		t.Fatalf("call to a removed server: %v", err)
+	}
 	st := m.Status(context.Background(), "")
 	if len(st.Servers) != 2 || len(st.ConfigErrors) != 0 {
 		t.Fatalf("status %+v", st)

@@ -97,6 +97,12 @@ func (s *server) stop() {
 		s.cancel()
 	}
 	<-s.done
+	// A turn that bound this server's tools before it was replaced gets an
+	// answer at once instead of waiting for a connection that never comes.
+	s.mu.Lock()
+	s.session, s.tools, s.state, s.err, s.attempted = nil, nil, protocol.MCPStateRefused, "the server was stopped (its configuration changed)", true
+	s.signalLocked()
+	s.mu.Unlock()
 }
 
 func (s *server) log() []any {
