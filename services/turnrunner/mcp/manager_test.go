@@ -35,7 +35,7 @@ func stdioEntry(record string, extra map[string]any) map[string]any {
 	return e
 }
 
-func writeConfig(t *testing.T, dir string, servers map[string]any) {
+func writeConfig(t testing.TB, dir string, servers map[string]any) {
 	t.Helper()
 	b, err := json.Marshal(map[string]any{"defaultModel": "m", "mcpServers": servers})
 	if err != nil {
