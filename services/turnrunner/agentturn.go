@@ -87,6 +87,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 	if policy.Governed {
 		blocked = policy.BlockedTools
 	}
+	mcpSet, agentTools, blocked := t.mcpTools(agentTools, blocked, policy)
 
 	gateCfg := s.cfg.Approval
 	if gateCfg.Logger == nil {
@@ -114,7 +115,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		Message:      message,
 		Tools:        agentTools,
 		Blocked:      blocked,
-		Gate:         gate,
+		Gate:         mcpSet.Gate(gate),
 		Recall:       recaller{mem: mem, workspace: t.req.Workspace},
 		Sink:         &turnSink{t: t},
 		OnToolEvent:  t.persistTool,

@@ -25,6 +25,7 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
 	"github.com/waggle-os/core/services/turnrunner/approvalgate"
+	"github.com/waggle-os/core/services/turnrunner/mcp"
 	"github.com/waggle-os/core/services/turnrunner/retrieval"
 	"github.com/waggle-os/core/services/turnrunner/tools"
 )
@@ -91,6 +92,8 @@ type Config struct {
 
 	// Approval configures each turn's tool-approval gate (timeout default 5m).
 	Approval approvalgate.Config
+	// MCP configures the MCP tool servers (DataDir and RunnerID are filled in).
+	MCP mcp.Config
 
 	// DisconnectGrace is how long a turn keeps running once every client
 	// that followed it is gone (detached, or silent for two attach
@@ -230,6 +233,7 @@ type Service struct {
 	tools       *tools.Registry
 	models      *modelConfigCache
 	policies    *policyCache
+	mcp         *mcp.Manager
 
 	// loops are the heartbeat and claim loops, stopped by Stop.
 	loops     sync.WaitGroup
@@ -303,6 +307,11 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.nc = nc
 	s.policies = newPolicyCache(nc, s.cfg.PolicyTTL, s.cfg.PolicyTimeout)
+	s.mcp = mcp.New(s.cfg.mcpConfig(), nc, s.log)
+	if err := s.mcp.Start(ctx); err != nil {
+		s.Stop(ctx)
+		return fmt.Errorf("turnrunner: %w", err)
+	}
 	// The async window is shared by every turn of this runner; each turn
 	// keeps about one token event in flight (see publisher), so the window
 	// is sized for many turns, and a publish that finds it full waits for
@@ -411,6 +420,9 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 	for _, sub := range s.subs {
 		_ = sub.Unsubscribe()
+	}
+	if s.mcp != nil {
+		errs = append(errs, s.mcp.Stop(ctx))
 	}
 	if s.nc != nil {
 		errs = append(errs, bus.Drain(ctx, s.nc))

@@ -29,6 +29,7 @@ import (
 	"github.com/waggle-os/core/services/sessionstore"
 	"github.com/waggle-os/core/services/turnrunner"
 	"github.com/waggle-os/core/services/turnrunner/approvalgate"
+	"github.com/waggle-os/core/services/turnrunner/mcp"
 )
 
 // Target names (DESIGN §7).
@@ -90,6 +91,7 @@ func New(cfg Config, log *slog.Logger) *App {
 			// waggletest leaves it 0 (cancel at once); waggle serve
 			// defaults to 30s.
 			DisconnectGrace: cfg.DisconnectGrace,
+			MCP:             mcpConfig(cfg),
 		}, dial, log), nil
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetGateway, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
@@ -215,6 +217,25 @@ func bashSandbox(c Config) (string, error) {
 		return "", errors.New("bash needs its sandbox here but bubblewrap is not installed (apt-get install bubblewrap), or set --enable-bash=false / --bash-sandbox=off")
 	}
 	return path, nil
+}
+
+// mcpConfig resolves --mcp-stdio: auto runs stdio MCP servers directly on
+// a desktop and under bubblewrap on a team server, where they are refused
+// (not run unconfined) when bubblewrap is missing; direct is the admin's
+// explicit choice to run them unsandboxed.
+func mcpConfig(c Config) mcp.Config {
+	mode := c.MCPStdio
+	if mode == "" || mode == "auto" {
+		mode = mcp.StdioDirect
+		if c.Auth == gateway.AuthRequired {
+			mode = mcp.StdioSandbox
+		}
+	}
+	mc := mcp.Config{Stdio: mode, CallTimeout: c.MCPCallTimeout}
+	if mode == mcp.StdioSandbox {
+		mc.Sandbox, _ = exec.LookPath("bwrap")
+	}
+	return mc
 }
 
 func streamConfig(c Config) bus.TurnStreamConfig {

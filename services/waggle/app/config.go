@@ -47,6 +47,8 @@ type Config struct {
 	AgentMaxSteps    int
 	OTLPEndpoint     string
 	BashSandbox      string
+	MCPStdio         string
+	MCPCallTimeout   time.Duration
 }
 
 // setting is one flag and its environment variable.
@@ -129,6 +131,16 @@ func settings(c *Config) []setting {
 				c.BashSandbox = v
 				return nil
 			}},
+		{"mcp-stdio", "WAGGLE_MCP_STDIO", "auto", "stdio MCP servers: direct, sandbox (bubblewrap), off, or auto (direct locally, sandbox with --auth=required)",
+			func(v string) error {
+				if v != "auto" && v != "direct" && v != "sandbox" && v != "off" {
+					return errors.New("want auto, direct, sandbox or off")
+				}
+				c.MCPStdio = v
+				return nil
+			}},
+		{"mcp-call-timeout", "WAGGLE_MCP_CALL_TIMEOUT", "60s", "time limit of one MCP tool call (a server's \"timeout\" overrides it)",
+			func(v string) error { return parseDuration(v, &c.MCPCallTimeout) }},
 		{"agent-max-steps", "WAGGLE_AGENT_MAX_STEPS", "25", "model calls one agent turn may make", func(v string) error { return parseInt(v, &c.AgentMaxSteps) }},
 		{"otlp-endpoint", "WAGGLE_OTLP_ENDPOINT", "", "OTLP/HTTP endpoint for traces (e.g. http://collector:4318); empty = no export",
 			func(v string) error { c.OTLPEndpoint = v; return nil }},
