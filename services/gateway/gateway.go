@@ -76,6 +76,10 @@ type Config struct {
 	// RequestTimeout bounds one bus request made for a JSON route.
 	// Default 10s.
 	RequestTimeout time.Duration
+	// StartTimeout bounds the wait for a runner to accept a turn; past it
+	// the chat is refused with 503 RUNNER_BUSY. Default 30s: under a burst
+	// a start waits its turn rather than failing.
+	StartTimeout time.Duration
 	// Auth is "local" (default: desktop trust — loopback clients pass,
 	// others need Token) or "required" (team server: every request carries
 	// a user's bearer token; workspaces are scoped to the user's teams).
@@ -184,6 +188,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 10 * time.Second
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 30 * time.Second
 	}
 	return nil
 }
