@@ -106,11 +106,21 @@ type MemorySaveRequest struct {
 	Workspace string   `json:"workspace"`
 	Content   string   `json:"content"`
 	Tags      []string `json:"tags,omitempty"`
+	// Importance and Source of the frame (memory.go); empty: normal and
+	// agent_inferred.
+	Importance string `json:"importance,omitempty"`
+	Source     string `json:"source,omitempty"`
+	// Personal saves to the personal mind of User instead of the
+	// workspace's (MemoryOwner).
+	Personal bool   `json:"personal,omitempty"`
+	User     string `json:"user,omitempty"`
 }
 
 // MemorySaveReply answers MemorySaveRequest.
 type MemorySaveReply struct {
 	ID string `json:"id"`
+	// Duplicate: identical content was already kept; ID is that frame.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 // Memory is one stored memory.
@@ -126,6 +136,10 @@ type MemorySearchRequest struct {
 	Workspace string `json:"workspace"`
 	Query     string `json:"query"`
 	Limit     int    `json:"limit,omitempty"`
+	// User and Scope as in MemoryQueryRequest; empty Scope is the
+	// workspace mind and the personal mind together.
+	User  string `json:"user,omitempty"`
+	Scope string `json:"scope,omitempty"`
 }
 
 // MemorySearchReply lists matching memories, best first.
