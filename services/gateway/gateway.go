@@ -28,6 +28,7 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/approvalapi"
 	"github.com/waggle-os/core/services/gateway/internal/commandapi"
 	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/memoryapi"
 	"github.com/waggle-os/core/services/gateway/internal/sessionsapi"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 	"github.com/waggle-os/core/services/gateway/internal/teamsapi"
@@ -341,6 +342,7 @@ func (s *Service) routes() http.Handler {
 		commandapi.Mount(r, deps)
 		agentapi.Mount(r, deps)
 		teamsapi.Mount(r, deps)
+		memoryapi.Mount(r, deps)
 	})
 	return r
 }

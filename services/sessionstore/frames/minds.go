@@ -63,6 +63,7 @@ type Minds struct {
 	mu        sync.Mutex
 	downUntil time.Time
 	queryVecs map[string][]float32
+	last      time.Time // of the last write
 }
 
 // New returns unstarted minds.
@@ -270,7 +271,18 @@ func limit(n, def int) int {
 	return min(n, MaxResults)
 }
 
-func (m *Minds) now() string { return m.cfg.Now().UTC().Format("2006-01-02T15:04:05.000Z") }
+// now is the time of a write, a millisecond past the previous one at
+// least: "newest first" needs distinct times, and the format keeps ms.
+func (m *Minds) now() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.cfg.Now().UTC().Truncate(time.Millisecond)
+	if !t.After(m.last) {
+		t = m.last.Add(time.Millisecond)
+	}
+	m.last = t
+	return t.Format("2006-01-02T15:04:05.000Z")
+}
 
 // Add stores one frame (see protocol.MemoryAddRequest); source defaults
 // to agent_inferred, importance to normal.

@@ -527,7 +527,8 @@ func Tokens(text string) []string {
 	for f := range strings.FieldsFuncSeq(strings.ToLower(text), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	}) {
-		if stopwords[f] {
+		// Single letters ("s" of "Alice's") and stopwords only add noise.
+		if stopwords[f] || len(f) == 1 && !unicode.IsDigit(rune(f[0])) {
 			continue
 		}
 		if len(f) > 3 && strings.HasSuffix(f, "s") && !strings.HasSuffix(f, "ss") {
