@@ -129,6 +129,9 @@ type Memory struct {
 	Content   string   `json:"content"`
 	Tags      []string `json:"tags,omitempty"`
 	Timestamp string   `json:"timestamp"`
+	// Score is a search hit's relevance from 0 to 1 (the fused rank score
+	// over its best possible value); 0 in listings.
+	Score float64 `json:"score,omitempty"`
 }
 
 // MemorySearchRequest searches a workspace's memories by keywords.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/sessionstore/mindindex"
 )
 
 // Result bounds.
@@ -565,7 +566,9 @@ func (m *Minds) agentSearch(ctx context.Context, req protocol.MemorySearchReques
 	}
 	out := make([]protocol.Memory, 0, len(fs))
 	for _, f := range fs {
-		out = append(out, protocol.Memory{ID: f.ID, Content: f.Content, Tags: f.Tags, Timestamp: f.Created})
+		// First in both rankings is the best fused score there is.
+		rel := min(1, f.Score/(2.0/(mindindex.RRFK+1)))
+		out = append(out, protocol.Memory{ID: f.ID, Content: f.Content, Tags: f.Tags, Timestamp: f.Created, Score: rel})
 	}
 	return protocol.MemorySearchReply{Memories: out}, nil
 }

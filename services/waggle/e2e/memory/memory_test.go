@@ -25,6 +25,7 @@ import (
 var concepts = llmtest.Concepts(
 	[]string{"dog", "puppy", "canine", "retriever"},
 	[]string{"invoice", "billing", "payment"},
+	[]string{"tea", "coffee", "drink", "beverage"},
 )
 
 func embeddingServer(t *testing.T) *llmtest.Server {
