@@ -48,8 +48,15 @@ type Index struct {
 	postings map[string][]posting
 	live     int
 	totalLen int
-	dims     int
 	vectors  int
+
+	// Vectors live in flat arenas indexed by document slot, so a scan
+	// reads memory in order: vecs[n*dims:], sigs[n*words:], and scales[n]
+	// (vecs[i]*scale is the normalised component; 0: no vector).
+	dims, words int
+	vecs        []int8
+	sigs        []uint64
+	scales      []float32
 }
 
 type doc struct {
@@ -57,9 +64,6 @@ type doc struct {
 	alive bool
 	len   int32
 	time  int64
-	vec   []int8
-	scale float32 // vec[i]*scale is the normalised component
-	sig   []uint64
 }
 
 type posting struct {
@@ -94,9 +98,9 @@ func (x *Index) Put(id, text string, time int64, vec []float32) {
 	defer x.mu.Unlock()
 	x.remove(id)
 	n := int32(len(x.docs))
-	d := doc{id: id, alive: true, len: int32(len(terms)), time: time}
-	x.setVec(&d, vec)
-	x.docs = append(x.docs, d)
+	x.docs = append(x.docs, doc{id: id, alive: true, len: int32(len(terms)), time: time})
+	x.grow()
+	x.setVec(n, vec)
 	x.byID[id] = n
 	x.live++
 	x.totalLen += len(terms)
@@ -117,17 +121,15 @@ func (x *Index) SetVector(id string, vec []float32) {
 	if !ok {
 		return
 	}
-	x.setVec(&x.docs[n], vec)
+	x.setVec(n, vec)
 }
 
 // ClearVectors drops every vector (the embedding model changed).
 func (x *Index) ClearVectors() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for i := range x.docs {
-		x.docs[i].vec, x.docs[i].sig = nil, nil
-	}
-	x.vectors, x.dims = 0, 0
+	x.vectors, x.dims, x.words = 0, 0, 0
+	x.vecs, x.sigs, x.scales = nil, nil, nil
 }
 
 // Delete removes a document.
@@ -143,10 +145,8 @@ func (x *Index) remove(id string) {
 		return
 	}
 	d := &x.docs[n]
-	if d.vec != nil {
-		x.vectors--
-	}
-	d.alive, d.vec, d.sig = false, nil, nil
+	x.setVec(n, nil)
+	d.alive = false
 	x.live--
 	x.totalLen -= int(d.len)
 	delete(x.byID, id)
@@ -164,10 +164,19 @@ func (x *Index) compact() {
 	for i, d := range x.docs {
 		remap[i] = -1
 		if d.alive {
-			remap[i] = int32(len(docs))
-			x.byID[d.id] = int32(len(docs))
+			m := len(docs)
+			remap[i] = int32(m)
+			x.byID[d.id] = int32(m)
 			docs = append(docs, d)
+			if x.dims > 0 {
+				copy(x.vecs[m*x.dims:(m+1)*x.dims], x.vecs[i*x.dims:(i+1)*x.dims])
+				copy(x.sigs[m*x.words:(m+1)*x.words], x.sigs[i*x.words:(i+1)*x.words])
+				x.scales[m] = x.scales[i]
+			}
 		}
+	}
+	if x.dims > 0 {
+		x.vecs, x.sigs, x.scales = x.vecs[:len(docs)*x.dims], x.sigs[:len(docs)*x.words], x.scales[:len(docs)]
 	}
 	for t, ps := range x.postings {
 		out := ps[:0]
@@ -185,55 +194,70 @@ func (x *Index) compact() {
 	x.docs = docs
 }
 
-func (x *Index) setVec(d *doc, vec []float32) {
-	if d.vec != nil {
+// grow extends the vector arenas to every slot.
+func (x *Index) grow() {
+	if x.dims == 0 {
+		return
+	}
+	n := len(x.docs)
+	for len(x.scales) < n {
+		x.scales = append(x.scales, 0)
+	}
+	if need := n * x.dims; len(x.vecs) < need {
+		x.vecs = append(x.vecs, make([]int8, need-len(x.vecs))...)
+	}
+	if need := n * x.words; len(x.sigs) < need {
+		x.sigs = append(x.sigs, make([]uint64, need-len(x.sigs))...)
+	}
+}
+
+func (x *Index) setVec(n int32, vec []float32) {
+	if x.dims > 0 && x.scales[n] != 0 {
 		x.vectors--
-		d.vec, d.sig = nil, nil
+		x.scales[n] = 0
 	}
 	if len(vec) == 0 {
 		return
 	}
-	if x.vectors == 0 {
-		x.dims = len(vec)
+	if x.vectors == 0 && x.dims != len(vec) {
+		x.dims, x.words = len(vec), (len(vec)+63)/64
+		x.vecs, x.sigs, x.scales = nil, nil, nil
+		x.grow()
 	}
 	if len(vec) != x.dims {
 		return // another model's vector: not comparable
 	}
-	q, scale, ok := quantise(vec)
+	scale, ok := quantise(vec, x.vecs[int(n)*x.dims:(int(n)+1)*x.dims])
 	if !ok {
 		return
 	}
-	d.vec, d.scale, d.sig = q, scale, signature(vec)
+	sig := x.sigs[int(n)*x.words : (int(n)+1)*x.words]
+	clear(sig)
+	for i, f := range vec {
+		if f > 0 {
+			sig[i/64] |= 1 << (i % 64)
+		}
+	}
+	x.scales[n] = scale
 	x.vectors++
 }
 
-// quantise normalises v and maps it to int8 with one scale.
-func quantise(v []float32) ([]int8, float32, bool) {
+// quantise normalises v into q (len(v) int8s) and returns the scale.
+func quantise(v []float32, q []int8) (float32, bool) {
 	var norm, maxAbs float64
 	for _, f := range v {
 		norm += float64(f) * float64(f)
 		maxAbs = max(maxAbs, math.Abs(float64(f)))
 	}
 	if norm == 0 {
-		return nil, 0, false
+		return 0, false
 	}
 	norm = math.Sqrt(norm)
 	maxAbs /= norm
-	q := make([]int8, len(v))
 	for i, f := range v {
 		q[i] = int8(math.Round(float64(f) / norm / maxAbs * 127))
 	}
-	return q, float32(maxAbs / 127), true
-}
-
-func signature(v []float32) []uint64 {
-	sig := make([]uint64, (len(v)+63)/64)
-	for i, f := range v {
-		if f > 0 {
-			sig[i/64] |= 1 << (i % 64)
-		}
-	}
-	return sig
+	return float32(maxAbs / 127), true
 }
 
 // Query is one search.
@@ -378,43 +402,64 @@ func (x *Index) vector(v []float32, q Query, depth, limit int) []ranked {
 	if len(v) == 0 || x.vectors == 0 || len(v) != x.dims {
 		return nil
 	}
-	qv, qscale, ok := quantise(v)
+	qv := make([]int8, len(v))
+	qscale, ok := quantise(v, qv)
 	if !ok {
 		return nil
 	}
+	bounded := q.Since != 0 || q.Until != 0
 	top := newTop(depth)
-	score := func(i int32) {
-		d := &x.docs[i]
-		if d.vec == nil || !x.inRange(d, q) {
+	score := func(i int) {
+		if x.scales[i] == 0 || bounded && !x.inRange(&x.docs[i], q) {
 			return
 		}
-		s := float64(dotInt8(qv, d.vec)) * float64(qscale) * float64(d.scale)
+		s := float64(dotInt8(qv, x.vecs[i*x.dims:(i+1)*x.dims])) * float64(qscale) * float64(x.scales[i])
 		if s >= MinSimilarity {
-			top.push(ranked{i, s}, d.time)
+			top.push(ranked{int32(i), s}, x.docs[i].time)
 		}
 	}
 	if x.vectors <= ExactLimit {
 		for i := range x.docs {
-			score(int32(i))
+			score(i)
 		}
 		return top.sorted()
 	}
-	// Signature pass: the candidates with the fewest differing sign bits.
-	qsig := signature(v)
-	cand := newTop(max(Rescore, 20*limit))
+	// Signature pass: the Hamming distance of every signature, then the
+	// candidates up to the distance that admits want of them (a counting
+	// selection: no heap, two sequential passes).
+	qsig := make([]uint64, x.words)
+	for i, f := range v {
+		if f > 0 {
+			qsig[i/64] |= 1 << (i % 64)
+		}
+	}
+	want := max(Rescore, 20*limit)
+	words := x.words
+	hams := make([]uint16, len(x.docs))
+	hist := make([]int, x.dims+2)
+	const none = math.MaxUint16
 	for i := range x.docs {
-		d := &x.docs[i]
-		if d.sig == nil || !x.inRange(d, q) {
+		if x.scales[i] == 0 || bounded && !x.inRange(&x.docs[i], q) {
+			hams[i] = none
 			continue
 		}
+		sig := x.sigs[i*words : (i+1)*words]
 		ham := 0
-		for w, b := range d.sig {
+		for w, b := range sig {
 			ham += bits.OnesCount64(b ^ qsig[w])
 		}
-		cand.push(ranked{int32(i), -float64(ham)}, 0)
+		hams[i] = uint16(ham)
+		hist[ham]++
 	}
-	for _, c := range cand.items {
-		score(c.doc)
+	cut, n := 0, 0
+	for cut < len(hist) && n < want {
+		n += hist[cut]
+		cut++
+	}
+	for i, h := range hams {
+		if int(h) < cut {
+			score(i)
+		}
 	}
 	return top.sorted()
 }
