@@ -329,6 +329,25 @@ func TestVectorsFindWhatKeywordsMiss(t *testing.T) {
 		if got := query(t, f.minds, ws, "weather tomorrow", 3); len(got) != 0 {
 			t.Errorf("unrelated = %v", got)
 		}
+		// A new importance keeps the vector; new content is embedded again.
+		owner := protocol.MemoryFrameRequest{MemoryOwner: protocol.MemoryOwner{Workspace: ws}, ID: dog.ID}
+		if _, err := f.minds.Update(ctx, protocol.MemoryUpdateRequest{MemoryFrameRequest: owner, Content: dog.Content, Importance: "critical"}); err != nil {
+			t.Fatal(err)
+		}
+		waitEmbedded(t, f.minds, ws, 5)
+		if got := query(t, f.minds, ws, "what kind of dog do I have", 1); !slices.Equal(got, []string{dog.ID}) {
+			t.Errorf("after importance change = %v", got)
+		}
+		if _, err := f.minds.Update(ctx, protocol.MemoryUpdateRequest{MemoryFrameRequest: owner, Content: "Rex sends the monthly invoice"}); err != nil {
+			t.Fatal(err)
+		}
+		waitEmbedded(t, f.minds, ws, 5)
+		if got := query(t, f.minds, ws, "payment", 5); !slices.Contains(got, dog.ID) {
+			t.Errorf("re-embedded content not found: %v", got)
+		}
+		if got := query(t, f.minds, ws, "what kind of dog do I have", 5); slices.Contains(got, dog.ID) {
+			t.Errorf("old vector still found: %v", got)
+		}
 	})
 }
 

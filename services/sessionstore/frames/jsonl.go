@@ -271,7 +271,7 @@ func (j *JSONL) Add(_ context.Context, m Mind, f Frame) (Frame, bool, error) {
 
 // vectorFor is the frame's vector when it belongs to the indexed model.
 func (fm *fileMind) vectorFor(f Frame) []float32 {
-	if f.Vector != nil && f.VectorModel == fm.indexModel {
+	if f.Vector != nil && f.VectorModel == fm.indexModel && f.VectorModel != "" {
 		return f.Vector
 	}
 	return nil
@@ -318,7 +318,10 @@ func (j *JSONL) Update(_ context.Context, m Mind, id, content, importance, now s
 	delete(fm.dupes, old.Content)
 	fm.frames[id] = &nf
 	fm.dupes[nf.Content] = id
-	fm.index.Put(id, indexText(nf), createdMillis(nf.Created), fm.vectorFor(nf))
+	if nf.Content != old.Content {
+		// New text, no vector yet; an unchanged one keeps its indexed vector.
+		fm.index.Put(id, indexText(nf), createdMillis(nf.Created), nil)
+	}
 	return nf, nil
 }
 
@@ -404,7 +407,7 @@ func (j *JSONL) Search(_ context.Context, m Mind, text string, vec []float32, mo
 		return nil, err
 	}
 	fm.mu.RLock()
-	if fm.indexModel != model {
+	if model != "" && fm.indexModel != model {
 		fm.mu.RUnlock()
 		fm.mu.Lock()
 		fm.reindexVectors(model)
@@ -422,8 +425,11 @@ func (j *JSONL) Search(_ context.Context, m Mind, text string, vec []float32, mo
 	return out, nil
 }
 
-// reindexVectors makes the index hold the vectors of model. fm.mu must be
-// held for writing.
+// reindexVectors makes the index hold the vectors of model. The frames'
+// own float32 copies are dropped then (the index keeps int8 ones, a
+// quarter of the memory); a frame of another model becomes pending, and
+// is embedded again should that model come back. fm.mu must be held for
+// writing.
 func (fm *fileMind) reindexVectors(model string) {
 	if fm.indexModel == model {
 		return
@@ -431,9 +437,12 @@ func (fm *fileMind) reindexVectors(model string) {
 	fm.index.ClearVectors()
 	fm.indexModel = model
 	for _, f := range fm.frames {
-		if v := fm.vectorFor(*f); v != nil {
-			fm.index.SetVector(f.ID, v)
+		if f.VectorModel == model && f.Vector != nil {
+			fm.index.SetVector(f.ID, f.Vector)
+		} else {
+			f.VectorModel = ""
 		}
+		f.Vector = nil
 	}
 }
 
@@ -459,9 +468,11 @@ func (j *JSONL) SetVectors(_ context.Context, m Mind, model string, vecs map[str
 	}
 	for _, r := range rs {
 		f := fm.frames[r.ID]
-		f.Vector, f.VectorModel = vecs[r.ID], model
+		f.VectorModel = model
 		if model == fm.indexModel {
-			fm.index.SetVector(r.ID, f.Vector)
+			fm.index.SetVector(r.ID, vecs[r.ID])
+		} else {
+			f.Vector = vecs[r.ID] // indexed when a search asks for model
 		}
 	}
 	return nil
@@ -483,16 +494,17 @@ func (j *JSONL) Pending(_ context.Context, model string, n int) ([]Pending, erro
 	slices.SortFunc(minds, func(a, b *fileMind) int { return strings.Compare(a.mind.Key(), b.mind.Key()) })
 	var out []Pending
 	for _, fm := range minds {
-		fm.mu.RLock()
+		fm.mu.Lock()
+		fm.reindexVectors(model)
 		for _, f := range fm.frames {
 			if len(out) == n {
 				break
 			}
-			if f.VectorModel != model || f.Vector == nil {
+			if f.VectorModel != model {
 				out = append(out, Pending{Mind: fm.mind, ID: f.ID, Content: f.Content})
 			}
 		}
-		fm.mu.RUnlock()
+		fm.mu.Unlock()
 	}
 	return out, nil
 }
@@ -532,7 +544,7 @@ func (j *JSONL) Count(_ context.Context, m Mind, model string) (int, int, error)
 	defer fm.mu.RUnlock()
 	embedded := 0
 	for _, f := range fm.frames {
-		if f.Vector != nil && f.VectorModel == model {
+		if model != "" && f.VectorModel == model {
 			embedded++
 		}
 	}
