@@ -62,6 +62,7 @@ type Minds struct {
 	done chan struct{}
 
 	mu        sync.Mutex
+	down      bool
 	downUntil time.Time
 	queryVecs map[string][]float32
 	last      time.Time // of the last write
@@ -163,9 +164,8 @@ func (m *Minds) embedPending(ctx context.Context) {
 		}
 		vecs, err := m.cfg.Embedder.Embed(ctx, model, texts)
 		if err != nil {
-			if ctx.Err() == nil {
-				m.markDown()
-				m.log.Info("embedding provider unavailable; retrying later", "model", model, "pending", len(batch), "err", err)
+			if ctx.Err() == nil && m.markDown() {
+				m.log.Info("embedding provider unavailable; keyword search only until it answers", "model", model, "pending", len(batch), "err", err)
 			}
 			return
 		}
@@ -188,16 +188,23 @@ func (m *Minds) embedPending(ctx context.Context) {
 	}
 }
 
-func (m *Minds) markDown() {
+// markDown rests the embedder for RetryInterval and reports whether it
+// was up (so a provider that stays down is logged once, not every retry).
+func (m *Minds) markDown() bool {
 	m.mu.Lock()
-	m.downUntil = m.cfg.Now().Add(m.cfg.RetryInterval)
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	wasUp := !m.down
+	m.down, m.downUntil = true, m.cfg.Now().Add(m.cfg.RetryInterval)
+	return wasUp
 }
 
 func (m *Minds) markUp() {
 	m.mu.Lock()
-	m.downUntil = time.Time{}
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	if m.down {
+		m.log.Info("embedding provider answers again")
+	}
+	m.down, m.downUntil = false, time.Time{}
 }
 
 // queryVector embeds a search query; nil when vectors are off, the
@@ -221,8 +228,9 @@ func (m *Minds) queryVector(ctx context.Context, model, query string) []float32 
 	defer cancel()
 	vecs, err := m.cfg.Embedder.Embed(ctx, model, []string{query})
 	if err != nil {
-		m.markDown()
-		m.log.Info("query embedding failed; keyword search only", "model", model, "err", err)
+		if m.markDown() {
+			m.log.Info("query embedding failed; keyword search only until the provider answers", "model", model, "err", err)
+		}
 		return nil
 	}
 	m.mu.Lock()
@@ -232,8 +240,8 @@ func (m *Minds) queryVector(ctx context.Context, model, query string) []float32 
 	}
 	m.queryVecs[key] = vecs[0]
 	// A provider that answers again: let the worker catch up now.
-	if !m.downUntil.IsZero() {
-		m.downUntil = time.Time{}
+	if m.down {
+		m.down, m.downUntil = false, time.Time{}
 		m.wake()
 	}
 	return vecs[0]
