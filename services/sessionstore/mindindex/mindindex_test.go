@@ -106,7 +106,7 @@ func TestCompaction(t *testing.T) {
 // TestSignaturePassFindsTheNearest checks the approximate path (more
 // vectors than ExactLimit) against an exact scan on clustered vectors.
 func TestSignaturePassFindsTheNearest(t *testing.T) {
-	const n, dims = 20000, 256
+	const n, dims = 6000, 128
 	rng := rand.New(rand.NewPCG(1, 2))
 	centroids := make([][]float32, 64)
 	for i := range centroids {
