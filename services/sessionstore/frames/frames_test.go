@@ -513,3 +513,50 @@ func TestSanitise(t *testing.T) {
 		}
 	}
 }
+
+func TestJSONLCompactsAMostlySupersededLog(t *testing.T) {
+	dir := t.TempDir()
+	llm := llmtest.New(llmtest.WithEmbeddings(concepts))
+	llm.Start()
+	t.Cleanup(llm.Close)
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	m := start(t, frames.NewJSONL(dir), llm, dir, clk)
+	rep, err := m.Add(ctx, protocol.MemoryAddRequest{MemoryOwner: protocol.MemoryOwner{Workspace: "w1"}, Content: "Rex is a golden retriever puppy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEmbedded(t, m, "w1", 1)
+	for range 100 {
+		if _, err := m.Access(ctx, protocol.MemoryFrameRequest{MemoryOwner: protocol.MemoryOwner{Workspace: "w1"}, ID: rep.Frame.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.Stop()
+	path := filepath.Join(dir, "workspaces", "w1", frames.File)
+	lines := func() int {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(string(b), "\n")
+	}
+	if n := lines(); n != 102 {
+		t.Fatalf("log has %d lines, want 102", n)
+	}
+	before := len(llm.EmbeddingRequests())
+	m2 := start(t, frames.NewJSONL(dir), llm, dir, clk)
+	fs, err := m2.Frames(ctx, protocol.MemoryFramesRequest{MemoryOwner: protocol.MemoryOwner{Workspace: "w1"}})
+	if err != nil || len(fs) != 1 || fs[0].AccessCount != 100 {
+		t.Fatalf("after compaction %+v, %v", fs, err)
+	}
+	if n := lines(); n != 1 {
+		t.Errorf("compacted log has %d lines", n)
+	}
+	// The vector was kept: found by meaning, nothing embedded but the query.
+	if got := query(t, m2, "w1", "my canine", 1); !slices.Equal(got, []string{rep.Frame.ID}) {
+		t.Errorf("after compaction = %v", got)
+	}
+	if n := len(llm.EmbeddingRequests()) - before; n != 1 {
+		t.Errorf("%d embedding requests after compaction, want 1 (the query)", n)
+	}
+}

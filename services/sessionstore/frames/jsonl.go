@@ -127,12 +127,14 @@ func (fm *fileMind) load() error {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	records := 0
 	for sc.Scan() {
 		var r record
 		// A torn last line (crash mid-append) or a foreign line is skipped.
 		if json.Unmarshal(sc.Bytes(), &r) != nil || r.ID == "" {
 			continue
 		}
+		records++
 		fm.apply(r)
 	}
 	if err := sc.Err(); err != nil {
@@ -148,6 +150,50 @@ func (fm *fileMind) load() error {
 		fm.index.Put(fr.ID, indexText(*fr), createdMillis(fr.Created), nil)
 	}
 	fm.loaded = true
+	if records > 2*len(all)+64 {
+		// Mostly superseded records (accesses, re-embeddings, edits,
+		// deletes): rewrite the log as one record per frame. A failure
+		// leaves the old file, which is just as correct.
+		_ = fm.compact(all)
+	}
+	return nil
+}
+
+// compact replaces the mind's file with one full record per frame,
+// through a temp file, fsync and rename. fm.mu must be held for writing
+// and the frames must still hold their vectors (right after a load).
+func (fm *fileMind) compact(all []*Frame) error {
+	tmp, err := os.CreateTemp(filepath.Dir(fm.path), ".memories-*.tmp")
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(tmp)
+	enc := json.NewEncoder(w)
+	for _, f := range all {
+		if err = enc.Encode(fullRecord(*f)); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), fm.path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(fm.path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
 	return nil
 }
 
