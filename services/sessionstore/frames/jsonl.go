@@ -3,6 +3,7 @@ package frames
 import (
 	"bufio"
 	"bytes"
+	"container/heap"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -419,14 +420,47 @@ func (j *JSONL) Recent(_ context.Context, m Mind, opt ListOptions) ([]Frame, err
 	}
 	fm.mu.RLock()
 	defer fm.mu.RUnlock()
-	out := make([]Frame, 0, min(opt.Limit, len(fm.frames)))
+	// The newest Limit frames by a bounded min-heap on creation: a large
+	// mind is not sorted whole for a page of 50.
+	h := &newest{}
 	for _, f := range fm.frames {
-		if inRange(f.Created, opt) {
-			out = append(out, *f)
+		if !inRange(f.Created, opt) {
+			continue
+		}
+		if h.Len() < opt.Limit {
+			heap.Push(h, f)
+		} else if h.Len() > 0 && older(h.fs[0], f) {
+			h.fs[0] = f
+			heap.Fix(h, 0)
 		}
 	}
+	out := make([]Frame, len(h.fs))
+	for i, f := range h.fs {
+		out[i] = *f
+	}
 	sortNewest(out)
-	return out[:min(opt.Limit, len(out))], nil
+	return out, nil
+}
+
+// older orders frames by creation, then id.
+func older(a, b *Frame) bool {
+	if a.Created != b.Created {
+		return a.Created < b.Created
+	}
+	return a.ID < b.ID
+}
+
+// newest is a min-heap of frames, the oldest on top.
+type newest struct{ fs []*Frame }
+
+func (h *newest) Len() int           { return len(h.fs) }
+func (h *newest) Less(i, j int) bool { return older(h.fs[i], h.fs[j]) }
+func (h *newest) Swap(i, j int)      { h.fs[i], h.fs[j] = h.fs[j], h.fs[i] }
+func (h *newest) Push(x any)         { h.fs = append(h.fs, x.(*Frame)) }
+func (h *newest) Pop() any {
+	f := h.fs[len(h.fs)-1]
+	h.fs = h.fs[:len(h.fs)-1]
+	return f
 }
 
 func inRange(created string, opt ListOptions) bool {
