@@ -187,6 +187,10 @@ func testMemoryAPI(t *testing.T, srv *waggletest.Server) {
 	if got := search(t, srv, "workspace=w1&q="+url.QueryEscape("billing schedule")); len(got) != 1 || got[0]["id"] != bill["frameId"] {
 		t.Errorf("after restart = %v", got)
 	}
+	// By meaning too: the stored vectors were read back.
+	if got := search(t, srv, "workspace=w1&q=payments"); len(got) != 1 || got[0]["id"] != bill["frameId"] {
+		t.Errorf("by meaning after restart = %v", got)
+	}
 }
 
 func TestMemoryAPIWithoutEmbeddings(t *testing.T) {
