@@ -29,6 +29,7 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/commandapi"
 	"github.com/waggle-os/core/services/gateway/internal/httpx"
 	"github.com/waggle-os/core/services/gateway/internal/mcpapi"
+	"github.com/waggle-os/core/services/gateway/internal/memoryapi"
 	"github.com/waggle-os/core/services/gateway/internal/sessionsapi"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 	"github.com/waggle-os/core/services/gateway/internal/teamsapi"
@@ -352,6 +353,7 @@ func (s *Service) routes() http.Handler {
 		agentapi.Mount(r, deps)
 		teamsapi.Mount(r, deps)
 		mcpapi.Mount(r, deps)
+		memoryapi.Mount(r, deps)
 	})
 	return r
 }

@@ -65,7 +65,8 @@ func New(cfg Config, log *slog.Logger) *App {
 	dial := bus.Dialer(func(name string) (*nats.Conn, error) { return a.dial(name) })
 	a.mgr.Register(lifecycle.Module{Name: moduleBus, Init: func() (lifecycle.Service, error) { return &busModule{app: a}, nil }})
 	a.mgr.Register(lifecycle.Module{Name: TargetSessionStore, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
-		return sessionstore.New(sessionstore.Config{DataDir: cfg.DataDir, PostgresURL: cfg.PostgresURL, Store: cfg.Store, Replicas: cfg.NATSReplicas}, dial, log), nil
+		return sessionstore.New(sessionstore.Config{DataDir: cfg.DataDir, PostgresURL: cfg.PostgresURL, Store: cfg.Store, Replicas: cfg.NATSReplicas,
+			LLMURL: cfg.LLMURL, LLMAPIKey: cfg.LLMAPIKey}, dial, log), nil
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetApproval, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
 		return approval.New(approval.Config{DataDir: cfg.DataDir, Timeout: cfg.ApprovalTimeout, PostgresURL: cfg.PostgresURL,
