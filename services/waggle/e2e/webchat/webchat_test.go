@@ -41,13 +41,14 @@ func chromium() string {
 
 // browser starts one headless Chromium for the whole test; subtests open
 // their own tabs. Without Chromium the test skips loudly, except in CI
-// (CI=true), where a missing browser is a failure.
+// (CI set, e.g. CI=true), where a missing browser is a failure: .ci/run
+// installs it.
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	path := chromium()
 	if path == "" {
 		msg := "no chromium on PATH (apt-get install chromium, or set WAGGLE_CHROMIUM): the web chat browser tests did NOT run"
-		if os.Getenv("CI") == "true" {
+		if os.Getenv("CI") != "" {
 			t.Fatal(msg)
 		}
 		fmt.Fprintln(os.Stderr, "SKIP:", msg)
