@@ -2,18 +2,24 @@ package clients
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/nats-io/nats.go"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/llmtest"
+	"github.com/waggle-os/core/libs/pgtest"
+	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/waggle/app"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
@@ -259,5 +265,51 @@ func TestChatTerminal(t *testing.T) {
 	}
 	if err := term.cmd.Wait(); err != nil {
 		t.Fatalf("exit: %v", err)
+	}
+}
+
+// TestChatTeamToken: a team server needs a user token; without one `waggle
+// chat` says so (exit 2), with --token it chats.
+func TestChatTeamToken(t *testing.T) {
+	natsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
+		c.PostgresURL = pgtest.URL(t)
+		c.Auth = "required"
+		c.NATSListen = natsAddr
+	}))
+	nc, err := nats.Connect("nats://" + natsAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx := context.Background()
+	if _, err := bus.Request[protocol.Team](ctx, nc, protocol.SubjTeamsCreate, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := bus.Request[protocol.TokenCreated](ctx, nc, protocol.SubjTeamsTokenCreate, protocol.TokenCreateRequest{User: "olga"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ws struct{ ID string }
+	if st := srv.JSON(http.MethodPost, "/api/workspaces", map[string]any{"name": "Acme Ops", "teamId": "acme"}, &ws,
+		"Authorization", "Bearer "+tok.Token); st != 200 && st != 201 {
+		t.Fatalf("create team workspace: %d", st)
+	}
+	run := func(env []string, args ...string) (int, string, string) {
+		cmd := exec.Command(waggleBin, append([]string{"chat", "--server", srv.URL, "--workspace", ws.ID}, args...)...)
+		cmd.Env, cmd.Stdin = env, strings.NewReader("hello team")
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		_ = cmd.Run()
+		return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
+	}
+	if code, _, errOut := run(baseEnv(t)); code != 2 || !strings.Contains(errOut, "--token or WAGGLE_TOKEN") {
+		t.Fatalf("no token: exit %d, stderr %q", code, errOut)
+	}
+	if code, _, errOut := run(baseEnv(t), "--token", "wrong"); code != 1 || !strings.Contains(errOut, "401") {
+		t.Fatalf("bad token: exit %d, stderr %q", code, errOut)
+	}
+	if code, out, errOut := run(baseEnv(t, "WAGGLE_TOKEN="+tok.Token)); code != 0 || !strings.Contains(out, "hello team") {
+		t.Fatalf("WAGGLE_TOKEN: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

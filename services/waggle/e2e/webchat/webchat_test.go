@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,8 +18,12 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/nats-io/nats.go"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/llmtest"
+	"github.com/waggle-os/core/libs/pgtest"
+	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/waggle/app"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
@@ -61,7 +66,13 @@ func browser(t *testing.T) context.Context {
 		chromedp.WindowSize(1280, 860),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(allocCtx)
+	// cdproto does not know every event of a newer Chromium (the dialog's
+	// top layer); those reports are noise, anything else is shown.
+	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithErrorf(func(format string, args ...any) {
+		if msg := fmt.Sprintf(format, args...); !strings.Contains(msg, "unhandled node event") {
+			fmt.Fprintln(os.Stderr, "chromedp:", msg)
+		}
+	}))
 	if err := chromedp.Run(ctx); err != nil {
 		cancel()
 		cancelAlloc()
@@ -175,6 +186,18 @@ func model(t *testing.T, reply func(last string) llmtest.Response) *llmtest.Serv
 	s.Start()
 	t.Cleanup(s.Close)
 	return s
+}
+
+// freeAddr is a loopback address nothing listens on (the embedded NATS
+// server reads port 0 as 4222, not as any port).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 func start(t *testing.T, llm *llmtest.Server, edit func(*app.Config)) *waggletest.Server {
@@ -411,6 +434,48 @@ func TestWebChat(t *testing.T) {
 		if input != "this message is far too long" {
 			t.Fatalf("the rejected message was not given back: %q", input)
 		}
+	})
+
+	t.Run("TeamModeAsksForToken", func(t *testing.T) {
+		natsAddr := freeAddr(t)
+		srv := start(t, nil, func(c *app.Config) {
+			c.PostgresURL = pgtest.URL(t)
+			c.Auth = "required"
+			c.NATSListen = natsAddr
+		})
+		nc, err := nats.Connect("nats://" + natsAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		ctx := context.Background()
+		if _, err := bus.Request[protocol.Team](ctx, nc, protocol.SubjTeamsCreate, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"}); err != nil {
+			t.Fatal(err)
+		}
+		tok, err := bus.Request[protocol.TokenCreated](ctx, nc, protocol.SubjTeamsTokenCreate, protocol.TokenCreateRequest{User: "olga"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := srv.JSON(http.MethodPost, "/api/workspaces", map[string]any{"name": "Acme Ops", "teamId": "acme"}, nil,
+			"Authorization", "Bearer "+tok.Token); st != 200 && st != 201 {
+			t.Fatalf("create team workspace: %d", st)
+		}
+		page := tab(t, b)
+		run(t, page, chromedp.Navigate(srv.URL+"/"),
+			chromedp.WaitVisible(`#token-dialog[open] #token-input`, chromedp.ByQuery),
+			chromedp.SendKeys(`#token-input`, "not-a-token"+kb.Enter, chromedp.ByID),
+			until(`document.querySelector('#token-error').textContent === 'That token is not valid.'`),
+			chromedp.Evaluate(`document.querySelector('#token-input').value = ''`, nil),
+			chromedp.SendKeys(`#token-input`, tok.Token+kb.Enter, chromedp.ByID),
+			chromedp.WaitVisible(`body[data-ready="true"]`, chromedp.ByQuery),
+			until(`!document.querySelector('#token-dialog').open`),
+			until(`[...document.querySelectorAll('#workspace option')].some(o => o.textContent === 'Acme Ops')`),
+			send("hello team"), until(idle), until(lastReplyHas("hello team")),
+			// The token is kept in the browser: a reload does not ask again.
+			chromedp.Reload(), chromedp.WaitVisible(`body[data-ready="true"]`, chromedp.ByQuery),
+			until(`!document.querySelector('#token-dialog').open`),
+			until(lastReplyHas("hello team")),
+		)
 	})
 
 	t.Run("PhoneWidth", func(t *testing.T) {
