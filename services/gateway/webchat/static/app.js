@@ -218,21 +218,69 @@
     await loadSessions();
   }
 
-  async function createWorkspace(e) {
+  // The workspace form creates a workspace or renames the current one.
+  let workspaceFormMode = 'create';
+
+  function showWorkspaceForm(mode) {
+    const form = $('workspace-form');
+    if (!form.hidden && workspaceFormMode === mode) {
+      form.hidden = true;
+      return;
+    }
+    workspaceFormMode = mode;
+    const sel = $('workspace');
+    $('workspace-name').value = mode === 'rename' && sel.selectedOptions[0] ? sel.selectedOptions[0].textContent : '';
+    $('workspace-submit').textContent = mode === 'rename' ? 'Save' : 'Create';
+    form.hidden = false;
+    $('workspace-name').focus();
+  }
+
+  async function submitWorkspace(e) {
     e.preventDefault();
     const name = $('workspace-name').value.trim();
     if (!name) return;
     try {
-      const w = await api('POST', '/api/workspaces', { name });
+      let id = state.workspace;
+      if (workspaceFormMode === 'rename') {
+        await api('PATCH', '/api/workspaces/' + enc(id), { name });
+      } else {
+        id = (await api('POST', '/api/workspaces', { name })).id;
+      }
       $('workspace-name').value = '';
       $('workspace-form').hidden = true;
-      store.set('workspace', w.id);
+      store.set('workspace', id);
       await loadWorkspaces();
-      await selectWorkspace(w.id);
-      newChat();
+      if (workspaceFormMode !== 'rename') {
+        await selectWorkspace(id);
+        newChat();
+      }
     } catch (err) {
       showError(err);
     }
+  }
+
+  // deleteWorkspace deletes the current workspace (its sessions and
+  // memories too) on the second click.
+  async function deleteWorkspace() {
+    const btn = $('delete-workspace');
+    if (state.turn) return;
+    if (!btn.classList.contains('confirm')) {
+      btn.classList.add('confirm');
+      btn.textContent = 'Delete it and all its sessions?';
+      return;
+    }
+    btn.classList.remove('confirm');
+    btn.textContent = 'Delete';
+    try {
+      await api('DELETE', '/api/workspaces/' + enc(state.workspace));
+    } catch (err) {
+      showError(err);
+      return;
+    }
+    store.del('workspace');
+    await loadWorkspaces();
+    await selectWorkspace(state.workspace);
+    newChat();
   }
 
   async function loadSessions() {
@@ -729,11 +777,10 @@
       await selectWorkspace(e.target.value);
       newChat();
     });
-    $('new-workspace').addEventListener('click', () => {
-      $('workspace-form').hidden = !$('workspace-form').hidden;
-      if (!$('workspace-form').hidden) $('workspace-name').focus();
-    });
-    $('workspace-form').addEventListener('submit', createWorkspace);
+    $('new-workspace').addEventListener('click', () => showWorkspaceForm('create'));
+    $('workspace-form').addEventListener('submit', submitWorkspace);
+    $('rename-workspace').addEventListener('click', () => showWorkspaceForm('rename'));
+    $('delete-workspace').addEventListener('click', deleteWorkspace);
     let searchTimer = 0;
     $('search').addEventListener('input', () => {
       clearTimeout(searchTimer);

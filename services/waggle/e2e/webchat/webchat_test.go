@@ -387,6 +387,43 @@ func TestWebChat(t *testing.T) {
 		}
 	})
 
+	t.Run("WorkspacesAndSearch", func(t *testing.T) {
+		srv := start(t, nil, nil)
+		ctx := tab(t, b)
+		sessions := `document.querySelectorAll('#sessions li.session').length`
+		run(t, ctx, open(srv.URL+"/"),
+			chromedp.Click(`#new-workspace`, chromedp.ByID),
+			chromedp.SendKeys(`#workspace-name`, "Research Lab"+kb.Enter, chromedp.ByID),
+			until(`document.querySelector('#workspace').value === 'research-lab'`),
+			send("zebra facts please"), until(idle),
+			chromedp.Click(`#new-session`, chromedp.ByID), until(`document.querySelectorAll('#messages .msg').length === 0`),
+			send("tell me about lions"), until(idle),
+			until(sessions+` === 2`),
+			chromedp.SendKeys(`#search`, "zebra", chromedp.ByID),
+			until(sessions+` === 1 && document.querySelector('#sessions li.session .open').textContent.includes('zebra')`),
+			chromedp.Evaluate(`(() => { const s = document.querySelector('#search'); s.value = ''; s.dispatchEvent(new Event('input')); })()`, nil),
+			until(sessions+` === 2`),
+			chromedp.Click(`#rename-workspace`, chromedp.ByID),
+			chromedp.Evaluate(`document.querySelector('#workspace-name').value = ''`, nil),
+			chromedp.SendKeys(`#workspace-name`, "Lab Two"+kb.Enter, chromedp.ByID),
+			until(`document.querySelector('#workspace').selectedOptions[0].textContent === 'Lab Two'`),
+		)
+		var w struct{ Name string }
+		if st := srv.JSON(http.MethodGet, "/api/workspaces/research-lab", nil, &w); st != 200 || w.Name != "Lab Two" {
+			t.Fatalf("workspace after rename: %d %+v", st, w)
+		}
+		run(t, ctx,
+			chromedp.Click(`#delete-workspace`, chromedp.ByID),
+			until(`document.querySelector('#delete-workspace').classList.contains('confirm')`),
+			chromedp.Click(`#delete-workspace`, chromedp.ByID),
+			until(`![...document.querySelectorAll('#workspace option')].some(o => o.value === 'research-lab')`),
+			until(`document.querySelector('#workspace').value === 'default'`),
+		)
+		if st := srv.JSON(http.MethodGet, "/api/workspaces/research-lab", nil, nil); st != 404 {
+			t.Fatalf("workspace after delete: %d", st)
+		}
+	})
+
 	t.Run("HTMLInReplyIsText", func(t *testing.T) {
 		evil := `<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> [x](javascript:window.__pwned=3) **still markdown**`
 		llm := model(t, func(string) llmtest.Response { return llmtest.Reply(evil[:20], evil[20:]) })
