@@ -214,6 +214,8 @@ func TestChatTerminal(t *testing.T) {
 
 	// An approval, answered with "a" at the prompt.
 	term.send(`please CALL write_file {"path":"from-tty.txt","content":"typed"}` + "\r")
+	term.expect("· Writing file: from-tty.txt") // steps and tool calls are shown
+	term.expect("⚙ write_file {")
 	term.expect("? write_file wants to run:")
 	term.expect("[a]llow once / al[w]ays / [d]eny: ")
 	term.send("a")
