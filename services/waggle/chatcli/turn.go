@@ -53,11 +53,15 @@ func (s *chat) stream(ctx context.Context, turnID string, evs *events, p *printe
 				return false, err
 			}
 		}
+		before := lastID
 		ok, ended, err := s.consume(ctx, turnID, evs, p, keys, ask, &lastID, &cancelled)
 		evs.Close()
 		evs = nil
 		if ended || err != nil {
 			return ok, err
+		}
+		if lastID != before {
+			attempt = 0 // the connection made progress: count cuts afresh
 		}
 		if attempt >= maxReconnects {
 			return false, errors.New("lost the connection to the turn")

@@ -601,6 +601,7 @@
     let attempts = 0;
     for (;;) {
       if (resp) {
+        const before = turn.lastEventId;
         try {
           await readSSE(resp, ev => {
             if (ev.id) {
@@ -612,6 +613,7 @@
           });
         } catch (_) { /* cut: resume below */ }
         resp = null;
+        if (turn.lastEventId !== before) attempts = 0; // progress: count cuts afresh
       }
       if (finished || state.leaving) break;
       if (attempts++ >= 5) {
