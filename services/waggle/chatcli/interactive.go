@@ -46,7 +46,7 @@ func (s *chat) interactive(ctx context.Context, stdin *os.File, stdout io.Writer
 		io.Reader
 		io.Writer
 	}{kr, stdout}, "you> ")
-	if w, h, err := term.GetSize(fd); err == nil {
+	if w, h, err := term.GetSize(fd); err == nil && w > 0 && h > 0 { // a pty may report 0x0
 		_ = t.SetSize(w, h)
 	}
 	p := &printer{reply: t, info: t, shared: true, color: true}
@@ -66,7 +66,8 @@ func (s *chat) interactive(ctx context.Context, stdin *os.File, stdout io.Writer
 	for {
 		line, err := t.ReadLine()
 		if errors.Is(err, io.EOF) {
-			fmt.Fprint(t, "\n")
+			// Not through t: the editor would draw its prompt again.
+			fmt.Fprint(stdout, "\r\n")
 			return exitOK
 		}
 		if err != nil {
