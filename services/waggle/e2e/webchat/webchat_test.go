@@ -424,6 +424,30 @@ func TestWebChat(t *testing.T) {
 		}
 	})
 
+	t.Run("ModelSwitchVisible", func(t *testing.T) {
+		llm := llmtest.New(llmtest.WithHandler(func(r *llmtest.Request) llmtest.Response {
+			if r.Chat.Model == "claude-sonnet-4-6" {
+				fail := llmtest.ErrorStatus(http.StatusInternalServerError, "upstream failure")
+				fail.Header = http.Header{"Retry-After": []string{"0"}}
+				return fail
+			}
+			return llmtest.Reply("from the fallback")
+		}))
+		llm.Start()
+		t.Cleanup(llm.Close)
+		data := t.TempDir()
+		if err := os.WriteFile(filepath.Join(data, "config.json"), []byte(`{"fallbackModel":"claude-haiku-3-5"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		srv := start(t, llm, func(c *app.Config) { c.DataDir = data })
+		ctx := tab(t, b)
+		run(t, ctx, open(srv.URL+"/"), send("hello"), until(idle), until(lastReplyHas("from the fallback")),
+			until(`[...document.querySelectorAll('#messages .note.switch')].some(e =>
+			  e.textContent === 'Switched to claude-haiku-3-5 — claude-sonnet-4-6 failed (500)')`),
+			until(`document.querySelector('#messages .msg.assistant .meta').textContent.startsWith('claude-haiku-3-5')`),
+		)
+	})
+
 	t.Run("HTMLInReplyIsText", func(t *testing.T) {
 		evil := `<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> [x](javascript:window.__pwned=3) **still markdown**`
 		llm := model(t, func(string) llmtest.Response { return llmtest.Reply(evil[:20], evil[20:]) })
