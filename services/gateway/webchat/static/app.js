@@ -21,6 +21,7 @@
     session: null,
     sessions: [],
     turn: null,
+    sending: false,
     leaving: false,
     pending: [],
     // answered maps requestId → the label of the decision taken here.
@@ -371,7 +372,7 @@
   }
 
   function newChat() {
-    if (state.turn) return;
+    if (state.turn || state.sending) return;
     state.session = null;
     store.del('session');
     $('messages').replaceChildren();
@@ -560,17 +561,22 @@
   async function send() {
     const input = $('input');
     const text = input.value;
-    if (!text.trim() || state.turn) return;
+    if (!text.trim() || state.turn || state.sending) return;
+    state.sending = true; // until the turn starts (or is refused): no second send
+    setRunning(true);
+    $('stop').hidden = true; // nothing to stop before the turn has an id
     hideError();
-    if (!state.session) {
-      try {
+    try {
+      if (!state.session) {
         const s = await api('POST', '/api/workspaces/' + enc(state.workspace) + '/sessions', {});
         state.session = s.id;
-      } catch (err) {
-        showError(err);
-        return;
+        store.set('session', { workspace: state.workspace, id: state.session });
       }
-      store.set('session', { workspace: state.workspace, id: state.session });
+    } catch (err) {
+      showError(err);
+      state.sending = false;
+      setRunning(false);
+      return;
     }
     input.value = '';
     const userEl = addUser(text);
@@ -582,8 +588,11 @@
       showError(err);
       userEl.classList.add('failed');
       input.value = text;
+      state.sending = false;
+      setRunning(false);
       return;
     }
+    state.sending = false;
     const turn = { id: resp.headers.get('X-Waggle-Turn-Id'), workspace: state.workspace, session: state.session, message: text, lastEventId: null };
     loadSessions();
     await follow(turn, resp);

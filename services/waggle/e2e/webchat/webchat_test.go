@@ -138,7 +138,12 @@ func lastReplyHas(s string) string {
 	  return !!m && m.textContent.includes(` + js(s) + `); })()`
 }
 
-const idle = `!document.querySelector('#messages .msg.assistant.running') && document.querySelector('#stop').hidden`
+const idle = `!document.querySelector('#messages .msg.assistant.running') && document.querySelector('#stop').hidden && !document.querySelector('#send').disabled`
+
+// replied is true once the last message is a finished reply (right after a
+// send the page is briefly idle before its turn starts).
+const replied = `(() => { const m = [...document.querySelectorAll('#messages .msg')].pop();
+  return !!m && m.classList.contains('assistant') && (` + idle + `); })()`
 
 // artifactDir is where screenshots go: WAGGLE_TEST_ARTIFACTS when set
 // (CI keeps it), else the test's temp dir.
@@ -360,7 +365,7 @@ func TestWebChat(t *testing.T) {
 	t.Run("RenameAndDeleteSession", func(t *testing.T) {
 		srv := start(t, nil, nil) // echo mode: no model needed
 		ctx := tab(t, b)
-		run(t, ctx, open(srv.URL+"/"), send("hello sidebar"), until(idle),
+		run(t, ctx, open(srv.URL+"/"), send("hello sidebar"), until(replied),
 			chromedp.WaitVisible(`#sessions li.session button.rename`, chromedp.ByQuery),
 			chromedp.Click(`#sessions li.session button.rename`, chromedp.ByQuery),
 			chromedp.WaitVisible(`#sessions .rename-input`, chromedp.ByQuery),
@@ -395,9 +400,9 @@ func TestWebChat(t *testing.T) {
 			chromedp.Click(`#new-workspace`, chromedp.ByID),
 			chromedp.SendKeys(`#workspace-name`, "Research Lab"+kb.Enter, chromedp.ByID),
 			until(`document.querySelector('#workspace').value === 'research-lab'`),
-			send("zebra facts please"), until(idle),
+			send("zebra facts please"), until(replied),
 			chromedp.Click(`#new-session`, chromedp.ByID), until(`document.querySelectorAll('#messages .msg').length === 0`),
-			send("tell me about lions"), until(idle),
+			send("tell me about lions"), until(replied),
 			until(sessions+` === 2`),
 			chromedp.SendKeys(`#search`, "zebra", chromedp.ByID),
 			until(sessions+` === 1 && document.querySelector('#sessions li.session .open').textContent.includes('zebra')`),
@@ -441,7 +446,7 @@ func TestWebChat(t *testing.T) {
 		}
 		srv := start(t, llm, func(c *app.Config) { c.DataDir = data })
 		ctx := tab(t, b)
-		run(t, ctx, open(srv.URL+"/"), send("hello"), until(idle), until(lastReplyHas("from the fallback")),
+		run(t, ctx, open(srv.URL+"/"), send("hello"), until(replied), until(lastReplyHas("from the fallback")),
 			until(`[...document.querySelectorAll('#messages .note.switch')].some(e =>
 			  e.textContent === 'Switched to claude-haiku-3-5 — claude-sonnet-4-6 failed (500)')`),
 			until(`document.querySelector('#messages .msg.assistant .meta').textContent.startsWith('claude-haiku-3-5')`),
@@ -473,7 +478,7 @@ func TestWebChat(t *testing.T) {
 				t.Fatalf("%s: reply not shown as text: %+v", where, res)
 			}
 		}
-		run(t, ctx, open(srv.URL+"/"), send("say something nasty"), until(lastReplyHas("still markdown")), until(idle))
+		run(t, ctx, open(srv.URL+"/"), send("say something nasty"), until(lastReplyHas("still markdown")), until(replied))
 		check("streamed")
 		run(t, ctx, chromedp.Reload(), chromedp.WaitVisible(`body[data-ready="true"]`, chromedp.ByQuery), until(lastReplyHas("still markdown")))
 		check("from history")
@@ -531,7 +536,7 @@ func TestWebChat(t *testing.T) {
 			chromedp.WaitVisible(`body[data-ready="true"]`, chromedp.ByQuery),
 			until(`!document.querySelector('#token-dialog').open`),
 			until(`[...document.querySelectorAll('#workspace option')].some(o => o.textContent === 'Acme Ops')`),
-			send("hello team"), until(idle), until(lastReplyHas("hello team")),
+			send("hello team"), until(replied), until(lastReplyHas("hello team")),
 			// The token is kept in the browser: a reload does not ask again.
 			chromedp.Reload(), chromedp.WaitVisible(`body[data-ready="true"]`, chromedp.ByQuery),
 			until(`!document.querySelector('#token-dialog').open`),
@@ -549,7 +554,7 @@ func TestWebChat(t *testing.T) {
 			until(`document.querySelector('#sidebar').getBoundingClientRect().left >= 0`),
 			chromedp.Click(`#new-session`, chromedp.ByID),
 			until(`document.querySelector('#sidebar').getBoundingClientRect().right <= 0`),
-			send("hi from a phone"), until(idle),
+			send("hi from a phone"), until(replied),
 			until(`document.documentElement.scrollWidth <= 390`),
 		)
 	})
