@@ -24,9 +24,16 @@ type TurnStreamConfig struct {
 	// replay across a NATS restart — and saves a file write and read per
 	// token, the largest cost on the token path in profiles.
 	Storage string
-	// MaxBytes bounds the stream; the oldest events go first. Default 1 GiB.
+	// MaxBytes bounds what the stream keeps, over every turn: the oldest
+	// events go first, so memory does not grow with what slow clients have
+	// not read (a client behind the window is told, see
+	// protocol.EventStreamGap). Default DefaultTurnStreamBytes.
 	MaxBytes int64
 }
+
+// DefaultTurnStreamBytes is what the turn stream keeps by default: sized
+// for a desktop (a few hundred long replies), not for the longest turn.
+const DefaultTurnStreamBytes = 64 << 20
 
 // Validate checks c and fills defaults.
 func (c *TurnStreamConfig) Validate() error {
@@ -43,7 +50,7 @@ func (c *TurnStreamConfig) Validate() error {
 		return fmt.Errorf("bus: turn stream storage %q: want memory or file", c.Storage)
 	}
 	if c.MaxBytes <= 0 {
-		c.MaxBytes = 1 << 30
+		c.MaxBytes = DefaultTurnStreamBytes
 	}
 	return nil
 }

@@ -7,10 +7,12 @@ import (
 )
 
 // Distributed turns. Every accepted turn has a lease in BucketTurnLeases
-// that its runner renews every LeaseHeartbeat; a lease whose revision has
-// not changed for LeaseStaleAfter (the runner died) or that was released
-// (the runner shut down) is claimed by another runner with a
-// compare-and-set on its revision, and that runner resumes the turn from
+// naming its runner, and every runner writes its entry in BucketRunners
+// every LeaseHeartbeat. A lease whose runner's entry has not changed for
+// LeaseStaleAfter (the runner died), names an earlier incarnation of its
+// runner (it restarted), or was released (the runner shut down) is claimed
+// by another runner with a compare-and-set on its revision, and that
+// runner resumes the turn from
 // its checkpoint: the session store (the user message, finished tool calls)
 // and the turn's own events (tokens streamed so far and the internal
 // checkpoint events below). At most one turn per session runs at a time:
@@ -24,23 +26,42 @@ const (
 	// running, keyed by SessionLockKey. A lock is held while the turn it
 	// names has a lease: a lock naming a turn without one is free.
 	BucketSessionLocks = "waggle_session_locks"
+	// BucketRunners holds one RunnerBeat per live turn runner, keyed by
+	// runner id and rewritten every LeaseHeartbeat: one write per runner,
+	// however many turns it runs, is what keeps all of its leases alive.
+	BucketRunners = "waggle_runners"
 )
 
-// Lease timing. Liveness is judged by the lease's revision changing, on the
-// observer's own clock, so no two machines' clocks are ever compared.
+// RunnerBeat is the value of a runner's entry in BucketRunners.
+type RunnerBeat struct {
+	// Incarnation is random per process start: leases of an earlier
+	// incarnation of the same runner id are its dead predecessor's.
+	Incarnation string `json:"incarnation"`
+	// Heartbeat is the runner's clock (Unix ms), for operators; liveness
+	// is judged by the entry's revision changing.
+	Heartbeat int64 `json:"heartbeat"`
+	// Turns is how many turns the runner runs, for operators.
+	Turns int `json:"turns"`
+}
+
+// Lease timing. Liveness is judged by a runner's entry in BucketRunners
+// changing, on the observer's own clock, so no two machines' clocks are
+// ever compared.
 const (
-	// LeaseHeartbeat is how often a runner renews each of its leases.
+	// LeaseHeartbeat is how often a runner rewrites its BucketRunners entry.
 	LeaseHeartbeat = time.Second
-	// LeaseStaleAfter is how long a lease's revision may stay unchanged
-	// before any runner may claim the turn.
+	// LeaseStaleAfter is how long a runner's entry may stay unchanged
+	// before any runner may claim its turns.
 	LeaseStaleAfter = 3 * time.Second
-	// LeaseOrphanAfter is how long a gateway waits on a turn whose lease
-	// did not change (or is gone) before it ends the turn itself: no runner
-	// is left to take it over. See OrphanCheck.
+	// LeaseOrphanAfter is how long a gateway waits on a turn whose
+	// liveness revision (see OrphanCheck) did not change before it ends the
+	// turn itself: no runner is left to take it over.
 	LeaseOrphanAfter = 10 * time.Second
-	// LeaseMaxAge is the lease bucket's MaxAge: a lease no one renewed for
-	// this long is garbage.
+	// LeaseMaxAge is the lease bucket's MaxAge: a lease not written for
+	// this long is garbage. Runners rewrite their leases well within it.
 	LeaseMaxAge = time.Hour
+	// RunnerMaxAge is BucketRunners' MaxAge: a dead runner's entry goes.
+	RunnerMaxAge = time.Minute
 )
 
 // Internal turn events. They travel on TurnEvents like the others, but
@@ -107,13 +128,15 @@ type TurnLease struct {
 	Request TurnRequest `json:"request"`
 	// Runner owns the turn; "" after a release.
 	Runner string `json:"runner,omitempty"`
+	// Incarnation is the owner's RunnerBeat.Incarnation.
+	Incarnation string `json:"incarnation,omitempty"`
 	// Released means the owner gave the turn up (graceful shutdown): claim
 	// it at once instead of waiting for LeaseStaleAfter.
 	Released bool `json:"released,omitempty"`
 	// Accepted is when the turn was first accepted (Unix ms).
 	Accepted int64 `json:"accepted"`
-	// Heartbeat is the owner's clock at its last renewal (Unix ms), for
-	// operators; liveness is judged by the entry's revision changing.
+	// Heartbeat is the owner's clock at its last write (Unix ms), for
+	// operators.
 	Heartbeat int64 `json:"heartbeat"`
 	// Claims counts takeovers.
 	Claims int `json:"claims,omitempty"`
@@ -124,9 +147,13 @@ type TurnLease struct {
 
 // SessionLock is the value of a session's lock.
 type SessionLock struct {
+	// TurnID is the turn that holds the session.
 	TurnID string `json:"turnId"`
 	// Acquired is when the lock was taken (Unix ms), for operators.
 	Acquired int64 `json:"acquired"`
+	// Queue lists the turns waiting for the session, oldest first: the
+	// holder hands the session to Queue[0].
+	Queue []string `json:"queue,omitempty"`
 }
 
 // StartMarker is the data of EventStart.
@@ -177,20 +204,22 @@ type ExecCheckpoint struct {
 // client gets a terminal error in bounded time when no runner is left.
 //
 // While relaying, the gateway calls Observe about every LeaseHeartbeat
-// with the revision of the turn's entry in BucketTurnLeases (0 when there
-// is none or the bucket does not exist) and whether the last message on
+// with the turn's liveness revision — the revision of its runner's entry
+// in BucketRunners when the lease names a runner whose entry has the
+// lease's incarnation, else the revision of the lease itself (0 when there
+// is none or the bucket does not exist) — and whether the last message on
 // TurnEvents(turnID) is terminal (read the lease first, then the last
 // message: a runner stores the terminal event before it deletes the
 // lease). When Observe reports true the gateway
-//  1. deletes the lease with kv.Delete(key, jetstream.LastRevision(rev))
-//     (skipped when rev is 0); if that fails, a runner just claimed the
-//     turn: keep relaying and keep observing;
+//  1. deletes the lease with kv.Delete(key, jetstream.LastRevision(lease
+//     revision)) (skipped when there is no lease); if that fails, a runner
+//     just claimed the turn: keep relaying and keep observing;
 //  2. publishes `error` {message: TurnOrphanedText} on TurnEvents(turnID)
 //     with header Nats-Msg-Id = TurnEndMsgID(turnID) (a runner finishing
 //     at the same moment uses the same id, so the stream keeps one end).
 //
-// A lease that is renewed (a runner working, waiting for an approval or
-// for its session) is never orphaned however quiet the stream is.
+// A turn whose runner is alive (working, waiting for an approval or for
+// its session) is never orphaned however quiet the stream is.
 type OrphanCheck struct {
 	rev   uint64
 	since time.Time

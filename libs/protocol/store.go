@@ -186,6 +186,8 @@ const RerouteAgentLoopPrefix = "AGENT_LOOP_REROUTE::"
 // since the last reset).
 type UsageSummaryRequest struct {
 	Since string `json:"since,omitempty"`
+	// Workspace, when set, totals only that workspace's records.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // ModelUsage is one model's share of the ledger.

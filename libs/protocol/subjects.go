@@ -91,6 +91,13 @@ func TurnControl(turnID string) string { return "waggle.turn.ctl." + turnID }
 // event's JSON data, relayed to the client unchanged.
 const HeaderEvent = "Waggle-Event"
 
+// HeaderEventNum numbers a turn's events 1, 2, 3, … in the order its
+// runner published them (a runner taking a turn over continues the
+// count). The stream keeps a bounded window of events, so a relay that
+// finds a number missing knows events were discarded before it read them
+// and tells its client (EventStreamGap) instead of skipping silently.
+const HeaderEventNum = "Waggle-N"
+
 // BucketSingletons holds the leases of services that must run as a single
 // instance per cluster (the JSONL session store, the grant file's owner).
 const BucketSingletons = "waggle_singletons"

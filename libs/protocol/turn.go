@@ -18,7 +18,23 @@ const (
 	EventNotification     = "notification"
 	EventDone             = "done"
 	EventError            = "error"
+	// EventStreamGap tells a client that events of the turn it follows
+	// were discarded before it could read them (it fell behind the window
+	// the server keeps). The reply's full text still comes with done, and
+	// the stored history has everything the turn persisted.
+	EventStreamGap = "stream_gap"
 )
+
+// StreamGapData is the data of EventStreamGap.
+type StreamGapData struct {
+	// Missed is how many events were lost.
+	Missed uint64 `json:"missed"`
+	// Message says what happened, for display.
+	Message string `json:"message"`
+}
+
+// StreamGapText is StreamGapData.Message.
+const StreamGapText = "Part of this reply was not kept while your connection was behind. The complete reply arrives at the end of the turn and is in the conversation history."
 
 // IsTerminal reports whether an event ends its turn's stream.
 func IsTerminal(event string) bool { return event == EventDone || event == EventError }
@@ -96,6 +112,10 @@ const (
 	ControlAttach = "attach"
 	// ControlDetach says a client stopped following the turn.
 	ControlDetach = "detach"
+	// ControlProbe, sent as a request, asks whether a runner runs the
+	// turn: only its owner answers. A gateway asks before it ends a turn it
+	// believes no runner is left to finish.
+	ControlProbe = "probe"
 )
 
 // AttachInterval is how often a relay repeats ControlAttach.

@@ -62,6 +62,11 @@ var (
 	RelayCatchUps = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "waggle_relay_catchups_total", Help: "Lagging SSE clients moved from the live path to a stream read.",
 	})
+	// RelayGaps counts clients told that events they had not read were
+	// discarded (they fell behind the turn stream's kept window).
+	RelayGaps = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "waggle_relay_gaps_total", Help: "SSE clients sent stream_gap: events discarded before they read them.",
+	})
 	// RelayLag is the time from an event being stored in the stream to its
 	// write to the client.
 	RelayLag = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -98,7 +103,7 @@ func init() {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		TurnsStarted, TurnsFinished, TurnDuration, TimeToFirstToken, TokensPublished, ToolCalls, Approvals,
-		StreamsOpen, RelayEvents, RelayCatchUps, RelayLag, HTTPRequests, HTTPDuration,
+		StreamsOpen, RelayEvents, RelayCatchUps, RelayGaps, RelayLag, HTTPRequests, HTTPDuration,
 		BusRequests, BusDuration, BusErrors, StoreErrors,
 	)
 }

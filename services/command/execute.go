@@ -36,8 +36,8 @@ func (s *Service) env(ws, session string) slash.Env {
 		Session:        session,
 		SearchMemory:   func(ctx context.Context, q string) string { return s.searchMemory(ctx, ws, q) },
 		WorkspaceState: func(context.Context) string { return slash.NoWorkspaceState },
-		// No skills system exists yet: an honest empty list.
-		ListSkills: func(context.Context) []string { return []string{} },
+		// The workspace's skills are the workflows captured from its turns.
+		ListSkills: func(ctx context.Context) []string { return s.listWorkflows(ctx, ws) },
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/approvalapi"
 	"github.com/waggle-os/core/services/gateway/internal/commandapi"
 	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/mcpapi"
 	"github.com/waggle-os/core/services/gateway/internal/sessionsapi"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 	"github.com/waggle-os/core/services/gateway/internal/teamsapi"
@@ -303,10 +304,11 @@ func (s *Service) Stop(ctx context.Context) error {
 	err := s.srv.Shutdown(graceCtx)
 	if err != nil {
 		// Streams still open: cut them (their turns keep running on the
-		// runner and stay resumable) and close what is left.
+		// runner and stay resumable). Closing the connections is what ends
+		// a relay blocked writing to a client that stopped reading.
 		s.stopStream()
-		s.streamWG.Wait()
 		err = s.srv.Close()
+		s.streamWG.Wait()
 	}
 	s.stopStream()
 	<-s.served
@@ -347,11 +349,13 @@ func (s *Service) routes() http.Handler {
 		r.Post("/chat/turns/{turnId}/cancel", s.cancelTurnRoute)
 		r.Post("/agent/abort", s.abort)
 		r.Post("/agent/run", s.agentRun)
+		r.Get("/personas", s.listPersonas)
 		sessionsapi.Mount(r, deps)
 		approvalapi.Mount(r, deps)
 		commandapi.Mount(r, deps)
 		agentapi.Mount(r, deps)
 		teamsapi.Mount(r, deps)
+		mcpapi.Mount(r, deps)
 	})
 	return r
 }

@@ -23,10 +23,10 @@ type hub struct {
 	mu    sync.Mutex
 	turns map[string][]*queue
 	cc    jetstream.ConsumeContext
-	limit int // a follower's backlog limit (liveQueueLimit)
+	limit int // a follower's backlog limit in bytes (liveQueueBytes)
 }
 
-func newHub() *hub { return &hub{turns: map[string][]*queue{}, limit: liveQueueLimit} }
+func newHub() *hub { return &hub{turns: map[string][]*queue{}, limit: liveQueueBytes} }
 
 // start consumes new events of every turn.
 func (h *hub) start(ctx context.Context, js jetstream.JetStream) error {
@@ -104,20 +104,27 @@ func (h *hub) unfollow(turnID string, q *queue) {
 type queue struct {
 	mu      sync.Mutex
 	pending []jetstream.Msg
-	limit   int
+	bytes   int           // of pending (msgSize)
+	limit   int           // bytes
 	dropped bool          // overflowed (live path): the relay must catch up
 	ready   chan struct{} // signalled when pending becomes non-empty or dropped
 	space   *sync.Cond    // private path: the producer waits for room
 }
 
+// Backlogs are bounded in bytes, so what the gateway holds for a client
+// that does not read is the same small amount however long the turn is.
 const (
-	// liveQueueLimit bounds a live follower's backlog; beyond it the relay
+	// liveQueueBytes bounds a live follower's backlog; beyond it the relay
 	// reads from the stream instead.
-	liveQueueLimit = 4096
-	// privateQueueLimit bounds a private consumer's backlog; beyond it the
+	liveQueueBytes = 256 << 10
+	// privateQueueBytes bounds a private consumer's backlog; beyond it the
 	// consumer stops pulling and the stream holds the rest.
-	privateQueueLimit = 512
+	privateQueueBytes = 64 << 10
 )
+
+// msgSize is what an event costs a queue: its data and a fixed allowance
+// for the message's subject, headers and bookkeeping.
+func msgSize(m jetstream.Msg) int { return len(m.Data()) + 256 }
 
 func newQueue(limit int) *queue {
 	q := &queue{limit: limit, ready: make(chan struct{}, 1)}
@@ -136,13 +143,14 @@ func (q *queue) signal() {
 // marked dropped and offer reports false. It never blocks.
 func (q *queue) offer(m jetstream.Msg) bool {
 	q.mu.Lock()
-	if q.dropped || len(q.pending) >= q.limit {
+	if q.dropped || q.bytes >= q.limit {
 		q.dropped = true
 		q.mu.Unlock()
 		q.signal()
 		return false
 	}
 	q.pending = append(q.pending, m)
+	q.bytes += msgSize(m)
 	q.mu.Unlock()
 	q.signal()
 	return true
@@ -152,7 +160,7 @@ func (q *queue) offer(m jetstream.Msg) bool {
 // stop is closed. It is the private consumer's flow control.
 func (q *queue) put(m jetstream.Msg, stop <-chan struct{}) {
 	q.mu.Lock()
-	for len(q.pending) >= q.limit {
+	for q.bytes >= q.limit {
 		select {
 		case <-stop:
 			q.mu.Unlock()
@@ -162,6 +170,7 @@ func (q *queue) put(m jetstream.Msg, stop <-chan struct{}) {
 		q.space.Wait()
 	}
 	q.pending = append(q.pending, m)
+	q.bytes += msgSize(m)
 	q.mu.Unlock()
 	q.signal()
 }
@@ -181,6 +190,7 @@ func (q *queue) take(buf []jetstream.Msg) ([]jetstream.Msg, bool) {
 	out := append(buf[:0], q.pending...)
 	clear(q.pending)
 	q.pending = q.pending[:0]
+	q.bytes = 0
 	q.space.Broadcast()
 	return out, q.dropped
 }

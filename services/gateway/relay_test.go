@@ -102,7 +102,7 @@ func TestRelayCoalescesForSlowReader(t *testing.T) {
 func TestLiveRelayDropsLaggingClientToCatchUp(t *testing.T) {
 	s := newRelayService(t)
 	s.hub = newHub()
-	s.hub.limit = 16 // overflow quickly: this test is about the catch-up
+	s.hub.limit = 16 * 300 // about 16 events: overflow quickly, this test is about the catch-up
 	if err := s.hub.start(context.Background(), s.js); err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,21 @@ func (s *Service) turnExists(ctx context.Context, id string) (bool, error) {
 		return false, err
 	}
 	_, err = st.GetLastMsgForSubject(ctx, protocol.TurnEvents(id))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
+	if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return err == nil, err
+	}
+	// No event (yet, or any more): a turn with a lease still runs or will
+	// be taken over — after a full restart its events before the crash are
+	// gone, and a runner resumes it within seconds.
+	kv, err := s.js.KeyValue(ctx, protocol.BucketTurnLeases)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	_, err = kv.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return false, nil
 	}
 	return err == nil, err

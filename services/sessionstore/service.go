@@ -23,6 +23,7 @@ import (
 	"github.com/waggle-os/core/services/sessionstore/ledger"
 	"github.com/waggle-os/core/services/sessionstore/pgstore"
 	"github.com/waggle-os/core/services/sessionstore/teams"
+	"github.com/waggle-os/core/services/sessionstore/workflows"
 )
 
 // Store names for Config.Store.
@@ -201,6 +202,7 @@ func (s *Service) register() error {
 		bus.AddEndpoint(s.svc, "session-summary", protocol.SubjSessionSummary, s.sessionSummary),
 		ledger.Register(s.svc, ledger.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
 		groups.Register(s.svc, groups.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
+		workflows.Register(s.svc, workflows.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
 	)
 }
 

@@ -67,6 +67,8 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 	}
 	if resume != nil {
 		resume.Results = in.turnTools
+	} else {
+		t.warnWorkspaceBudget(in.workspace)
 	}
 	choice := agent.ResolveModel(mc, t.req.Model, in.workspace.Model, message, in.spent)
 	persona := firstNonEmpty(t.req.Persona, in.workspace.Persona)
@@ -77,7 +79,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 	agentTools := make([]agent.Tool, 0, len(bound))
 	var blocked []string
 	for _, b := range bound {
-		if policy.Blocks(b.Name()) {
+		if policy.Blocks(b.Name()) || !personaAllows(persona, b.Name()) {
 			continue
 		}
 		agentTools = append(agentTools, b)
@@ -85,6 +87,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 	if policy.Governed {
 		blocked = policy.BlockedTools
 	}
+	mcpSet, agentTools, blocked := t.mcpTools(agentTools, blocked, policy)
 
 	gateCfg := s.cfg.Approval
 	if gateCfg.Logger == nil {
@@ -102,27 +105,31 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		gate.Close(ctx)
 	}()
 
-	res, err := s.agent.Run(t.ctx, agent.Request{
+	areq := agent.Request{
 		TurnID:       t.req.TurnID,
 		Model:        choice,
 		Prices:       mc.Prices,
-		SystemPrompt: systemPrompt(t.req.Workspace, persona, time.Now()),
+		SystemPrompt: withPersona(systemPrompt(t.req.Workspace, persona, time.Now()), persona),
 		History:      in.history,
 		HistoryTools: in.toolEvs,
 		Message:      message,
 		Tools:        agentTools,
 		Blocked:      blocked,
-		Gate:         gate,
+		Gate:         mcpSet.Gate(gate),
 		Recall:       recaller{mem: mem, workspace: t.req.Workspace},
 		Sink:         &turnSink{t: t},
 		OnToolEvent:  t.persistTool,
 		Checkpoint:   turnCheckpoint{t: t},
 		Resume:       resume,
-	})
+		Log:          log,
+	}
+	t.loopOptions(&areq, mc, in.history, message)
+	res, err := s.agent.Run(t.ctx, areq)
 	if t.silent() {
 		return
 	}
 	t.recordUsage(res)
+	t.recordExtraUsage(res)
 	switch {
 	case t.ctx.Err() != nil:
 		t.abortWith(res.Content)
@@ -130,6 +137,8 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		log.Warn("agent turn failed", "model", res.Model, "err", err)
 		t.failPersisted(res.Content, agent.FriendlyError(err))
 	default:
+		t.captureWorkflow(res)
+		res.Content = finalContent(persona, res)
 		if err := t.persist(protocol.Message{Role: protocol.RoleAssistant, Content: res.Content}); err != nil {
 			log.Error("persist assistant message", "err", err)
 			t.finishError("Your reply could not be saved. Try sending your message again.")
@@ -297,6 +306,9 @@ func (t *turn) persistTool(ev protocol.ToolEvent) {
 		// Only registered names: a model inventing tools must not grow the
 		// metric's label set.
 		telemetry.ToolCalls.WithLabelValues(ev.Name, ev.Status).Inc()
+	}
+	if t.awaitUser() != nil {
+		return // the turn ends: nothing of it is stored without its message
 	}
 	_, err := storeRequest[protocol.AppendReply](t.svc, protocol.SubjStoreAppend, protocol.AppendRequest{SessionRef: t.ref(), Tool: &ev})
 	if err != nil {

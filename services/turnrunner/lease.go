@@ -14,11 +14,21 @@ import (
 )
 
 // Leases: every turn this runner accepts or claims has an entry in
-// protocol.BucketTurnLeases that the runner renews every
-// protocol.LeaseHeartbeat (heartbeatLoop). Every runner watches the whole
-// bucket (claimLoop) and claims, with a compare-and-set on the revision, a
-// lease that was released or whose revision has not changed for
-// protocol.LeaseStaleAfter on its own clock: its runner is gone.
+// protocol.BucketTurnLeases naming this runner and its incarnation. The
+// runner keeps all of them alive with one write per protocol.LeaseHeartbeat
+// to its own entry in protocol.BucketRunners (heartbeatLoop); a lease is
+// written again only when it changes (claimed, released, followed) and,
+// long before the bucket's MaxAge, to stay in it. Every runner watches both
+// buckets (claimLoop) and claims, with a compare-and-set on the lease's
+// revision, a lease that was released, whose runner's entry has not
+// changed for protocol.LeaseStaleAfter on its own clock (the runner is
+// gone), or that names an earlier incarnation of its runner (it
+// restarted). A runner that sees one of its own turns' leases claimed by
+// another stops that turn.
+
+// leaseRefresh is how old a lease may get before its runner writes it
+// again, to stay well inside the bucket's MaxAge.
+const leaseRefresh = protocol.LeaseMaxAge / 4
 
 // errLeaseLost cancels a turn whose lease another runner (or a gateway's
 // orphan watchdog) took: this runner must not touch the turn any more.
@@ -51,8 +61,27 @@ func (s *Service) ensureBuckets(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("turnrunner: bucket %s: %w", protocol.BucketSessionLocks, err)
 	}
-	s.leases, s.locks = leases, locks
+	runners, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      protocol.BucketRunners,
+		Description: "One entry per live turn runner, rewritten every second: it keeps the runner's leases alive",
+		History:     1,
+		TTL:         protocol.RunnerMaxAge,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("turnrunner: bucket %s: %w", protocol.BucketRunners, err)
+	}
+	s.leases, s.locks, s.runners = leases, locks, runners
 	return nil
+}
+
+// beat rewrites this runner's entry in protocol.BucketRunners.
+func (s *Service) beat(ctx context.Context, turns int) {
+	body, _ := json.Marshal(protocol.RunnerBeat{Incarnation: s.incarnation, Heartbeat: time.Now().UnixMilli(), Turns: turns})
+	if _, err := s.runners.Put(ctx, s.id, body); err != nil && ctx.Err() == nil {
+		s.log.Warn("runner heartbeat", "err", err)
+	}
 }
 
 // isConflict reports a failed compare-and-set (someone else wrote first).
@@ -73,7 +102,7 @@ func kvCtx() (context.Context, context.CancelFunc) {
 // conflict (a retried start request): the caller answers 409.
 func (t *turn) createLease() error {
 	now := time.Now().UnixMilli()
-	t.lease = protocol.TurnLease{Request: t.req, Runner: t.svc.id, Accepted: now, Heartbeat: now}
+	t.lease = protocol.TurnLease{Request: t.req, Runner: t.svc.id, Incarnation: t.svc.incarnation, Accepted: now, Heartbeat: now}
 	body, _ := json.Marshal(t.lease)
 	ctx, cancel := kvCtx()
 	defer cancel()
@@ -87,9 +116,9 @@ func (t *turn) createLease() error {
 	return nil
 }
 
-// renew writes the lease again (new revision = alive). A lost
-// compare-and-set means another runner owns the turn now: the turn stops
-// without another word.
+// renew writes the lease again when it changed (the turn was followed) or
+// is getting old. A lost compare-and-set means another runner owns the
+// turn now: the turn stops without another word.
 func (t *turn) renew(ctx context.Context) {
 	t.leaseOp.Lock()
 	defer t.leaseOp.Unlock()
@@ -97,6 +126,9 @@ func (t *turn) renew(ctx context.Context) {
 	rev, lease := t.leaseRev, t.lease
 	t.leaseMu.Unlock()
 	if rev == 0 {
+		return
+	}
+	if lease.Followed == t.presence.wasFollowed() && time.Since(time.UnixMilli(lease.Heartbeat)) < leaseRefresh {
 		return
 	}
 	lease.Heartbeat = time.Now().UnixMilli()
@@ -162,8 +194,34 @@ func (t *turn) releaseLease() {
 	}
 }
 
-// heartbeatLoop renews every lease of this runner and runs the presence
-// check of every turn, once per protocol.LeaseHeartbeat.
+// beatLoop writes this runner's entry (which keeps every lease of it
+// alive) once per protocol.LeaseHeartbeat, on its own so that nothing else
+// a runner does can delay it. A write may take up to LeaseStaleAfter on a
+// loaded bus before it counts as failed.
+func (s *Service) beatLoop(ctx context.Context) {
+	tick := time.NewTicker(protocol.LeaseHeartbeat)
+	defer tick.Stop()
+	for {
+		bctx, cancel := context.WithTimeout(ctx, protocol.LeaseStaleAfter)
+		s.beat(bctx, s.count())
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// count is how many turns run here.
+func (s *Service) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.turns)
+}
+
+// heartbeatLoop writes the leases that changed and runs the presence check
+// of every turn, once per protocol.LeaseHeartbeat.
 func (s *Service) heartbeatLoop(ctx context.Context) {
 	tick := time.NewTicker(protocol.LeaseHeartbeat)
 	defer tick.Stop()
@@ -203,15 +261,25 @@ func (s *Service) owns(turnID string) bool {
 
 // seenLease is what a runner knows of another runner's lease.
 type seenLease struct {
-	rev      uint64
-	since    time.Time // when rev was first seen, on this runner's clock
-	released bool
-	jitter   time.Duration
+	rev         uint64
+	since       time.Time // when rev was first seen, on this runner's clock
+	runner      string
+	incarnation string
+	released    bool
+	jitter      time.Duration
 }
 
-// claimLoop watches every lease and claims the turns of runners that are
-// gone (stale) or that gave them up (released). A little random jitter per
-// lease spreads a dead runner's turns over the survivors.
+// seenRunner is what a runner knows of a runner's entry.
+type seenRunner struct {
+	rev         uint64
+	since       time.Time // when rev was first seen
+	incarnation string
+}
+
+// claimLoop watches every lease and runner entry and claims the turns of
+// runners that are gone (stale), restarted or that gave them up
+// (released). A little random jitter per lease spreads a dead runner's
+// turns over the survivors.
 func (s *Service) claimLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		if err := s.watchLeases(ctx); err != nil && ctx.Err() == nil {
@@ -225,19 +293,39 @@ func (s *Service) claimLoop(ctx context.Context) {
 }
 
 func (s *Service) watchLeases(ctx context.Context) error {
-	w, err := s.leases.WatchAll(ctx)
+	lw, err := s.leases.WatchAll(ctx)
 	if err != nil {
 		return err
 	}
-	defer w.Stop()
+	defer lw.Stop()
+	rw, err := s.runners.WatchAll(ctx)
+	if err != nil {
+		return err
+	}
+	defer rw.Stop()
 	seen := map[string]*seenLease{}
+	runners := map[string]*seenRunner{}
 	tick := time.NewTicker(protocol.LeaseHeartbeat / 4)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case e, ok := <-w.Updates():
+		case e, ok := <-rw.Updates():
+			if !ok {
+				return errors.New("runner watch closed")
+			}
+			if e == nil {
+				continue
+			}
+			if e.Operation() != jetstream.KeyValuePut {
+				delete(runners, e.Key())
+				continue
+			}
+			var b protocol.RunnerBeat
+			_ = json.Unmarshal(e.Value(), &b)
+			runners[e.Key()] = &seenRunner{rev: e.Revision(), since: time.Now(), incarnation: b.Incarnation}
+		case e, ok := <-lw.Updates():
 			if !ok {
 				return errors.New("lease watch closed")
 			}
@@ -249,19 +337,24 @@ func (s *Service) watchLeases(ctx context.Context) error {
 				continue
 			}
 			var l protocol.TurnLease
-			// Skipped by what runs here, not by the runner name: a runner
-			// restarted under the same RunnerID must take its old turns.
-			if json.Unmarshal(e.Value(), &l) != nil || s.owns(e.Key()) {
+			if json.Unmarshal(e.Value(), &l) != nil {
 				delete(seen, e.Key())
 				continue
 			}
-			seen[e.Key()] = &seenLease{rev: e.Revision(), since: time.Now(), released: l.Released,
-				jitter: time.Duration(rand.Int64N(int64(protocol.LeaseHeartbeat / 2)))}
+			// Skipped by what runs here, not by the runner name: a runner
+			// restarted under the same RunnerID must take its old turns.
+			if s.owns(e.Key()) {
+				delete(seen, e.Key())
+				if l.Runner != s.id || l.Incarnation != s.incarnation {
+					s.lostLease(e.Key())
+				}
+				continue
+			}
+			seen[e.Key()] = &seenLease{rev: e.Revision(), since: time.Now(), runner: l.Runner, incarnation: l.Incarnation,
+				released: l.Released, jitter: time.Duration(rand.Int64N(int64(protocol.LeaseHeartbeat / 2)))}
 		case now := <-tick.C:
 			for key, sl := range seen {
-				due := sl.released && now.Sub(sl.since) >= sl.jitter ||
-					now.Sub(sl.since) >= protocol.LeaseStaleAfter+sl.jitter
-				if !due {
+				if !s.leaseDue(sl, runners[sl.runner], now) {
 					continue
 				}
 				delete(seen, key)
@@ -269,6 +362,41 @@ func (s *Service) watchLeases(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// leaseDue reports whether a lease seen as sl may be claimed at now: it
+// was released, names an earlier incarnation of its runner, or its
+// runner's entry (r, nil when there is none) has not changed for
+// protocol.LeaseStaleAfter (for a runner without an entry: since the lease
+// was seen).
+func (s *Service) leaseDue(sl *seenLease, r *seenRunner, now time.Time) bool {
+	switch {
+	case sl.released:
+		return now.Sub(sl.since) >= sl.jitter
+	case sl.runner == s.id && sl.incarnation != s.incarnation:
+		return true // this runner's own predecessor
+	case r == nil:
+		return now.Sub(sl.since) >= protocol.LeaseStaleAfter+sl.jitter
+	case r.incarnation != sl.incarnation:
+		return true // its runner restarted: the turn is nobody's
+	default:
+		return now.Sub(r.since) >= protocol.LeaseStaleAfter+sl.jitter
+	}
+}
+
+// lostLease stops a turn of this runner whose lease another runner took.
+func (s *Service) lostLease(turnID string) {
+	s.mu.Lock()
+	t := s.turns[turnID]
+	s.mu.Unlock()
+	if t == nil {
+		return
+	}
+	s.log.Warn("turn lease taken by another runner; stopping here", "turn", turnID)
+	t.leaseMu.Lock()
+	t.leaseRev = 0
+	t.leaseMu.Unlock()
+	t.cancel(errLeaseLost)
 }
 
 // claim takes over the turn of lease key at revision rev, if this runner
@@ -295,7 +423,7 @@ func (s *Service) claim(ctx context.Context, key string, rev uint64) {
 		free()
 		return
 	}
-	l.Runner, l.Released = s.id, false
+	l.Runner, l.Incarnation, l.Released = s.id, s.incarnation, false
 	l.Claims++
 	l.Heartbeat = time.Now().UnixMilli()
 	body, _ := json.Marshal(l)

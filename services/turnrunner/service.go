@@ -25,6 +25,7 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
 	"github.com/waggle-os/core/services/turnrunner/approvalgate"
+	"github.com/waggle-os/core/services/turnrunner/mcp"
 	"github.com/waggle-os/core/services/turnrunner/retrieval"
 	"github.com/waggle-os/core/services/turnrunner/tools"
 )
@@ -48,7 +49,9 @@ type Config struct {
 	Probe llmprobe.Config
 	// Stream shapes the turn-event stream.
 	Stream bus.TurnStreamConfig
-	// MaxTurns bounds turns running at once on this runner. Default 256.
+	// MaxTurns bounds turns running (or queued) at once on this runner;
+	// past it a start is refused with 503 RUNNER_BUSY. Default: sized from
+	// the machine's memory (defaultMaxTurns: 1,024 to 100,000).
 	MaxTurns int
 	// StoreTimeout bounds one session-store request. Default 10s.
 	StoreTimeout time.Duration
@@ -89,6 +92,8 @@ type Config struct {
 
 	// Approval configures each turn's tool-approval gate (timeout default 5m).
 	Approval approvalgate.Config
+	// MCP configures the MCP tool servers (DataDir and RunnerID are filled in).
+	MCP mcp.Config
 
 	// DisconnectGrace is how long a turn keeps running once every client
 	// that followed it is gone (detached, or silent for two attach
@@ -132,7 +137,7 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if c.MaxTurns <= 0 {
-		c.MaxTurns = 256
+		c.MaxTurns = defaultMaxTurns()
 	}
 	if c.StoreTimeout <= 0 {
 		c.StoreTimeout = 10 * time.Second
@@ -213,17 +218,22 @@ type Service struct {
 	dial bus.Dialer
 	log  *slog.Logger
 
-	nc       *nats.Conn
-	js       jetstream.JetStream
-	leases   jetstream.KeyValue
-	locks    jetstream.KeyValue
-	svc      *bus.Service
-	subs     []*nats.Subscription
-	probe    *llmprobe.Prober
-	agent    *agent.Agent
-	tools    *tools.Registry
-	models   *modelConfigCache
-	policies *policyCache
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	leases  jetstream.KeyValue
+	locks   jetstream.KeyValue
+	runners jetstream.KeyValue
+	// incarnation tells this process's leases from those of an earlier
+	// process with the same runner id.
+	incarnation string
+	svc         *bus.Service
+	subs        []*nats.Subscription
+	probe       *llmprobe.Prober
+	agent       *agent.Agent
+	tools       *tools.Registry
+	models      *modelConfigCache
+	policies    *policyCache
+	mcp         *mcp.Manager
 
 	// loops are the heartbeat and claim loops, stopped by Stop.
 	loops     sync.WaitGroup
@@ -277,6 +287,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.id = s.cfg.RunnerID
+	s.incarnation = protocol.NewUUID()[:8]
 	s.log = s.log.With("runner", s.id)
 	s.probe = llmprobe.New(s.cfg.Probe)
 	ag, err := agent.New(s.cfg.agentConfig())
@@ -296,7 +307,18 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.nc = nc
 	s.policies = newPolicyCache(nc, s.cfg.PolicyTTL, s.cfg.PolicyTimeout)
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
+	s.mcp = mcp.New(s.cfg.mcpConfig(), nc, s.log)
+	if err := s.mcp.Start(ctx); err != nil {
+		s.Stop(ctx)
+		return fmt.Errorf("turnrunner: %w", err)
+	}
+	// The async window is shared by every turn of this runner; each turn
+	// keeps about one token event in flight (see publisher), so the window
+	// is sized for many turns, and a publish that finds it full waits for
+	// room rather than failing. The ack timeout makes sure every future
+	// resolves even if NATS loses a message.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(publishWindow),
+		jetstream.WithPublishAsyncTimeout(publishWait))
 	if err != nil {
 		s.Stop(ctx)
 		return fmt.Errorf("turnrunner: jetstream: %w", err)
@@ -328,6 +350,7 @@ func (s *Service) Start(ctx context.Context) error {
 	claimCtx, stopClaim := context.WithCancel(loopCtx)
 	s.stopLoops, s.stopClaim = stopLoops, stopClaim
 	s.loops.Go(func() { s.heartbeatLoop(loopCtx) })
+	s.loops.Go(func() { s.beatLoop(loopCtx) })
 	s.loops.Go(func() { s.claimLoop(claimCtx) })
 	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceTurnRunner, Logger: s.log})
 	if err != nil {
@@ -398,6 +421,9 @@ func (s *Service) Stop(ctx context.Context) error {
 	for _, sub := range s.subs {
 		_ = sub.Unsubscribe()
 	}
+	if s.mcp != nil {
+		errs = append(errs, s.mcp.Stop(ctx))
+	}
 	if s.nc != nil {
 		errs = append(errs, bus.Drain(ctx, s.nc))
 	}
@@ -463,17 +489,30 @@ func (s *Service) startTurn(_ context.Context, req protocol.TurnRequest) (protoc
 		<-s.slots
 		return protocol.TurnStarted{}, err
 	}
-	// The lease comes first: a lock always names a turn that has one.
-	if err := t.createLease(); err != nil {
-		<-s.slots
-		if isConflict(err) {
+	mode := joinQueue
+	switch req.Multitask {
+	case protocol.MultitaskReject:
+		mode = joinNever
+	case protocol.MultitaskInterrupt:
+		mode = joinFront
+	}
+	// The lease and the session lock are written at once (one round trip
+	// instead of two). A lock whose turn has no lease counts as free, so a
+	// crash between the two leaves nothing stuck.
+	leased := make(chan error, 1)
+	go func() { leased <- t.createLease() }()
+	ctx, cancel := kvCtx()
+	holder, err := t.joinSession(ctx, mode)
+	cancel()
+	if lerr := <-leased; lerr != nil {
+		if isConflict(lerr) {
+			// A retried start of a turn that exists: the lock is that
+			// turn's (same id), not ours to give back.
+			<-s.slots
 			return protocol.TurnStarted{}, protocol.Errorf(409, "turn %s already exists", req.TurnID)
 		}
-		return protocol.TurnStarted{}, err
+		return fail(lerr)
 	}
-	ctx, cancel := kvCtx()
-	holder, err := t.tryLock(ctx)
-	cancel()
 	if err != nil {
 		return fail(err)
 	}
@@ -527,6 +566,8 @@ func (s *Service) launch(t *turn, fn func()) bool {
 			delete(s.turns, id)
 			s.mu.Unlock()
 			t.cancel(nil)
+			_ = t.awaitUser()
+			t.pub.close()
 			<-s.slots
 			s.wg.Done()
 		}()
@@ -554,6 +595,10 @@ func (s *Service) onControl(m *nats.Msg) {
 		return
 	}
 	switch ctl.Action {
+	case protocol.ControlProbe:
+		if m.Reply != "" {
+			_ = m.Respond([]byte(s.id))
+		}
 	case protocol.ControlCancel:
 		if ctl.Reason == "interrupted" {
 			t.cancel(errInterrupted)

@@ -28,7 +28,12 @@ type turn struct {
 	// finished is set once the terminal event is stored.
 	finished bool
 	// lockRev is the revision of this turn's session lock (0: not held).
-	lockRev  uint64
+	lockRev uint64
+	// lockSolo says the lock entry at lockRev had no queue: giving the
+	// session back is then a delete at that revision.
+	lockSolo bool
+	// queued is set while the turn waits in its session's queue.
+	queued   bool
 	presence *presence
 
 	// leaseOp serialises the lease's writes (renew, drop, release), so a
@@ -47,7 +52,19 @@ type turn struct {
 	// produced is the assistant text streamed so far, persisted if the turn
 	// fails or is cancelled.
 	produced strings.Builder
+
+	// userSaved is closed once the user's message is stored (with userErr
+	// set when that failed); nil when it was stored before the turn's work
+	// began.
+	userSaved chan struct{}
+	userErr   error
 }
+
+// errUserNotSaved cancels a turn whose user message could not be stored.
+var errUserNotSaved = errors.New("the user message could not be stored")
+
+// saveUserText is the error a client gets when its message was not stored.
+const saveUserText = "Could not save your message. Try sending it again."
 
 func (t *turn) ref() protocol.SessionRef {
 	return protocol.SessionRef{Workspace: t.req.Workspace, Session: t.req.Session}
@@ -71,20 +88,58 @@ func (t *turn) run() {
 	if t.lockRev == 0 && !t.queue() {
 		return
 	}
+	if protocol.IsSlashCommand(t.req.Message) {
+		// A command may act on the session: it runs once the message that
+		// asked for it is on disk.
+		if err := t.persist(protocol.Message{Role: protocol.RoleUser, Content: t.req.Message}); err != nil {
+			log.Error("persist user message", "err", err)
+			t.finishError(saveUserText)
+			return
+		}
+		t.decide()
+		return
+	}
 	// A model turn reads its history while the user message is stored:
 	// history excludes this turn's own lines anyway, and the two store
 	// round trips overlap instead of adding up before the first token.
-	if !protocol.IsSlashCommand(t.req.Message) && t.svc.probe.Last().Reachable {
+	if t.svc.probe.Last().Reachable {
 		t.prefetch = t.prefetchInputs()
 	}
-	// The user message is on disk before any work starts: whatever happens
-	// next, the user's words are not lost.
-	if err := t.persist(protocol.Message{Role: protocol.RoleUser, Content: t.req.Message}); err != nil {
-		log.Error("persist user message", "err", err)
-		t.finishError("Could not save your message. Try sending it again.")
-		return
-	}
+	t.saveUser()
 	t.decide()
+}
+
+// saveUser stores the user's message while the turn's work starts. Until
+// it is on disk, nothing the turn publishes reaches a client (the
+// publisher holds it), no tool runs (a tool's checkpoint waits for the
+// hold) and nothing else of the turn is stored (persist waits): whatever
+// happens next, the user's words are not lost, and the model's first
+// token costs no fsync. If it cannot be stored, what was held is dropped
+// and the turn ends with saveUserText.
+func (t *turn) saveUser() {
+	t.pub.hold()
+	t.userSaved = make(chan struct{})
+	go func() {
+		defer close(t.userSaved)
+		t.userErr = t.store(protocol.Message{Role: protocol.RoleUser, Content: t.req.Message})
+		if t.userErr != nil {
+			t.logger().Error("persist user message", "err", t.userErr)
+			t.pub.discard()
+			t.cancel(errUserNotSaved)
+			return
+		}
+		t.pub.release()
+	}()
+}
+
+// awaitUser waits until the user's message is stored and reports whether
+// that failed.
+func (t *turn) awaitUser() error {
+	if t.userSaved == nil {
+		return nil
+	}
+	<-t.userSaved
+	return t.userErr
 }
 
 // queue waits for the session's earlier turn to end. A turn cancelled
@@ -168,7 +223,7 @@ func (t *turn) end() {
 		t.unlock()
 		t.dropLease()
 	case errors.Is(context.Cause(t.ctx), errHandover):
-		t.pub.flush(2 * time.Second)
+		t.pub.drain(2 * time.Second)
 		t.releaseLease()
 		telemetry.TurnsFinished.WithLabelValues("handover").Inc()
 	default:
@@ -284,7 +339,18 @@ func (t *turn) abortWith(content string) {
 	t.finishError("The turn was cancelled.")
 }
 
+// persist stores a message of the turn, after the user's message.
 func (t *turn) persist(m protocol.Message) error {
+	if m.Role != protocol.RoleUser {
+		if err := t.awaitUser(); err != nil {
+			return fmt.Errorf("turnrunner: persist %s message: %w", m.Role, errUserNotSaved)
+		}
+	}
+	return t.store(m)
+}
+
+// store sends one message of the turn to the session store.
+func (t *turn) store(m protocol.Message) error {
 	m.TurnID = t.req.TurnID
 	_, err := storeRequest[protocol.AppendReply](t.svc, protocol.SubjStoreAppend, protocol.AppendRequest{SessionRef: t.ref(), Message: &m})
 	if err != nil {
@@ -300,6 +366,9 @@ func (t *turn) finishError(message string) {
 func (t *turn) finish(event string, data any) {
 	if t.silent() {
 		return
+	}
+	if t.awaitUser() != nil {
+		event, data = protocol.EventError, protocol.ErrorData{Message: saveUserText}
 	}
 	// Everything the turn keeps is persisted by now: the session is free
 	// before the client sees the end, so a next message sent on `done`

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 // turnLog is what a turn's events say about how far it got.
 type turnLog struct {
 	ended  bool   // a terminal event is stored
+	last   uint64 // the number of the last event (protocol.HeaderEventNum)
 	text   string // every token, in order
 	tokens int    // token events
 	path   *protocol.PathCheckpoint
@@ -56,6 +58,9 @@ func (s *Service) readTurnLog(ctx context.Context, turnID string) (turnLog, erro
 			n++
 			if meta, err := m.Metadata(); err == nil {
 				seq = meta.Sequence.Stream
+			}
+			if n, err := strconv.ParseUint(m.Headers().Get(protocol.HeaderEventNum), 10, 64); err == nil {
+				lg.last = n
 			}
 			lg.add(m.Headers().Get(protocol.HeaderEvent), m.Data(), &text)
 		}

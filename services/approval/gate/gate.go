@@ -107,6 +107,12 @@ var protectedBranches = map[string]bool{"main": true, "master": true, "productio
 // NeedsConfirmation is the base rule: whether the call needs a human
 // approval before any autonomy level is taken into account.
 func NeedsConfirmation(tool string, args map[string]any) bool {
+	if _, _, ok := protocol.ParseMCPToolName(tool); ok {
+		// An MCP server is third-party code: nothing about a tool's name
+		// says it only reads, so every call asks (per-server trust, decided
+		// by the runner that knows the config, skips the gate instead).
+		return true
+	}
 	if strings.HasPrefix(tool, connectorPrefix) {
 		return connectorNeedsConfirmation(tool)
 	}

@@ -290,6 +290,11 @@ func TestDecide(t *testing.T) {
 		{"git_commit at trusted asks", ToolGitCommit, nil, protocol.AutonomyTrusted, Decision{Action: AskUser}},
 		{"sudo at yolo asks", ToolBash, bash("sudo ls"), protocol.AutonomyYolo, Decision{Action: AskUser}},
 		{"unknown level asks", ToolWriteFile, nil, "superuser", Decision{Action: AskUser}},
+		{"mcp tool at normal asks", "mcp__fs__read_file", nil, protocol.AutonomyNormal, Decision{Action: AskUser}},
+		{"mcp tool at trusted asks", "mcp__fs__read_file", nil, protocol.AutonomyTrusted, Decision{Action: AskUser}},
+		{"mcp tool at yolo auto-approved", "mcp__fs__write_file", nil, protocol.AutonomyYolo,
+			Decision{Action: RunAutoApproved, Step: "⚡ mcp__fs__write_file auto-approved (yolo)"}},
+		{"malformed mcp name is an ordinary tool", "mcp__fs", nil, protocol.AutonomyNormal, Decision{Action: RunSilently}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -345,6 +350,9 @@ func TestTargetKey(t *testing.T) {
 		{ToolInstallCapability, map[string]any{"name": "x"}, "*"},
 		{ToolBash, bash("ls"), "*"},
 		{"connector_gmail_send_email", map[string]any{"to": "a@b"}, "*"},
+		{"mcp__fs__read_file", map[string]any{"path": "a.txt"}, "fs/read_file"},
+		{"mcp__git-hub__create__issue", nil, "git-hub/create__issue"},
+		{"mcp__fs", map[string]any{"path": "a"}, "*"},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%s %v", tc.tool, tc.args), func(t *testing.T) {
@@ -378,6 +386,7 @@ func TestDescribeGrant(t *testing.T) {
 		{ToolGitPR, "*", nil, "Run git_pr"},
 		{ToolGitMerge, "*", nil, "Run git_merge"},
 		{ToolBash, "*", nil, "Execute bash on *"},
+		{"mcp__fs__read_file", "fs/read_file", &ws, `Use read_file of MCP server "fs"`},
 		{ToolReadOtherWorkspaceFile, "*", nil, "Execute read_other_workspace_file on *"},
 		{"connector_gmail_send_email", "*", nil, "Execute connector_gmail_send_email on *"},
 	}

@@ -1,6 +1,10 @@
 package gate
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/waggle-os/core/libs/protocol"
+)
 
 // WildcardTarget is the target key of a grant that is not about one
 // particular target. It is compared literally, never as a pattern: a
@@ -10,8 +14,13 @@ const WildcardTarget = "*"
 // TargetKey is what an "always allow" grant for this call is about: the
 // file for write_file/edit_file, the other workspace for
 // read_other_workspace/list_workspace_files, and WildcardTarget for every
-// other tool (one grant covers all its calls).
+// other tool (one grant covers all its calls). An MCP tool's target is its
+// server and tool ("<server>/<tool>"): a grant covers every call of that
+// one tool of that one server.
 func TargetKey(tool string, args map[string]any) string {
+	if server, name, ok := protocol.ParseMCPToolName(tool); ok {
+		return server + "/" + name
+	}
 	var key string
 	switch tool {
 	case ToolWriteFile, ToolEditFile:
@@ -33,6 +42,9 @@ func TargetKey(tool string, args map[string]any) string {
 // the approvals inbox. source is the workspace the grant is scoped to (nil:
 // every workspace).
 func DescribeGrant(tool, targetKey string, source *string) string {
+	if server, name, ok := protocol.ParseMCPToolName(tool); ok {
+		return `Use ` + name + ` of MCP server "` + server + `"`
+	}
 	switch {
 	case tool == ToolReadOtherWorkspace:
 		d := `Read workspace "` + targetKey + `"`

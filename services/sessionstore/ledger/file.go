@@ -18,11 +18,12 @@ import (
 
 // entry is a usage record as kept in memory for Since queries.
 type entry struct {
-	at     time.Time
-	model  string
-	input  int
-	output int
-	cost   float64
+	at        time.Time
+	workspace string
+	model     string
+	input     int
+	output    int
+	cost      float64
 }
 
 // fileBackend is the ledger under a data directory: usage.jsonl with sums
@@ -84,7 +85,7 @@ func (f *fileBackend) apply(ln line) {
 		f.sinceReset = len(f.entries)
 	case "usage":
 		at, _ := time.Parse(time.RFC3339Nano, ln.Timestamp)
-		f.entries = append(f.entries, entry{at: at, model: ln.Model, input: ln.InputTokens, output: ln.OutputTokens, cost: ln.Cost})
+		f.entries = append(f.entries, entry{at: at, workspace: ln.Workspace, model: ln.Model, input: ln.InputTokens, output: ln.OutputTokens, cost: ln.Cost})
 	}
 }
 
@@ -111,7 +112,7 @@ func (f *fileBackend) append(_ context.Context, ln line) error {
 	return nil
 }
 
-func (f *fileBackend) summary(_ context.Context, from *time.Time) (protocol.UsageSummary, error) {
+func (f *fileBackend) summary(_ context.Context, from *time.Time, workspace string) (protocol.UsageSummary, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	entries := f.entries[f.sinceReset:]
@@ -120,7 +121,7 @@ func (f *fileBackend) summary(_ context.Context, from *time.Time) (protocol.Usag
 	}
 	sum := protocol.UsageSummary{ByModel: map[string]protocol.ModelUsage{}}
 	for _, e := range entries {
-		if from != nil && e.at.Before(*from) {
+		if (from != nil && e.at.Before(*from)) || (workspace != "" && e.workspace != workspace) {
 			continue
 		}
 		sum.TotalInputTokens += e.input

@@ -74,7 +74,7 @@ func Register(svc *bus.Service, cfg Config, log *slog.Logger) error {
 			}),
 		bus.AddEndpoint(svc, "usage-summary", protocol.SubjStoreUsageSummary,
 			func(_ context.Context, r protocol.UsageSummaryRequest) (protocol.UsageSummary, error) {
-				return l.Summary(r.Since)
+				return l.SummaryFor(r.Since, r.Workspace)
 			}),
 		bus.AddEndpoint(svc, "usage-reset", protocol.SubjStoreUsageReset,
 			func(context.Context, protocol.Empty) (protocol.UsageReset, error) { return l.Reset() }),
@@ -101,8 +101,9 @@ type backend interface {
 	// append stores ln durably (ln is already validated and complete).
 	append(ctx context.Context, ln line) error
 	// summary totals usage lines since the last reset marker or, with from
-	// set, every usage line at or after *from.
-	summary(ctx context.Context, from *time.Time) (protocol.UsageSummary, error)
+	// set, every usage line at or after *from; with workspace set, only
+	// that workspace's lines.
+	summary(ctx context.Context, from *time.Time, workspace string) (protocol.UsageSummary, error)
 	// model returns the stored model ("" when none is stored).
 	model(ctx context.Context) (string, error)
 	// setModel stores model.
@@ -180,6 +181,11 @@ func (l *Ledger) Reset() (protocol.UsageReset, error) {
 // Summary totals the records since the last reset, or, when since is set
 // (RFC 3339), every record at or after that time whatever the resets.
 func (l *Ledger) Summary(since string) (protocol.UsageSummary, error) {
+	return l.SummaryFor(since, "")
+}
+
+// SummaryFor is Summary limited to one workspace's records ("" = all).
+func (l *Ledger) SummaryFor(since, workspace string) (protocol.UsageSummary, error) {
 	var from *time.Time
 	if since != "" {
 		t, err := time.Parse(time.RFC3339Nano, since)
@@ -190,7 +196,7 @@ func (l *Ledger) Summary(since string) (protocol.UsageSummary, error) {
 	}
 	ctx, cancel := opContext()
 	defer cancel()
-	return l.store.summary(ctx, from)
+	return l.store.summary(ctx, from, workspace)
 }
 
 // Model returns the current agent model (the default when none is set or

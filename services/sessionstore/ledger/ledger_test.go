@@ -223,3 +223,33 @@ func testModelPersisted(t *testing.T, reopen func() *Ledger) {
 		t.Fatalf("model after second set and restart %q", m)
 	}
 }
+
+func TestLedgerWorkspaceSummary(t *testing.T) {
+	implementations(t, func(t *testing.T, reopen func() *Ledger) {
+		l := reopen()
+		for _, r := range []protocol.UsageRecord{
+			{Workspace: "ops", Model: "m", InputTokens: 10, OutputTokens: 1, Cost: 0.5},
+			{Workspace: "sales", Model: "m", InputTokens: 20, OutputTokens: 2, Cost: 0.25},
+			{Workspace: "ops", Model: "n", InputTokens: 30, OutputTokens: 3, Cost: 1},
+		} {
+			if err := l.Record(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tc := range []struct {
+			workspace string
+			turns     int
+			cost      float64
+		}{{"ops", 2, 1.5}, {"sales", 1, 0.25}, {"none", 0, 0}, {"", 3, 1.75}} {
+			for _, l := range []*Ledger{l, reopen()} {
+				s, err := l.SummaryFor("", tc.workspace)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.Turns != tc.turns || s.EstimatedCost != tc.cost {
+					t.Errorf("workspace %q: %d turns $%v, want %d $%v", tc.workspace, s.Turns, s.EstimatedCost, tc.turns, tc.cost)
+				}
+			}
+		}
+	})
+}

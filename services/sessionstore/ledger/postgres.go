@@ -47,24 +47,24 @@ func (p *pgBackend) append(ctx context.Context, ln line) error {
 	if err != nil {
 		return fmt.Errorf("ledger: append %s: timestamp %q: %w", ln.Type, ln.Timestamp, err)
 	}
-	_, err = p.pool.Exec(ctx, `INSERT INTO ledger_lines (kind, at, model, input_tokens, output_tokens, cost)
-		VALUES ($1, $2, $3, $4, $5, $6)`, ln.Type, at, ln.Model, ln.InputTokens, ln.OutputTokens, ln.Cost)
+	_, err = p.pool.Exec(ctx, `INSERT INTO ledger_lines (kind, at, model, input_tokens, output_tokens, cost, workspace)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, ln.Type, at, ln.Model, ln.InputTokens, ln.OutputTokens, ln.Cost, ln.Workspace)
 	if err != nil {
 		return fmt.Errorf("ledger: append %s: %w", ln.Type, err)
 	}
 	return nil
 }
 
-func (p *pgBackend) summary(ctx context.Context, from *time.Time) (protocol.UsageSummary, error) {
+func (p *pgBackend) summary(ctx context.Context, from *time.Time, workspace string) (protocol.UsageSummary, error) {
 	// Either every usage row at or after from (resets ignored), or every
 	// usage row after the last reset marker.
 	const q = `SELECT model, sum(input_tokens), sum(output_tokens), sum(cost), count(*)
 		FROM ledger_lines
-		WHERE kind = 'usage' AND (
+		WHERE kind = 'usage' AND ($2 = '' OR workspace = $2) AND (
 			($1::timestamptz IS NOT NULL AND at >= $1) OR
 			($1::timestamptz IS NULL AND seq > coalesce((SELECT max(seq) FROM ledger_lines WHERE kind = 'reset'), 0)))
 		GROUP BY model ORDER BY model`
-	rows, err := p.pool.Query(ctx, q, from)
+	rows, err := p.pool.Query(ctx, q, from, workspace)
 	if err != nil {
 		return protocol.UsageSummary{}, fmt.Errorf("ledger: summary: %w", err)
 	}

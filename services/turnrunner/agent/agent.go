@@ -23,6 +23,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -115,6 +117,8 @@ func (c Config) Validate() error {
 type Agent struct {
 	cfg    Config
 	client *openai.Client
+	pools  keyPools
+	cache  summaryCache
 }
 
 // New returns an Agent for cfg; it connects nothing until a turn runs.
@@ -163,6 +167,19 @@ type Request struct {
 	Checkpoint Checkpointer
 	// Resume, when set, continues a turn another runner started.
 	Resume *Resume
+	// APIKeys is the credential pool (config.json apiKeys), used in order
+	// and rotated on 401/429; empty uses Config.APIKey.
+	APIKeys []string
+	// Expand, when set, lets GEPA expand a vague first message (see
+	// IsVague); the runner leaves it nil for later messages, slash
+	// commands and reroutes.
+	Expand *ExpandOptions
+	// Compress, when set, summarises older messages with a model instead of
+	// dropping them (config.json budgetModel); nil uses the sliding window.
+	Compress *CompressOptions
+	// Log receives what the turn survives but an operator should know
+	// (a failed summary call); nil discards it.
+	Log *slog.Logger
 	// Blocked are tools a policy removed (they must not be in Tools): a call
 	// to one anyway is denied with protocol.GovernanceBlockedText, shown as
 	// its tool_result.
@@ -202,6 +219,10 @@ type run struct {
 	blocked  map[string]bool
 	// steps counts the model steps that asked for tools (checkpointed).
 	steps int
+	// pool and key are the credential pool and the index of the key in use
+	// (pool nil: Config.APIKey).
+	pool *keyPool
+	key  int
 }
 
 func newRun(a *Agent, req Request) *run {
@@ -216,6 +237,10 @@ func newRun(a *Agent, req Request) *run {
 	}
 	for _, name := range req.Blocked {
 		r.blocked[name] = true
+	}
+	if len(req.APIKeys) > 0 {
+		r.pool = a.pools.get(req.APIKeys)
+		r.key = r.pool.pick(time.Now())
 	}
 	for _, t := range req.Tools {
 		name := t.Name()
@@ -234,6 +259,13 @@ func newRun(a *Agent, req Request) *run {
 		})
 	}
 	return r
+}
+
+func (r *run) logger() *slog.Logger {
+	if r.req.Log == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return r.req.Log
 }
 
 func (r *run) emit(event string, data any) { r.req.Sink.Emit(event, data) }
@@ -268,10 +300,27 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		system = joinNonEmpty(system, memories)
 	}
+	var expanded string
+	if !resuming {
+		expanded = r.expand(ctx)
+	}
 	history := make([]protocol.Message, 0, len(r.req.History)+1)
 	history = append(history, r.req.History...)
 	history = append(history, protocol.Message{Role: protocol.RoleUser, Content: r.req.Message, TurnID: r.req.TurnID})
-	msgs := BuildMessages(system, ApplyContextWindow(history, MaxContextMessages), r.req.HistoryTools)
+	window, histTools := history, r.req.HistoryTools
+	if r.req.Compress != nil {
+		window, histTools = r.compressContext(ctx, history, histTools, resuming)
+	} else {
+		window = ApplyContextWindow(history, MaxContextMessages)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if expanded != "" {
+		// Only the model sees the expansion; the session keeps the original.
+		window = append(window[:len(window)-1:len(window)-1], protocol.Message{Role: protocol.RoleUser, Content: expanded, TurnID: r.req.TurnID})
+	}
+	msgs := BuildMessages(system, window, histTools)
 	if resuming {
 		more, err := r.resume(ctx)
 		if err != nil {
@@ -331,15 +380,19 @@ func (r *run) checkpointStep(ctx context.Context, sr stepResult) error {
 func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage) (stepResult, error) {
 	retries := 0
 	for {
-		sr, err := r.a.stream(ctx, r.model, msgs, r.oaTools, r.req.Sink)
+		sr, err := r.a.stream(r.keyed(ctx), r.model, msgs, r.oaTools, r.req.Sink)
 		if err == nil {
 			return sr, nil
 		}
 		if ctx.Err() != nil {
 			return sr, ctx.Err()
 		}
+		if !sr.streamed && r.rotateKey(err) {
+			r.step(RotatedKeyText)
+			continue
+		}
 		if sr.streamed || !retryable(err) {
-			return sr, &ModelError{Model: r.model, Err: err}
+			return sr, r.modelError(err)
 		}
 		if retries < r.a.cfg.MaxRetries {
 			retries++
@@ -361,8 +414,36 @@ func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage
 			r.announceSwitch(reason)
 			continue
 		}
-		return sr, &ModelError{Model: r.model, Err: err}
+		return sr, r.modelError(err)
 	}
+}
+
+// keyed carries the key in use to the transport.
+func (r *run) keyed(ctx context.Context) context.Context {
+	if r.pool == nil {
+		return ctx
+	}
+	return withAPIKey(ctx, r.pool.keys[r.key])
+}
+
+// rotateKey moves to the pool's next usable key after a 401/429.
+func (r *run) rotateKey(err error) bool {
+	if r.pool == nil {
+		return false
+	}
+	next, ok := r.pool.fail(r.key, statusOf(err), time.Now())
+	if ok {
+		r.key = next
+	}
+	return ok
+}
+
+func (r *run) modelError(err error) *ModelError {
+	me := &ModelError{Model: r.model, Err: err, secrets: r.req.APIKeys}
+	if r.a.cfg.APIKey != "" {
+		me.secrets = append(append([]string(nil), r.req.APIKeys...), r.a.cfg.APIKey)
+	}
+	return me
 }
 
 // backoff is the wait before retry n (1-based): a small Retry-After when

@@ -117,8 +117,12 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 type ModelError struct {
 	Model string
 	Err   error
+	// secrets are cut out of Error(): a server may echo the key it refused.
+	secrets []string
 }
 
-func (e *ModelError) Error() string { return fmt.Sprintf("agent: model %s: %v", e.Model, e.Err) }
+func (e *ModelError) Error() string {
+	return redact(fmt.Sprintf("agent: model %s: %v", e.Model, e.Err), e.secrets)
+}
 
 func (e *ModelError) Unwrap() error { return e.Err }

@@ -92,6 +92,18 @@ type Result struct {
 	Cost  float64
 	// Tools are the turn's finished and denied tool calls.
 	Tools []protocol.ToolEvent
+	// Extra is the usage of helper calls (GEPA, context compression), each
+	// on its own model; it is not part of Usage or Cost (done reports the
+	// turn's model), but belongs in the usage ledger.
+	Extra []ExtraUsage
+}
+
+// ExtraUsage is one helper call's usage.
+type ExtraUsage struct {
+	Model        string
+	InputTokens  int
+	OutputTokens int
+	Cost         float64
 }
 
 func emitText(s Sink, event, text string) {

@@ -37,6 +37,34 @@ type ModelConfig struct {
 	DailyBudget float64 `json:"dailyBudget,omitempty"`
 	// Prices override or extend DefaultPrices, per model.
 	Prices map[string]Price `json:"prices,omitempty"`
+	// APIKeys is the credential pool for the model server, used in order
+	// and rotated on 401/429; empty means the single WAGGLE_LLM_API_KEY.
+	// Secrets: never log a ModelConfig.
+	APIKeys []string `json:"apiKeys,omitempty"`
+	// GEPA switches prompt expansion of a vague first message: absent
+	// means on exactly when BudgetModel is set (the cheap model answers
+	// it); true turns it on (the turn's model answers without a budget
+	// model); false turns it off.
+	GEPA *bool `json:"gepa,omitempty"`
+	// Compression tunes context compression (on when BudgetModel is set).
+	Compression Compression `json:"compression,omitempty"`
+}
+
+// Compression is config.json's `compression` object; zero fields take
+// the CompressOptions defaults.
+type Compression struct {
+	MaxContextTokens int     `json:"maxContextTokens,omitempty"`
+	Threshold        float64 `json:"threshold,omitempty"`
+	HeadMessages     int     `json:"headMessages,omitempty"`
+	TailTokens       int     `json:"tailTokens,omitempty"`
+}
+
+// GEPAEnabled reports whether GEPA may run (see ModelConfig.GEPA).
+func (mc ModelConfig) GEPAEnabled() bool {
+	if mc.GEPA != nil {
+		return *mc.GEPA
+	}
+	return mc.BudgetModel != ""
 }
 
 // LoadModelConfig reads `<dataDir>/config.json`. A missing file is the

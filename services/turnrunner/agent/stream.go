@@ -107,13 +107,13 @@ type responseMeta struct{ retryAfter string }
 
 type responseMetaKey struct{}
 
-// metaTransport records the Retry-After header of a response into the
-// request context's responseMeta. RoundTrip runs on the caller's goroutine,
+// metaTransport sets the turn's API key (credential pool) and records the
+// Retry-After header of a response into the request context's responseMeta. RoundTrip runs on the caller's goroutine,
 // so the write happens before the caller reads it.
 type metaTransport struct{ base http.RoundTripper }
 
 func (t *metaTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.base.RoundTrip(req)
+	resp, err := t.base.RoundTrip(authorize(req))
 	if resp != nil {
 		if m, ok := req.Context().Value(responseMetaKey{}).(*responseMeta); ok {
 			m.retryAfter = resp.Header.Get("Retry-After")

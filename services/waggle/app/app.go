@@ -30,6 +30,7 @@ import (
 	"github.com/waggle-os/core/services/sessionstore"
 	"github.com/waggle-os/core/services/turnrunner"
 	"github.com/waggle-os/core/services/turnrunner/approvalgate"
+	"github.com/waggle-os/core/services/turnrunner/mcp"
 )
 
 // Target names (DESIGN §7).
@@ -91,6 +92,7 @@ func New(cfg Config, log *slog.Logger) *App {
 			// waggletest leaves it 0 (cancel at once); waggle serve
 			// defaults to 30s.
 			DisconnectGrace: cfg.DisconnectGrace,
+			MCP:             mcpConfig(cfg),
 		}, dial, log), nil
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetGateway, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
@@ -248,8 +250,27 @@ func bashSandbox(c Config) (string, error) {
 	return path, nil
 }
 
+// mcpConfig resolves --mcp-stdio: auto runs stdio MCP servers directly on
+// a desktop and under bubblewrap on a team server, where they are refused
+// (not run unconfined) when bubblewrap is missing; direct is the admin's
+// explicit choice to run them unsandboxed.
+func mcpConfig(c Config) mcp.Config {
+	mode := c.MCPStdio
+	if mode == "" || mode == "auto" {
+		mode = mcp.StdioDirect
+		if c.Auth == gateway.AuthRequired {
+			mode = mcp.StdioSandbox
+		}
+	}
+	mc := mcp.Config{Stdio: mode, CallTimeout: c.MCPCallTimeout}
+	if mode == mcp.StdioSandbox {
+		mc.Sandbox, _ = exec.LookPath("bwrap")
+	}
+	return mc
+}
+
 func streamConfig(c Config) bus.TurnStreamConfig {
-	return bus.TurnStreamConfig{Replicas: c.NATSReplicas, Storage: c.TurnStorage}
+	return bus.TurnStreamConfig{Replicas: c.NATSReplicas, Storage: c.TurnStorage, MaxBytes: c.TurnStreamBytes}
 }
 
 func probeConfig(c Config) llmprobe.Config {

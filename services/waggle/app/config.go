@@ -38,6 +38,7 @@ type Config struct {
 	NATSReplicas     int
 	TurnStorage      string
 	MaxTurns         int
+	TurnStreamBytes  int64
 	DisconnectGrace  time.Duration
 	Auth             string
 	RateLimit        int
@@ -48,6 +49,8 @@ type Config struct {
 	OTLPEndpoint     string
 	BashSandbox      string
 	FrontendDir      string
+	MCPStdio         string
+	MCPCallTimeout   time.Duration
 }
 
 // setting is one flag and its environment variable.
@@ -102,7 +105,16 @@ func settings(c *Config) []setting {
 			func(v string) error { return parseInt(v, &c.NATSReplicas) }},
 		{"turn-stream-storage", "WAGGLE_TURN_STREAM_STORAGE", "memory", "memory or file: where turn events are kept for relay and resume (the session store is the record either way)",
 			func(v string) error { c.TurnStorage = v; return nil }},
-		{"max-turns", "WAGGLE_MAX_TURNS", "256", "turns one runner runs at once (more get 503 RUNNER_BUSY)", func(v string) error { return parseInt(v, &c.MaxTurns) }},
+		{"max-turns", "WAGGLE_MAX_TURNS", "auto", "turns one runner runs at once (more get 503 RUNNER_BUSY); auto = sized from the machine's memory",
+			func(v string) error {
+				if v == "auto" {
+					c.MaxTurns = 0
+					return nil
+				}
+				return parseInt(v, &c.MaxTurns)
+			}},
+		{"turn-stream-max-bytes", "WAGGLE_TURN_STREAM_MAX_BYTES", "64MiB", "what the turn stream keeps for live relay and resume, in bytes (oldest events go first; suffixes KiB, MiB, GiB)",
+			func(v string) error { return parseBytes(v, &c.TurnStreamBytes) }},
 		{"disconnect-grace", "WAGGLE_DISCONNECT_GRACE", "30s", "how long a turn keeps running with no client attached (0 = cancel at once)",
 			func(v string) error { return parseDuration(v, &c.DisconnectGrace) }},
 		{"enable-bash", "WAGGLE_ENABLE_BASH", "auto", "offer the bash tool: true, false, or auto (on locally, off with --auth=required)",
@@ -121,6 +133,16 @@ func settings(c *Config) []setting {
 				c.BashSandbox = v
 				return nil
 			}},
+		{"mcp-stdio", "WAGGLE_MCP_STDIO", "auto", "stdio MCP servers: direct, sandbox (bubblewrap), off, or auto (direct locally, sandbox with --auth=required)",
+			func(v string) error {
+				if v != "auto" && v != "direct" && v != "sandbox" && v != "off" {
+					return errors.New("want auto, direct, sandbox or off")
+				}
+				c.MCPStdio = v
+				return nil
+			}},
+		{"mcp-call-timeout", "WAGGLE_MCP_CALL_TIMEOUT", "60s", "time limit of one MCP tool call (a server's \"timeout\" overrides it)",
+			func(v string) error { return parseDuration(v, &c.MCPCallTimeout) }},
 		{"agent-max-steps", "WAGGLE_AGENT_MAX_STEPS", "25", "model calls one agent turn may make", func(v string) error { return parseInt(v, &c.AgentMaxSteps) }},
 		{"otlp-endpoint", "WAGGLE_OTLP_ENDPOINT", "", "OTLP/HTTP endpoint for traces (e.g. http://collector:4318); empty = no export",
 			func(v string) error { c.OTLPEndpoint = v; return nil }},
@@ -271,6 +293,28 @@ func parseInt(v string, dst *int) error {
 		return errors.New("want a whole number")
 	}
 	*dst = n
+	return nil
+}
+
+// parseBytes reads a size: a whole number of bytes with an optional
+// binary suffix (KiB, MiB, GiB; K, M, G mean the same).
+func parseBytes(v string, dst *int64) error {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if rest, ok := strings.CutSuffix(v, u.suffix); ok {
+			v, mult = strings.TrimSpace(rest), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return errors.New("want a positive size such as 64MiB")
+	}
+	*dst = n * mult
 	return nil
 }
 

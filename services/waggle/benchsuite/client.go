@@ -46,6 +46,12 @@ type Trace struct {
 	Gaps []time.Duration
 	// Terminal is the terminal event: done, error (server), [DONE] (stub).
 	Terminal string
+	// DoneBytes is the length of the done event's content (the whole reply
+	// as the server stored it), -1 without a done event.
+	DoneBytes int
+	// StreamGaps counts stream_gap events: the client fell behind the
+	// server's kept window and that many times events were not delivered.
+	StreamGaps int
 	// Body is the error body of a non-200 answer (truncated).
 	Body string
 }
@@ -62,20 +68,35 @@ type traceOpts struct {
 
 var contentKey = []byte(`"content":"`)
 
-// tokenText returns the length of the first "content" string of a JSON
-// line without decoding it: bench tokens never contain quotes, and the
-// client must not become the bottleneck it measures.
+// tokenText returns the decoded length in bytes of the first "content"
+// string of a JSON line, or -1 when there is none. Plain strings (bench
+// tokens) are measured without decoding, so the client does not become
+// the bottleneck it measures; a string with escapes (echo replies, a done
+// event's full text) is decoded, so the count is exact either way.
 func tokenText(data []byte) int {
 	i := bytes.Index(data, contentKey)
 	if i < 0 {
 		return -1
 	}
-	rest := data[i+len(contentKey):]
-	j := bytes.IndexByte(rest, '"')
-	if j < 0 {
-		return -1
+	start := i + len(contentKey)
+	escaped := false
+	for j := start; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			escaped = true
+			j++ // the escaped byte cannot end the string
+		case '"':
+			if !escaped {
+				return j - start
+			}
+			var s string
+			if json.Unmarshal(data[start-1:j+1], &s) != nil {
+				return -1
+			}
+			return len(s)
+		}
 	}
-	return j
+	return -1
 }
 
 // ChatTurn posts a chat turn to the gateway and reads its SSE stream to
@@ -109,7 +130,7 @@ func DirectTurn(ctx context.Context, c *http.Client, llmURL, message string, o t
 // model-stub dialect (`data:` chunks, `[DONE]`) over the gateway's
 // (`event:` + `data:`, terminal done/error).
 func readStream(c *http.Client, req *http.Request, o traceOpts, direct bool) (Trace, error) {
-	var tr Trace
+	tr := Trace{DoneBytes: -1}
 	t0 := time.Now()
 	resp, err := c.Do(req)
 	if err != nil {
@@ -125,25 +146,23 @@ func readStream(c *http.Client, req *http.Request, o traceOpts, direct bool) (Tr
 	if o.opened != nil {
 		o.opened()
 	}
-	// A small buffer per stream: ten thousand streams are read at once.
-	// Lines longer than it (the done event carries the whole reply) are
-	// classified by their start and the rest is skipped.
-	r := bufio.NewReaderSize(resp.Body, 4<<10)
+	lines := newLineReader(resp.Body)
 	var event []byte
 	var prev time.Duration
 	for {
-		line, err := r.ReadSlice('\n')
-		for errors.Is(err, bufio.ErrBufferFull) {
-			line = append([]byte(nil), line...)
-			_, err = r.ReadSlice('\n')
-		}
+		line, err := lines.next()
 		if err != nil {
 			if errors.Is(err, io.EOF) && tr.Terminal != "" {
 				return tr, nil
 			}
-			return tr, fmt.Errorf("benchsuite: stream ended without a terminal event after %d tokens: %w", tr.Events, err)
+			if errors.Is(err, io.EOF) && tr.StreamGaps > 0 {
+				// The server said what was lost and ended the stream: the
+				// turn's events were gone. Not silent, so not a broken stream.
+				tr.Terminal = "stream_gap"
+				return tr, nil
+			}
+			return tr, fmt.Errorf("benchsuite: stream ended without a terminal event after %d tokens (%d bytes): %w", tr.Events, tr.Bytes, err)
 		}
-		line = bytes.TrimRight(line, "\r\n")
 		switch {
 		case len(line) == 0:
 			event = event[:0]
@@ -165,10 +184,14 @@ func readStream(c *http.Client, req *http.Request, o traceOpts, direct bool) (Tr
 				case "token":
 					isToken = true
 					n = max(tokenText(data), 0)
+				case "stream_gap":
+					tr.StreamGaps++
 				case "done", "error":
 					tr.Terminal = string(event)
 					if string(event) == "error" {
 						tr.Body = string(data)
+					} else {
+						tr.DoneBytes = tokenText(data)
 					}
 					return tr, nil
 				}
@@ -190,6 +213,54 @@ func readStream(c *http.Client, req *http.Request, o traceOpts, direct bool) (Tr
 			tr.Bytes += n
 		}
 	}
+}
+
+// lineReader reads whole lines of any length. Ten thousand streams are read
+// at once, so each has a small buffer, and a line longer than it (a done
+// event carries the whole reply; a burst of tokens joined into one event
+// can be as long) is assembled in a second buffer that grows only then.
+type lineReader struct {
+	r    *bufio.Reader
+	long []byte
+}
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, 4<<10)}
+}
+
+// next returns the next line without its line ending; the slice is valid
+// until the next call. A last line without a newline is an error: an SSE
+// event is only complete with its blank line.
+func (l *lineReader) next() ([]byte, error) {
+	line, err := l.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		l.long = append(l.long[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			line, err = l.r.ReadSlice('\n')
+			l.long = append(l.long, line...)
+		}
+		line = l.long
+	}
+	if err != nil {
+		if errors.Is(err, io.EOF) && len(line) > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return bytes.TrimRight(line, "\r\n"), nil
+}
+
+// openStalled posts a chat turn and returns as soon as the response
+// headers arrived, without reading the body: a client that stopped
+// reading but keeps its connection open. The caller closes the body.
+func openStalled(ctx context.Context, c *http.Client, baseURL, message, session string) (*http.Response, error) {
+	body, _ := json.Marshal(map[string]string{"message": message, "session": session})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/api/chat", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return c.Do(req)
 }
 
 // timedGet reads a whole GET response and reports its status, time and size.

@@ -16,17 +16,70 @@ type Row struct {
 	Group, Metric, Server, Baseline string
 	Ratio                           float64
 	Note                            string
+	// Target is the row's goal as printed ("added ≤ 0.5 ms"); empty when
+	// the row has none.
+	Target string
+	// Verdict says whether the run met Target.
+	Verdict Verdict
+	// Got is the value compared with Target when it is not Server (an
+	// added time, a ratio).
+	Got string
+	// Miss says by how much, or why, a target was missed.
+	Miss string
 }
 
-// Target is one target of issue 6 §3 and whether this run met it.
-type Target struct {
-	Name string
-	// Known is false when the run could not measure it (Got says why).
-	Known bool
-	Met   bool
-	Got   string
-	// Miss says by how much a missed target was missed.
-	Miss string
+// Verdict is the outcome of a row's target.
+type Verdict int
+
+// Verdicts.
+const (
+	// NoTarget: the row is for information.
+	NoTarget Verdict = iota
+	// Met: the target held in this run.
+	Met
+	// Missed: it did not (Row.Miss says by how much).
+	Missed
+	// Unmeasured: the run could not measure it (Row.Miss says why).
+	Unmeasured
+)
+
+// atMost sets the row's target to got ≤ limit; show prints a value.
+func (row Row) atMost(target string, got, limit float64, show func(float64) string) Row {
+	row.Target, row.Got, row.Verdict = target, show(got), Met
+	if math.IsNaN(got) || got > limit {
+		row.Verdict = Missed
+		row.Miss = fmt.Sprintf("%s over", show(got-limit))
+		if limit > 0 && !math.IsNaN(got) {
+			row.Miss += fmt.Sprintf(" (%.1f× the limit)", got/limit)
+		}
+	}
+	return row
+}
+
+// atLeast sets the row's target to got ≥ limit.
+func (row Row) atLeast(target string, got, limit float64, show func(float64) string) Row {
+	row.Target, row.Got, row.Verdict = target, show(got), Met
+	if math.IsNaN(got) || got < limit {
+		row.Verdict = Missed
+		row.Miss = fmt.Sprintf("%s short", show(limit-got))
+		if limit > 0 && !math.IsNaN(got) {
+			row.Miss += fmt.Sprintf(" (%.0f%% of the target)", 100*got/limit)
+		}
+	}
+	return row
+}
+
+// missed marks the row's target as missed for a reason that is not a
+// number (streams refused, tokens lost).
+func (row Row) missed(target, why string) Row {
+	row.Target, row.Verdict, row.Miss = target, Missed, why
+	return row
+}
+
+// unmeasured marks the row's target as not measurable in this run.
+func (row Row) unmeasured(target, why string) Row {
+	row.Target, row.Verdict, row.Miss = target, Unmeasured, why
+	return row
 }
 
 // Report is the result of one run.
@@ -38,98 +91,33 @@ type Report struct {
 	// ModelPath is true when turns reached the model stub (agent path).
 	ModelPath bool
 
-	Rows              []Row
-	TTFT              []TTFTResult
-	PerTokenAdded     time.Duration
-	PerTokenAddedDist time.Duration
-	AggTokensPerSec   float64
-	AggEventsPerSec   float64
-	EchoTurnsPerSec   float64
-	Curve             []CurvePoint
-	Idle              []IdlePoint
-	Targets           []Target
+	Rows []Row
+	// Failures are the scenarios that could not finish, with their error;
+	// each also has a row.
+	Failures []string
+	TTFT     []TTFTResult
+	Curve    []CurvePoint
+	Idle     []IdlePoint
 	// Profiles are the pprof text summaries written (with -profile).
 	Profiles []string
 }
 
 func (r *Report) add(row Row) { r.Rows = append(r.Rows, row) }
 
-func (r *Report) ttft(t Topology) (TTFTResult, bool) {
-	for _, x := range r.TTFT {
-		if x.Topology == t {
-			return x, true
-		}
-	}
-	return TTFTResult{}, false
+// fail records that a scenario (or one part of it) could not finish.
+func (r *Report) fail(what string, err error) {
+	msg := cell(err.Error())
+	r.Failures = append(r.Failures, what+": "+msg)
+	r.add(Row{Group: "failure", Metric: what, Server: "failed", Baseline: "—", Ratio: math.NaN(), Note: msg})
 }
 
-// checkTargets compares the run with issue 6 §3.
-func checkTargets(r *Report) []Target {
-	var ts []Target
-	single, okS := r.ttft(Single)
-	dist, okD := r.ttft(Distributed)
-	noModel := "not measured: the runner answered in echo mode (agent path not wired)"
-	lat := func(name string, got, limit time.Duration, ok bool) Target {
-		t := Target{Name: name, Known: ok, Got: noModel}
-		if ok {
-			t.Got, t.Met = ms(got), got <= limit
-			if !t.Met {
-				t.Miss = fmt.Sprintf("+%s over (%.1f× the limit)", ms(got-limit), float64(got)/float64(limit))
-			}
-		}
-		return t
+// cell makes text safe for one Markdown table cell.
+func cell(s string) string {
+	s = strings.NewReplacer("|", "/", "\n", " ", "\r", " ").Replace(s)
+	if len(s) > 400 {
+		s = s[:400] + "…"
 	}
-	ts = append(ts, lat("added TTFT p50 ≤ 1 ms (single process)", single.AddedP50(), time.Millisecond, okS))
-	ts = append(ts, lat("added TTFT p99 ≤ 3 ms (single process)", single.AddedP99(), 3*time.Millisecond, okS))
-
-	agg := Target{Name: "≥ 100,000 token events/s aggregate (one node)", Known: r.AggEventsPerSec > 0, Got: noModel}
-	if agg.Known {
-		agg.Got = fmt.Sprintf("%.0f events/s (%.0f tokens/s)", r.AggEventsPerSec, r.AggTokensPerSec)
-		agg.Met = r.AggEventsPerSec >= 100000
-		if !agg.Met {
-			agg.Miss = fmt.Sprintf("%.0f events/s short (%.1f%% of the target)", 100000-r.AggEventsPerSec, r.AggEventsPerSec/1000)
-		}
-	}
-	ts = append(ts, agg)
-
-	idle := Target{Name: "10,000 idle streams < 500 MB RSS (single process)", Got: "not measured"}
-	var best IdlePoint
-	for _, p := range r.Idle {
-		if p.Open > best.Open {
-			best = p
-		}
-	}
-	const limit = 500 * 1000 * 1000
-	switch {
-	case best.Open >= 10000:
-		idle.Known, idle.Met = true, best.RSS < limit
-		idle.Got = fmt.Sprintf("%s with %d open (%s per stream)", mib(best.RSS), best.Open, kib(best.PerStream()))
-	case best.Open > 0:
-		est := best.RSSBefore + best.PerStream()*10000
-		idle.Known, idle.Met = true, est < limit
-		idle.Got = fmt.Sprintf("%s extrapolated from %d open streams (%s per stream)", mib(est), best.Open, kib(best.PerStream()))
-		if best.Open < best.Want {
-			idle.Got += fmt.Sprintf("; only %d of %d could open", best.Open, best.Want)
-		}
-		best.RSS = est
-	}
-	if idle.Known && !idle.Met {
-		idle.Miss = fmt.Sprintf("%s over", mib(best.RSS-limit))
-	}
-	ts = append(ts, idle)
-
-	d := Target{Name: "distributed added TTFT within 2× of single process", Known: okS && okD, Got: noModel}
-	if d.Known {
-		s50, d50 := single.AddedP50(), dist.AddedP50()
-		ratio := Ratio(float64(d50), float64(max(s50, time.Microsecond)))
-		d.Met = d50 <= 2*s50
-		d.Got = fmt.Sprintf("p50 added %s vs %s (%.2f×); p99 added %s vs %s", ms(d50), ms(s50), ratio, ms(dist.AddedP99()), ms(single.AddedP99()))
-		if !d.Met {
-			d.Miss = fmt.Sprintf("%.2f× instead of ≤ 2×", ratio)
-		}
-	}
-	ts = append(ts, d)
-	return ts
+	return s
 }
 
 func ratioText(x float64) string {
@@ -139,31 +127,64 @@ func ratioText(x float64) string {
 	return fmt.Sprintf("%.2f", x)
 }
 
+func verdictText(v Verdict) string {
+	switch v {
+	case Met:
+		return "met"
+	case Missed:
+		return "**missed**"
+	case Unmeasured:
+		return "not measured"
+	}
+	return ""
+}
+
 // Table renders the rows as a Markdown table.
 func (r *Report) Table() string {
 	var b strings.Builder
-	b.WriteString("| measurement | server | baseline | ratio | note |\n| --- | ---: | ---: | ---: | --- |\n")
+	b.WriteString("| measurement | server | baseline | ratio | target | note |\n| --- | ---: | ---: | ---: | --- | --- |\n")
 	for _, row := range r.Rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", row.Metric, row.Server, row.Baseline, ratioText(row.Ratio), row.Note)
+		target := ""
+		if row.Target != "" {
+			target = row.Target + ": " + verdictText(row.Verdict)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", row.Metric, row.Server, row.Baseline, ratioText(row.Ratio), target, row.Note)
 	}
 	return b.String()
 }
 
-// TargetsTable renders the targets as a Markdown table.
+// TargetsTable renders every row with a target: what was compared with
+// it, whether it held and by how much it was missed.
 func (r *Report) TargetsTable() string {
 	var b strings.Builder
-	b.WriteString("| target | result | met | missed by |\n| --- | --- | --- | --- |\n")
-	for _, t := range r.Targets {
-		met := "no"
-		switch {
-		case !t.Known:
-			met = "n/a"
-		case t.Met:
-			met = "yes"
+	b.WriteString("| measurement | target | result | met | missed by |\n| --- | --- | --- | --- | --- |\n")
+	for _, row := range r.Rows {
+		if row.Target == "" {
+			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.Name, t.Got, met, t.Miss)
+		got := row.Got
+		if got == "" {
+			got = row.Server
+		}
+		met := map[Verdict]string{Met: "yes", Missed: "no", Unmeasured: "n/a"}[row.Verdict]
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", row.Metric, row.Target, got, met, row.Miss)
 	}
 	return b.String()
+}
+
+// Counts returns how many targets were met, missed and not measured.
+func (r *Report) Counts() (met, missed, unmeasured int) {
+	for _, row := range r.Rows {
+		switch row.Verdict {
+		case Met:
+			met++
+		case Missed:
+			missed++
+		case Unmeasured:
+			unmeasured++
+		}
+	}
+	return met, missed, unmeasured
 }
 
 // Machine describes the host: CPU model and count, memory, kernel, Go.
@@ -200,8 +221,15 @@ func (r *Report) Markdown(command, svgName string) string {
 	b.WriteString("Every ratio is server ÷ baseline, both measured in the same run by the same client on loopback " +
 		"(above 1 is slower for times, below 1 is slower for rates).\n\n")
 	b.WriteString(r.Table())
-	b.WriteString("\n### Targets (issue 6 §3)\n\n")
+	met, missed, unmeasured := r.Counts()
+	fmt.Fprintf(&b, "\n### Targets (issues 11 and 12): %d met, %d missed, %d not measured\n\n", met, missed, unmeasured)
 	b.WriteString(r.TargetsTable())
+	if len(r.Failures) > 0 {
+		b.WriteString("\n### Scenarios that could not finish\n\n")
+		for _, f := range r.Failures {
+			fmt.Fprintf(&b, "- %s\n", f)
+		}
+	}
 	if svgName != "" && len(r.Curve) > 0 {
 		fmt.Fprintf(&b, "\n![added inter-token delay against open streams](%s)\n", svgName)
 	}

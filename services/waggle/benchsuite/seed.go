@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -19,18 +22,17 @@ const NeedleEvery = 100
 // Needle is a word only every NeedleEvery-th seeded session contains.
 const Needle = "quasarneedle"
 
-// SeedSessions writes workspace BenchWorkspace with n session files into
-// dataDir, in the JSONL format of docs/architecture.md: a meta line, then
+// SeedSessions writes workspace ws with n session files into dataDir, in the JSONL format of docs/architecture.md: a meta line, then
 // four messages (user, assistant, user, assistant) with timestamps.
-func SeedSessions(dataDir string, n int) error {
-	wsDir := filepath.Join(dataDir, "workspaces", BenchWorkspace)
+func SeedSessions(dataDir, ws string, n int) error {
+	wsDir := filepath.Join(dataDir, "workspaces", ws)
 	dir := filepath.Join(wsDir, "sessions")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("benchsuite: seed: %w", err)
 	}
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	ws, _ := json.Marshal(map[string]string{"id": BenchWorkspace, "name": "Bench", "created": stamp(base)})
-	if err := os.WriteFile(filepath.Join(wsDir, "workspace.json"), ws, 0o644); err != nil {
+	meta, _ := json.Marshal(map[string]string{"id": ws, "name": "Bench " + ws, "created": stamp(base)})
+	if err := os.WriteFile(filepath.Join(wsDir, "workspace.json"), meta, 0o644); err != nil {
 		return fmt.Errorf("benchsuite: seed workspace: %w", err)
 	}
 	var buf bytes.Buffer
@@ -63,18 +65,26 @@ func SeedSessions(dataDir string, n int) error {
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // scanSessions is the baseline of listing and search: read every session
-// file of the workspace from disk, look at each line (the meta line and
+// file of workspace ws from disk, look at each line (the meta line and
 // the last timestamp for a listing) and count the files containing term
 // (when not empty). It is the least any implementation must do.
-func scanSessions(dataDir, term string) (files, hits int, err error) {
-	dir := filepath.Join(dataDir, "workspaces", BenchWorkspace, "sessions")
+func scanSessions(dataDir, ws, term string) (files, hits int, err error) {
+	dir := filepath.Join(dataDir, "workspaces", ws, "sessions")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return 0, 0, err
 	}
 	needle := []byte(term)
 	for _, e := range entries {
+		// The server may rewrite a file beside the scan (temp file, then
+		// rename): only session files count, and one that vanished is skipped.
+		if !strings.HasSuffix(e.Name(), ".jsonl") || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
 		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
 		if err != nil {
 			return 0, 0, err
 		}

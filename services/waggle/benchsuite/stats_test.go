@@ -1,7 +1,10 @@
 package benchsuite
 
 import (
+	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -122,34 +125,50 @@ func TestTokenText(t *testing.T) {
 }
 
 func TestTargetsSayByHowMuch(t *testing.T) {
-	rep := &Report{
-		TTFT: []TTFTResult{
-			{Topology: Single, Server: Summary{P50: 3 * time.Millisecond, P99: 4 * time.Millisecond}, Direct: Summary{P50: time.Millisecond, P99: 2 * time.Millisecond}},
-			{Topology: Distributed, Server: Summary{P50: 6 * time.Millisecond, P99: 9 * time.Millisecond}, Direct: Summary{P50: time.Millisecond, P99: 2 * time.Millisecond}},
-		},
-		AggEventsPerSec: 40000,
-		Idle:            []IdlePoint{{Want: 1000, Open: 256, RSSBefore: 20 << 20, RSS: 20<<20 + 256*100<<10}},
+	tests := []struct {
+		name        string
+		row         Row
+		wantVerdict Verdict
+		wantMiss    string
+	}{
+		{"added TTFT over its limit", Row{}.atMost("added ≤ 0.500 ms", float64(2*time.Millisecond), float64(500*time.Microsecond), msF),
+			Missed, "1.500 ms over (4.0× the limit)"},
+		{"added TTFT within its limit", Row{}.atMost("added ≤ 0.500 ms", float64(400*time.Microsecond), float64(500*time.Microsecond), msF), Met, ""},
+		{"at the limit is met", Row{}.atMost("≤ 25.0 MiB", 25<<20, 25<<20, mibF), Met, ""},
+		{"a rate short of its target", Row{}.atLeast("≥ 250,000 tokens/s", 62500, 250000, numF), Missed, "187500 short (25% of the target)"},
+		{"a ratio above its target", Row{}.atLeast("ratio ≥ 0.4", 0.5, 0.4, ratF), Met, ""},
+		{"a NaN ratio is a miss", Row{}.atLeast("ratio ≥ 0.4", math.NaN(), 0.4, ratF), Missed, "NaN short"},
+		{"a met number can still miss for lost tokens", Row{}.atLeast("≥ 250,000", 300000, 250000, numF).missed("≥ 250,000", "1 of 3 runs lost tokens"),
+			Missed, "1 of 3 runs lost tokens"},
 	}
-	ts := checkTargets(rep)
-	if len(ts) != 5 {
-		t.Fatalf("%d targets, want the five of issue 6 §3", len(ts))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.row.Verdict != tt.wantVerdict || tt.row.Miss != tt.wantMiss {
+				t.Fatalf("verdict %v miss %q, want %v %q", tt.row.Verdict, tt.row.Miss, tt.wantVerdict, tt.wantMiss)
+			}
+		})
 	}
-	p50 := ts[0]
-	if !p50.Known || p50.Met || !strings.Contains(p50.Miss, "+1.000 ms over") {
-		t.Errorf("TTFT p50 added 2 ms vs 1 ms: %+v", p50)
+}
+
+func TestReportPrintsEveryTargetAndFailure(t *testing.T) {
+	rep := &Report{}
+	rep.add(Row{Metric: "whole turn p50", Server: "4.500 ms", Baseline: "1.000 ms", Ratio: 4.5}.atMost("≤ 2.000 ms", 4.5e6, 2e6, msF))
+	rep.add(Row{Metric: "echo turns/s", Server: "900", Baseline: "4000", Ratio: 0.225})
+	rep.add(Row{Metric: "RSS, 10000 idle"}.unmeasured("< 300 MB", "only 256 of 10000 open"))
+	rep.fail("stalled readers", errors.New("server exited | code 2\nlog x"))
+	table, targets := rep.Table(), rep.TargetsTable()
+	if !strings.Contains(table, "| ≤ 2.000 ms: **missed** |") || !strings.Contains(table, "| 900 | 4000 | 0.23 |  |") {
+		t.Errorf("table:\n%s", table)
 	}
-	agg := ts[2]
-	if agg.Met || !strings.Contains(agg.Miss, "60000 events/s short") {
-		t.Errorf("aggregate 40k: %+v", agg)
+	if strings.Contains(targets, "echo turns/s") || !strings.Contains(targets, "| whole turn p50 | ≤ 2.000 ms | 4.500 ms | no | 2.500 ms over (2.2× the limit) |") ||
+		!strings.Contains(targets, "| n/a | only 256 of 10000 open |") {
+		t.Errorf("targets:\n%s", targets)
 	}
-	idle := ts[3]
-	// 20 MiB + 10,000 × 100 KiB ≈ 996.6 MiB, extrapolated from 256 streams.
-	if idle.Met || !strings.Contains(idle.Got, "extrapolated from 256") || !strings.Contains(idle.Got, "only 256 of 1000") {
-		t.Errorf("idle: %+v", idle)
+	if len(rep.Failures) != 1 || !strings.Contains(table, "| stalled readers | failed |") || strings.Contains(table, "code 2\n") || strings.Contains(table, "exited | code") {
+		t.Errorf("failure row not one safe table line:\n%s", table)
 	}
-	dist := ts[4]
-	if dist.Met || !strings.Contains(dist.Miss, "2.50×") {
-		t.Errorf("distributed 5 ms vs 2 ms added: %+v", dist)
+	if met, missed, unmeasured := rep.Counts(); met != 0 || missed != 1 || unmeasured != 1 {
+		t.Errorf("counts %d/%d/%d, want 0 met, 1 missed, 1 not measured", met, missed, unmeasured)
 	}
 }
 
@@ -171,5 +190,27 @@ func TestSVGPlotsEveryOpenLevel(t *testing.T) {
 	}
 	if (&Report{}).SVG() != "" {
 		t.Error("an empty curve drew a plot")
+	}
+}
+
+func TestLogErrorsSumsUpByMessage(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "single.log")
+	lines := `{"level":"WARN","msg":"slow"}
+{"level":"ERROR","msg":"publish event","err":"nats: stalled with too many outstanding async published messages"}
+{"level":"ERROR","msg":"bus: handler failed","err":"timeout"}
+{"level":"ERROR","msg":"publish event","err":"nats: stalled"}
+`
+	if err := os.WriteFile(log, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := &Server{Procs: []*Proc{{Name: "single", log: log}}}
+	n, sum := srv.LogErrors()
+	want := "3 server log error(s) (2 × publish event, 1 × bus: handler failed); first: publish event: nats: stalled with too many outstanding async published messages"
+	if n != 3 || sum != want {
+		t.Fatalf("LogErrors = %d, %q; want 3, %q", n, sum, want)
+	}
+	if n, sum := (&Server{Procs: []*Proc{{log: filepath.Join(dir, "none.log")}}}).LogErrors(); n != 0 || sum != "" {
+		t.Fatalf("no log: %d %q", n, sum)
 	}
 }

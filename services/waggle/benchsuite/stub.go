@@ -16,7 +16,9 @@ import (
 // under test and the direct baseline get byte-identical streams.
 //
 //	wb fast N         N deltas "tok " back to back (llmtest fast mode)
+//	wb fast N TAG     the same, counted under TAG when the stream ends
 //	wb hold N I       wait at the current hold point, then N deltas I apart
+//	wb pace N I       N deltas I apart, no hold
 //
 // Anything else is answered with five fast deltas.
 type Stub struct {
@@ -26,11 +28,13 @@ type Stub struct {
 	pause *llmtest.Pause
 	// held counts hold requests that reached the stub.
 	held atomic.Int64
+	// ended counts tagged fast streams whose request finished, by tag.
+	ended map[string]*atomic.Int64
 }
 
 // StartStub starts a stub on a random loopback port.
 func StartStub() *Stub {
-	s := &Stub{pause: llmtest.NewPause()}
+	s := &Stub{pause: llmtest.NewPause(), ended: map[string]*atomic.Int64{}}
 	s.srv = llmtest.New(llmtest.WithHandler(s.respond))
 	s.srv.Start()
 	return s
@@ -55,6 +59,43 @@ func (s *Stub) Release() {
 	p.Release()
 }
 
+// Ended is how many fast streams tagged tag have finished (the whole
+// answer written, or the client gone).
+func (s *Stub) Ended(tag string) int64 {
+	s.mu.Lock()
+	c := s.ended[tag]
+	s.mu.Unlock()
+	if c == nil {
+		return 0
+	}
+	return c.Load()
+}
+
+// watch counts r under tag once its request is finished. The goroutine
+// ends with the request, and every request ends when the stub closes.
+func (s *Stub) watch(r *llmtest.Request, tag string) {
+	s.mu.Lock()
+	c := s.ended[tag]
+	if c == nil {
+		c = &atomic.Int64{}
+		s.ended[tag] = c
+	}
+	s.mu.Unlock()
+	go func() {
+		<-r.Done()
+		c.Add(1)
+	}()
+}
+
+// TaggedFastMessage is the directive for n back-to-back tokens counted
+// under tag by Ended.
+func TaggedFastMessage(n int, tag string) string { return fmt.Sprintf("wb fast %d %s", n, tag) }
+
+// PaceMessage is the directive for n tokens interval apart, no hold.
+func PaceMessage(n int, interval time.Duration) string {
+	return fmt.Sprintf("wb pace %d %s", n, interval)
+}
+
 // FastMessage is the directive for n back-to-back tokens.
 func FastMessage(n int) string { return fmt.Sprintf("wb fast %d", n) }
 
@@ -76,25 +117,35 @@ func (s *Stub) respond(r *llmtest.Request) llmtest.Response {
 		if err == nil && n > 0 {
 			switch {
 			case f[1] == "fast":
+				if len(f) == 4 {
+					s.watch(r, f[3])
+				}
 				return llmtest.Response{Steps: []llmtest.Step{llmtest.Fast(n, "tok ")}}
+			case f[1] == "pace" && len(f) == 4:
+				if d, err := time.ParseDuration(f[3]); err == nil {
+					return llmtest.Response{Steps: spaced(nil, n, d)}
+				}
 			case f[1] == "hold" && len(f) == 4:
 				if d, err := time.ParseDuration(f[3]); err == nil {
 					s.mu.Lock()
 					p := s.pause
 					s.mu.Unlock()
 					s.held.Add(1)
-					steps := make([]llmtest.Step, 0, 2*n+1)
-					steps = append(steps, llmtest.Wait(p))
-					for i := range n {
-						if i > 0 {
-							steps = append(steps, llmtest.Delay(d))
-						}
-						steps = append(steps, llmtest.Content("tok "))
-					}
-					return llmtest.Response{Steps: steps}
+					return llmtest.Response{Steps: spaced([]llmtest.Step{llmtest.Wait(p)}, n, d)}
 				}
 			}
 		}
 	}
 	return llmtest.Response{Steps: []llmtest.Step{llmtest.Fast(5, "tok ")}}
+}
+
+// spaced appends n deltas "tok ", d apart, to steps.
+func spaced(steps []llmtest.Step, n int, d time.Duration) []llmtest.Step {
+	for i := range n {
+		if i > 0 {
+			steps = append(steps, llmtest.Delay(d))
+		}
+		steps = append(steps, llmtest.Content("tok "))
+	}
+	return steps
 }

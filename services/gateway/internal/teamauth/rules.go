@@ -71,6 +71,7 @@ var rules = map[string]rule{
 	"GET /api/sessions/{sessionId}/summary":                  {scope: scopeWorkspaceQueryRequired, action: protocol.ActionRead},
 	"POST /api/commands/execute":                             {scope: scopeWorkspaceBody, action: protocol.ActionChat, bodyKeys: []string{"workspaceId"}, bodyDefault: "default"},
 	"POST /api/agent-groups/{id}/run":                        {scope: scopeWorkspaceBody, action: protocol.ActionChat, bodyKeys: []string{"workspaceId"}},
+	"GET /api/mcp/servers":                                   {scope: scopeWorkspaceQuery, action: protocol.ActionRead},
 }
 
 // ruleFor is the rule of a matched route.

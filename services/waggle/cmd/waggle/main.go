@@ -83,6 +83,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	log := newLogger(cfg, stderr)
 	slog.SetDefault(log)
+	if n, err := raiseOpenFiles(); err != nil {
+		log.Warn("could not raise the open-files limit", "limit", n, "err", err)
+	} else if n > 0 && n < 4096 {
+		log.Warn("the open-files limit is low: each streaming turn needs about two descriptors", "limit", n)
+	}
 
 	// The binary owns signals: the first SIGINT/SIGTERM starts a graceful
 	// shutdown, a second one exits at once.

@@ -1,9 +1,10 @@
-// Command wagglebench runs the benchmark suite of issue 6 against real
-// waggle processes on loopback and prints ratios to baselines measured in
-// the same run. With -write-docs it also writes the table into
-// docs/benchmarks.md and the latency plot into docs/bench-latency.svg.
+// Command wagglebench runs the benchmark suite (issues 6, 11 and 12)
+// against real waggle processes on loopback and prints every measurement
+// with its same-run baseline and its target. With -write-docs it also
+// writes the table into docs/benchmarks.md and the latency plot into
+// docs/bench-latency.svg.
 //
-//	wagglebench [-waggle bin/waggle] [-quick] [-write-docs] [-profile DIR]
+//	wagglebench [-waggle bin/waggle] [-quick] [-big=false] [-only a,b] [-write-docs] [-profile DIR]
 //	wagglebench profile-serve -dir DIR [waggle serve flags]   (used by -profile)
 package main
 
@@ -37,12 +38,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	bin := fs.String("waggle", "bin/waggle", "waggle binary under test")
 	quick := fs.Bool("quick", false, "small counts: a smoke run of every scenario")
+	big := fs.Bool("big", true, "include the 10,000-stream capacity level (-big=false leaves it out)")
+	only := fs.String("only", "", "comma list of scenarios to run: "+strings.Join(benchsuite.Scenarios, ", ")+" (default all)")
 	writeDocs := fs.Bool("write-docs", false, "write the results into -docs and the plot into -svg")
 	docs := fs.String("docs", "docs/benchmarks.md", "benchmarks document to update with -write-docs")
 	svg := fs.String("svg", "docs/bench-latency.svg", "plot file written with -write-docs")
 	profile := fs.String("profile", "", "directory for CPU and allocation profiles of the single-process server")
 	workDir := fs.String("workdir", "", "directory for data dirs and server logs (default: a temp dir, removed after)")
-	timeout := fs.Duration("timeout", 9*time.Minute, "the whole run stops after this long")
+	timeout := fs.Duration("timeout", 20*time.Minute, "the whole run stops after this long")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -81,7 +84,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	rep, err := benchsuite.Run(ctx, benchsuite.Config{
-		Binary: binary, WorkDir: dir, Quick: *quick, ProfileDir: *profile, ProfileBinary: self, Progress: stderr,
+		Binary: binary, WorkDir: dir, Quick: *quick, SkipBig: !*big, Only: splitList(*only),
+		ProfileDir: *profile, ProfileBinary: self, Progress: stderr,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "wagglebench: %v\n", err)
@@ -90,8 +94,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	command := "make bench"
-	if *quick {
-		command = "wagglebench -quick"
+	if *quick || !*big || *only != "" {
+		command = "wagglebench " + strings.Join(args, " ")
 	}
 	fmt.Fprintf(stdout, "\n%s\n", rep.Markdown(command, ""))
 	for _, p := range rep.Profiles {
@@ -144,4 +148,14 @@ func spliceSection(doc, section string) string {
 	rest := doc[j+len(endMarker):]
 	rest = strings.TrimPrefix(rest, "\n")
 	return doc[:i] + section + rest
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -197,6 +197,7 @@ type cluster struct {
 type clusterOpts struct {
 	grace    string // --disconnect-grace of the runners
 	shutdown string // --shutdown-timeout of the runners
+	config   string // config.json of the data dir, when set
 }
 
 func freeAddr(t *testing.T) string {
@@ -238,6 +239,14 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 	natsAddr := freeAddr(t)
 	c.natsURL = "nats://" + natsAddr
 	data := filepath.Join(c.dir, "data")
+	if o.config != "" {
+		if err := os.MkdirAll(data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(data, "config.json"), []byte(o.config), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	common := []string{"--data-dir", data, "--log-format", "text", "--log-level", "debug", "--echo-delay", "1ms"}
 	c.services = c.start("services", "", append([]string{"--targets=session-store,approval,command", "--nats-listen", natsAddr,
 		"--llm-url", c.model.llm[0].URL()}, common...)...)

@@ -1,0 +1,387 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/sse"
+	"github.com/waggle-os/core/libs/telemetry"
+	"github.com/waggle-os/core/services/gateway/internal/httpx"
+)
+
+// coalesceBacklog is the backlog (events waiting for one relay) that marks
+// a client as lagging.
+const coalesceBacklog = 32
+
+// relaySource says where a relay reads: the hub's live path (a new turn)
+// or a private consumer after event id after (resume, follow).
+type relaySource struct {
+	live  *queue
+	after uint64
+	// final is the one event that ends the stream; "" means a chat turn's
+	// done or error.
+	final string
+}
+
+// relayConsumer creates the ordered consumer that reads one turn's events
+// after event id after (0 = from the first). It pulls at most a private
+// queue's worth of bytes ahead, so a client that does not read costs the
+// gateway that much and no more.
+func (s *Service) relayConsumer(ctx context.Context, turnID string, after uint64) (jetstream.Consumer, error) {
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{protocol.TurnEvents(turnID)},
+		// The consumer is deleted when the relay ends; this only bounds how
+		// long one lingers if this gateway dies mid-stream.
+		InactiveThreshold: 30 * time.Second,
+	}
+	if after > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
+	}
+	cons, err := s.js.OrderedConsumer(ctx, protocol.StreamTurns, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: relay consumer for %s: %w", turnID, err)
+	}
+	return cons, nil
+}
+
+// relay is one client's stream of one turn.
+type relay struct {
+	s      *Service
+	w      http.ResponseWriter
+	r      *http.Request
+	turnID string
+	src    relaySource
+	client string // this follower's id in presence messages
+
+	q            *queue
+	closePrivate func()
+	out          *sse.Writer
+	batch        []jetstream.Msg
+	// taken is the stream sequence of the last event taken; lastNum its
+	// number (protocol.HeaderEventNum), 0 before the first.
+	taken   uint64
+	lastNum uint64
+	// numKnown is false while the number of the event at src.after is not
+	// known (it was discarded): the first event read then decides.
+	numKnown bool
+}
+
+// relay streams a turn's events as SSE. It returns at the terminal event,
+// when the client goes away or when the gateway shuts down. cancelOnFail
+// cancels the turn when the relay cannot even start (nobody else follows
+// it yet).
+//
+// Each event is one write and one flush. The relay takes every event
+// waiting at once; when more than coalesceBacklog are waiting (the client
+// or the relay lags), consecutive token events among them are coalesced
+// into one (their contents joined, in order; the id is the last one's), so
+// a lagging client catches up instead of falling further behind. A client
+// that keeps up gets every event as the runner published it. Nothing else
+// is ever merged or reordered. A client so far behind that the live path
+// drops it continues from the stream after the last event it took; one
+// behind the stream's window gets EventStreamGap for what was discarded.
+func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, src relaySource, cancelOnFail bool) {
+	s.streamWG.Add(1)
+	defer s.streamWG.Done()
+	telemetry.StreamsOpen.Inc()
+	defer telemetry.StreamsOpen.Dec()
+
+	rl := &relay{s: s, w: w, r: r, turnID: turnID, src: src, client: protocol.NewUUID(), taken: src.after, numKnown: src.after == 0}
+	defer rl.close()
+	if err := rl.open(); err != nil {
+		if cancelOnFail {
+			s.cancelTurn(turnID, "relay-failed")
+		}
+		httpx.WriteError(w, s.log, err)
+		return
+	}
+	out, err := sse.Start(w, map[string]string{
+		"Access-Control-Allow-Origin": s.streamOrigin(r),
+		HeaderTurnID:                  turnID,
+	})
+	if err != nil {
+		if cancelOnFail {
+			s.cancelTurn(turnID, "relay-failed")
+		}
+		s.log.Error("stream start", "turn", turnID, "err", err)
+		return
+	}
+	rl.out = out
+	rl.run()
+}
+
+// open picks the relay's source: the hub's live queue, or a private
+// consumer after src.after.
+func (rl *relay) open() error {
+	if rl.src.live != nil {
+		rl.q = rl.src.live
+		return nil
+	}
+	if rl.src.after > 0 {
+		rl.lastNum, rl.numKnown = rl.s.eventNum(rl.r.Context(), rl.turnID, rl.src.after)
+	}
+	return rl.openPrivate(rl.src.after)
+}
+
+// openPrivate reads the turn from the stream after event id after, with
+// flow control: a full queue blocks the consumer's callback, which stops
+// it pulling, so the backlog waits in the stream.
+func (rl *relay) openPrivate(after uint64) error {
+	cons, err := rl.s.relayConsumer(rl.r.Context(), rl.turnID, after)
+	if err != nil {
+		return err
+	}
+	pq := newQueue(privateQueueBytes)
+	stop := make(chan struct{})
+	cc, err := cons.Consume(func(m jetstream.Msg) { pq.put(m, stop) },
+		jetstream.PullMaxBytes(privateQueueBytes))
+	if err != nil {
+		rl.s.deleteConsumer(cons)
+		return err
+	}
+	if rl.closePrivate != nil {
+		rl.closePrivate()
+	}
+	rl.closePrivate = func() { close(stop); pq.wake(); cc.Stop(); rl.s.deleteConsumer(cons) }
+	rl.q = pq
+	return nil
+}
+
+func (rl *relay) close() {
+	if rl.closePrivate != nil {
+		rl.closePrivate()
+	}
+	if rl.src.live != nil {
+		rl.s.hub.unfollow(rl.turnID, rl.src.live)
+	}
+}
+
+// run is the relay's loop: deliver what is waiting, else wait for events,
+// keep-alives, presence beats, the orphan check, the client or shutdown.
+func (rl *relay) run() {
+	s := rl.s
+	s.control(rl.turnID, protocol.TurnControlMsg{Action: protocol.ControlAttach, Client: rl.client})
+	attach := time.NewTicker(protocol.AttachInterval)
+	defer attach.Stop()
+	orphan := &orphanWatch{s: s, turnID: rl.turnID}
+	idleSince := time.Now()
+	watch := time.NewTicker(2 * time.Second)
+	defer watch.Stop()
+	keepAlive := time.NewTicker(s.cfg.KeepAlive)
+	defer keepAlive.Stop()
+	for {
+		var dropped bool
+		rl.batch, dropped = rl.q.take(rl.batch)
+		if len(rl.batch) > 0 {
+			idleSince = time.Now()
+			done, ok := rl.deliver()
+			if !ok {
+				rl.gone()
+			}
+			if done || !ok {
+				return
+			}
+			keepAlive.Reset(s.cfg.KeepAlive)
+			continue
+		}
+		if dropped {
+			telemetry.RelayCatchUps.Inc()
+			if rl.allDiscarded() {
+				// The turn's events are all gone (it ended and the window
+				// moved on): nothing is left to stream. The client is told,
+				// and the reply is in the history.
+				rl.sendGap(0)
+				return
+			}
+			if err := rl.openPrivate(rl.taken); err != nil {
+				s.log.Warn("relay catch-up failed", "turn", rl.turnID, "err", err)
+				return
+			}
+			continue
+		}
+		select {
+		case <-rl.q.ready:
+		case <-keepAlive.C:
+			if err := rl.out.Comment("keep-alive"); err != nil {
+				rl.gone()
+				return
+			}
+		case <-attach.C:
+			// Presence: a runner tells a slow client from a gone one (and
+			// a gateway that died) by these heartbeats.
+			s.control(rl.turnID, protocol.TurnControlMsg{Action: protocol.ControlAttach, Client: rl.client})
+		case <-watch.C:
+			// A quiet stream may be a turn whose runner died with no other
+			// runner left to take it over: then end it cleanly (the error
+			// event reaches this relay like any other).
+			if time.Since(idleSince) >= orphanIdle && orphan.tick(rl.r.Context()) == orphanGone {
+				rl.sendGap(0)
+				return
+			}
+		case <-rl.r.Context().Done():
+			rl.gone()
+			return
+		case <-s.streams.Done():
+			return
+		}
+	}
+}
+
+// gone reports that this follower left; the runner cancels the turn once
+// no one has been attached for the disconnect grace.
+func (rl *relay) gone() {
+	rl.s.control(rl.turnID, protocol.TurnControlMsg{Action: protocol.ControlDetach, Client: rl.client, Reason: "client-disconnected"})
+}
+
+// deliver writes the batch taken. It reports whether the stream's final
+// event was written (done) and whether the client is still there (ok).
+func (rl *relay) deliver() (done, ok bool) {
+	batch := rl.batch
+	lagging := len(batch) > coalesceBacklog
+	for i := 0; i < len(batch); i++ {
+		m := batch[i]
+		meta, err := m.Metadata()
+		if err != nil {
+			continue
+		}
+		if !rl.checkGap(m) {
+			return false, false
+		}
+		rl.taken = meta.Sequence.Stream
+		event := m.Headers().Get(protocol.HeaderEvent)
+		if strings.HasPrefix(event, "_") {
+			continue // internal markers (a turn's start) are not for clients
+		}
+		data := m.Data()
+		if event == protocol.EventToken && lagging {
+			if j := rl.tokenRun(batch, i); j-i > 1 {
+				data = joinTokens(batch[i:j])
+				last, err := batch[j-1].Metadata()
+				if err != nil {
+					continue
+				}
+				meta, rl.taken, i = last, last.Sequence.Stream, j-1
+				rl.lastNum = eventNum(batch[j-1])
+			}
+		}
+		if err := rl.out.Event(meta.Sequence.Stream, event, data); err != nil {
+			return false, false
+		}
+		telemetry.RelayEvents.Inc()
+		telemetry.RelayLag.Observe(time.Since(meta.Timestamp).Seconds())
+		if (rl.src.final == "" && protocol.IsTerminal(event)) || event == rl.src.final {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// tokenRun returns the end of the run of consecutive token events that
+// starts at batch[i] (contiguous numbers: a gap ends the run).
+func (rl *relay) tokenRun(batch []jetstream.Msg, i int) int {
+	j := i + 1
+	for j < len(batch) && batch[j].Headers().Get(protocol.HeaderEvent) == protocol.EventToken {
+		if n, prev := eventNum(batch[j]), eventNum(batch[j-1]); n != 0 && prev != 0 && n != prev+1 {
+			break
+		}
+		j++
+	}
+	return j
+}
+
+// checkGap notices events that were discarded between the last one taken
+// and m, and tells the client. It reports false when the client is gone.
+func (rl *relay) checkGap(m jetstream.Msg) bool {
+	n := eventNum(m)
+	if n == 0 {
+		return true // an event without a number (a gateway's end of an orphaned turn)
+	}
+	prev := rl.lastNum
+	rl.lastNum = n
+	if !rl.numKnown {
+		// The client's last event was discarded too, so its number is not
+		// known: anything before n may be missing (Missed is then an upper
+		// bound).
+		rl.numKnown, prev = true, 0
+	}
+	if n <= prev+1 {
+		return true
+	}
+	return rl.sendGap(n - prev - 1)
+}
+
+// sendGap tells the client that missed events (0: an unknown number) were
+// discarded before it read them. It reports false when the client is gone.
+func (rl *relay) sendGap(missed uint64) bool {
+	telemetry.RelayGaps.Inc()
+	body, _ := marshalNoEscape(protocol.StreamGapData{Missed: missed, Message: protocol.StreamGapText})
+	return rl.out.Event(rl.taken, protocol.EventStreamGap, body) == nil
+}
+
+// allDiscarded reports whether the stream holds no event of the turn any
+// more (and so none after the last one taken).
+func (rl *relay) allDiscarded() bool {
+	st, err := rl.s.js.Stream(rl.r.Context(), protocol.StreamTurns)
+	if err != nil {
+		return false
+	}
+	_, err = st.GetLastMsgForSubject(rl.r.Context(), protocol.TurnEvents(rl.turnID))
+	return errors.Is(err, jetstream.ErrMsgNotFound)
+}
+
+// eventNum is m's number in its turn (0 when it has none).
+func eventNum(m jetstream.Msg) uint64 {
+	n, _ := strconv.ParseUint(m.Headers().Get(protocol.HeaderEventNum), 10, 64)
+	return n
+}
+
+// eventNum reads the number of the event stored at seq, if it is still
+// there and belongs to turnID.
+func (s *Service) eventNum(ctx context.Context, turnID string, seq uint64) (uint64, bool) {
+	st, err := s.js.Stream(ctx, protocol.StreamTurns)
+	if err != nil {
+		return 0, false
+	}
+	m, err := st.GetMsg(ctx, seq)
+	if err != nil || m.Subject != protocol.TurnEvents(turnID) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(m.Header.Get(protocol.HeaderEventNum), 10, 64)
+	return n, err == nil
+}
+
+// joinTokens merges token events into one token event's data.
+func joinTokens(msgs []jetstream.Msg) []byte {
+	var b strings.Builder
+	for _, m := range msgs {
+		var t protocol.TokenData
+		if err := json.Unmarshal(m.Data(), &t); err == nil {
+			b.WriteString(t.Content)
+		}
+	}
+	data, err := marshalNoEscape(protocol.TokenData{Content: b.String()})
+	if err != nil {
+		return msgs[0].Data()
+	}
+	return data
+}
+
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}

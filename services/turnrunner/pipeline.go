@@ -1,0 +1,219 @@
+package turnrunner
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/waggle-os/core/libs/personas"
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/agent"
+)
+
+// The parts of a turn around the agent loop (reference §1.9 (4)–(9)):
+// which helper features a turn gets (GEPA, context compression, the
+// credential pool), and what happens to a finished reply (workflow
+// capture, regulated-persona disclaimers, the schedule hint).
+
+// loopOptions sets the pipeline fields of an agent request. GEPA runs on
+// the session's first user message only, never on a slash command or the
+// prompt a command rerouted to the model (message differs from what the
+// user typed).
+func (t *turn) loopOptions(req *agent.Request, mc agent.ModelConfig, history []protocol.Message, message string) {
+	req.APIKeys = mc.APIKeys
+	if mc.GEPAEnabled() && message == t.req.Message && !protocol.IsSlashCommand(message) && !hasUserMessage(history) {
+		req.Expand = &agent.ExpandOptions{Model: firstNonEmpty(mc.BudgetModel, req.Model.Model)}
+	}
+	if mc.BudgetModel != "" {
+		c := mc.Compression
+		req.Compress = &agent.CompressOptions{
+			Model: mc.BudgetModel, Session: t.req.Workspace + "/" + t.req.Session,
+			MaxContextTokens: c.MaxContextTokens, Threshold: c.Threshold,
+			HeadMessages: c.HeadMessages, TailTokens: c.TailTokens,
+		}
+	}
+}
+
+func hasUserMessage(history []protocol.Message) bool {
+	for _, m := range history {
+		if m.Role == protocol.RoleUser {
+			return true
+		}
+	}
+	return false
+}
+
+// NotificationData is the data of a notification event.
+type NotificationData struct {
+	Type    string                   `json:"type"`
+	Title   string                   `json:"title"`
+	Message string                   `json:"message"`
+	Pattern protocol.WorkflowPattern `json:"pattern"`
+}
+
+// Workflow-capture notification texts.
+const (
+	workflowCapturedType  = "workflow_captured"
+	workflowCapturedTitle = "Pattern detected"
+)
+
+// workflowCapturedMessage is the notification's message for a pattern.
+func workflowCapturedMessage(name string) string {
+	return "Detected repeating workflow: " + name + ". Save as a reusable skill?"
+}
+
+// workflowMinSteps is the shortest tool sequence worth reporting (the
+// session store's rule needs at least 3 calls).
+const workflowMinSteps = 3
+
+// captureWorkflow reports the turn's tool sequence to the session store
+// and announces a pattern it completed for the first time. Capture is a
+// suggestion: a failure is logged, never shown.
+func (t *turn) captureWorkflow(res agent.Result) {
+	if len(res.ToolsUsed) < workflowMinSteps {
+		return
+	}
+	rep, err := turnRequest[protocol.WorkflowObserveReply](t.ctx, t.svc, protocol.SubjStoreWorkflowObserve,
+		protocol.WorkflowObserveRequest{Workspace: t.req.Workspace, Session: t.req.Session, Tools: res.ToolsUsed})
+	if err != nil {
+		if !errors.Is(err, protocol.ErrUnavailable) {
+			t.logger().Warn("workflow capture", "err", err)
+		}
+		return
+	}
+	if rep.Pattern == nil {
+		return
+	}
+	if err := t.pub.Emit(protocol.EventNotification, NotificationData{
+		Type: workflowCapturedType, Title: workflowCapturedTitle, Message: workflowCapturedMessage(rep.Pattern.Name), Pattern: *rep.Pattern,
+	}); err != nil {
+		t.logger().Error("publish notification", "err", err)
+	}
+}
+
+// Regulated personas get a disclaimer under replies that are about their
+// domain (reference §1.9 (9); keyword lists from the original).
+var (
+	regulatedKeywords = map[string][]string{
+		"hr-manager":         {"policy", "employment", "termination", "onboarding", "compliance", "leave", "compensation", "benefits", "grievance", "disciplinary"},
+		"legal-professional": {"contract", "clause", "liability", "jurisdiction", "compliance", "regulation", "statute", "litigation", "agreement", "indemnity"},
+		"finance-owner":      {"budget", "revenue", "forecast", "invoice", "tax", "profit", "loss", "roi", "valuation", "investment", "cash flow"},
+	}
+	regulatedDisclaimers = map[string]string{
+		"hr-manager":         "\n\n---\n*This is general HR guidance, not legal advice. Consult your legal team for binding decisions.*",
+		"legal-professional": "\n\n---\n*This is AI-assisted legal analysis, not legal advice. This does not create an attorney-client relationship. Consult a licensed attorney for binding legal guidance.*",
+		"finance-owner":      "\n\n---\n*Financial figures are estimates based on available data. Verify with your accountant or financial advisor before making decisions.*",
+	}
+	disclaimerPhrases = []string{"not legal advice", "attorney-client", "verify with your accountant", "financial advisor", "legal team"}
+	recurringWork     = regexp.MustCompile(`(?i)\b(every\s+day|daily|weekly|every\s+week|each\s+morning|every\s+morning|regularly|recurring|scheduled?|every\s+month|monthly)\b`)
+)
+
+// scheduleHint is appended to replies about recurring work.
+const scheduleHint = "\n\n💡 *Want this to run automatically? Use /schedule or ask me to set up a recurring task.*"
+
+// Disclaimer is the text appended to content for persona: its disclaimer
+// when at least two of its domain keywords occur (case-insensitive
+// substrings) and the content carries no disclaimer already; else "".
+func Disclaimer(persona, content string) string {
+	keywords, ok := regulatedKeywords[persona]
+	if !ok || content == "" {
+		return ""
+	}
+	lower := strings.ToLower(content)
+	hits := 0
+	for _, k := range keywords {
+		if strings.Contains(lower, k) {
+			hits++
+		}
+	}
+	if hits < 2 {
+		return ""
+	}
+	for _, p := range disclaimerPhrases {
+		if strings.Contains(lower, p) {
+			return ""
+		}
+	}
+	return regulatedDisclaimers[persona]
+}
+
+// ScheduleHint is the text appended to content that talks about recurring
+// work when no scheduling tool was used this turn; else "".
+func ScheduleHint(content string, toolsUsed []string) string {
+	if content == "" {
+		return ""
+	}
+	for _, t := range toolsUsed {
+		if strings.Contains(t, "schedule") || strings.Contains(t, "cron") {
+			return ""
+		}
+	}
+	if recurringWork.MatchString(content) {
+		return scheduleHint
+	}
+	return ""
+}
+
+// finalContent is the reply as stored and sent in done: what the model
+// streamed, then the persona's disclaimer, then the schedule hint. They
+// are not streamed as tokens (as in the original).
+func finalContent(persona string, res agent.Result) string {
+	c := res.Content
+	c += Disclaimer(persona, c)
+	return c + ScheduleHint(c, res.ToolsUsed)
+}
+
+// recordExtraUsage adds the turn's helper calls (GEPA, compression) to the
+// usage ledger, each under its own model.
+func (t *turn) recordExtraUsage(res agent.Result) {
+	for _, x := range res.Extra {
+		t.recordUsage(agent.Result{Model: x.Model, Usage: agent.Usage{InputTokens: x.InputTokens, OutputTokens: x.OutputTokens}, Cost: x.Cost})
+	}
+}
+
+// BudgetWarning is the step of a workspace that spent its budget
+// (reference §1.9 (1)), or "" while it has not.
+func BudgetWarning(spent, budget float64) string {
+	if budget <= 0 || spent < budget {
+		return ""
+	}
+	return fmt.Sprintf("\u26a0\ufe0f Budget limit reached ($%.2f / $%.2f). Responses may be limited.", spent, budget)
+}
+
+// warnWorkspaceBudget tells the user when the workspace's recorded spend
+// (the usage ledger since the last cost reset) reached its workspace.json
+// budget. The turn still runs; an unreadable ledger warns no one.
+func (t *turn) warnWorkspaceBudget(ws protocol.Workspace) {
+	if t.req.Workspace == "default" || ws.Budget <= 0 {
+		return
+	}
+	sum, err := turnRequest[protocol.UsageSummary](t.ctx, t.svc, protocol.SubjStoreUsageSummary,
+		protocol.UsageSummaryRequest{Workspace: t.req.Workspace})
+	if err != nil {
+		if !errors.Is(err, protocol.ErrUnavailable) {
+			t.logger().Warn("workspace spend unavailable; no budget warning", "err", err)
+		}
+		return
+	}
+	if text := BudgetWarning(sum.EstimatedCost, ws.Budget); text != "" {
+		if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: text}); err != nil {
+			t.logger().Error("publish step", "err", err)
+		}
+	}
+}
+
+// personaAllows applies a built-in persona's tool filter; an unknown
+// (custom) persona filters nothing.
+func personaAllows(persona, tool string) bool {
+	p, ok := personas.Get(persona)
+	return !ok || p.Allows(tool)
+}
+
+// withPersona appends a built-in persona's instructions to the system prompt.
+func withPersona(prompt, persona string) string {
+	if p, ok := personas.Get(persona); ok {
+		return prompt + "\n\n" + p.SystemPrompt
+	}
+	return prompt
+}
