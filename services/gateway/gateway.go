@@ -33,6 +33,7 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/sessionsapi"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 	"github.com/waggle-os/core/services/gateway/internal/teamsapi"
+	"github.com/waggle-os/core/services/gateway/spa"
 )
 
 // DefaultAllowedOrigins are the browser origins of the Waggle desktop and
@@ -97,6 +98,10 @@ type Config struct {
 	// Replicas is the replica count of the gateway's KV buckets (shared
 	// rate-limit counters). Default 1.
 	Replicas int
+	// FrontendDir, when set, is a built single-page app (the Waggle desktop
+	// app's dist) served at "/" with an index.html fallback; the web chat
+	// then lives at /chat/. Empty: the web chat is at "/".
+	FrontendDir string
 	// Stream shapes the turn-event stream; gateways and runners must agree
 	// (the composition root passes both the same).
 	Stream bus.TurnStreamConfig
@@ -181,6 +186,11 @@ func (c *Config) Validate() error {
 	}
 	if l, on := c.limits(); on {
 		if err := l.Validate(); err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+	}
+	if c.FrontendDir != "" {
+		if err := spa.Check(c.FrontendDir); err != nil {
 			return fmt.Errorf("gateway: %w", err)
 		}
 	}
@@ -319,6 +329,7 @@ func (s *Service) routes() http.Handler {
 	r := chi.NewRouter()
 	deps := httpx.Deps{NC: s.nc, Log: s.log, BodyLimit: s.cfg.BodyLimit, Timeout: s.cfg.RequestTimeout, DataDir: s.cfg.DataDir}
 	r.Use(metrics, s.recoverer, securityHeaders, s.cors)
+	r.Use(s.pages) // the browser clients are public files, served before auth
 	limits, limited := s.cfg.limits()
 	if s.cfg.Auth == AuthRequired {
 		// Team server: users, team-scoped workspaces, viewer rules and the
