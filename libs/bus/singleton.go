@@ -20,11 +20,13 @@ type Singleton struct {
 	kv     jetstream.KeyValue
 	key    string
 	holder []byte
+	log    *slog.Logger
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu  sync.Mutex
-	rev uint64
+	mu   sync.Mutex
+	rev  uint64
+	lost bool // another instance holds the lease now; reported once
 }
 
 // SingletonTTL is how long a lease outlives its holder's last renewal: a
@@ -53,7 +55,7 @@ func AcquireSingleton(ctx context.Context, js jetstream.JetStream, name, holder 
 	for {
 		rev, err := kv.Create(ctx, name, []byte(holder))
 		if err == nil {
-			return start(kv, name, []byte(holder), rev), nil
+			return start(kv, name, []byte(holder), rev, log), nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			return nil, fmt.Errorf("bus: singleton %s: %w", name, err)
@@ -74,9 +76,9 @@ func AcquireSingleton(ctx context.Context, js jetstream.JetStream, name, holder 
 	}
 }
 
-func start(kv jetstream.KeyValue, key string, holder []byte, rev uint64) *Singleton {
+func start(kv jetstream.KeyValue, key string, holder []byte, rev uint64, log *slog.Logger) *Singleton {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Singleton{kv: kv, key: key, holder: holder, cancel: cancel, done: make(chan struct{}), rev: rev}
+	s := &Singleton{kv: kv, key: key, holder: holder, log: log, cancel: cancel, done: make(chan struct{}), rev: rev}
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(SingletonTTL / 3)
@@ -86,17 +88,42 @@ func start(kv jetstream.KeyValue, key string, holder []byte, rev uint64) *Single
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				s.mu.Lock()
-				rctx, rcancel := context.WithTimeout(ctx, SingletonTTL/3)
-				if nr, err := kv.Update(rctx, key, holder, s.rev); err == nil {
-					s.rev = nr
-				}
-				rcancel()
-				s.mu.Unlock()
+				s.renew(ctx)
 			}
 		}
 	}()
 	return s
+}
+
+// renew extends the lease. When renewals failed for a whole TTL (NATS was
+// unreachable), the lease lapsed: it is taken again if nobody else did,
+// and its loss to another instance is reported, since both may now write.
+func (s *Singleton) renew(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, SingletonTTL/3)
+	defer cancel()
+	rev, err := s.kv.Update(ctx, s.key, s.holder, s.rev)
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		rev, err = s.kv.Create(ctx, s.key, s.holder)
+		if err == nil {
+			s.log.Warn("singleton lease lapsed and was taken again", "service", s.key)
+		}
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			if !s.lost {
+				owner := "another instance"
+				if e, err := s.kv.Get(ctx, s.key); err == nil {
+					owner = string(e.Value())
+				}
+				s.log.Error("singleton lease lost: another instance took over while this one could not renew", "service", s.key, "holder", owner)
+			}
+			s.lost = true
+			return
+		}
+	}
+	if err == nil {
+		s.rev, s.lost = rev, false
+	}
 }
 
 // Release stops renewing and deletes the lease, so a successor starts at
