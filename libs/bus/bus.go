@@ -92,8 +92,7 @@ func Request[Rep any](ctx context.Context, nc *nats.Conn, subject string, req an
 }
 
 // RequestMsg sends msg and returns the raw reply, turning micro error
-// headers into *protocol.Error. No responders, and the "unavailable" of an
-// instance that is stopping, are protocol.ErrUnavailable (errors.Is).
+// headers into *protocol.Error.
 func RequestMsg(ctx context.Context, nc *nats.Conn, msg *nats.Msg) (*nats.Msg, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -111,12 +110,6 @@ func RequestMsg(ctx context.Context, nc *nats.Conn, msg *nats.Msg) (*nats.Msg, e
 		return nil, fmt.Errorf("bus: request %s: %w", msg.Subject, err)
 	}
 	if e := ReplyError(reply); e != nil {
-		if *e == *protocol.ErrUnavailable {
-			// A stopping instance answers for the responder that is
-			// gone: the same kind as no responders, so callers that
-			// retry elsewhere (errors.Is) do so for both.
-			return nil, fmt.Errorf("bus: %s: %w", msg.Subject, protocol.ErrUnavailable)
-		}
 		return nil, e
 	}
 	return reply, nil

@@ -194,8 +194,10 @@ func respondError(r micro.Request, e *protocol.Error) {
 
 // Stop stops taking requests, waits for running handlers (bounded by ctx:
 // then their context is cancelled and Stop waits for them to return) and
-// cancels their context. Requests still in flight to this instance are
-// answered protocol.ErrUnavailable. Stop may be called more than once.
+// cancels their context. Requests still in flight to this instance, and
+// handlers cut short by the cancellation, are answered with
+// protocol.ErrUnavailable's 503, which callers may retry on another
+// instance. Stop may be called more than once.
 func (s *Service) Stop(ctx context.Context) error {
 	err := s.svc.Stop()
 	s.mu.Lock()
