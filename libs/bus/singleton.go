@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -95,9 +96,11 @@ func start(kv jetstream.KeyValue, key string, holder []byte, rev uint64, log *sl
 	return s
 }
 
-// renew extends the lease. When renewals failed for a whole TTL (NATS was
-// unreachable), the lease lapsed: it is taken again if nobody else did,
-// and its loss to another instance is reported, since both may now write.
+// renew extends the lease. A renewal the lease's revision refuses means
+// one of three things: an earlier renewal was written but its answer lost
+// (the lease is still ours), renewals failed for a whole TTL and the lease
+// lapsed (taken again if nobody else did), or another instance took it
+// over meanwhile: that is logged, since both may now be writing.
 func (s *Singleton) renew(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -105,17 +108,19 @@ func (s *Singleton) renew(ctx context.Context) {
 	defer cancel()
 	rev, err := s.kv.Update(ctx, s.key, s.holder, s.rev)
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		rev, err = s.kv.Create(ctx, s.key, s.holder)
-		if err == nil {
-			s.log.Warn("singleton lease lapsed and was taken again", "service", s.key)
-		}
-		if errors.Is(err, jetstream.ErrKeyExists) {
+		var e jetstream.KeyValueEntry
+		switch e, err = s.kv.Get(ctx, s.key); {
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+			if rev, err = s.kv.Create(ctx, s.key, s.holder); err == nil {
+				s.log.Warn("singleton lease lapsed and was taken again", "service", s.key)
+			}
+		case err != nil:
+		case bytes.Equal(e.Value(), s.holder):
+			rev, err = s.kv.Update(ctx, s.key, s.holder, e.Revision())
+		default:
 			if !s.lost {
-				owner := "another instance"
-				if e, err := s.kv.Get(ctx, s.key); err == nil {
-					owner = string(e.Value())
-				}
-				s.log.Error("singleton lease lost: another instance took over while this one could not renew", "service", s.key, "holder", owner)
+				s.log.Error("singleton lease lost: another instance took over while this one could not renew",
+					"service", s.key, "holder", string(e.Value()))
 			}
 			s.lost = true
 			return

@@ -205,3 +205,39 @@ func TestSingletonLapsedLease(t *testing.T) {
 		t.Fatalf("the old holder overwrote the new one: holder %q", h)
 	}
 }
+
+// A renewal that was written although its answer was lost leaves the
+// holder with a stale revision; the next renewal finds its own value and
+// goes on from there instead of letting the lease lapse.
+func TestSingletonRenewalAfterALostAnswer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for renewals")
+	}
+	t.Parallel()
+	srv := natstest.Start(t)
+	jsA := jetStream(t, srv, "a")
+	log := &records{}
+	a, err := AcquireSingleton(ctxT(t), jsA, "bustest-lease", "a", 1, slog.New(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release(context.Background())
+	kv, err := jsA.KeyValue(ctxT(t), protocol.BucketSingletons)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	rev, err := kv.Update(ctxT(t), "bustest-lease", []byte("a"), a.rev) // the write whose answer "was lost"
+	a.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitfor.True(t, "renewed past the stale revision", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.rev > rev
+	})
+	if log.has("ERROR") || log.has("WARN") {
+		t.Fatal("a renewal of its own lease was reported as a loss or a lapse")
+	}
+}
