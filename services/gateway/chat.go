@@ -152,6 +152,9 @@ func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, s.log, err)
 		return
 	}
+	if s.refuseIfStorageFull(w) {
+		return
+	}
 	req.TurnID = protocol.NewUUID()
 	if u, ok := teamauth.UserFrom(r.Context()); ok {
 		req.User = u.ID
