@@ -91,7 +91,9 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("streaming turn ended with %q, want error: %v", n, waggletest.Names(evs))
 	}
 	// Reads still work and what was persisted is intact.
-	var hist struct{ Messages []struct{ Role, Content string } }
+	var hist struct {
+		Messages []struct{ Role, Content string }
+	}
 	// (A chat accepted before the fault was noticed may have added lines.)
 	if code := srv.JSON(http.MethodGet, "/api/history?workspace=default&session=full", nil, &hist); code != 200 || len(hist.Messages) < 2 ||
 		hist.Messages[0].Content != "before the disk fills" || hist.Messages[1].Content != echoText("before the disk fills") {
