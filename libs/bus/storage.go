@@ -96,12 +96,16 @@ func (g *StorageGuard) Start() {
 	go g.loop()
 }
 
-// Stop ends the loop and waits for it.
+// Stop ends the loop and waits for it (idempotent).
 func (g *StorageGuard) Stop() {
 	if g == nil || g.stop == nil {
 		return
 	}
-	close(g.stop)
+	select {
+	case <-g.stop:
+	default:
+		close(g.stop)
+	}
 	<-g.done
 }
 
