@@ -138,6 +138,10 @@ func (s *Server) options() (*server.Options, error) {
 		if opts.JetStreamLimits.DefaultMaxConsumers == 0 {
 			opts.JetStreamLimits.DefaultMaxConsumers = -1
 		}
+		if !opts.SyncAlways && s.cfg.Logger != nil {
+			s.cfg.Logger.Warn("JetStream is not set to fsync every write (sync_interval: always): acknowledged state may be lost in a crash",
+				"config", s.cfg.ConfigFile)
+		}
 		return opts, nil
 	}
 	opts := &server.Options{
