@@ -78,12 +78,19 @@ func EnsureTurnStream(ctx context.Context, js jetstream.JetStream, cfg TurnStrea
 		// is enough to absorb a retried publish.
 		Duplicates: 2 * time.Minute,
 	}
+	if storage == jetstream.FileStorage && cfg.Replicas == 1 {
+		// Turn events are not the system of record (the session store is):
+		// they need not pay the fsync per write (sync_interval: always)
+		// that the state buckets do. Replicated streams cannot opt out; their
+		// raft log lets the server relax it by itself.
+		scfg.PersistMode = jetstream.AsyncPersistMode
+	}
 	st, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.CreateOrUpdateStream(ctx, scfg) })
 	if err != nil {
-		// JetStream cannot change a stream's storage type in place. Turn
-		// events are transient, so a stream of the other kind (from an
-		// older configuration) is replaced rather than kept.
-		if old, e := js.Stream(ctx, protocol.StreamTurns); e == nil && old.CachedInfo().Config.Storage != storage {
+		// JetStream cannot change a stream's storage type or persist mode in
+		// place. Turn events are transient, so a stream of the other kind
+		// (from an older configuration) is replaced rather than kept.
+		if old, e := js.Stream(ctx, protocol.StreamTurns); e == nil && (old.CachedInfo().Config.Storage != storage || old.CachedInfo().Config.PersistMode != scfg.PersistMode) {
 			if e := js.DeleteStream(ctx, protocol.StreamTurns); e == nil {
 				st, err = js.CreateStream(ctx, scfg)
 			}
