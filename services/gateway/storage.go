@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/gateway/internal/httpx"
 )
 
@@ -39,6 +40,19 @@ func (s *Service) refuseIfStorageFull(w http.ResponseWriter) bool {
 		return true
 	}
 	return false
+}
+
+// storageFailure turns a failed start into 507 STORAGE_FULL when a store
+// reports full by the time it failed: a chat that raced the first failing
+// write (and waited out its timeout) then says why, not "internal error".
+func (s *Service) storageFailure(err error) error {
+	if err == nil || protocol.StatusOf(err) != http.StatusInternalServerError {
+		return err
+	}
+	if _, full := s.storage.watch.Full(); full {
+		return protocol.ErrStorageFull
+	}
+	return err
 }
 
 // storageRecovered runs when a full store is writable again. The embedded
