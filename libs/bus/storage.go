@@ -259,14 +259,16 @@ func (w *StorageWatch) onReport(m *nats.Msg) {
 		return
 	}
 	w.mu.Lock()
-	prev, had := w.reports[st.Source]
+	// A stale full report is kept (only ignored by Full), so the recovery
+	// that follows it, however late, still runs onRecover.
+	_, wasFull := w.reports[st.Source]
 	if st.Full {
 		w.reports[st.Source] = storageReport{status: st, at: time.Now()}
 	} else {
 		delete(w.reports, st.Source)
 	}
 	w.mu.Unlock()
-	if !st.Full && had && prev.status.Full && w.onRecover != nil {
+	if !st.Full && wasFull && w.onRecover != nil {
 		w.onRecover(st.Source)
 	}
 }
@@ -278,12 +280,10 @@ func (w *StorageWatch) Full() (protocol.StorageStatus, bool) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for src, r := range w.reports {
-		if time.Since(r.at) > StorageReportTTL {
-			delete(w.reports, src)
-			continue
+	for _, r := range w.reports {
+		if time.Since(r.at) <= StorageReportTTL {
+			return r.status, true
 		}
-		return r.status, true
 	}
 	return protocol.StorageStatus{}, false
 }
