@@ -92,7 +92,15 @@ func EnsureTurnStream(ctx context.Context, js jetstream.JetStream, cfg TurnStrea
 		// (from an older configuration) is replaced rather than kept.
 		if old, e := js.Stream(ctx, protocol.StreamTurns); e == nil && (old.CachedInfo().Config.Storage != storage || old.CachedInfo().Config.PersistMode != scfg.PersistMode) {
 			if e := js.DeleteStream(ctx, protocol.StreamTurns); e == nil {
-				st, err = js.CreateStream(ctx, scfg)
+				// The server removes the old stream's files after it answers;
+				// a new file stream of the same name can fail to create its
+				// store until they are gone.
+				for attempt := 0; attempt < 20; attempt++ {
+					if st, err = js.CreateStream(ctx, scfg); err == nil || ctx.Err() != nil {
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
 			}
 		}
 	}
