@@ -31,20 +31,25 @@ type ServiceConfig struct {
 	Concurrency int
 	// Logger logs handler failures. Default slog.Default().
 	Logger *slog.Logger
+	// Storage, when set, is told of every handler failure: a write that
+	// failed for lack of space marks the store full. Such failures are
+	// answered protocol.ErrStorageFull (507) with or without a guard.
+	Storage *StorageGuard
 }
 
 // Service is a nats micro service whose endpoints are typed JSON handlers
 // run on their own goroutines, all owned by the Service and waited for by
 // Stop.
 type Service struct {
-	name   string
-	nc     *nats.Conn
-	svc    micro.Service
-	log    *slog.Logger
-	ctx    context.Context
-	cancel context.CancelFunc
-	sem    chan struct{}
-	wg     sync.WaitGroup
+	name    string
+	nc      *nats.Conn
+	svc     micro.Service
+	log     *slog.Logger
+	storage *StorageGuard
+	ctx     context.Context
+	cancel  context.CancelFunc
+	sem     chan struct{}
+	wg      sync.WaitGroup
 
 	// mu orders handler starts (wg.Add) before Stop's wg.Wait: micro
 	// drains an endpoint's subscription asynchronously, so requests still
@@ -76,7 +81,7 @@ func NewService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Service{
-		name: cfg.Name, nc: nc, svc: svc, log: cfg.Logger, ctx: ctx, cancel: cancel,
+		name: cfg.Name, nc: nc, svc: svc, log: cfg.Logger, storage: cfg.Storage, ctx: ctx, cancel: cancel,
 		sem: make(chan struct{}, cfg.Concurrency), stopping: make(chan struct{}),
 	}, nil
 }
@@ -173,6 +178,10 @@ func (s *Service) fail(r micro.Request, name string, err error) int {
 		// Stop cut the handler short: not a failure of the request, and
 		// another instance may still serve it.
 		e = protocol.ErrUnavailable
+	case IsNoSpace(err):
+		s.storage.Check(err)
+		s.log.Error("bus: handler failed: storage full", "endpoint", name, "err", err)
+		e = protocol.ErrStorageFull
 	default:
 		s.log.Error("bus: handler failed", "endpoint", name, "err", err)
 		e = protocol.ErrInternal

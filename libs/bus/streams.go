@@ -78,14 +78,29 @@ func EnsureTurnStream(ctx context.Context, js jetstream.JetStream, cfg TurnStrea
 		// is enough to absorb a retried publish.
 		Duplicates: 2 * time.Minute,
 	}
+	if storage == jetstream.FileStorage && cfg.Replicas == 1 {
+		// Turn events are not the system of record (the session store is):
+		// they need not pay the fsync per write (sync_interval: always)
+		// that the state buckets do. Replicated streams cannot opt out; their
+		// raft log lets the server relax it by itself.
+		scfg.PersistMode = jetstream.AsyncPersistMode
+	}
 	st, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.CreateOrUpdateStream(ctx, scfg) })
 	if err != nil {
-		// JetStream cannot change a stream's storage type in place. Turn
-		// events are transient, so a stream of the other kind (from an
-		// older configuration) is replaced rather than kept.
-		if old, e := js.Stream(ctx, protocol.StreamTurns); e == nil && old.CachedInfo().Config.Storage != storage {
+		// JetStream cannot change a stream's storage type or persist mode in
+		// place. Turn events are transient, so a stream of the other kind
+		// (from an older configuration) is replaced rather than kept.
+		if old, e := js.Stream(ctx, protocol.StreamTurns); e == nil && (old.CachedInfo().Config.Storage != storage || old.CachedInfo().Config.PersistMode != scfg.PersistMode) {
 			if e := js.DeleteStream(ctx, protocol.StreamTurns); e == nil {
-				st, err = js.CreateStream(ctx, scfg)
+				// The server removes the old stream's files after it answers;
+				// a new file stream of the same name can fail to create its
+				// store until they are gone.
+				for attempt := 0; attempt < 20; attempt++ {
+					if st, err = js.CreateStream(ctx, scfg); err == nil || ctx.Err() != nil {
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
 			}
 		}
 	}

@@ -220,7 +220,8 @@ type Service struct {
 	ln     net.Listener
 	served chan error
 
-	hub *hub
+	hub     *hub
+	storage storageState
 
 	// streams is cancelled when the shutdown grace runs out, cutting event
 	// streams that are still open.
@@ -273,6 +274,10 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.hub = newHub()
 	if err := s.hub.start(ctx, s.js); err != nil {
+		nc.Close()
+		return err
+	}
+	if err := s.watchStorage(); err != nil {
 		nc.Close()
 		return err
 	}

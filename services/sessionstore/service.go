@@ -100,6 +100,10 @@ type Service struct {
 	nc     *nats.Conn
 	svc    *bus.Service
 	single *bus.Singleton // held while JSONL files are served
+	// storage watches the data dir's disk: a write that fails for lack of
+	// space (or a disk nearly full) is reported on the bus until space is
+	// freed. Nil with --store=postgres.
+	storage *bus.StorageGuard
 }
 
 // New returns an unstarted service.
@@ -155,8 +159,13 @@ func (s *Service) Start(ctx context.Context) error {
 			return fmt.Errorf("sessionstore: %w", err)
 		}
 	}
-	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceSessionStore, Concurrency: s.cfg.Concurrency, Logger: s.log})
+	if s.cfg.Store != StorePostgres {
+		s.storage = bus.NewStorageGuard(nc, bus.StorageGuardConfig{Source: "session-store", Dir: s.cfg.DataDir, Logger: s.log})
+		s.storage.Start()
+	}
+	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceSessionStore, Concurrency: s.cfg.Concurrency, Logger: s.log, Storage: s.storage})
 	if err != nil {
+		s.storage.Stop()
 		nc.Close()
 		s.closePG()
 		return err
@@ -226,6 +235,7 @@ func (s *Service) Stop(ctx context.Context) error {
 	if s.svc != nil {
 		errs = append(errs, s.svc.Stop(ctx))
 	}
+	s.storage.Stop()
 	s.single.Release(ctx)
 	if s.nc != nil {
 		errs = append(errs, bus.Drain(ctx, s.nc))
