@@ -343,6 +343,9 @@ func (s *Service) routes() http.Handler {
 	// too: it reports the token).
 	r.Use(metrics, s.recoverer, securityHeaders, s.hostCheck, s.cors)
 	r.Use(s.pages) // the browser clients are public files, served before auth
+	// While the bus is away, every route that needs it answers 503 at once
+	// (the static pages above still load).
+	r.Use(s.busCheck)
 	limits, limited := s.cfg.limits()
 	if s.cfg.Auth == AuthRequired {
 		// Team server: users, team-scoped workspaces, viewer rules and the
