@@ -31,6 +31,11 @@ type ServiceConfig struct {
 	Concurrency int
 	// Logger logs handler failures. Default slog.Default().
 	Logger *slog.Logger
+	// MapError, when set, translates a handler's error before it is
+	// answered: a store turns its database driver's connection errors into
+	// a 503 (protocol.ErrStoreUnavailable) instead of a 500. An error it
+	// changes is logged as a warning with the original.
+	MapError func(error) error
 }
 
 // Service is a nats micro service whose endpoints are typed JSON handlers
@@ -41,6 +46,7 @@ type Service struct {
 	nc     *nats.Conn
 	svc    micro.Service
 	log    *slog.Logger
+	mapErr func(error) error
 	ctx    context.Context
 	cancel context.CancelFunc
 	sem    chan struct{}
@@ -76,7 +82,7 @@ func NewService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Service{
-		name: cfg.Name, nc: nc, svc: svc, log: cfg.Logger, ctx: ctx, cancel: cancel,
+		name: cfg.Name, nc: nc, svc: svc, log: cfg.Logger, mapErr: cfg.MapError, ctx: ctx, cancel: cancel,
 		sem: make(chan struct{}, cfg.Concurrency), stopping: make(chan struct{}),
 	}, nil
 }
@@ -105,6 +111,7 @@ func AddEndpoint[Req, Rep any](s *Service, name, subject string, fn HandlerFunc[
 			}
 			rep, err := fn(ctx, req)
 			if err != nil {
+				err = s.mapError(name, err)
 				served.WithLabelValues(strconv.Itoa(s.fail(r, name, err))).Inc()
 				return
 			}
@@ -162,6 +169,19 @@ func (s *Service) dispatch(r micro.Request, fn func(ctx context.Context)) {
 		defer func() { <-s.sem; s.wg.Done() }()
 		fn(s.ctx)
 	}()
+}
+
+// mapError applies MapError, logging what it changed (the client gets
+// no detail).
+func (s *Service) mapError(name string, err error) error {
+	if s.mapErr == nil {
+		return err
+	}
+	mapped := s.mapErr(err)
+	if mapped != err {
+		s.log.Warn("bus: handler failed", "endpoint", name, "err", err, "answered", protocol.StatusOf(mapped))
+	}
+	return mapped
 }
 
 // fail answers a handler's error and returns the status it sent.

@@ -50,6 +50,10 @@ var (
 	// there once the bus is back.
 	ErrBusUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "BUS_UNAVAILABLE",
 		Message: "The server is reconnecting to its message bus. Try again in a moment."}
+	// ErrStoreUnavailable means the database behind a store cannot be
+	// reached (PostgreSQL down or restarting); the request did nothing.
+	ErrStoreUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "STORE_UNAVAILABLE",
+		Message: "The database is unavailable. Try again in a moment."}
 )
 
 // AsError returns the *Error in err's chain, or nil.

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/pgerr"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/approval/grants"
 )
@@ -156,7 +157,8 @@ func (s *Service) Start(ctx context.Context) error {
 		s.sweepLoop(sweepCtx)
 	}()
 
-	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceApproval, Logger: s.log})
+	// Grants in PostgreSQL: an outage answers 503 STORE_UNAVAILABLE.
+	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceApproval, Logger: s.log, MapError: pgerr.Classify})
 	if err != nil {
 		s.Stop(ctx)
 		return err

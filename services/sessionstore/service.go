@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/pgerr"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/frames"
 	"github.com/waggle-os/core/services/sessionstore/groups"
@@ -155,7 +156,10 @@ func (s *Service) Start(ctx context.Context) error {
 			return fmt.Errorf("sessionstore: %w", err)
 		}
 	}
-	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceSessionStore, Concurrency: s.cfg.Concurrency, Logger: s.log})
+	// A PostgreSQL outage answers 503 STORE_UNAVAILABLE, not 500; the
+	// pool reconnects by itself when the server is back.
+	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceSessionStore, Concurrency: s.cfg.Concurrency, Logger: s.log,
+		MapError: pgerr.Classify})
 	if err != nil {
 		nc.Close()
 		s.closePG()
