@@ -87,3 +87,29 @@ func dropReconnectHooks(nc *nats.Conn) {
 		h.wg.Wait()
 	}
 }
+
+// WaitConnected returns nil once nc is connected (at once when it is), or
+// ctx's error. Work that must not be lost when the bus drops mid-way — a
+// partial reply to persist, a lock to release — can wait for the bus to
+// come back instead of failing at once (nothing is buffered while
+// disconnected).
+func WaitConnected(ctx context.Context, nc *nats.Conn) error {
+	if nc.IsConnected() {
+		return nil
+	}
+	t := time.NewTicker(25 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			if nc.IsConnected() {
+				return nil
+			}
+			if nc.IsClosed() {
+				return nats.ErrConnectionClosed
+			}
+		}
+	}
+}

@@ -130,7 +130,17 @@ func TestTurnStreamAcrossRestart(t *testing.T) {
 	if !errors.Is(err, protocol.ErrBusUnavailable) || time.Since(began) > time.Second {
 		t.Fatalf("request while disconnected: %v after %s, want ErrBusUnavailable at once", err, time.Since(began))
 	}
+	wctx, wcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	if err := bus.WaitConnected(wctx, nc); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitConnected while the server is down: %v", err)
+	}
+	wcancel()
 	srv.start()
+	wctx, wcancel = context.WithTimeout(ctx, 10*time.Second)
+	if err := bus.WaitConnected(wctx, nc); err != nil {
+		t.Fatalf("WaitConnected after the restart: %v", err)
+	}
+	wcancel()
 
 	var info *jetstream.StreamInfo
 	waitFor(t, 10*time.Second, "the turn stream to be re-created", func() bool {
