@@ -35,6 +35,11 @@ type ServiceConfig struct {
 	// failed for lack of space marks the store full. Such failures are
 	// answered protocol.ErrStorageFull (507) with or without a guard.
 	Storage *StorageGuard
+	// MapError, when set, translates a handler's error before it is
+	// answered: a store turns its database driver's connection errors into
+	// a 503 (protocol.ErrStoreUnavailable) instead of a 500. An error it
+	// changes is logged as a warning with the original.
+	MapError func(error) error
 }
 
 // Service is a nats micro service whose endpoints are typed JSON handlers
@@ -46,6 +51,7 @@ type Service struct {
 	svc     micro.Service
 	log     *slog.Logger
 	storage *StorageGuard
+	mapErr  func(error) error
 	ctx     context.Context
 	cancel  context.CancelFunc
 	sem     chan struct{}
@@ -81,7 +87,7 @@ func NewService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Service{
-		name: cfg.Name, nc: nc, svc: svc, log: cfg.Logger, storage: cfg.Storage, ctx: ctx, cancel: cancel,
+		name: cfg.Name, nc: nc, svc: svc, log: cfg.Logger, storage: cfg.Storage, mapErr: cfg.MapError, ctx: ctx, cancel: cancel,
 		sem: make(chan struct{}, cfg.Concurrency), stopping: make(chan struct{}),
 	}, nil
 }
@@ -110,6 +116,7 @@ func AddEndpoint[Req, Rep any](s *Service, name, subject string, fn HandlerFunc[
 			}
 			rep, err := fn(ctx, req)
 			if err != nil {
+				err = s.mapError(name, err)
 				served.WithLabelValues(strconv.Itoa(s.fail(r, name, err))).Inc()
 				return
 			}
@@ -167,6 +174,19 @@ func (s *Service) dispatch(r micro.Request, fn func(ctx context.Context)) {
 		defer func() { <-s.sem; s.wg.Done() }()
 		fn(s.ctx)
 	}()
+}
+
+// mapError applies MapError, logging what it changed (the client gets
+// no detail).
+func (s *Service) mapError(name string, err error) error {
+	if s.mapErr == nil {
+		return err
+	}
+	mapped := s.mapErr(err)
+	if mapped != err {
+		s.log.Warn("bus: handler failed", "endpoint", name, "err", err, "answered", protocol.StatusOf(mapped))
+	}
+	return mapped
 }
 
 // fail answers a handler's error and returns the status it sent.

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/pgerr"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/approval/grants"
 )
@@ -161,7 +162,9 @@ func (s *Service) Start(ctx context.Context) error {
 		s.storage = bus.NewStorageGuard(nc, bus.StorageGuardConfig{Source: "approval", Dir: s.cfg.DataDir, Logger: s.log})
 		s.storage.Start()
 	}
-	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceApproval, Logger: s.log, Storage: s.storage})
+	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceApproval, Logger: s.log, Storage: s.storage,
+		// Grants in PostgreSQL: an outage answers 503 STORE_UNAVAILABLE.
+		MapError: pgerr.Classify})
 	if err != nil {
 		s.Stop(ctx)
 		return err

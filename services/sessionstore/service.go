@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/pgerr"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/frames"
 	"github.com/waggle-os/core/services/sessionstore/groups"
@@ -163,7 +164,10 @@ func (s *Service) Start(ctx context.Context) error {
 		s.storage = bus.NewStorageGuard(nc, bus.StorageGuardConfig{Source: "session-store", Dir: s.cfg.DataDir, Logger: s.log})
 		s.storage.Start()
 	}
-	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceSessionStore, Concurrency: s.cfg.Concurrency, Logger: s.log, Storage: s.storage})
+	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceSessionStore, Concurrency: s.cfg.Concurrency, Logger: s.log, Storage: s.storage,
+		// A PostgreSQL outage answers 503 STORE_UNAVAILABLE, not 500; the
+		// pool reconnects by itself when the server is back.
+		MapError: pgerr.Classify})
 	if err != nil {
 		s.storage.Stop()
 		nc.Close()

@@ -103,7 +103,7 @@ func New(cfg Config, log *slog.Logger) *App {
 			maxLen = -1 // 0 on the command line means no limit
 		}
 		a.gateway = gateway.New(gateway.Config{
-			Addr: cfg.Addr, DataDir: cfg.DataDir, MaxMessageLength: maxLen, AllowedOrigins: cfg.AllowedOrigins,
+			Addr: cfg.Addr, DataDir: cfg.DataDir, MaxMessageLength: maxLen, AllowedOrigins: cfg.AllowedOrigins, AllowedHosts: cfg.AllowedHosts,
 			Probe: probeConfig(cfg), ShutdownGrace: cfg.ShutdownTimeout / 3,
 			Auth: cfg.Auth, RateLimit: cfg.RateLimit, RateLimitChat: cfg.RateLimitChat, RateWindow: cfg.RateWindow,
 			Replicas: cfg.NATSReplicas, Stream: streamConfig(cfg), FrontendDir: cfg.FrontendDir,
