@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"syscall"
 
@@ -37,6 +38,12 @@ func Unavailable(err error) bool {
 	var connectErr *pgconn.ConnectError
 	if errors.As(err, &connectErr) {
 		return true
+	}
+	// A file's error (a JSONL store beside the database: a full disk, a
+	// missing file) is not a database outage.
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		return false
 	}
 	// Not io.EOF or io.ErrUnexpectedEOF: a truncated file or JSON body
 	// says the same, and a store's other handlers read files.

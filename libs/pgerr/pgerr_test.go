@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"syscall"
@@ -30,6 +31,7 @@ func TestUnavailable(t *testing.T) {
 		{"connection refused", fmt.Errorf("pgstore: history: %w", refused), true},
 		{"connection reset", fmt.Errorf("read: %w", syscall.ECONNRESET), true},
 		{"broken pipe", syscall.EPIPE, true},
+		{"a full disk under a JSONL store", fmt.Errorf("jsonl: append: %w", &fs.PathError{Op: "write", Path: "/d/s.jsonl", Err: syscall.ENOSPC}), false},
 		{"closed network connection", net.ErrClosed, true},
 		{"admin shutdown", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}, true},
 		{"crash shutdown", &pgconn.PgError{Code: "57P02"}, true},

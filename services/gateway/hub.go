@@ -47,13 +47,20 @@ func (h *hub) start(ctx context.Context, js jetstream.JetStream) error {
 	if err != nil {
 		return fmt.Errorf("gateway: live event consumer: %w", err)
 	}
+	h.mu.Lock()
 	h.cc = cc
+	h.mu.Unlock()
 	return nil
 }
 
+// stop stops the live consumer (start may run again: the store came back).
 func (h *hub) stop() {
-	if h.cc != nil {
-		h.cc.Stop()
+	h.mu.Lock()
+	cc := h.cc
+	h.cc = nil
+	h.mu.Unlock()
+	if cc != nil {
+		cc.Stop()
 	}
 }
 

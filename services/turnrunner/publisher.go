@@ -2,6 +2,7 @@ package turnrunner
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -492,8 +493,18 @@ func (p *publisher) Finish(event string, data any) error {
 	}
 	p.mu.Lock()
 	if p.err != nil {
+		// Earlier events were lost (the bus failed); the end must still
+		// reach the followers once the bus is back, or they wait forever.
+		// They see the gap in the numbering first.
+		m := p.msg(event, body)
+		m.Header[jetstream.MsgIDHeader] = []string{protocol.TurnEndMsgID(p.turnID)}
 		p.mu.Unlock()
-		return p.err
+		ctx, cancel := context.WithTimeout(context.Background(), publishWait)
+		defer cancel()
+		if _, err := p.js.PublishMsg(ctx, m); err != nil {
+			return fmt.Errorf("turnrunner: publish %s for %s after a failure: %w", event, p.turnID, err)
+		}
+		return nil
 	}
 	if p.held {
 		p.mu.Unlock()
