@@ -207,6 +207,21 @@ func (m *Minds) markUp() {
 	m.down, m.downUntil = false, time.Time{}
 }
 
+// anyEmbedded reports whether any of the minds has a frame with a vector
+// of model: without one, embedding the query (a model-server round trip on
+// every recall, before the turn's first model call) could find nothing.
+func (m *Minds) anyEmbedded(ctx context.Context, targets []Mind, model string) bool {
+	if model == "" {
+		return false
+	}
+	for _, mind := range targets {
+		if _, n, err := m.cfg.Backend.Count(ctx, mind, model); err != nil || n > 0 {
+			return true // on doubt, search by vector as well
+		}
+	}
+	return false
+}
+
 // queryVector embeds a search query; nil when vectors are off, the
 // provider failed recently or fails now (keyword search still answers).
 func (m *Minds) queryVector(ctx context.Context, model, query string) []float32 {
@@ -444,7 +459,10 @@ func (m *Minds) Query(ctx context.Context, req protocol.MemoryQueryRequest, def 
 		targets = minds(req.MemoryOwner)
 	}
 	model := m.Model()
-	vec := m.queryVector(ctx, model, req.Query)
+	var vec []float32
+	if m.anyEmbedded(ctx, targets, model) {
+		vec = m.queryVector(ctx, model, req.Query)
+	}
 	type item struct {
 		h    Hit
 		mind Mind
