@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-		"runtime"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
