@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/nats-io/nats.go v1.55.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/waggle-os/core/libs v0.0.0
 	github.com/waggle-os/core/services/approval v0.0.0
 	github.com/waggle-os/core/services/command v0.0.0

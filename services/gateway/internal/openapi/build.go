@@ -60,7 +60,7 @@ func sharedResponseObjects() map[string]*Response {
 	jsonOf := func(s *Schema) map[string]MediaType { return map[string]MediaType{"application/json": {Schema: s}} }
 	return map[string]*Response{
 		"BadRequest": {Description: "Invalid input, before anything happened: {error, code?} from the handler, or Fastify's shape for an unsafe ID or a body that is not JSON (code FST_ERR_CTP_INVALID_JSON_BODY).",
-			Content: jsonOf(&Schema{OneOf: []*Schema{ref("Error"), ref("RequestError")}})},
+			Content: jsonOf(&Schema{AnyOf: []*Schema{ref("Error"), ref("RequestError")}})},
 		"Unauthorized": {Description: "No or a wrong bearer token (code MISSING_TOKEN or INVALID_TOKEN).", Content: jsonOf(ref("Error"))},
 		"Forbidden":    {Description: "Team server: the user's role may not do this (code VIEWER_READ_ONLY or FORBIDDEN).", Content: jsonOf(ref("Error"))},
 		"NotFound":     {Description: "Unknown resource; on a team server also anything outside the user's teams.", Content: jsonOf(ref("Error"))},

@@ -130,6 +130,7 @@ type Schema struct {
 	Enum                 []any              `json:"enum,omitempty"`
 	Const                any                `json:"const,omitempty"`
 	OneOf                []*Schema          `json:"oneOf,omitempty"`
+	AnyOf                []*Schema          `json:"anyOf,omitempty"`
 	Minimum              *float64           `json:"minimum,omitempty"`
 	MinLength            *int               `json:"minLength,omitempty"`
 	MaxLength            *int               `json:"maxLength,omitempty"`
