@@ -147,7 +147,7 @@ func addOperation(doc *Document, o op) {
 	out := &Operation{OperationID: o.id, Tags: []string{o.tag}, Summary: o.summary, Description: o.desc,
 		Parameters: o.params, Responses: map[string]*Response{}, Subjects: o.subjects}
 	if o.public {
-		out.Security = []map[string][]any{}
+		out.Security = &[]map[string][]any{}
 	}
 	status := o.status
 	if status == 0 {

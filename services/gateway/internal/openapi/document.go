@@ -55,9 +55,9 @@ type Operation struct {
 	Parameters  []Parameter          `json:"parameters,omitempty"`
 	RequestBody *RequestBody         `json:"requestBody,omitempty"`
 	Responses   map[string]*Response `json:"responses"`
-	// Security overrides the document's; an empty, non-nil list means no
-	// authentication at all.
-	Security []map[string][]any `json:"security,omitempty"`
+	// Security overrides the document's; a pointer to an empty list means
+	// no authentication at all (encoded as "security": []).
+	Security *[]map[string][]any `json:"security,omitempty"`
 	// Subjects are the NATS subjects the handler calls, for the map of
 	// docs/architecture.md ("Where things are"); a test checks them
 	// against the handler's code. Not served: clients need not know.

@@ -41,6 +41,11 @@ func TestDocumentIsConsistent(t *testing.T) {
 	}
 	walk(doc, "#")
 
+	health := doc["paths"].(map[string]any)["/health"].(map[string]any)["get"].(map[string]any)
+	if sec, ok := health["security"].([]any); !ok || len(sec) != 0 {
+		t.Errorf("GET /health security = %v, want [] (no authentication)", health["security"])
+	}
+
 	params := regexp.MustCompile(`\{([^}]+)\}`)
 	ids := map[string]string{}
 	d := Build()
