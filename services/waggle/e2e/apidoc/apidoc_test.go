@@ -37,9 +37,9 @@ type spec struct {
 	seen map[string]bool
 }
 
-func loadSpec(t *testing.T, srv *waggletest.Server) *spec {
+func loadSpec(t *testing.T, srv *waggletest.Server, headers ...string) *spec {
 	t.Helper()
-	resp := srv.Do(http.MethodGet, "/api/openapi.json", nil)
+	resp := srv.Do(http.MethodGet, "/api/openapi.json", nil, headers...)
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
