@@ -49,6 +49,7 @@ type Server struct {
 	queue         []Response
 	fallback      *Response
 	handler       func(*Request) Response
+	embed         EmbedFunc
 	models        []string
 	modelsStatus  int
 	unreachable   bool
@@ -149,6 +150,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveModels(w)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
 		s.serveChat(w, r, req)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/embeddings":
+		s.serveEmbeddings(w, req)
 	default:
 		writeError(w, http.StatusNotFound, &APIError{
 			Message: fmt.Sprintf("Unknown request URL: %s %s", r.Method, r.URL.Path),

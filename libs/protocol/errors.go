@@ -42,6 +42,9 @@ var (
 	ErrInternal = &Error{Status: http.StatusInternalServerError, Message: "Internal server error"}
 	// ErrUnavailable means no service instance answered.
 	ErrUnavailable = &Error{Status: http.StatusServiceUnavailable, Message: "Service unavailable"}
+	// ErrRunnerBusy means no turn runner could take a turn now: every one
+	// is at its admission limit, or too loaded to answer in time.
+	ErrRunnerBusy = (&Error{Status: http.StatusServiceUnavailable, Message: "The server is busy. Try again in a moment."}).WithCode("RUNNER_BUSY")
 )
 
 // AsError returns the *Error in err's chain, or nil.

@@ -106,11 +106,21 @@ type MemorySaveRequest struct {
 	Workspace string   `json:"workspace"`
 	Content   string   `json:"content"`
 	Tags      []string `json:"tags,omitempty"`
+	// Importance and Source of the frame (memory.go); empty: normal and
+	// agent_inferred.
+	Importance string `json:"importance,omitempty"`
+	Source     string `json:"source,omitempty"`
+	// Personal saves to the personal mind of User instead of the
+	// workspace's (MemoryOwner).
+	Personal bool   `json:"personal,omitempty"`
+	User     string `json:"user,omitempty"`
 }
 
 // MemorySaveReply answers MemorySaveRequest.
 type MemorySaveReply struct {
 	ID string `json:"id"`
+	// Duplicate: identical content was already kept; ID is that frame.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 // Memory is one stored memory.
@@ -119,6 +129,9 @@ type Memory struct {
 	Content   string   `json:"content"`
 	Tags      []string `json:"tags,omitempty"`
 	Timestamp string   `json:"timestamp"`
+	// Score is a search hit's relevance from 0 to 1 (the fused rank score
+	// over its best possible value); 0 in listings.
+	Score float64 `json:"score,omitempty"`
 }
 
 // MemorySearchRequest searches a workspace's memories by keywords.
@@ -126,6 +139,10 @@ type MemorySearchRequest struct {
 	Workspace string `json:"workspace"`
 	Query     string `json:"query"`
 	Limit     int    `json:"limit,omitempty"`
+	// User and Scope as in MemoryQueryRequest; empty Scope is the
+	// workspace mind and the personal mind together.
+	User  string `json:"user,omitempty"`
+	Scope string `json:"scope,omitempty"`
 }
 
 // MemorySearchReply lists matching memories, best first.

@@ -33,6 +33,10 @@ type StreamGapData struct {
 	Message string `json:"message"`
 }
 
+// StreamGapEndedText is the error a client behind the window gets for a
+// turn that ended with an error (the details are in the history).
+const StreamGapEndedText = "This turn ended with an error while your connection was behind. The conversation history has what was saved."
+
 // StreamGapText is StreamGapData.Message.
 const StreamGapText = "Part of this reply was not kept while your connection was behind. The complete reply arrives at the end of the turn and is in the conversation history."
 

@@ -168,20 +168,25 @@ func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, s.log, err)
 		return
 	}
-	s.relay(w, r, started.TurnID, relaySource{live: live}, true)
+	s.relay(w, r, started.TurnID, relaySource{live: live, ref: &protocol.SessionRef{Workspace: req.Workspace, Session: req.Session}}, true)
 }
 
 // startOnRunner asks a runner to start a turn or run. A runner that is
 // shutting down (or full) answers 503 at once; the runners' queue group
 // then hands the retry to another one, so a rolling restart does not fail
-// a chat.
+// a chat. A start is cheap, so one that gets no answer in StartTimeout
+// means the runners are overloaded: 503 RUNNER_BUSY, never a 500.
 func (s *Service) startOnRunner(ctx context.Context, subject string, req any) (protocol.TurnStarted, error) {
 	var started protocol.TurnStarted
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		rctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
 		started, err = bus.Request[protocol.TurnStarted](rctx, s.nc, subject, req)
 		cancel()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			s.log.Warn("no runner answered a start in time", "timeout", s.cfg.StartTimeout)
+			return started, protocol.ErrRunnerBusy
+		}
 		// protocol.ErrUnavailable itself means no runner at all: a retry
 		// cannot help. A 503 a runner sent is a new error value.
 		if e := protocol.AsError(err); e == nil || e.Status != http.StatusServiceUnavailable || errors.Is(err, protocol.ErrUnavailable) {

@@ -29,10 +29,12 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/commandapi"
 	"github.com/waggle-os/core/services/gateway/internal/httpx"
 	"github.com/waggle-os/core/services/gateway/internal/mcpapi"
+	"github.com/waggle-os/core/services/gateway/internal/memoryapi"
 	"github.com/waggle-os/core/services/gateway/internal/openapi"
 	"github.com/waggle-os/core/services/gateway/internal/sessionsapi"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 	"github.com/waggle-os/core/services/gateway/internal/teamsapi"
+	"github.com/waggle-os/core/services/gateway/spa"
 )
 
 // DefaultAllowedOrigins are the browser origins of the Waggle desktop and
@@ -77,6 +79,10 @@ type Config struct {
 	// RequestTimeout bounds one bus request made for a JSON route.
 	// Default 10s.
 	RequestTimeout time.Duration
+	// StartTimeout bounds the wait for a runner to accept a turn; past it
+	// the chat is refused with 503 RUNNER_BUSY. Default 30s: under a burst
+	// a start waits its turn rather than failing.
+	StartTimeout time.Duration
 	// Auth is "local" (default: desktop trust — loopback clients pass,
 	// others need Token) or "required" (team server: every request carries
 	// a user's bearer token; workspaces are scoped to the user's teams).
@@ -93,6 +99,10 @@ type Config struct {
 	// Replicas is the replica count of the gateway's KV buckets (shared
 	// rate-limit counters). Default 1.
 	Replicas int
+	// FrontendDir, when set, is a built single-page app (the Waggle desktop
+	// app's dist) served at "/" with an index.html fallback; the web chat
+	// then lives at /chat/. Empty: the web chat is at "/".
+	FrontendDir string
 	// Stream shapes the turn-event stream; gateways and runners must agree
 	// (the composition root passes both the same).
 	Stream bus.TurnStreamConfig
@@ -180,11 +190,19 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("gateway: %w", err)
 		}
 	}
+	if c.FrontendDir != "" {
+		if err := spa.Check(c.FrontendDir); err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 5 * time.Second
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 10 * time.Second
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 30 * time.Second
 	}
 	return nil
 }
@@ -312,6 +330,7 @@ func (s *Service) routes() http.Handler {
 	r := chi.NewRouter()
 	deps := httpx.Deps{NC: s.nc, Log: s.log, BodyLimit: s.cfg.BodyLimit, Timeout: s.cfg.RequestTimeout, DataDir: s.cfg.DataDir}
 	r.Use(metrics, s.recoverer, securityHeaders, s.cors)
+	r.Use(s.pages) // the browser clients are public files, served before auth
 	limits, limited := s.cfg.limits()
 	if s.cfg.Auth == AuthRequired {
 		// Team server: users, team-scoped workspaces, viewer rules and the
@@ -347,6 +366,7 @@ func (s *Service) routes() http.Handler {
 		agentapi.Mount(r, deps)
 		teamsapi.Mount(r, deps)
 		mcpapi.Mount(r, deps)
+		memoryapi.Mount(r, deps)
 	})
 	return r
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/sse"
 	"github.com/waggle-os/core/libs/telemetry"
@@ -31,6 +32,9 @@ type relaySource struct {
 	// final is the one event that ends the stream; "" means a chat turn's
 	// done or error.
 	final string
+	// ref, when known, is the turn's session: a client behind the window of
+	// a turn that ended is served the reply from the store.
+	ref *protocol.SessionRef
 }
 
 // relayConsumer creates the ordered consumer that reads one turn's events
@@ -198,9 +202,8 @@ func (rl *relay) run() {
 			telemetry.RelayCatchUps.Inc()
 			if rl.allDiscarded() {
 				// The turn's events are all gone (it ended and the window
-				// moved on): nothing is left to stream. The client is told,
-				// and the reply is in the history.
-				rl.sendGap(0)
+				// moved on): nothing is left to stream.
+				rl.endFromStore()
 				return
 			}
 			if err := rl.openPrivate(rl.taken); err != nil {
@@ -225,7 +228,7 @@ func (rl *relay) run() {
 			// runner left to take it over: then end it cleanly (the error
 			// event reaches this relay like any other).
 			if time.Since(idleSince) >= orphanIdle && orphan.tick(rl.r.Context()) == orphanGone {
-				rl.sendGap(0)
+				rl.endFromStore()
 				return
 			}
 		case <-rl.r.Context().Done():
@@ -326,6 +329,39 @@ func (rl *relay) sendGap(missed uint64) bool {
 	telemetry.RelayGaps.Inc()
 	body, _ := marshalNoEscape(protocol.StreamGapData{Missed: missed, Message: protocol.StreamGapText})
 	return rl.out.Event(rl.taken, protocol.EventStreamGap, body) == nil
+}
+
+// endFromStore ends the stream of a turn whose remaining events were all
+// discarded: the client is told, then gets the turn's end from what the
+// session store persisted — done with the stored reply, or error when the
+// turn failed — so it is never left without a terminal event or silently
+// truncated. Without a known session (a follower) or a stored reply, the
+// gap is all it can be told.
+func (rl *relay) endFromStore() {
+	if !rl.sendGap(0) || rl.src.ref == nil || rl.src.final != "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rl.s.cfg.RequestTimeout)
+	defer cancel()
+	h, err := bus.Request[protocol.HistoryReply](ctx, rl.s.nc, protocol.SubjStoreHistory, protocol.HistoryRequest{SessionRef: *rl.src.ref})
+	if err != nil {
+		rl.s.log.Warn("reply of a discarded turn", "turn", rl.turnID, "err", err)
+		return
+	}
+	for i := len(h.Messages) - 1; i >= 0; i-- {
+		m := h.Messages[i]
+		if m.TurnID != rl.turnID || m.Role != protocol.RoleAssistant {
+			continue
+		}
+		if m.Error != "" {
+			body, _ := marshalNoEscape(protocol.ErrorData{Message: protocol.StreamGapEndedText})
+			_ = rl.out.Event(rl.taken, protocol.EventError, body)
+			return
+		}
+		body, _ := marshalNoEscape(protocol.EchoDone{Content: m.Content, ToolsUsed: []string{}})
+		_ = rl.out.Event(rl.taken, protocol.EventDone, body)
+		return
+	}
 }
 
 // allDiscarded reports whether the stream holds no event of the turn any

@@ -13,7 +13,6 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/digest"
 	"github.com/waggle-os/core/services/sessionstore/jsonl"
-	"github.com/waggle-os/core/services/sessionstore/memory"
 	"github.com/waggle-os/core/services/sessionstore/sessions"
 	"github.com/waggle-os/core/services/sessionstore/workspaces"
 )
@@ -24,7 +23,6 @@ type Files struct {
 	dataDir string
 	files   *jsonl.Store
 	wss     *workspaces.Store
-	mem     *memory.Store
 	sess    *sessions.Store
 }
 
@@ -37,7 +35,6 @@ func NewFiles(dataDir string, loc *time.Location, log *slog.Logger) *Files {
 		dataDir: dataDir,
 		files:   files,
 		wss:     wss,
-		mem:     memory.New(dataDir),
 		sess:    sessions.New(files, wss, sessions.Config{Location: loc, Logger: log}),
 	}
 }
@@ -86,7 +83,6 @@ func (f *Files) UpdateWorkspace(_ context.Context, id string, fields workspaces.
 // DeleteWorkspace implements Store.
 func (f *Files) DeleteWorkspace(_ context.Context, id string) ([]string, error) {
 	ids, err := f.wss.Delete(id)
-	f.mem.Forget(id)
 	f.sess.ForgetWorkspace(id)
 	return ids, err
 }
@@ -173,14 +169,4 @@ func (f *Files) Append(_ context.Context, req protocol.AppendRequest) error {
 	}
 	f.sess.Invalidate(req.Workspace, req.Session)
 	return nil
-}
-
-// SaveMemory implements Store.
-func (f *Files) SaveMemory(_ context.Context, req protocol.MemorySaveRequest) (protocol.Memory, error) {
-	return f.mem.Save(req.Workspace, req.Content, req.Tags)
-}
-
-// SearchMemories implements Store.
-func (f *Files) SearchMemories(_ context.Context, req protocol.MemorySearchRequest) ([]protocol.Memory, error) {
-	return f.mem.Search(req.Workspace, req.Query, req.Limit)
 }

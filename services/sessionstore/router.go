@@ -275,21 +275,3 @@ func (r *Router) Append(ctx context.Context, req protocol.AppendRequest) error {
 	}
 	return s.Append(ctx, req)
 }
-
-// SaveMemory implements Store.
-func (r *Router) SaveMemory(ctx context.Context, req protocol.MemorySaveRequest) (protocol.Memory, error) {
-	s, err := r.pick(ctx, req.Workspace)
-	if err != nil {
-		return protocol.Memory{}, err
-	}
-	return s.SaveMemory(ctx, req)
-}
-
-// SearchMemories implements Store.
-func (r *Router) SearchMemories(ctx context.Context, req protocol.MemorySearchRequest) ([]protocol.Memory, error) {
-	s, err := r.pick(ctx, req.Workspace)
-	if err != nil {
-		return nil, err
-	}
-	return s.SearchMemories(ctx, req)
-}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/sessionstore/frames"
 	"github.com/waggle-os/core/services/sessionstore/groups"
 	"github.com/waggle-os/core/services/sessionstore/ledger"
 	"github.com/waggle-os/core/services/sessionstore/pgstore"
@@ -55,6 +56,14 @@ type Config struct {
 	// JSONL files) or "postgres" (every workspace in PostgreSQL; needs
 	// PostgresURL).
 	Store string
+	// LLMURL (WAGGLE_LLM_URL) is the OpenAI-compatible base URL whose
+	// POST /embeddings gives the minds their vectors; empty: keyword
+	// search only.
+	LLMURL    string
+	LLMAPIKey string
+	// EmbedRetry is how long embedding rests after the provider failed
+	// (default 30s); tests shorten it.
+	EmbedRetry time.Duration
 }
 
 // Validate checks c and fills defaults.
@@ -86,6 +95,7 @@ type Service struct {
 	log   *slog.Logger
 	store Store
 	pg    *pgstore.Store // nil without PostgresURL
+	minds *frames.Minds
 
 	nc     *nats.Conn
 	svc    *bus.Service
@@ -119,6 +129,10 @@ func (s *Service) Start(ctx context.Context) error {
 		team = s.pg
 	}
 	s.store = NewRouter(files, team, s.cfg.Store == StorePostgres)
+	if err := s.openMinds(ctx); err != nil {
+		s.closePG()
+		return err
+	}
 	if err := s.store.EnsureDefault(ctx); err != nil {
 		s.closePG()
 		return fmt.Errorf("sessionstore: default workspace: %w", err)
@@ -184,8 +198,7 @@ func (s *Service) register() error {
 		bus.AddEndpoint(s.svc, "history", protocol.SubjStoreHistory, s.history),
 		bus.AddEndpoint(s.svc, "append", protocol.SubjStoreAppend, s.append),
 		bus.AddEndpoint(s.svc, "clear", protocol.SubjStoreClear, s.clear),
-		bus.AddEndpoint(s.svc, "memory-save", protocol.SubjStoreMemorySave, s.memorySave),
-		bus.AddEndpoint(s.svc, "memory-search", protocol.SubjStoreMemorySearch, s.memorySearch),
+		s.minds.Register(s.svc),
 		bus.AddEndpoint(s.svc, "workspace-get", protocol.SubjStoreWorkspaceGet, s.workspaceGet),
 		bus.AddEndpoint(s.svc, "workspace-list", protocol.SubjWorkspaceList, s.workspaceList),
 		bus.AddEndpoint(s.svc, "workspace-doc", protocol.SubjWorkspaceDoc, s.workspaceDoc),
@@ -221,7 +234,31 @@ func (s *Service) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// openMinds opens the minds: in PostgreSQL when every workspace lives
+// there, else in JSONL files next to the sessions. Their embedding worker
+// starts at once.
+func (s *Service) openMinds(ctx context.Context) error {
+	var backend frames.Backend = frames.NewJSONL(s.cfg.DataDir)
+	if s.cfg.Store == StorePostgres {
+		pg, err := frames.OpenPostgres(ctx, s.pg.Pool())
+		if err != nil {
+			return fmt.Errorf("sessionstore: minds: %w", err)
+		}
+		backend = pg
+	}
+	var emb frames.Embedder
+	if s.cfg.LLMURL != "" {
+		emb = frames.NewOpenAIEmbedder(s.cfg.LLMURL, s.cfg.LLMAPIKey)
+	}
+	s.minds = frames.New(frames.Config{DataDir: s.cfg.DataDir, Backend: backend, Embedder: emb,
+		RetryInterval: s.cfg.EmbedRetry, Logger: s.log})
+	s.minds.Start(ctx)
+	return nil
+}
+
 func (s *Service) closePG() {
+	// The minds' worker may write to PostgreSQL: it stops first.
+	s.minds.Stop()
 	if s.pg != nil {
 		s.pg.Close()
 		s.pg = nil

@@ -8,8 +8,8 @@ import (
 	"github.com/waggle-os/core/services/sessionstore/workspaces"
 )
 
-// Store is one backend of the session store: workspaces, their sessions
-// (history, the sessions API) and their memories. The JSONL files (Files)
+// Store is one backend of the session store: workspaces and their sessions
+// (history, the sessions API); the minds are the frames package's. The JSONL files (Files)
 // and PostgreSQL (pgstore.Store) implement it and pass the one
 // conformance suite in sessionstore/storetest.
 //
@@ -63,9 +63,4 @@ type Store interface {
 	// Append durably appends exactly one message or tool event (its
 	// timestamp already set), creating the session when it does not exist.
 	Append(ctx context.Context, req protocol.AppendRequest) error
-
-	// SaveMemory stores a memory in a workspace (which need not exist).
-	SaveMemory(ctx context.Context, req protocol.MemorySaveRequest) (protocol.Memory, error)
-	// SearchMemories ranks a workspace's memories against a query.
-	SearchMemories(ctx context.Context, req protocol.MemorySearchRequest) ([]protocol.Memory, error)
 }

@@ -10,25 +10,6 @@ import (
 	"github.com/waggle-os/core/services/sessionstore/workspaces"
 )
 
-func (s *Service) memorySave(ctx context.Context, req protocol.MemorySaveRequest) (protocol.MemorySaveReply, error) {
-	m, err := s.store.SaveMemory(ctx, req)
-	if err != nil {
-		return protocol.MemorySaveReply{}, err
-	}
-	return protocol.MemorySaveReply{ID: m.ID}, nil
-}
-
-func (s *Service) memorySearch(ctx context.Context, req protocol.MemorySearchRequest) (protocol.MemorySearchReply, error) {
-	ms, err := s.store.SearchMemories(ctx, req)
-	if err != nil {
-		return protocol.MemorySearchReply{}, err
-	}
-	if ms == nil {
-		ms = []protocol.Memory{}
-	}
-	return protocol.MemorySearchReply{Memories: ms}, nil
-}
-
 // workspaceGet is the typed read other services use (model, persona…).
 func (s *Service) workspaceGet(ctx context.Context, req protocol.WorkspaceRequest) (protocol.Workspace, error) {
 	doc, err := s.getWorkspace(ctx, req.Workspace)
@@ -96,6 +77,10 @@ func (s *Service) workspaceDelete(ctx context.Context, req protocol.WorkspaceReq
 		s.publishEvicted(protocol.SessionRef{Workspace: req.Workspace, Session: id})
 	}
 	if err != nil {
+		return protocol.DeletedReply{}, err
+	}
+	// The workspace's mind goes with it.
+	if err := s.minds.DropWorkspace(ctx, req.Workspace); err != nil {
 		return protocol.DeletedReply{}, err
 	}
 	return protocol.DeletedReply{Deleted: true}, nil

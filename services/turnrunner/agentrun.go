@@ -29,7 +29,7 @@ func (s *Service) startAgentRun(_ context.Context, req protocol.AgentRunRequest)
 	select {
 	case s.slots <- struct{}{}:
 	default:
-		return protocol.TurnStarted{}, (&protocol.Error{Status: http.StatusServiceUnavailable, Message: "The server is busy. Try again in a moment."}).WithCode("RUNNER_BUSY")
+		return protocol.TurnStarted{}, protocol.ErrRunnerBusy
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	s.mu.Lock()

@@ -73,7 +73,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 	choice := agent.ResolveModel(mc, t.req.Model, in.workspace.Model, message, in.spent)
 	persona := firstNonEmpty(t.req.Persona, in.workspace.Persona)
 
-	mem := busMemory{s: s}
+	mem := busMemory{s: s, user: t.req.User}
 	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem}
 	bound := s.tools.Bind(env, nil)
 	agentTools := make([]agent.Tool, 0, len(bound))
@@ -144,6 +144,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 			t.finishError("Your reply could not be saved. Try sending your message again.")
 			return
 		}
+		t.autoSave(message, res)
 		t.finish(protocol.EventDone, agent.DoneData(res))
 	}
 }

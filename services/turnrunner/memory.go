@@ -2,35 +2,50 @@ package turnrunner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/agent"
+	"github.com/waggle-os/core/services/turnrunner/autosave"
 )
 
 // recallLimit is how many memories auto-recall asks for.
 const recallLimit = 5
 
-// busMemory is a workspace memory kept by the session store, reached over
-// the bus. It implements tools.Memory.
-type busMemory struct{ s *Service }
+// busMemory is the minds kept by the session store, reached over the bus:
+// a workspace's mind and the personal mind of user (on a team server, the
+// turn's user; locally empty, the one personal mind). It implements
+// tools.Memory.
+type busMemory struct {
+	s    *Service
+	user string
+}
 
-// Save stores one memory and returns its id.
+// Save stores one frame in the workspace's mind and returns its id (the
+// existing frame's when the content is already kept).
 func (m busMemory) Save(ctx context.Context, workspace, content string, tags []string) (string, error) {
 	rep, err := turnRequest[protocol.MemorySaveReply](ctx, m.s, protocol.SubjStoreMemorySave,
-		protocol.MemorySaveRequest{Workspace: workspace, Content: content, Tags: tags})
+		protocol.MemorySaveRequest{Workspace: workspace, Content: content, Tags: tags, User: m.user})
 	if err != nil {
 		return "", fmt.Errorf("turnrunner: save memory in %s: %w", workspace, err)
 	}
 	return rep.ID, nil
 }
 
-// Search finds a workspace's memories matching query, best first.
+// Search is the store's hybrid search over the workspace's and the
+// personal mind, best first.
 func (m busMemory) Search(ctx context.Context, workspace, query string, limit int) ([]protocol.Memory, error) {
 	rep, err := turnRequest[protocol.MemorySearchReply](ctx, m.s, protocol.SubjStoreMemorySearch,
-		protocol.MemorySearchRequest{Workspace: workspace, Query: query, Limit: limit})
+		protocol.MemorySearchRequest{Workspace: workspace, Query: query, Limit: limit, User: m.user})
 	if err != nil {
 		return nil, fmt.Errorf("turnrunner: search memory in %s: %w", workspace, err)
 	}
@@ -70,4 +85,63 @@ func turnRequest[Rep any](ctx context.Context, s *Service, subject string, req a
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
 	return bus.Request[Rep](ctx, s.nc, subject, req)
+}
+
+// autoSave keeps what an agent turn that did not call save_memory said
+// worth keeping (autosave.Extract) and reports it in a step before done.
+// Saving is one store append per fact, in parallel; the store embeds them
+// in the background, so the turn waits for no model. Failures are logged,
+// never the turn's.
+func (t *turn) autoSave(message string, res agent.Result) {
+	if slices.Contains(res.ToolsUsed, "save_memory") || !autoSaveOn(t.svc.cfg.DataDir, t.req.Workspace) {
+		return
+	}
+	facts := autosave.Extract(message, res.Content)
+	if len(facts) == 0 {
+		return
+	}
+	var saved atomic.Int32
+	var wg sync.WaitGroup
+	for _, f := range facts {
+		wg.Go(func() {
+			rep, err := turnRequest[protocol.MemorySaveReply](t.ctx, t.svc, protocol.SubjStoreMemorySave, protocol.MemorySaveRequest{
+				Workspace: t.req.Workspace, User: t.req.User, Content: f.Content, Importance: f.Importance,
+				Source: protocol.SourceAgentInferred, Personal: f.Personal,
+			})
+			switch {
+			case err != nil:
+				t.logger().Warn("auto-save memory", "err", err)
+			case !rep.Duplicate:
+				saved.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := int(saved.Load()); n > 0 {
+		if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: autosave.Step(n)}); err != nil {
+			t.logger().Warn("publish auto-save step", "err", err)
+		}
+	}
+}
+
+// autoSaveOn reads the switch in <dataDir>/config.json: "autoSave" (all
+// workspaces; default true) and "autoSaveWorkspaces" ({"<id>": false}
+// per workspace, which wins). A missing or unreadable file is on. The
+// file is small and read once per agent turn.
+func autoSaveOn(dataDir, workspace string) bool {
+	data, err := os.ReadFile(filepath.Join(dataDir, "config.json"))
+	if err != nil {
+		return true
+	}
+	var cfg struct {
+		AutoSave           *bool           `json:"autoSave"`
+		AutoSaveWorkspaces map[string]bool `json:"autoSaveWorkspaces"`
+	}
+	if json.Unmarshal(data, &cfg) != nil {
+		return true
+	}
+	if on, ok := cfg.AutoSaveWorkspaces[workspace]; ok {
+		return on
+	}
+	return cfg.AutoSave == nil || *cfg.AutoSave
 }

@@ -537,7 +537,7 @@ func (s *Service) startTurn(_ context.Context, req protocol.TurnRequest) (protoc
 	return protocol.TurnStarted{TurnID: req.TurnID}, nil
 }
 
-var errBusy = (&protocol.Error{Status: 503, Message: "The server is busy. Try again in a moment."}).WithCode("RUNNER_BUSY")
+var errBusy = protocol.ErrRunnerBusy
 
 // newTurn builds the state of one turn (nothing runs yet).
 func (s *Service) newTurn(req protocol.TurnRequest) *turn {

@@ -52,7 +52,6 @@ func Run(t *testing.T, newStore func(t *testing.T) sessionstore.Store) {
 		{"SearchValidation", testSearchValidation},
 		{"SearchRanking", testSearchRanking},
 		{"SearchSnippetsAndScope", testSearchSnippetsAndScope},
-		{"Memories", testMemories},
 		{"ConcurrentWritersLoseNothing", testConcurrentWriters},
 		{"TornAndMalformedLines", testTornLines},
 	}
@@ -267,7 +266,6 @@ func testWorkspaceDelete(t *testing.T, s sessionstore.Store) {
 	ws := newWorkspace(t, s, "Doomed")
 	appendMsg(t, s, ws, "s-b", "user", "hello")
 	appendMsg(t, s, ws, "s-a", "user", "hi")
-	must(s.SaveMemory(ctx, protocol.MemorySaveRequest{Workspace: ws, Content: "remember the doomed"}))(t)
 	ids := must(s.DeleteWorkspace(ctx, ws))(t)
 	slices.Sort(ids)
 	if !slices.Equal(ids, []string{"s-a", "s-b"}) {
@@ -278,9 +276,6 @@ func testWorkspaceDelete(t *testing.T, s sessionstore.Store) {
 	}
 	if h := must(s.History(ctx, protocol.HistoryRequest{SessionRef: ref(ws, "s-a")}))(t); len(h.Messages) != 0 {
 		t.Errorf("history after delete = %v", h.Messages)
-	}
-	if ms := must(s.SearchMemories(ctx, protocol.MemorySearchRequest{Workspace: ws, Query: "doomed"}))(t); len(ms) != 0 {
-		t.Errorf("memories after delete = %v", ms)
 	}
 	// Same name again starts empty, with the same id.
 	if again := newWorkspace(t, s, "Doomed"); again != ws || len(list(t, s, ws)) != 0 {
@@ -653,58 +648,6 @@ func testSearchSnippetsAndScope(t *testing.T, s sessionstore.Store) {
 	other := newWorkspace(t, s, "Other Snip")
 	if res := search(t, s, other, "needle", 0); len(res) != 0 {
 		t.Errorf("other workspace found %+v", res)
-	}
-}
-
-func testMemories(t *testing.T, s sessionstore.Store) {
-	ws := "mem-ws" // memories need no workspace
-	_, err := s.SaveMemory(ctx, protocol.MemorySaveRequest{Workspace: ws, Content: "  "})
-	wantStatus(t, "empty content", err, 400, "content is required")
-	save := func(content string, tags ...string) string {
-		m := must(s.SaveMemory(ctx, protocol.MemorySaveRequest{Workspace: ws, Content: content, Tags: tags}))(t)
-		if !strings.HasPrefix(m.ID, "mem-") || m.Timestamp == "" || m.Content != content {
-			t.Fatalf("saved %+v", m)
-		}
-		return m.ID
-	}
-	deploy := save("The deploy window is Friday 4pm")
-	alice := save("Alice owns the billing service")
-	both := save("Billing deploys need Alice's approval")
-	tagged := save("Rotate keys quarterly", "Security", "ops")
-	ids := func(q string, limit int) []string {
-		var out []string
-		for _, m := range must(s.SearchMemories(ctx, protocol.MemorySearchRequest{Workspace: ws, Query: q, Limit: limit}))(t) {
-			out = append(out, m.ID)
-		}
-		return out
-	}
-	if got := ids("alice DEPLOY", 0); !slices.Equal(got, []string{both, alice, deploy}) {
-		t.Errorf("alice deploy = %v, want [both alice deploy]", got)
-	}
-	if got := ids("security", 0); !slices.Equal(got, []string{tagged}) {
-		t.Errorf("tag search = %v", got)
-	}
-	if got := ids("?!", 2); !slices.Equal(got, []string{tagged, both}) {
-		t.Errorf("no terms = %v, want the 2 most recent", got)
-	}
-	if got := ids("zebra", 0); len(got) != 0 {
-		t.Errorf("zebra = %v", got)
-	}
-	ms := must(s.SearchMemories(ctx, protocol.MemorySearchRequest{Workspace: ws, Query: "rotate"}))(t)
-	if len(ms) != 1 || !slices.Equal(ms[0].Tags, []string{"Security", "ops"}) {
-		t.Errorf("tags = %+v", ms)
-	}
-	for i := range 7 {
-		save(fmt.Sprintf("note %d", i))
-	}
-	if got := ids("note", 0); len(got) != 5 {
-		t.Errorf("default limit gave %d", len(got))
-	}
-	if got := ids("", 1000); len(got) != 11 {
-		t.Errorf("capped limit gave %d, want all 11", len(got))
-	}
-	if got := must(s.SearchMemories(ctx, protocol.MemorySearchRequest{Workspace: "other-ws", Query: "alice"}))(t); got == nil || len(got) != 0 {
-		t.Errorf("other workspace = %#v, want empty", got)
 	}
 }
 

@@ -30,8 +30,10 @@ const DefaultBusTimeout = 10 * time.Second
 // (protocol.SubjSessionSearch), merged by score.
 //
 // Score is the share of the query's distinct terms (lower-cased runs of
-// letters and digits, as the memory search splits them) that the passage
-// contains, so memories and session snippets rank on one scale from 0 to 1.
+// letters and digits) that the passage contains, so memories and session
+// snippets rank on one scale from 0 to 1; a memory scores at least the
+// relevance the store's hybrid search gave it, so one found by meaning
+// alone (no shared term) is not ranked last.
 // Ties keep memories before sessions and each source's own order.
 type BusSearcher struct {
 	nc      *nats.Conn
@@ -72,7 +74,7 @@ func (b *BusSearcher) Search(ctx context.Context, workspace, query string, limit
 	var out []Passage
 	for _, m := range mems.Memories {
 		if m.Content != "" {
-			out = append(out, Passage{Source: "memory:" + m.ID, Content: m.Content, Score: termScore(terms, m.Content, strings.Join(m.Tags, "\n"))})
+			out = append(out, Passage{Source: "memory:" + m.ID, Content: m.Content, Score: max(m.Score, termScore(terms, m.Content, strings.Join(m.Tags, "\n")))})
 		}
 	}
 	for _, s := range sess.Results {

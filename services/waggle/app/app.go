@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -65,7 +66,8 @@ func New(cfg Config, log *slog.Logger) *App {
 	dial := bus.Dialer(func(name string) (*nats.Conn, error) { return a.dial(name) })
 	a.mgr.Register(lifecycle.Module{Name: moduleBus, Init: func() (lifecycle.Service, error) { return &busModule{app: a}, nil }})
 	a.mgr.Register(lifecycle.Module{Name: TargetSessionStore, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
-		return sessionstore.New(sessionstore.Config{DataDir: cfg.DataDir, PostgresURL: cfg.PostgresURL, Store: cfg.Store, Replicas: cfg.NATSReplicas}, dial, log), nil
+		return sessionstore.New(sessionstore.Config{DataDir: cfg.DataDir, PostgresURL: cfg.PostgresURL, Store: cfg.Store, Replicas: cfg.NATSReplicas,
+			LLMURL: cfg.LLMURL, LLMAPIKey: cfg.LLMAPIKey}, dial, log), nil
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetApproval, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
 		return approval.New(approval.Config{DataDir: cfg.DataDir, Timeout: cfg.ApprovalTimeout, PostgresURL: cfg.PostgresURL,
@@ -103,7 +105,7 @@ func New(cfg Config, log *slog.Logger) *App {
 			Addr: cfg.Addr, DataDir: cfg.DataDir, MaxMessageLength: maxLen, AllowedOrigins: cfg.AllowedOrigins,
 			Probe: probeConfig(cfg), ShutdownGrace: cfg.ShutdownTimeout / 3,
 			Auth: cfg.Auth, RateLimit: cfg.RateLimit, RateLimitChat: cfg.RateLimitChat, RateWindow: cfg.RateWindow,
-			Replicas: cfg.NATSReplicas, Stream: streamConfig(cfg),
+			Replicas: cfg.NATSReplicas, Stream: streamConfig(cfg), FrontendDir: cfg.FrontendDir,
 		}, dial, a.mgr.Ready, log)
 		return a.gateway, nil
 	}})
@@ -128,7 +130,7 @@ func (a *App) Start(ctx context.Context) error {
 		a.stopTracing = stop
 	}
 	if err := a.mgr.Start(ctx, targets); err != nil {
-		return err
+		return portInUse(err, a.cfg.Addr)
 	}
 	if a.cfg.MetricsAddr != "" {
 		if err := a.startOps(); err != nil {
@@ -137,6 +139,36 @@ func (a *App) Start(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// PortInUseError is a gateway that could not bind its port because
+// something else holds it. Its text is the original server's, which the
+// Waggle desktop app shows its users.
+type PortInUseError struct {
+	Port string
+	Err  error
+}
+
+func (e *PortInUseError) Error() string {
+	return "Port " + e.Port + " is already in use. Another Waggle instance may be running.\n" +
+		"To fix: close the other instance, or set WAGGLE_PORT=<port> to use a different port.\n(" + e.Err.Error() + ")"
+}
+
+func (e *PortInUseError) Unwrap() error { return e.Err }
+
+// portInUse turns a failure to listen on the gateway's port into a
+// PortInUseError; other errors (another listener's port included) pass.
+func portInUse(err error, addr string) error {
+	var op *net.OpError
+	if !errors.Is(err, syscall.EADDRINUSE) || !errors.As(err, &op) || op.Op != "listen" || op.Addr == nil {
+		return err
+	}
+	_, want, _ := net.SplitHostPort(addr)
+	_, got, _ := net.SplitHostPort(op.Addr.String())
+	if want == "" || want == "0" || want != got {
+		return err
+	}
+	return &PortInUseError{Port: want, Err: err}
 }
 
 // Stop stops every running service in reverse start order (the bus last).

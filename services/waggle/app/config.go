@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -47,6 +48,7 @@ type Config struct {
 	AgentMaxSteps    int
 	OTLPEndpoint     string
 	BashSandbox      string
+	FrontendDir      string
 	MCPStdio         string
 	MCPCallTimeout   time.Duration
 }
@@ -144,6 +146,8 @@ func settings(c *Config) []setting {
 		{"agent-max-steps", "WAGGLE_AGENT_MAX_STEPS", "25", "model calls one agent turn may make", func(v string) error { return parseInt(v, &c.AgentMaxSteps) }},
 		{"otlp-endpoint", "WAGGLE_OTLP_ENDPOINT", "", "OTLP/HTTP endpoint for traces (e.g. http://collector:4318); empty = no export",
 			func(v string) error { c.OTLPEndpoint = v; return nil }},
+		{"frontend-dir", "WAGGLE_FRONTEND_DIR", "", "built single-page app (the Waggle desktop app's dist) to serve at / with an index.html fallback; the web chat moves to /chat/",
+			func(v string) error { c.FrontendDir = expandHome(v, home); return nil }},
 		{"log-level", "WAGGLE_LOG_LEVEL", "info", "debug, info, warn or error", func(v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
 		{"log-format", "WAGGLE_LOG_FORMAT", "auto", "json, text, or auto (text on a terminal, JSON otherwise)", func(v string) error {
 			switch v {
@@ -169,7 +173,9 @@ func ParseServe(args []string, lookupEnv func(string) (string, bool), out io.Wri
 		values[s.flag] = fs.String(s.flag, def, fmt.Sprintf("%s (env %s)", s.usage, s.env))
 	}
 	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: waggle serve [flags]\n\nRuns Waggle core. Every flag can also be set with its environment variable; flags win.\n\n")
+		fmt.Fprintf(out, "Usage: waggle serve [flags]\n\nRuns Waggle core. Every flag can also be set with its environment variable; flags win.\n"+
+			"Without --addr and WAGGLE_ADDR, WAGGLE_HOST (default 127.0.0.1) and WAGGLE_PORT (default 3333) give the address,\n"+
+			"as the Waggle desktop app sets them for its sidecar.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -191,6 +197,15 @@ func ParseServe(args []string, lookupEnv func(string) (string, bool), out io.Wri
 		}
 		if err := s.set(strings.TrimSpace(v)); err != nil {
 			return c, fmt.Errorf("invalid %s %q: %w", source, v, err)
+		}
+	}
+	if _, ok := lookupEnv("WAGGLE_ADDR"); !explicit["addr"] && !ok {
+		addr, err := hostPortAddr(lookupEnv)
+		if err != nil {
+			return c, err
+		}
+		if addr != "" {
+			c.Addr = addr
 		}
 	}
 	return c, c.Validate()
@@ -226,6 +241,30 @@ func (c *Config) Validate() error {
 		return errors.New("--nats-listen only applies to the embedded NATS server; drop it or --nats-url")
 	}
 	return nil
+}
+
+// hostPortAddr is the listen address from the original server's
+// WAGGLE_HOST and WAGGLE_PORT (what the Waggle desktop app sets for its
+// sidecar), or "" when neither is set. The host defaults to loopback, not
+// the original's 0.0.0.0: a desktop server must not be reachable from the
+// network unless asked.
+func hostPortAddr(lookupEnv func(string) (string, bool)) (string, error) {
+	host, hostSet := lookupEnv("WAGGLE_HOST")
+	port, portSet := lookupEnv("WAGGLE_PORT")
+	if !hostSet && !portSet {
+		return "", nil
+	}
+	host, port = strings.TrimSpace(host), strings.TrimSpace(port)
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if port == "" {
+		port = "3333"
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("invalid WAGGLE_PORT %q: want a port number 0-65535", port)
+	}
+	return net.JoinHostPort(strings.Trim(host, "[]"), port), nil
 }
 
 func expandHome(p, home string) string {

@@ -27,7 +27,7 @@ func chatEvents() []event {
 		{protocol.EventGepaChoices, ref("GepaChoicesData"), "A vague first message was expanded; the client may offer the clarifying questions."},
 		{protocol.EventModelSwitch, ref("ModelSwitchData"), "The turn's model changed (fallback, budget)."},
 		{protocol.EventNotification, ref("NotificationData"), "A repeated workflow was captured."},
-		{protocol.EventStreamGap, ref("StreamGapData"), "Events of the turn were discarded before this client read them (it fell behind the window the server keeps); done still carries the whole reply. When nothing of the turn is left, the stream ends after this event."},
+		{protocol.EventStreamGap, ref("StreamGapData"), "Events of the turn were discarded before this client read them (it fell behind the window the server keeps); done still carries the whole reply. When nothing of the turn is left, POST /api/chat follows it with the turn's end from the stored history (done with the stored reply, or error); a follower's stream ends after it."},
 		{protocol.EventDone, ref("ChatDoneData"), "Terminal success: the stream ends."},
 		{protocol.EventError, ref("ErrorData"), "Terminal failure (user-friendly message only): the stream ends."},
 	}

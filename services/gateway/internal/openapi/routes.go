@@ -17,6 +17,7 @@ var tags = []Tag{
 	{Name: "commands", Description: "Slash commands (docs/commands.md)"},
 	{Name: "agent", Description: "Agent status, cost, model and agent groups (docs/commands.md)"},
 	{Name: "teams", Description: "Teams, roles, policies and tokens (docs/teams.md)"},
+	{Name: "memory", Description: "The personal and workspace minds' frames (docs/memory.md)"},
 	{Name: "meta", Description: "This description"},
 }
 
@@ -24,6 +25,9 @@ var tags = []Tag{
 var (
 	workspaceQuery = queryID("workspace", "the workspace (default \"default\")")
 	sessionQuery   = queryID("session", "the session (default: the workspace)")
+	memWorkspace   = queryID("workspace", "the workspace mind beside the personal one")
+	memWorkspaceID = queryID("workspaceId", "alias of workspace")
+	frameParam     = pathParam("id", "the frame id")
 	locateQuery    = queryID("workspace", "the session's workspace; without it every workspace is searched (required on a team server)")
 )
 
@@ -59,7 +63,7 @@ func routes() []op {
 			desc: "Every rejection is a JSON error before any stream byte: 400 message is required, MESSAGE_TOO_LONG, INJECTION_DETECTED, PATH_TRAVERSAL, bad multitask, unsafe IDs; " +
 				"403 VIEWER_READ_ONLY and 404 (workspace outside the user's teams) on a team server; 409 SESSION_BUSY with multitask reject; 503 NO_RUNNER or RUNNER_BUSY.",
 			body: ref("ChatRequest"), stream: "ChatEvent", headers: turnHeader,
-			errs: []int{forbidden, notFound, conflict}, subjects: []string{protocol.SubjTurnStart, protocol.TurnEvents("{turnId}"), protocol.TurnControl("{turnId}")}},
+			errs: []int{forbidden, notFound, conflict}, subjects: []string{protocol.SubjStoreHistory, protocol.SubjTurnStart, protocol.TurnEvents("{turnId}"), protocol.TurnControl("{turnId}")}},
 		{method: del, path: "/api/chat/history", id: "clearHistory", tag: "chat",
 			summary: "Drop every cached copy of a session (the file stays)",
 			params:  []Parameter{workspaceQuery, sessionQuery},
@@ -76,7 +80,7 @@ func routes() []op {
 				{Name: "Last-Event-ID", In: "header", Description: "resume after this event id (wins over ?after=)", Schema: ref("SSEEventID")},
 				query("after", "resume after this event id", ref("SSEEventID"))},
 			stream: "ChatEvent", headers: turnHeader, errs: []int{bad, forbidden, notFound},
-			subjects: []string{protocol.SubjTeamsAuthorize, protocol.TurnEvents("{turnId}"), protocol.TurnControl("{turnId}")}},
+			subjects: []string{protocol.SubjStoreHistory, protocol.SubjTeamsAuthorize, protocol.TurnEvents("{turnId}"), protocol.TurnControl("{turnId}")}},
 		{method: post, path: "/api/chat/turns/{turnId}/cancel", id: "cancelTurn", tag: "chat",
 			summary: "Stop a turn; it persists what it produced and ends with an error event",
 			params:  []Parameter{turnID},
@@ -96,7 +100,7 @@ func routes() []op {
 			summary: "A one-shot retrieval run, streamed as SSE",
 			desc:    "400 question is required or a bad maxSteps / maxRetrievalsPerStep; 503 without a reachable model or runner.",
 			body:    ref("AgentRunRequest"), stream: "AgentRunEvent", headers: turnHeader,
-			errs: []int{forbidden, notFound}, subjects: []string{protocol.SubjAgentRun, protocol.TurnEvents("{turnId}"), protocol.TurnControl("{turnId}")}},
+			errs: []int{forbidden, notFound}, subjects: []string{protocol.SubjStoreHistory, protocol.SubjAgentRun, protocol.TurnEvents("{turnId}"), protocol.TurnControl("{turnId}")}},
 
 		// ---- approvals ----
 		{method: post, path: "/api/approval/{requestId}", id: "decideApproval", tag: "approvals",
@@ -280,6 +284,47 @@ func routes() []op {
 		{method: del, path: "/api/tokens/{id}", id: "revokeToken", tag: "teams",
 			summary: "Revoke a token at once", params: []Parameter{pathParam("id", "the token id")}, ok: ref("TokenInfo"),
 			errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.SubjTeamsTokenRevoke}},
+
+		// ---- memory ----
+		{method: get, path: "/api/memory/frames", id: "listMemoryFrames", tag: "memory",
+			summary: "Personal and workspace frames, newest first",
+			params: []Parameter{memWorkspace, memWorkspaceID,
+				query("limit", "default 50, at most 200", &Schema{Type: "integer", Minimum: ptr(1.0), Default: 50}),
+				query("since", "ISO-8601 lower bound on creation", str()), query("until", "ISO-8601 upper bound on creation", str())},
+			ok: ref("MemoryFrameList"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.SubjMemoryFrames}},
+		{method: post, path: "/api/memory/frames", id: "addMemoryFrame", tag: "memory",
+			summary: "Store a frame (identical content is not stored twice)",
+			body: object(req("content", &Schema{Type: "string", MinLength: ptr(1)}),
+				opt("workspace", describe(safeID(), "the workspace mind; absent: the personal mind")), opt("workspaceId", describe(safeID(), "alias of workspace")),
+				opt("importance", &Schema{OneOf: []*Schema{{Type: "string", Enum: stringsAny(protocol.Importances)},
+					{Type: "integer", Minimum: ptr(1.0), Description: "the web client's 1-4: temporary, normal, important, critical"}}}),
+				opt("source", &Schema{Type: "string", Enum: stringsAny(protocol.Sources), Default: protocol.SourceImport})),
+			ok:   &Schema{OneOf: []*Schema{ref("MemorySaved"), ref("MemoryDuplicate")}},
+			errs: []int{forbidden, notFound}, subjects: []string{protocol.SubjMemoryAdd}},
+		{method: put, path: "/api/memory/frames/{id}", id: "updateMemoryFrame", tag: "memory",
+			summary: "Edit a frame's content (and importance)", params: []Parameter{frameParam, memWorkspace, memWorkspaceID},
+			body: object(req("content", &Schema{Type: "string", MinLength: ptr(1)}),
+				opt("importance", &Schema{OneOf: []*Schema{{Type: "string", Enum: stringsAny(protocol.Importances)}, {Type: "integer", Minimum: ptr(1.0)}}})),
+			ok: ref("MemoryFrameUpdated"), errs: []int{forbidden, notFound}, subjects: []string{protocol.SubjMemoryUpdate}},
+		{method: del, path: "/api/memory/frames/{id}", id: "deleteMemoryFrame", tag: "memory",
+			summary: "Delete a frame", params: []Parameter{frameParam, memWorkspace, memWorkspaceID},
+			ok:   object(req("deleted", constant(true)), req("frameId", str())),
+			errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.SubjMemoryDelete}},
+		{method: patch, path: "/api/memory/frames/{id}/access", id: "accessMemoryFrame", tag: "memory",
+			summary: "Count one access of a frame", params: []Parameter{frameParam, memWorkspace, memWorkspaceID},
+			ok:   object(req("accessCount", integer())),
+			errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.SubjMemoryAccess}},
+		{method: get, path: "/api/memory/search", id: "searchMemory", tag: "memory",
+			summary: "Hybrid search over the minds, best first",
+			params: []Parameter{query("q", "the query (required)", &Schema{Type: "string", MinLength: ptr(1)}),
+				query("scope", "personal, workspace, or all (global and anything else mean all)", &Schema{Type: "string", Examples: []any{protocol.MindPersonal, protocol.MindWorkspace, "all", "global"}}),
+				memWorkspace, memWorkspaceID,
+				query("limit", "default 20", &Schema{Type: "integer", Minimum: ptr(1.0), Default: 20}),
+				query("since", "ISO-8601 lower bound on creation", str()), query("until", "ISO-8601 upper bound on creation", str())},
+			ok: ref("MemoryFrameList"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.SubjMemoryQuery}},
+		{method: get, path: "/api/memory/stats", id: "memoryStats", tag: "memory",
+			summary: "Frame counts of the minds and their embeddings", params: []Parameter{memWorkspace, memWorkspaceID},
+			ok: ref("MemoryStats"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.SubjMemoryStats}},
 
 		// ---- meta ----
 		{method: get, path: "/api/openapi.json", id: "getOpenAPI", tag: "meta",

@@ -41,6 +41,8 @@ var reflected = map[string]reflect.Type{
 	"TokenList":           reflect.TypeFor[protocol.TokenListReply](),
 	"Persona":             reflect.TypeFor[personas.Persona](),
 	"WorkflowPattern":     reflect.TypeFor[protocol.WorkflowPattern](),
+	"MemoryStats":         reflect.TypeFor[protocol.MemoryStats](),
+	"MemoryMindStats":     reflect.TypeFor[protocol.MemoryMindStats](),
 
 	// Event data the gateway's own packages define.
 	"TokenData":            reflect.TypeFor[protocol.TokenData](),
@@ -278,8 +280,44 @@ func handSchemas() map[string]*Schema {
 			req("input", anyValue("the tool call's input")),
 			req("timestamp", describe(integer(), "Unix milliseconds")),
 		),
-		"Ok": object(req("ok", constant(true))),
+		"Ok":                 object(req("ok", constant(true))),
+		"MemoryFrame":        memoryFrame(false),
+		"MemoryFrameUpdated": memoryFrame(true),
+		"MemoryFrameList":    object(req("results", arrayOf(ref("MemoryFrame"))), req("count", integer())),
+		"MemorySaved": object(req("saved", constant(true)), req("frameId", str()), req("mind", mind()),
+			req("importance", &Schema{Type: "string", Enum: stringsAny(protocol.Importances)}), req("source", &Schema{Type: "string", Enum: stringsAny(protocol.Sources)})),
+		"MemoryDuplicate": object(req("saved", constant(false)), req("duplicate", constant(true)), req("frameId", str()), req("mind", mind()), req("message", str())),
 	}
+}
+
+func mind() *Schema {
+	return &Schema{Type: "string", Enum: []any{protocol.MindPersonal, protocol.MindWorkspace}}
+}
+
+// memoryFrame is a frame in the original server's shape (memoryapi's
+// frame); updated adds the updated flag of PUT.
+func memoryFrame(updated bool) *Schema {
+	s := object(
+		req("id", str()),
+		req("content", str()),
+		req("source", &Schema{Type: "string", Enum: stringsAny(protocol.Sources)}),
+		req("source_mind", mind()),
+		req("mind", mind()),
+		opt("workspaceId", strDesc("the workspace of a workspace frame")),
+		req("frameType", constant("I")),
+		req("importance", &Schema{Type: "string", Enum: stringsAny(protocol.Importances)}),
+		req("timestamp", str()),
+		req("created_at", str()),
+		req("updated_at", str()),
+		opt("score", describe(number(), "search hits only: the fused rank score")),
+		req("accessCount", integer()),
+		opt("tags", arrayOf(str())),
+	)
+	if updated {
+		s.Properties["updated"] = constant(true)
+		s.Required = append(s.Required, "updated")
+	}
+	return s
 }
 
 func stringsAny(ss []string) []any {

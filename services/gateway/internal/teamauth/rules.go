@@ -27,6 +27,10 @@ const (
 	scopeWorkspaceQueryRequired
 	// scopeWorkspaceBody routes name it in the JSON body.
 	scopeWorkspaceBody
+	// scopeWorkspaceQueryOptional routes name it in ?workspace= or
+	// ?workspaceId=; without one they act on the user's personal mind
+	// only (the memory API).
+	scopeWorkspaceQueryOptional
 	// scopeWorkspaceList is GET /api/workspaces, filtered to the user's
 	// teams.
 	scopeWorkspaceList
@@ -72,6 +76,14 @@ var rules = map[string]rule{
 	"POST /api/commands/execute":                             {scope: scopeWorkspaceBody, action: protocol.ActionChat, bodyKeys: []string{"workspaceId"}, bodyDefault: "default"},
 	"POST /api/agent-groups/{id}/run":                        {scope: scopeWorkspaceBody, action: protocol.ActionChat, bodyKeys: []string{"workspaceId"}},
 	"GET /api/mcp/servers":                                   {scope: scopeWorkspaceQuery, action: protocol.ActionRead},
+
+	"GET /api/memory/frames":               {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead},
+	"POST /api/memory/frames":              {scope: scopeWorkspaceBody, action: protocol.ActionWrite, bodyKeys: []string{"workspace", "workspaceId"}},
+	"PUT /api/memory/frames/{id}":          {scope: scopeWorkspaceQueryOptional, action: protocol.ActionWrite},
+	"DELETE /api/memory/frames/{id}":       {scope: scopeWorkspaceQueryOptional, action: protocol.ActionWrite},
+	"PATCH /api/memory/frames/{id}/access": {scope: scopeWorkspaceQueryOptional, action: protocol.ActionWrite},
+	"GET /api/memory/search":               {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead},
+	"GET /api/memory/stats":                {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead},
 }
 
 // ruleFor is the rule of a matched route.

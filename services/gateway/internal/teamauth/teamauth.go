@@ -203,6 +203,12 @@ func (g *guard) target(w http.ResponseWriter, r *http.Request, rule rule, params
 		if q := r.URL.Query(); q.Has("workspace") {
 			t.workspace = q.Get("workspace")
 		}
+	case scopeWorkspaceQueryOptional:
+		q := r.URL.Query()
+		t.workspace = q.Get("workspaceId")
+		if q.Has("workspace") {
+			t.workspace = q.Get("workspace")
+		}
 	case scopeWorkspaceQueryRequired:
 		if t.workspace = r.URL.Query().Get("workspace"); t.workspace == "" {
 			return t, errNeedWorkspace
@@ -300,7 +306,7 @@ func (g *guard) check(ctx context.Context, u User, rule rule, t target) error {
 			return errTeamRequired
 		}
 		return g.authorizeTeam(ctx, u, t.team, protocol.ActionAdmin)
-	case (rule.scope == scopeGlobal || t.workspace == "" && rule.scope == scopeWorkspaceBody) && rule.action != protocol.ActionRead:
+	case (rule.scope == scopeGlobal || t.workspace == "" && (rule.scope == scopeWorkspaceBody || rule.scope == scopeWorkspaceQueryOptional)) && rule.action != protocol.ActionRead:
 		for _, m := range u.Teams {
 			if m.Role != protocol.TeamRoleViewer {
 				return nil

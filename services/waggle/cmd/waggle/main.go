@@ -19,12 +19,15 @@ import (
 
 	"github.com/waggle-os/core/libs/embednats"
 	"github.com/waggle-os/core/services/waggle/app"
+	"github.com/waggle-os/core/services/waggle/chatcli"
 )
 
 const usage = `Usage: waggle <command> [flags]
 
 Commands:
   serve     run Waggle core (see waggle serve --help)
+  chat      chat with a running server in the terminal; echo hi | waggle chat for scripts
+            (see waggle chat --help)
   nats      run a standalone NATS server with JetStream (for a cluster without Docker;
             see waggle nats --help)
   team      manage teams, members, roles and tool policies (team server; see waggle team --help)
@@ -45,6 +48,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stdout, stderr)
+	case "chat":
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		return chatcli.Main(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "nats":
 		return natsServer(args[1:], stdout, stderr)
 	case "team":

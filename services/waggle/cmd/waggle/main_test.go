@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -32,6 +33,8 @@ func TestServeConfigErrors(t *testing.T) {
 		{"bad target", []string{"serve", "--data-dir", dataDir, "--targets", "gateway,bogus"}, 1, `unknown target "bogus"`},
 		{"unwritable data dir", []string{"serve", "--data-dir", filepath.Join(file, "sub")}, 1, "data directory"},
 		{"port in use", []string{"serve", "--data-dir", dataDir, "--addr", busy.Addr().String()}, 1, "cannot listen on " + busy.Addr().String()},
+		{"port in use, original's words", []string{"serve", "--data-dir", dataDir, "--addr", busy.Addr().String()}, 1,
+			"Port " + strconv.Itoa(busy.Addr().(*net.TCPAddr).Port) + " is already in use. Another Waggle instance may be running.\nTo fix: close the other instance, or set WAGGLE_PORT=<port> to use a different port."},
 		{"bad llm url", []string{"serve", "--data-dir", dataDir, "--llm-url", "localhost:4000"}, 1, "must be an http(s) URL"},
 		{"unknown command", []string{"fly"}, 2, `unknown command "fly"`},
 	}
@@ -60,7 +63,7 @@ func TestEnvAndFlagPrecedence(t *testing.T) {
 	if code := run([]string{"serve", "--help"}, &out, &out); code != 0 {
 		t.Fatalf("help exit %d", code)
 	}
-	for _, want := range []string{"WAGGLE_ADDR", "WAGGLE_DATA_DIR", "WAGGLE_LLM_URL", "WAGGLE_NATS_URL", "WAGGLE_TARGETS", "WAGGLE_MAX_MESSAGE_LENGTH", "WAGGLE_POSTGRES_URL"} {
+	for _, want := range []string{"WAGGLE_ADDR", "WAGGLE_DATA_DIR", "WAGGLE_LLM_URL", "WAGGLE_NATS_URL", "WAGGLE_TARGETS", "WAGGLE_MAX_MESSAGE_LENGTH", "WAGGLE_POSTGRES_URL", "WAGGLE_FRONTEND_DIR", "WAGGLE_HOST", "WAGGLE_PORT"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help does not mention %s", want)
 		}

@@ -113,7 +113,7 @@ func heapInUse() int64 {
 // bigToken is one streamed delta of the stalled-reader test: long enough
 // that a turn's stream is several times what the loopback socket buffers
 // absorb, so a client that stops reading really stalls its relay.
-var bigToken = strings.Repeat("x", 199) + " "
+var bigToken = strings.Repeat("x", 1999) + " "
 
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
@@ -140,8 +140,8 @@ func TestStalledReadersKeepMemoryBounded(t *testing.T) {
 	const (
 		stalled     = 24
 		normal      = 5
-		tokens      = 25000
-		streamBytes = 8 << 20
+		tokens      = 2500
+		streamBytes = 16 << 20
 	)
 	want := strings.Repeat(bigToken, tokens)
 	model := llmtest.New(llmtest.WithHandler(func(r *llmtest.Request) llmtest.Response {

@@ -1,0 +1,859 @@
+'use strict';
+// Waggle web chat: a client of the public HTTP API (docs/api.md) and
+// nothing else. State that must survive a reload (the user token in team
+// mode, the running turn and its resume point, the open session) lives in
+// localStorage.
+(() => {
+  const $ = id => document.getElementById(id);
+
+  const store = {
+    get(k) {
+      try { return JSON.parse(localStorage.getItem('waggle.' + k)); } catch (_) { return null; }
+    },
+    set(k, v) { localStorage.setItem('waggle.' + k, JSON.stringify(v)); },
+    del(k) { localStorage.removeItem('waggle.' + k); },
+  };
+
+  const state = {
+    mode: 'local',
+    token: null,
+    workspace: null,
+    session: null,
+    sessions: [],
+    turn: null,
+    sending: false,
+    leaving: false,
+    pending: [],
+    // answered maps requestId → the label of the decision taken here.
+    answered: new Map(),
+  };
+
+  class APIError extends Error {
+    constructor(status, message, code) {
+      super(message);
+      this.status = status;
+      this.code = code;
+    }
+  }
+
+  // ---- HTTP ----------------------------------------------------------
+
+  async function request(method, path, body, extra) {
+    const init = { method, headers: Object.assign({}, extra) };
+    if (state.token) init.headers.Authorization = 'Bearer ' + state.token;
+    if (body !== undefined) {
+      init.headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    let resp;
+    try {
+      resp = await fetch(path, init);
+    } catch (_) {
+      throw new APIError(0, 'The server cannot be reached.');
+    }
+    if (!resp.ok) throw await apiError(resp);
+    return resp;
+  }
+
+  async function api(method, path, body) {
+    const resp = await request(method, path, body);
+    const type = resp.headers.get('Content-Type') || '';
+    return type.includes('json') ? resp.json() : resp.text();
+  }
+
+  // apiError reads the server's error body: ours ({error, code}) or
+  // Fastify's ({statusCode, error, message}), whose message is the useful part.
+  async function apiError(resp) {
+    let message = resp.statusText || 'Request failed';
+    let code;
+    try {
+      const b = await resp.json();
+      message = (b.statusCode && b.message) ? b.message : (b.error || b.message || message);
+      code = b.code;
+    } catch (_) { /* not JSON: keep the status text */ }
+    if (resp.status === 401 && state.mode === 'team') askToken('The server refused your token: ' + message);
+    return new APIError(resp.status, message, code);
+  }
+
+  function enc(s) { return encodeURIComponent(s); }
+
+  // ---- Server-Sent Events over fetch ---------------------------------
+  // EventSource cannot send an Authorization header or POST, so streams
+  // are read with fetch and parsed here.
+  async function readSSE(resp, onEvent) {
+    const reader = resp.body.getReader();
+    const dec = new TextDecoder();
+    let buf = '';
+    let ev = { id: null, event: 'message', data: [] };
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += dec.decode(value, { stream: true });
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        let line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (line.endsWith('\r')) line = line.slice(0, -1);
+        if (line === '') {
+          if (ev.data.length) {
+            let data;
+            try { data = JSON.parse(ev.data.join('\n')); } catch (_) { data = { content: ev.data.join('\n') }; }
+            onEvent({ id: ev.id, event: ev.event, data });
+          }
+          ev = { id: null, event: 'message', data: [] };
+          continue;
+        }
+        if (line[0] === ':') continue;
+        const c = line.indexOf(':');
+        const field = c < 0 ? line : line.slice(0, c);
+        let v = c < 0 ? '' : line.slice(c + 1);
+        if (v[0] === ' ') v = v.slice(1);
+        if (field === 'id') ev.id = v;
+        else if (field === 'event') ev.event = v;
+        else if (field === 'data') ev.data.push(v);
+      }
+    }
+  }
+
+  // ---- errors and small DOM helpers ----------------------------------
+
+  function showError(err) {
+    const status = err.status ? err.status + ' · ' : '';
+    const code = err.code ? ' (' + err.code + ')' : '';
+    $('error-text').textContent = status + (err.message || String(err)) + code;
+    $('error').hidden = false;
+  }
+
+  function hideError() { $('error').hidden = true; }
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function button(label, cls, onClick) {
+    const b = el('button', cls, label);
+    b.type = 'button';
+    b.addEventListener('click', onClick);
+    return b;
+  }
+
+  function pretty(v) {
+    if (typeof v === 'string') return v;
+    try { return JSON.stringify(v, null, 2); } catch (_) { return String(v); }
+  }
+
+  function scrollDown() {
+    const m = $('messages');
+    if (m.scrollHeight - m.scrollTop - m.clientHeight < 160) m.scrollTop = m.scrollHeight;
+  }
+
+  // ---- token (team mode) ---------------------------------------------
+
+  let tokenWaiters = [];
+
+  function askToken(why) {
+    const dlg = $('token-dialog');
+    $('token-error').hidden = !why;
+    $('token-error').textContent = why || '';
+    if (!dlg.open) dlg.showModal();
+    $('token-input').focus();
+    return new Promise(resolve => tokenWaiters.push(resolve));
+  }
+
+  async function saveToken(e) {
+    e.preventDefault();
+    const tok = $('token-input').value.trim();
+    if (!tok) return;
+    state.token = tok;
+    try {
+      await api('GET', '/api/workspaces');
+    } catch (err) {
+      $('token-error').textContent = err.status === 401 ? 'That token is not valid.' : err.message;
+      $('token-error').hidden = false;
+      return;
+    }
+    store.set('token', tok);
+    $('token-input').value = '';
+    $('token-dialog').close();
+    const waiters = tokenWaiters;
+    tokenWaiters = [];
+    waiters.forEach(w => w());
+  }
+
+  // ---- workspaces and sessions ---------------------------------------
+
+  async function loadWorkspaces() {
+    let list = [];
+    try {
+      list = await api('GET', '/api/workspaces');
+    } catch (err) {
+      showError(err);
+    }
+    if (!Array.isArray(list)) list = list.workspaces || [];
+    const sel = $('workspace');
+    sel.replaceChildren();
+    for (const w of list) {
+      const o = el('option', '', w.name || w.id);
+      o.value = w.id;
+      sel.append(o);
+    }
+    const want = store.get('workspace');
+    const pick = list.find(w => w.id === want) || list.find(w => w.id === 'default') || list[0];
+    state.workspace = pick ? pick.id : 'default';
+    if (!pick) {
+      const o = el('option', '', 'default');
+      o.value = 'default';
+      sel.append(o);
+    }
+    sel.value = state.workspace;
+  }
+
+  async function selectWorkspace(id) {
+    state.workspace = id;
+    store.set('workspace', id);
+    $('workspace').value = id;
+    $('search').value = '';
+    await loadSessions();
+  }
+
+  // The workspace form creates a workspace or renames the current one.
+  let workspaceFormMode = 'create';
+
+  function showWorkspaceForm(mode) {
+    const form = $('workspace-form');
+    if (!form.hidden && workspaceFormMode === mode) {
+      form.hidden = true;
+      return;
+    }
+    workspaceFormMode = mode;
+    const sel = $('workspace');
+    $('workspace-name').value = mode === 'rename' && sel.selectedOptions[0] ? sel.selectedOptions[0].textContent : '';
+    $('workspace-submit').textContent = mode === 'rename' ? 'Save' : 'Create';
+    form.hidden = false;
+    $('workspace-name').focus();
+  }
+
+  async function submitWorkspace(e) {
+    e.preventDefault();
+    const name = $('workspace-name').value.trim();
+    if (!name) return;
+    try {
+      let id = state.workspace;
+      if (workspaceFormMode === 'rename') {
+        await api('PATCH', '/api/workspaces/' + enc(id), { name });
+      } else {
+        id = (await api('POST', '/api/workspaces', { name })).id;
+      }
+      $('workspace-name').value = '';
+      $('workspace-form').hidden = true;
+      store.set('workspace', id);
+      await loadWorkspaces();
+      if (workspaceFormMode !== 'rename') {
+        await selectWorkspace(id);
+        newChat();
+      }
+    } catch (err) {
+      showError(err);
+    }
+  }
+
+  // deleteWorkspace deletes the current workspace (its sessions and
+  // memories too) on the second click.
+  async function deleteWorkspace() {
+    const btn = $('delete-workspace');
+    if (state.turn) return;
+    if (!btn.classList.contains('confirm')) {
+      btn.classList.add('confirm');
+      btn.textContent = 'Delete it and all its sessions?';
+      return;
+    }
+    btn.classList.remove('confirm');
+    btn.textContent = 'Delete';
+    try {
+      await api('DELETE', '/api/workspaces/' + enc(state.workspace));
+    } catch (err) {
+      showError(err);
+      return;
+    }
+    store.del('workspace');
+    await loadWorkspaces();
+    await selectWorkspace(state.workspace);
+    newChat();
+  }
+
+  async function loadSessions() {
+    const q = $('search').value.trim();
+    const ws = enc(state.workspace);
+    try {
+      if (q.length >= 2) {
+        const r = await api('GET', '/api/workspaces/' + ws + '/sessions/search?q=' + enc(q) + '&limit=50');
+        const results = Array.isArray(r) ? r : (r.results || []);
+        state.sessions = results.map(s => ({
+          id: s.sessionId,
+          title: typeof s.title === 'string' ? s.title : s.sessionId,
+          snippet: s.snippets && s.snippets[0] ? (s.snippets[0].text || s.snippets[0].content || '') : '',
+        }));
+      } else {
+        const r = await api('GET', '/api/workspaces/' + ws + '/sessions');
+        state.sessions = Array.isArray(r) ? r : [];
+      }
+    } catch (err) {
+      if (!(err.status === 400 && q)) showError(err);
+      state.sessions = [];
+    }
+    renderSessions();
+  }
+
+  function renderSessions() {
+    const ul = $('sessions');
+    ul.replaceChildren();
+    for (const s of state.sessions) {
+      const li = el('li', s.id === state.session ? 'session current' : 'session');
+      li.dataset.id = s.id;
+      const open = button(s.title || s.id, 'open', () => openSession(s.id));
+      open.title = s.title || s.id;
+      li.append(open);
+      if (s.snippet) li.append(el('div', 'snippet', s.snippet));
+      li.append(button('Rename', 'rename', () => startRename(li, s)));
+      li.append(button('Delete', 'delete', ev => deleteSession(ev.currentTarget, s)));
+      ul.append(li);
+    }
+    if (!state.sessions.length) ul.append(el('li', 'empty', $('search').value.trim() ? 'No matching sessions' : 'No sessions yet'));
+    const cur = state.sessions.find(s => s.id === state.session);
+    if (cur) $('title').textContent = cur.title || cur.id;
+  }
+
+  function startRename(li, s) {
+    const input = el('input', 'rename-input');
+    input.value = s.title || '';
+    input.setAttribute('aria-label', 'New title');
+    li.replaceChildren(input);
+    input.focus();
+    input.select();
+    let done = false;
+    const finish = async save => {
+      if (done) return;
+      done = true;
+      const title = input.value.trim();
+      if (save && title && title !== s.title) {
+        try {
+          await api('PATCH', '/api/sessions/' + enc(s.id) + '?workspace=' + enc(state.workspace), { title });
+        } catch (err) {
+          showError(err);
+        }
+      }
+      await loadSessions();
+    };
+    input.addEventListener('keydown', e => {
+      if (e.key === 'Enter') { e.preventDefault(); finish(true); }
+      if (e.key === 'Escape') finish(false);
+    });
+    input.addEventListener('blur', () => finish(true));
+  }
+
+  // deleteSession asks once (the button turns into "Confirm") and deletes
+  // on the second click.
+  async function deleteSession(btn, s) {
+    if (!btn.classList.contains('confirm')) {
+      btn.classList.add('confirm');
+      btn.textContent = 'Confirm delete';
+      return;
+    }
+    try {
+      await api('DELETE', '/api/sessions/' + enc(s.id) + '?workspace=' + enc(state.workspace));
+      if (state.session === s.id) newChat();
+    } catch (err) {
+      showError(err);
+    }
+    await loadSessions();
+  }
+
+  function newChat() {
+    if (state.turn || state.sending) return;
+    state.session = null;
+    store.del('session');
+    $('messages').replaceChildren();
+    $('title').textContent = 'New chat';
+    renderSessions();
+    closeMenu();
+    $('input').focus();
+  }
+
+  async function openSession(id) {
+    state.session = id;
+    store.set('session', { workspace: state.workspace, id });
+    closeMenu();
+    renderSessions();
+    const box = $('messages');
+    box.replaceChildren();
+    try {
+      const h = await api('GET', '/api/history?workspace=' + enc(state.workspace) + '&session=' + enc(id));
+      for (const m of h.messages || []) {
+        if (m.role === 'user') addUser(m.content);
+        else addAssistant(m.content);
+      }
+    } catch (err) {
+      showError(err);
+    }
+    box.scrollTop = box.scrollHeight;
+    return box;
+  }
+
+  function addUser(text) {
+    const m = el('div', 'msg user');
+    m.append(el('div', 'bubble', text));
+    $('messages').append(m);
+    scrollDown();
+    return m;
+  }
+
+  function addAssistant(text) {
+    const m = el('div', 'msg assistant');
+    const body = el('div', 'md');
+    Markdown.render(text, body);
+    m.append(body);
+    $('messages').append(m);
+    return m;
+  }
+
+  // ---- one turn ------------------------------------------------------
+
+  // TurnView renders one turn's events as they arrive: text as Markdown,
+  // steps and tool calls in a collapsible activity log, approvals, files
+  // and model switches inline where they happened.
+  class TurnView {
+    constructor(turn) {
+      this.turn = turn;
+      this.root = el('div', 'msg assistant running');
+      this.root.dataset.turnId = turn.id;
+      $('messages').append(this.root);
+      this.text = '';
+      this.seg = null;
+      this.log = null;
+      this.tools = [];
+      this.frame = 0;
+    }
+
+    handle(ev) {
+      const d = ev.data || {};
+      switch (ev.event) {
+        case 'token': this.token(d.content || ''); break;
+        case 'step': this.logItem(el('div', 'step', d.content || '')); break;
+        case 'tool': this.tool(d); break;
+        case 'tool_result': this.toolResult(d); break;
+        case 'file_created': this.inlineNote('file', (d.fileAction === 'edit' ? 'Edited ' : 'Created ') + (d.filePath || '')); break;
+        case 'model_switch': this.inlineNote('switch', 'Switched to ' + (d.model || '?') + (d.reason ? ' — ' + d.reason : '')); break;
+        case 'approval_required': this.approval(d); break;
+        case 'done': this.done(d); break;
+        case 'error': this.error(d); break;
+        default: break;
+      }
+      scrollDown();
+    }
+
+    token(t) {
+      if (!this.seg) {
+        this.seg = { el: el('div', 'md'), text: '' };
+        this.root.append(this.seg.el);
+        this.log = null;
+      }
+      this.seg.text += t;
+      this.text += t;
+      // Re-render at most once a frame: long replies stream many tokens.
+      if (!this.frame) {
+        this.frame = requestAnimationFrame(() => this.flush());
+      }
+    }
+
+    flush() {
+      if (this.frame) cancelAnimationFrame(this.frame);
+      this.frame = 0;
+      if (this.seg) Markdown.render(this.seg.text, this.seg.el);
+    }
+
+    activity() {
+      if (!this.log) {
+        this.flush();
+        this.log = el('details', 'activity');
+        this.log.open = true;
+        this.log.append(el('summary', '', 'Activity'));
+        this.root.append(this.log);
+        this.seg = null;
+      }
+      return this.log;
+    }
+
+    logItem(node) {
+      const log = this.activity();
+      log.append(node);
+      const steps = log.querySelectorAll(':scope > .step').length;
+      const tools = log.querySelectorAll(':scope > .tool').length;
+      const parts = [];
+      if (steps) parts.push(steps + (steps === 1 ? ' step' : ' steps'));
+      if (tools) parts.push(tools + (tools === 1 ? ' tool call' : ' tool calls'));
+      log.firstChild.textContent = 'Activity · ' + parts.join(', ');
+    }
+
+    tool(d) {
+      const t = el('details', 'tool');
+      t.append(el('summary', '', '⚙ ' + (d.name || 'tool')));
+      t.append(el('pre', 'tool-input', pretty(d.input)));
+      this.logItem(t);
+      this.tools.push({ name: d.name, el: t, done: false });
+    }
+
+    toolResult(d) {
+      const t = this.tools.find(x => !x.done && x.name === d.name);
+      const target = t ? t.el : this.activity();
+      if (t) t.done = true;
+      const res = el('pre', d.isError ? 'tool-result error-text' : 'tool-result', pretty(d.result));
+      target.append(res);
+      if (t && d.isError) t.el.classList.add('failed');
+    }
+
+    inlineNote(cls, text) {
+      this.flush();
+      this.root.append(el('div', 'note ' + cls, text));
+      this.seg = null;
+      this.log = null;
+    }
+
+    approval(d) {
+      this.flush();
+      const card = approvalCard(d.requestId, d.toolName, d.input, d.sourceWorkspaceId);
+      this.root.append(card);
+      this.seg = null;
+      this.log = null;
+      refreshApprovals();
+    }
+
+    finish() {
+      this.flush();
+      this.root.classList.remove('running');
+      this.root.querySelectorAll('details.activity').forEach(d => { d.open = false; });
+    }
+
+    done(d) {
+      // done carries the final text, which may add notes to what streamed.
+      if (typeof d.content === 'string' && d.content.startsWith(this.text) && d.content.length > this.text.length) {
+        this.token(d.content.slice(this.text.length));
+      }
+      this.finish();
+      const parts = [];
+      if (d.model) parts.push(d.model);
+      const u = d.tokens || d.usage || {};
+      const inT = u.input ?? u.inputTokens ?? u.prompt_tokens;
+      const outT = u.output ?? u.outputTokens ?? u.completion_tokens;
+      if (inT || outT) parts.push((inT || 0) + ' in / ' + (outT || 0) + ' out');
+      if (typeof d.cost === 'number') parts.push('$' + d.cost.toFixed(6));
+      if (parts.length) this.root.append(el('div', 'meta', parts.join(' · ')));
+    }
+
+    error(d) {
+      this.finish();
+      this.root.append(el('div', 'note turn-error', d.message || 'The turn failed.'));
+    }
+  }
+
+  async function send() {
+    const input = $('input');
+    const text = input.value;
+    if (!text.trim() || state.turn || state.sending) return;
+    state.sending = true; // until the turn starts (or is refused): no second send
+    setRunning(true);
+    $('stop').hidden = true; // nothing to stop before the turn has an id
+    hideError();
+    try {
+      if (!state.session) {
+        const s = await api('POST', '/api/workspaces/' + enc(state.workspace) + '/sessions', {});
+        state.session = s.id;
+        store.set('session', { workspace: state.workspace, id: state.session });
+      }
+    } catch (err) {
+      showError(err);
+      state.sending = false;
+      setRunning(false);
+      return;
+    }
+    input.value = '';
+    const userEl = addUser(text);
+    let resp;
+    try {
+      resp = await request('POST', '/api/chat', { message: text, workspace: state.workspace, session: state.session });
+    } catch (err) {
+      // Rejected before any stream started: say why and give the text back.
+      showError(err);
+      userEl.classList.add('failed');
+      input.value = text;
+      state.sending = false;
+      setRunning(false);
+      return;
+    }
+    state.sending = false;
+    const turn = { id: resp.headers.get('X-Waggle-Turn-Id'), workspace: state.workspace, session: state.session, message: text, lastEventId: null };
+    loadSessions();
+    await follow(turn, resp);
+  }
+
+  // follow renders a turn until its terminal event: from resp when given,
+  // then (after a cut connection, or after a reload) from the turn's event
+  // route, resuming after the last event id seen.
+  async function follow(turn, resp) {
+    state.turn = turn;
+    store.set('turn', turn);
+    setRunning(true);
+    const view = new TurnView(turn);
+    let finished = false;
+    let attempts = 0;
+    for (;;) {
+      if (resp) {
+        const before = turn.lastEventId;
+        try {
+          await readSSE(resp, ev => {
+            if (ev.id) {
+              turn.lastEventId = ev.id;
+              store.set('turn', turn);
+            }
+            view.handle(ev);
+            if (ev.event === 'done' || ev.event === 'error') finished = true;
+          });
+        } catch (_) { /* cut: resume below */ }
+        resp = null;
+        if (turn.lastEventId !== before) attempts = 0; // progress: count cuts afresh
+      }
+      if (finished || state.leaving) break;
+      if (attempts++ >= 5) {
+        view.finish();
+        showError(new APIError(0, 'Lost the connection to this turn.'));
+        break;
+      }
+      if (attempts > 1) await new Promise(r => setTimeout(r, 400 * attempts));
+      try {
+        resp = await request('GET', '/api/chat/turns/' + enc(turn.id) + '/events', undefined,
+          { 'Last-Event-ID': turn.lastEventId || '0' });
+      } catch (err) {
+        if (err.status === 404) {
+          view.finish();
+          view.root.append(el('div', 'note turn-error', 'This turn is no longer available; its reply is in the history.'));
+          break;
+        }
+        if (err.status && err.status < 500) {
+          view.finish();
+          showError(err);
+          break;
+        }
+      }
+    }
+    if (state.leaving) return;
+    state.turn = null;
+    store.del('turn');
+    setRunning(false);
+    loadSessions();
+    refreshApprovals();
+  }
+
+  async function resume(saved) {
+    await selectWorkspace(saved.workspace);
+    await openSession(saved.session);
+    const msgs = $('messages').querySelectorAll('.msg.user .bubble');
+    const last = msgs[msgs.length - 1];
+    if (!last || last.textContent !== saved.message) addUser(saved.message);
+    // The page has nothing of the turn rendered: replay it from its first
+    // event, then follow it live (not awaited: the page is usable meanwhile).
+    saved.lastEventId = null;
+    follow(saved, null);
+  }
+
+  async function stop() {
+    if (!state.turn) return;
+    try {
+      await api('POST', '/api/chat/turns/' + enc(state.turn.id) + '/cancel');
+    } catch (err) {
+      showError(err);
+    }
+  }
+
+  function setRunning(on) {
+    $('stop').hidden = !on;
+    $('send').disabled = on;
+    $('new-session').disabled = on;
+  }
+
+  // ---- approvals -----------------------------------------------------
+
+  const decisions = {
+    once: { approved: true, always: false, label: 'Allowed once' },
+    always: { approved: true, always: true, label: 'Always allowed' },
+    deny: { approved: false, always: false, label: 'Denied' },
+  };
+
+  function approvalCard(requestId, toolName, input, sourceWorkspaceId) {
+    const card = el('div', 'approval');
+    card.dataset.requestId = requestId;
+    card.dataset.created = String(performance.now());
+    if (sourceWorkspaceId) card.dataset.sourceWorkspaceId = sourceWorkspaceId;
+    card.append(el('div', 'approval-title', 'Allow ' + (toolName || 'this tool') + '?'));
+    card.append(el('pre', 'approval-input', pretty(input)));
+    const actions = el('div', 'approval-actions');
+    const outcome = el('div', 'approval-outcome');
+    const answered = state.answered.get(requestId);
+    if (answered) outcome.textContent = answered;
+    else {
+      actions.append(
+        button('Allow once', 'allow-once primary', () => decide(requestId, 'once', sourceWorkspaceId)),
+        button('Always allow', 'allow-always', () => decide(requestId, 'always', sourceWorkspaceId)),
+        button('Deny', 'deny danger', () => decide(requestId, 'deny', sourceWorkspaceId)),
+      );
+    }
+    card.append(actions, outcome);
+    return card;
+  }
+
+  async function decide(requestId, kind, sourceWorkspaceId) {
+    const d = decisions[kind];
+    const body = { approved: d.approved, always: d.always };
+    if (sourceWorkspaceId) body.sourceWorkspaceId = sourceWorkspaceId;
+    let label = d.label;
+    try {
+      await api('POST', '/api/approval/' + enc(requestId), body);
+    } catch (err) {
+      if (err.status !== 409 && err.status !== 404) {
+        showError(err);
+        return;
+      }
+      label = err.status === 409 ? 'Already decided' : 'No longer pending';
+    }
+    markAnswered(requestId, label);
+    refreshApprovals();
+  }
+
+  function markAnswered(requestId, label) {
+    state.answered.set(requestId, label);
+    document.querySelectorAll('.approval').forEach(card => {
+      if (card.dataset.requestId !== requestId) return;
+      card.querySelector('.approval-actions').replaceChildren();
+      card.querySelector('.approval-outcome').textContent = label;
+    });
+  }
+
+  async function refreshApprovals() {
+    const started = performance.now();
+    let r;
+    try {
+      r = await api('GET', '/api/approval/pending');
+    } catch (_) {
+      return; // shown by the calls the user made; polling stays quiet
+    }
+    state.pending = r.pending || [];
+    const ids = new Set(state.pending.map(p => p.requestId));
+    $('approvals-count').textContent = String(state.pending.length);
+    $('approvals-toggle').classList.toggle('attention', state.pending.length > 0);
+    $('approvals-empty').hidden = state.pending.length > 0;
+    const ul = $('approvals-list');
+    ul.replaceChildren();
+    for (const p of state.pending) {
+      const li = el('li');
+      const inline = document.querySelector('.approval[data-request-id="' + CSS.escape(p.requestId) + '"]');
+      li.append(approvalCard(p.requestId, p.toolName, p.input, inline ? inline.dataset.sourceWorkspaceId : undefined));
+      if (p.timestamp) li.append(el('div', 'meta', new Date(p.timestamp).toLocaleString()));
+      ul.append(li);
+    }
+    // An inline card whose request is no longer pending (decided in another
+    // tab, timed out, or before a reload) must not offer buttons.
+    document.querySelectorAll('#messages .approval').forEach(card => {
+      const id = card.dataset.requestId;
+      if (Number(card.dataset.created) > started) return; // newer than this answer
+      if (!ids.has(id) && !state.answered.has(id)) markAnswered(id, 'Answered');
+    });
+  }
+
+  // ---- layout --------------------------------------------------------
+
+  function closeMenu() { document.body.classList.remove('menu-open'); }
+
+  function bindUI() {
+    $('composer').addEventListener('submit', e => { e.preventDefault(); send(); });
+    $('input').addEventListener('keydown', e => {
+      if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+        e.preventDefault();
+        send();
+      }
+    });
+    $('stop').addEventListener('click', stop);
+    $('new-session').addEventListener('click', newChat);
+    $('workspace').addEventListener('change', async e => {
+      await selectWorkspace(e.target.value);
+      newChat();
+    });
+    $('new-workspace').addEventListener('click', () => showWorkspaceForm('create'));
+    $('workspace-form').addEventListener('submit', submitWorkspace);
+    $('rename-workspace').addEventListener('click', () => showWorkspaceForm('rename'));
+    $('delete-workspace').addEventListener('click', deleteWorkspace);
+    let searchTimer = 0;
+    $('search').addEventListener('input', () => {
+      clearTimeout(searchTimer);
+      searchTimer = setTimeout(loadSessions, 200);
+    });
+    $('approvals-toggle').addEventListener('click', () => {
+      $('approvals').hidden = !$('approvals').hidden;
+      if (!$('approvals').hidden) refreshApprovals();
+    });
+    $('error-close').addEventListener('click', hideError);
+    $('menu').addEventListener('click', () => document.body.classList.toggle('menu-open'));
+    $('token-form').addEventListener('submit', saveToken);
+    $('token-dialog').addEventListener('cancel', e => e.preventDefault());
+    window.addEventListener('pagehide', () => { state.leaving = true; });
+  }
+
+  async function health() {
+    for (let i = 0; ; i++) {
+      try {
+        return await api('GET', '/health');
+      } catch (err) {
+        if (err.status !== 503 || i >= 40) throw err;
+      }
+      await new Promise(r => setTimeout(r, 500));
+    }
+  }
+
+  async function boot() {
+    bindUI();
+    let h = { mode: 'local' };
+    try {
+      h = await health();
+    } catch (err) {
+      showError(err);
+    }
+    state.mode = h.mode || 'local';
+    document.body.dataset.mode = state.mode;
+    if (state.mode === 'team') {
+      state.token = store.get('token');
+      if (!state.token) await askToken();
+    } else {
+      state.token = h.wsToken || null;
+    }
+    $('status').textContent = h.offline ? 'echo mode' : (h.defaultModel || '');
+    await loadWorkspaces();
+    const saved = store.get('turn');
+    if (saved && saved.id) {
+      refreshApprovals();
+      await resume(saved);
+    } else {
+      const last = store.get('session');
+      if (last && last.workspace === state.workspace) {
+        await loadSessions();
+        if (state.sessions.some(s => s.id === last.id)) await openSession(last.id);
+      } else {
+        await loadSessions();
+      }
+    }
+    refreshApprovals();
+    setInterval(() => { if (!document.hidden) refreshApprovals(); }, 5000);
+    document.body.dataset.ready = 'true';
+  }
+
+  boot();
+})();

@@ -1,0 +1,197 @@
+// Package clients tests the waggle binary the way its users run it: the
+// desktop app's sidecar environment (WAGGLE_PORT, WAGGLE_HOST,
+// WAGGLE_FRONTEND_DIR) and `waggle chat` in a pty and in a pipe.
+package clients
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var waggleBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "waggle-clients-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	waggleBin = filepath.Join(dir, "waggle")
+	build := exec.Command("go", "build", "-o", waggleBin, "github.com/waggle-os/core/services/waggle/cmd/waggle")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build waggle:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// baseEnv is a clean environment: no WAGGLE_* from the developer's shell.
+func baseEnv(t *testing.T, extra ...string) []string {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TERM=xterm"}
+	return append(env, extra...)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// unreachableLLM is a model URL nothing answers: echo mode.
+func unreachableLLM(t *testing.T) string {
+	return "http://127.0.0.1:" + strconv.Itoa(freePort(t)) + "/v1"
+}
+
+// syncBuffer collects a process's output and wakes waiters on each write.
+type syncBuffer struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	changed chan struct{}
+}
+
+func newSyncBuffer() *syncBuffer { return &syncBuffer{changed: make(chan struct{})} }
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.buf.Write(p)
+	close(b.changed)
+	b.changed = make(chan struct{})
+	return n, err
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor waits until cond holds for the output from offset on, and
+// returns the offset just past where it first held.
+func (b *syncBuffer) waitFor(t *testing.T, what string, from int, cond func(s string) int) int {
+	t.Helper()
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
+	for {
+		b.mu.Lock()
+		s := b.buf.String()
+		changed := b.changed
+		b.mu.Unlock()
+		if from > len(s) {
+			from = len(s)
+		}
+		if end := cond(s[from:]); end >= 0 {
+			return from + end
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("waited 20s for %s; output since offset %d:\n%q", what, from, s[from:])
+		}
+	}
+}
+
+// expect waits for text in the output after from.
+func (b *syncBuffer) expect(t *testing.T, from int, text string) int {
+	t.Helper()
+	return b.waitFor(t, fmt.Sprintf("%q", text), from, func(s string) int {
+		if i := strings.Index(s, text); i >= 0 {
+			return i + len(text)
+		}
+		return -1
+	})
+}
+
+// waitHealthy polls /health until 200 (the process is starting).
+func waitHealthy(t *testing.T, url string, exited <-chan struct{}, out *syncBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	client := &http.Client{Timeout: time.Second}
+	for {
+		resp, err := client.Get(url + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-exited:
+			t.Fatalf("waggle exited while starting:\n%s", out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/health not healthy within 30s:\n%s", url, out.String())
+		}
+		time.Sleep(50 * time.Millisecond) // polling a starting process; nothing to wait on
+	}
+}
+
+// serveProc is a running `waggle serve`.
+type serveProc struct {
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	exited chan struct{}
+	err    error
+}
+
+func startServe(t *testing.T, env []string, args ...string) *serveProc {
+	t.Helper()
+	p := &serveProc{out: newSyncBuffer(), exited: make(chan struct{})}
+	p.cmd = exec.Command(waggleBin, append([]string{"serve"}, args...)...)
+	p.cmd.Env = env
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() { p.stop(t) })
+	return p
+}
+
+func (p *serveProc) stop(t *testing.T) {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.exited:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		t.Errorf("waggle serve did not stop on SIGINT:\n%s", p.out.String())
+	}
+}
+
+func (p *serveProc) wait(ctx context.Context) error {
+	select {
+	case <-p.exited:
+		return p.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
