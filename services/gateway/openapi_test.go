@@ -16,7 +16,9 @@ import (
 
 // notDescribed are routes the router serves that the OpenAPI description
 // leaves out on purpose, each with the reason. Keep it short: an API route
-// belongs in the description.
+// belongs in the description. (The browser pages — web chat, a
+// --frontend-dir app — are not router routes at all: the pages middleware
+// serves them ahead of the router, so chi.Walk never sees them.)
 var notDescribed = map[string]string{}
 
 // routerRoutes walks the gateway's chi router: "METHOD /pattern" → handler.
