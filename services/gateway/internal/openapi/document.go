@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -151,7 +152,7 @@ func Routes() []Route {
 	var out []Route
 	for path, item := range Build().Paths {
 		for method := range item {
-			out = append(out, Route{Method: methodName(method), Path: path})
+			out = append(out, Route{Method: strings.ToUpper(method), Path: path})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -161,25 +162,6 @@ func Routes() []Route {
 		return out[i].Method < out[j].Method
 	})
 	return out
-}
-
-func methodName(lower string) string {
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead, http.MethodOptions} {
-		if lowerASCII(m) == lower {
-			return m
-		}
-	}
-	return lower
-}
-
-func lowerASCII(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // encoded is the document as served, built once: it never changes while
