@@ -79,7 +79,7 @@ func routes() []op {
 			params: []Parameter{turnID,
 				{Name: "Last-Event-ID", In: "header", Description: "resume after this event id (wins over ?after=)", Schema: ref("SSEEventID")},
 				query("after", "resume after this event id", ref("SSEEventID"))},
-			stream: "ChatEvent", headers: turnHeader, errs: []int{bad, forbidden, notFound},
+			stream: "TurnEvent", headers: turnHeader, errs: []int{bad, forbidden, notFound},
 			subjects: []string{protocol.SubjStoreHistory, protocol.SubjTeamsAuthorize, protocol.TurnEvents("{turnId}"), protocol.TurnControl("{turnId}")}},
 		{method: post, path: "/api/chat/turns/{turnId}/cancel", id: "cancelTurn", tag: "chat",
 			summary: "Stop a turn; it persists what it produced and ends with an error event",
