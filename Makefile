@@ -13,8 +13,12 @@ build:
 run: build
 	./bin/waggle serve
 
+# The load tests (e2e/load) skip themselves under the race detector, which
+# slows the server too much for them to mean anything; they run in a second
+# pass without it.
 test:
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	$(GO) test -count=1 -timeout 10m ./services/waggle/e2e/load/
 
 test-short:
 	$(GO) test -count=1 -short $(PKGS)

@@ -45,6 +45,14 @@ type Service struct {
 	cancel context.CancelFunc
 	sem    chan struct{}
 	wg     sync.WaitGroup
+
+	// mu orders handler starts (wg.Add) before Stop's wg.Wait: micro
+	// drains an endpoint's subscription asynchronously, so requests still
+	// arrive after its Stop, and one that found a free slot then would
+	// start a handler nobody waits for.
+	mu       sync.Mutex
+	stopping chan struct{} // closed by Stop
+	stopped  bool
 }
 
 // NewService registers a micro service on nc. Endpoints are added with
@@ -67,7 +75,10 @@ func NewService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 		return nil, fmt.Errorf("bus: add service %s: %w", cfg.Name, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Service{name: cfg.Name, nc: nc, svc: svc, log: cfg.Logger, ctx: ctx, cancel: cancel, sem: make(chan struct{}, cfg.Concurrency)}, nil
+	return &Service{
+		name: cfg.Name, nc: nc, svc: svc, log: cfg.Logger, ctx: ctx, cancel: cancel,
+		sem: make(chan struct{}, cfg.Concurrency), stopping: make(chan struct{}),
+	}, nil
 }
 
 // HandlerFunc handles one decoded request.
@@ -94,8 +105,7 @@ func AddEndpoint[Req, Rep any](s *Service, name, subject string, fn HandlerFunc[
 			}
 			rep, err := fn(ctx, req)
 			if err != nil {
-				served.WithLabelValues(strconv.Itoa(protocol.StatusOf(err))).Inc()
-				s.fail(r, name, err)
+				served.WithLabelValues(strconv.Itoa(s.fail(r, name, err))).Inc()
 				return
 			}
 			served.WithLabelValues("200").Inc()
@@ -132,27 +142,43 @@ func (s *Service) AddRawEndpoint(name, subject string, fn func(ctx context.Conte
 func (s *Service) dispatch(r micro.Request, fn func(ctx context.Context)) {
 	select {
 	case s.sem <- struct{}{}:
-	case <-s.ctx.Done():
+	case <-s.stopping:
 		// Stopped while micro was still draining requests to us: answer
 		// at once so the caller can go to another instance instead of
 		// waiting for its timeout.
 		respondError(r, protocol.ErrUnavailable)
 		return
 	}
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		<-s.sem
+		respondError(r, protocol.ErrUnavailable)
+		return
+	}
 	s.wg.Add(1)
+	s.mu.Unlock()
 	go func() {
 		defer func() { <-s.sem; s.wg.Done() }()
 		fn(s.ctx)
 	}()
 }
 
-func (s *Service) fail(r micro.Request, name string, err error) {
-	if e := protocol.AsError(err); e != nil {
-		respondError(r, e)
-		return
+// fail answers a handler's error and returns the status it sent.
+func (s *Service) fail(r micro.Request, name string, err error) int {
+	e := protocol.AsError(err)
+	switch {
+	case e != nil:
+	case s.ctx.Err() != nil && errors.Is(err, context.Canceled):
+		// Stop cut the handler short: not a failure of the request, and
+		// another instance may still serve it.
+		e = protocol.ErrUnavailable
+	default:
+		s.log.Error("bus: handler failed", "endpoint", name, "err", err)
+		e = protocol.ErrInternal
 	}
-	s.log.Error("bus: handler failed", "endpoint", name, "err", err)
-	respondError(r, protocol.ErrInternal)
+	respondError(r, e)
+	return e.Status
 }
 
 func respondError(r micro.Request, e *protocol.Error) {
@@ -166,10 +192,20 @@ func respondError(r micro.Request, e *protocol.Error) {
 	}))
 }
 
-// Stop stops taking requests, waits for running handlers (bounded by ctx)
-// and then cancels their context.
+// Stop stops taking requests, waits for running handlers (bounded by ctx:
+// then their context is cancelled and Stop waits for them to return) and
+// cancels their context. Requests still in flight to this instance, and
+// handlers cut short by the cancellation, are answered with
+// protocol.ErrUnavailable's 503, which callers may retry on another
+// instance. Stop may be called more than once.
 func (s *Service) Stop(ctx context.Context) error {
 	err := s.svc.Stop()
+	s.mu.Lock()
+	if !s.stopped {
+		s.stopped = true
+		close(s.stopping)
+	}
+	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,11 +21,13 @@ type Singleton struct {
 	kv     jetstream.KeyValue
 	key    string
 	holder []byte
+	log    *slog.Logger
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu  sync.Mutex
-	rev uint64
+	mu   sync.Mutex
+	rev  uint64
+	lost bool // another instance holds the lease now; reported once
 }
 
 // SingletonTTL is how long a lease outlives its holder's last renewal: a
@@ -53,7 +56,7 @@ func AcquireSingleton(ctx context.Context, js jetstream.JetStream, name, holder 
 	for {
 		rev, err := kv.Create(ctx, name, []byte(holder))
 		if err == nil {
-			return start(kv, name, []byte(holder), rev), nil
+			return start(kv, name, []byte(holder), rev, log), nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			return nil, fmt.Errorf("bus: singleton %s: %w", name, err)
@@ -74,9 +77,9 @@ func AcquireSingleton(ctx context.Context, js jetstream.JetStream, name, holder 
 	}
 }
 
-func start(kv jetstream.KeyValue, key string, holder []byte, rev uint64) *Singleton {
+func start(kv jetstream.KeyValue, key string, holder []byte, rev uint64, log *slog.Logger) *Singleton {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Singleton{kv: kv, key: key, holder: holder, cancel: cancel, done: make(chan struct{}), rev: rev}
+	s := &Singleton{kv: kv, key: key, holder: holder, log: log, cancel: cancel, done: make(chan struct{}), rev: rev}
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(SingletonTTL / 3)
@@ -86,17 +89,46 @@ func start(kv jetstream.KeyValue, key string, holder []byte, rev uint64) *Single
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				s.mu.Lock()
-				rctx, rcancel := context.WithTimeout(ctx, SingletonTTL/3)
-				if nr, err := kv.Update(rctx, key, holder, s.rev); err == nil {
-					s.rev = nr
-				}
-				rcancel()
-				s.mu.Unlock()
+				s.renew(ctx)
 			}
 		}
 	}()
 	return s
+}
+
+// renew extends the lease. A renewal the lease's revision refuses means
+// one of three things: an earlier renewal was written but its answer lost
+// (the lease is still ours), renewals failed for a whole TTL and the lease
+// lapsed (taken again if nobody else did), or another instance took it
+// over meanwhile: that is logged, since both may now be writing.
+func (s *Singleton) renew(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, SingletonTTL/3)
+	defer cancel()
+	rev, err := s.kv.Update(ctx, s.key, s.holder, s.rev)
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		var e jetstream.KeyValueEntry
+		switch e, err = s.kv.Get(ctx, s.key); {
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+			if rev, err = s.kv.Create(ctx, s.key, s.holder); err == nil {
+				s.log.Warn("singleton lease lapsed and was taken again", "service", s.key)
+			}
+		case err != nil:
+		case bytes.Equal(e.Value(), s.holder):
+			rev, err = s.kv.Update(ctx, s.key, s.holder, e.Revision())
+		default:
+			if !s.lost {
+				s.log.Error("singleton lease lost: another instance took over while this one could not renew",
+					"service", s.key, "holder", string(e.Value()))
+			}
+			s.lost = true
+			return
+		}
+	}
+	if err == nil {
+		s.rev, s.lost = rev, false
+	}
 }
 
 // Release stops renewing and deletes the lease, so a successor starts at

@@ -6,6 +6,7 @@ require (
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/nats-io/nats.go v1.55.0
 	github.com/waggle-os/core/libs v0.0.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (

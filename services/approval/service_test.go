@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,8 +16,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/bus"
-	"github.com/waggle-os/core/libs/embednats"
+	"github.com/waggle-os/core/libs/natstest"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/waitfor"
 )
 
 // env is a real embedded NATS server with an approval service on it and a
@@ -34,23 +34,13 @@ type env struct {
 
 func newEnv(t *testing.T, cfg Config) *env {
 	t.Helper()
-	ns := embednats.New(embednats.Config{StoreDir: filepath.Join(t.TempDir(), "nats")})
-	if err := ns.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ns.Stop(context.Background()) })
-	dial := bus.OptionDialer(ns.ConnectOption())
-	nc, err := dial("test-client")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	srv := natstest.Start(t)
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
 	}
-	e := &env{t: t, dial: dial, nc: nc, cfg: cfg}
+	e := &env{t: t, dial: bus.OptionDialer(srv.ConnectOption()), nc: srv.Conn("test-client"), cfg: cfg}
 	e.start()
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(e.nc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,11 +402,14 @@ func TestCancelTurnOnlyTouchesThatTurn(t *testing.T) {
 }
 
 func TestPendingListsOnlyWaitingOldestFirst(t *testing.T) {
-	e := newEnv(t, Config{})
+	// Every reading of the clock is a millisecond later: the approvals
+	// get distinct timestamps in the order they were asked.
+	var ms atomic.Int64
+	start := time.Now()
+	clock := func() time.Time { return start.Add(time.Duration(ms.Add(1)) * time.Millisecond) }
+	e := newEnv(t, Config{Now: clock})
 	first := e.ask("turn-1", "ws", "write_file", `{"path":"1"}`)
-	time.Sleep(2 * time.Millisecond) // distinct millisecond timestamps
 	decided := e.ask("turn-1", "ws", "write_file", `{"path":"2"}`)
-	time.Sleep(2 * time.Millisecond)
 	last := e.ask("turn-2", "ws", "bash", `{"command":"rm x"}`)
 	if _, err := e.decide(decided, false, false, nil); err != nil {
 		t.Fatal(err)
@@ -456,17 +449,13 @@ func TestRetentionRemovesDecidedEntries(t *testing.T) {
 	if _, err := e.decide(id, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitfor.NoError(t, "decided entry removed", func() error {
 		_, err := e.kv.Get(context.Background(), id)
 		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("decided entry still there: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("entry still there (get: %v)", err)
+	})
 	if _, err := e.decide(id, true, false, nil); statusOf(err) != 404 {
 		t.Fatalf("decide removed entry: %v", err)
 	}

@@ -101,6 +101,18 @@ func readStream(br *bufio.Reader) streamResult {
 	}
 }
 
+// skipUnderLoadTestLimits skips in -short mode and under the race detector
+// (make test runs this package again without it).
+func skipUnderLoadTestLimits(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("load test: not in -short mode")
+	}
+	if raceEnabled {
+		t.Skip("load test: run without -race (make test's second pass)")
+	}
+}
+
 // heapInUse is the live heap after a full collection.
 func heapInUse() int64 {
 	runtime.GC()
@@ -134,9 +146,7 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 // that reads again after the stream's window moved on is told of the gap
 // and still gets the full reply with done.
 func TestStalledReadersKeepMemoryBounded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("load test")
-	}
+	skipUnderLoadTestLimits(t)
 	const (
 		stalled     = 24
 		normal      = 5
@@ -259,9 +269,7 @@ func lastUser(r *llmtest.Request) string {
 // at once with the default admission limit; none is refused and every one
 // ends in done with its full reply.
 func TestTwoThousandConcurrentTurns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("load test")
-	}
+	skipUnderLoadTestLimits(t)
 	const turns = 2000
 	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
 		c.EchoDelay = 20 * time.Millisecond
@@ -347,9 +355,7 @@ func throttle(t *testing.T, target string, rate int) string {
 // (a congested network, a busy server) slows its turns down; it does not
 // fail them. Every turn ends in done with its whole reply, in order.
 func TestSlowBusNeverFailsATurn(t *testing.T) {
-	if testing.Short() {
-		t.Skip("load test")
-	}
+	skipUnderLoadTestLimits(t)
 	const turns, tokens = 8, 3000
 	model := llmtest.New(llmtest.WithHandler(func(r *llmtest.Request) llmtest.Response {
 		return llmtest.FastReply(tokens)

@@ -1,0 +1,331 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/waggle-os/core/libs/natstest"
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+type greetRequest struct {
+	Name string `json:"name"`
+}
+
+type greetReply struct {
+	Greeting string `json:"greeting"`
+}
+
+// ctxT is a request context that cannot outlive a stuck test.
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// serve starts a Service on its own connection and stops it at cleanup.
+func serve(t *testing.T, srv *natstest.Server, cfg ServiceConfig) *Service {
+	t.Helper()
+	if cfg.Name == "" {
+		cfg.Name = "bustest"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s, err := NewService(srv.Conn(cfg.Name), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	return s
+}
+
+func TestDialers(t *testing.T) {
+	srv := natstest.Start(t)
+	tests := []struct {
+		name string
+		dial Dialer
+	}{
+		{"url", URLDialer(srv.URL())},
+		{"in-process", OptionDialer(srv.ConnectOption())},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			nc, err := tc.dial("svc-" + tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			// The name is what a server's connz (and a NATS operator) shows.
+			if nc.Opts.Name != "svc-"+tc.name || nc.Opts.MaxReconnect != -1 {
+				t.Fatalf("options: name %q, max reconnects %d", nc.Opts.Name, nc.Opts.MaxReconnect)
+			}
+			if err := nc.Flush(); err != nil {
+				t.Fatalf("round trip: %v", err)
+			}
+		})
+	}
+}
+
+func TestURLDialerNamesTheFailure(t *testing.T) {
+	// A port nothing listens on: take one, then free it.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "nats://" + l.Addr().String()
+	l.Close()
+	_, err = URLDialer(url)("gateway")
+	if err == nil || !strings.Contains(err.Error(), "bus: connect "+url+" as gateway") || !errors.Is(err, nats.ErrNoServers) {
+		t.Fatalf("dial a dead server: %v", err)
+	}
+}
+
+func TestRequestRoundTrip(t *testing.T) {
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{})
+	err := AddEndpoint(s, "greet", "bustest.greet", func(_ context.Context, req greetRequest) (greetReply, error) {
+		return greetReply{Greeting: "hello " + req.Name}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Request[greetReply](ctxT(t), srv.Conn("client"), "bustest.greet", greetRequest{Name: "olga"})
+	if err != nil || rep.Greeting != "hello olga" {
+		t.Fatalf("reply %+v, %v", rep, err)
+	}
+}
+
+// A handler's error reaches the caller as the *protocol.Error it returned
+// (status, message, code); any other error is a bare 500, its text stays
+// in the service's log.
+func TestRequestErrors(t *testing.T) {
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{})
+	fails := map[string]error{
+		"notfound": protocol.Errorf(http.StatusNotFound, "Session not found"),
+		"coded":    protocol.Errorf(http.StatusConflict, "Already decided").WithCode("ALREADY_DECIDED"),
+		"wrapped":  fmt.Errorf("store: %w", protocol.Errorf(http.StatusRequestEntityTooLarge, "Too large")),
+		"internal": errors.New("open /var/lib/waggle/secret.json: permission denied"),
+	}
+	for name, err := range fails {
+		err := err
+		if e := AddEndpoint(s, name, "bustest.fail."+name, func(context.Context, protocol.Empty) (protocol.Empty, error) {
+			return protocol.Empty{}, err
+		}); e != nil {
+			t.Fatal(e)
+		}
+	}
+	if err := AddEndpoint(s, "typed", "bustest.typed", func(_ context.Context, req greetRequest) (greetReply, error) {
+		return greetReply{Greeting: req.Name}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	nc := srv.Conn("client")
+	tests := []struct {
+		name    string
+		subject string
+		body    []byte
+		status  int
+		message string
+		code    string
+	}{
+		{"not found", "bustest.fail.notfound", []byte(`{}`), 404, "Session not found", ""},
+		{"code survives", "bustest.fail.coded", []byte(`{}`), 409, "Already decided", "ALREADY_DECIDED"},
+		{"wrapped kind survives", "bustest.fail.wrapped", []byte(`{}`), 413, "Too large", ""},
+		{"internal hides detail", "bustest.fail.internal", []byte(`{}`), 500, "Internal server error", ""},
+		{"malformed body", "bustest.typed", []byte(`{"name":`), 400, "malformed request", ""},
+		{"wrong type", "bustest.typed", []byte(`{"name":42}`), 400, "malformed request", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := RequestMsg(ctxT(t), nc, &nats.Msg{Subject: tc.subject, Data: tc.body})
+			e := protocol.AsError(err)
+			if e == nil || e.Status != tc.status || e.Message != tc.message || e.Code != tc.code {
+				t.Fatalf("error %#v, want %d %q %q", err, tc.status, tc.message, tc.code)
+			}
+			if strings.Contains(err.Error(), "permission denied") {
+				t.Fatalf("internal detail reached the caller: %v", err)
+			}
+		})
+	}
+}
+
+func TestRequestWithoutResponderIsUnavailable(t *testing.T) {
+	srv := natstest.Start(t)
+	_, err := Request[greetReply](ctxT(t), srv.Conn("client"), "bustest.nobody", greetRequest{})
+	if !errors.Is(err, protocol.ErrUnavailable) || protocol.StatusOf(err) != http.StatusServiceUnavailable {
+		t.Fatalf("no responders: %v, want unavailable", err)
+	}
+}
+
+func TestRequestEncodeAndDecodeFailures(t *testing.T) {
+	srv := natstest.Start(t)
+	nc := srv.Conn("client")
+	if _, err := Request[greetReply](ctxT(t), nc, "bustest.x", func() {}); err == nil || !strings.Contains(err.Error(), "bus: encode request for bustest.x") {
+		t.Fatalf("unencodable request: %v", err)
+	}
+	plain := srv.Conn("plain")
+	if _, err := plain.Subscribe("bustest.plain", func(m *nats.Msg) { _ = m.Respond([]byte("not json")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Request[greetReply](ctxT(t), nc, "bustest.plain", greetRequest{}); err == nil || !strings.Contains(err.Error(), "bus: decode reply from bustest.plain") {
+		t.Fatalf("undecodable reply: %v", err)
+	}
+}
+
+// The caller's deadline bounds a request to a handler that does not answer
+// in time; the handler still finishes before Stop returns.
+func TestRequestHonoursTheCallersDeadline(t *testing.T) {
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{})
+	release := make(chan struct{})
+	if err := AddEndpoint(s, "slow", "bustest.slow", func(context.Context, protocol.Empty) (protocol.Empty, error) {
+		<-release
+		return protocol.Empty{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer close(release)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err := Request[protocol.Empty](ctx, srv.Conn("client"), "bustest.slow", protocol.Empty{})
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(began) > 5*time.Second {
+		t.Fatalf("after %s: %v, want the deadline", time.Since(began), err)
+	}
+}
+
+// ReplyError reads the micro error headers of any responder, ours or not.
+func TestReplyError(t *testing.T) {
+	hdr := func(code, desc string) nats.Header {
+		return nats.Header{micro.ErrorCodeHeader: {code}, micro.ErrorHeader: {desc}}
+	}
+	tests := []struct {
+		name string
+		msg  *nats.Msg
+		want *protocol.Error
+	}{
+		{"plain reply", &nats.Msg{Data: []byte(`{"error":"x"}`)}, nil},
+		{"other headers", &nats.Msg{Header: nats.Header{"X": {"1"}}}, nil},
+		{"body carries the message", &nats.Msg{Header: hdr("404", "header text"), Data: []byte(`{"error":"Not here","code":"NOPE"}`)},
+			&protocol.Error{Status: 404, Message: "Not here", Code: "NOPE"}},
+		{"header when the body is empty", &nats.Msg{Header: hdr("409", "Conflict")}, &protocol.Error{Status: 409, Message: "Conflict"}},
+		{"header when the body is not ours", &nats.Msg{Header: hdr("400", "bad"), Data: []byte("oops")}, &protocol.Error{Status: 400, Message: "bad"}},
+		{"non-numeric code", &nats.Msg{Header: hdr("E_BAD", "bad")}, &protocol.Error{Status: 500, Message: "bad"}},
+		{"code not an error status", &nats.Msg{Header: hdr("200", "ok?")}, &protocol.Error{Status: 500, Message: "ok?"}},
+		{"code beyond 599", &nats.Msg{Header: hdr("700", "odd")}, &protocol.Error{Status: 500, Message: "odd"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ReplyError(tc.msg)
+			if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+				t.Fatalf("ReplyError = %#v, want %#v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Drain lets a subscription finish the messages it already has before the
+// connection closes, and returns only once it is closed.
+func TestDrainFinishesPendingMessages(t *testing.T) {
+	srv := natstest.Start(t)
+	nc, err := srv.Dial("drained")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var mu sync.Mutex
+	var got []string
+	gate := make(chan struct{})
+	if _, err := nc.Subscribe("bustest.drain", func(m *nats.Msg) {
+		<-gate // hold the first message so the rest queue up
+		mu.Lock()
+		got = append(got, string(m.Data))
+		mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	pub := srv.Conn("publisher")
+	for _, d := range []string{"1", "2", "3"} {
+		if err := pub.Publish("bustest.drain", []byte(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	if err := Drain(ctxT(t), nc); err != nil {
+		t.Fatal(err)
+	}
+	if !nc.IsClosed() {
+		t.Fatal("Drain returned before the connection closed")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(got, ",") != "1,2,3" {
+		t.Fatalf("handled %v, want 1,2,3", got)
+	}
+}
+
+// A drain that cannot finish in time closes the connection and says so.
+func TestDrainBoundedByContext(t *testing.T) {
+	srv := natstest.Start(t)
+	nc, err := srv.Dial("stuck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	release := make(chan struct{})
+	handled := make(chan struct{})
+	if _, err := nc.Subscribe("bustest.stuck", func(*nats.Msg) { close(handled); <-release }); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Conn("publisher").Publish("bustest.stuck", nil); err != nil {
+		t.Fatal(err)
+	}
+	<-handled
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err = Drain(ctx, nc)
+	close(release)
+	if !errors.Is(err, context.DeadlineExceeded) || !nc.IsClosed() {
+		t.Fatalf("drain: %v, closed %v", err, nc.IsClosed())
+	}
+}
+
+func TestDrainOfNothing(t *testing.T) {
+	if err := Drain(context.Background(), nil); err != nil {
+		t.Fatalf("nil conn: %v", err)
+	}
+	srv := natstest.Start(t)
+	nc := srv.Conn("closed")
+	nc.Close()
+	if err := Drain(context.Background(), nc); err != nil {
+		t.Fatalf("closed conn: %v", err)
+	}
+}
+
+func natsMsg(subject, data string) *nats.Msg { return &nats.Msg{Subject: subject, Data: []byte(data)} }

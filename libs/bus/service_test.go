@@ -1,0 +1,271 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/waggle-os/core/libs/natstest"
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/waitfor"
+)
+
+func TestNewServiceNeedsAName(t *testing.T) {
+	srv := natstest.Start(t)
+	if _, err := NewService(srv.Conn("x"), ServiceConfig{}); err == nil {
+		t.Fatal("a service without a name was added")
+	}
+}
+
+// The service is visible to micro discovery under its name and version,
+// with the endpoints it serves.
+func TestServiceDiscovery(t *testing.T) {
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{Name: "discovered"})
+	if err := AddEndpoint(s, "greet", "bustest.greet", func(_ context.Context, r greetRequest) (greetReply, error) { return greetReply{}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	info, err := Request[micro.Info](ctxT(t), srv.Conn("client"), "$SRV.INFO.discovered", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Name != "discovered" || info.Version != "0.1.0" || len(info.Endpoints) != 1 ||
+		info.Endpoints[0].Name != "greet" || info.Endpoints[0].Subject != "bustest.greet" {
+		t.Fatalf("info %+v", info)
+	}
+}
+
+// Handlers run on their own goroutines, up to Concurrency at once: a slow
+// request does not hold up the next one, and no more than Concurrency run.
+func TestHandlersRunConcurrentlyUpToTheBound(t *testing.T) {
+	const bound, requests = 3, 9
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{Concurrency: bound})
+	var running, most atomic.Int32
+	release := make(chan struct{})
+	if err := AddEndpoint(s, "slow", "bustest.slow", func(_ context.Context, r greetRequest) (greetReply, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		<-release
+		return greetReply{Greeting: r.Name}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	nc := srv.Conn("client")
+	var wg sync.WaitGroup
+	errs := make(chan error, requests)
+	for range requests {
+		wg.Go(func() {
+			if _, err := Request[greetReply](ctxT(t), nc, "bustest.slow", greetRequest{Name: "x"}); err != nil {
+				errs <- err
+			}
+		})
+	}
+	// All slots fill although no handler has returned: they are not run
+	// one after another on the subscription's goroutine.
+	waitfor.True(t, "every slot busy", func() bool { return running.Load() == bound })
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("request: %v", err)
+	}
+	if m := most.Load(); m != bound {
+		t.Fatalf("at most %d handlers ran at once, want %d", m, bound)
+	}
+}
+
+// Stop stops taking requests and waits for the running handlers: a request
+// in progress gets its real reply, and one sent while Stop waits is
+// answered "unavailable" without reaching a handler.
+func TestStopWaitsForRunningHandlers(t *testing.T) {
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{})
+	started, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	var finished atomic.Bool
+	if err := AddEndpoint(s, "slow", "bustest.slow", func(_ context.Context, r greetRequest) (greetReply, error) {
+		if calls.Add(1) > 1 {
+			return greetReply{Greeting: "late"}, nil
+		}
+		close(started)
+		<-release
+		finished.Store(true)
+		return greetReply{Greeting: "done " + r.Name}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	nc := srv.Conn("client")
+	reply := make(chan error, 1)
+	go func() {
+		rep, err := Request[greetReply](ctxT(t), nc, "bustest.slow", greetRequest{Name: "a"})
+		if err == nil && rep.Greeting != "done a" {
+			err = errors.New("reply " + rep.Greeting)
+		}
+		reply <- err
+	}()
+	<-started
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.Stop(ctxT(t)) }()
+	waitfor.True(t, "micro service stopped", s.svc.Stopped)
+	// Either no responders or the stopping instance's own 503: both are
+	// "unavailable", neither reaches a handler.
+	if _, err := Request[greetReply](ctxT(t), nc, "bustest.slow", greetRequest{Name: "b"}); protocol.StatusOf(err) != http.StatusServiceUnavailable {
+		t.Fatalf("request while stopping: %v, want unavailable", err)
+	}
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) with a handler running", err)
+	default:
+	}
+	close(release)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if !finished.Load() || calls.Load() != 1 {
+		t.Fatalf("at Stop's return: first handler finished %v, %d handlers called", finished.Load(), calls.Load())
+	}
+	if err := <-reply; err != nil {
+		t.Fatalf("request in progress at Stop: %v", err)
+	}
+}
+
+// When Stop's context ends first, the handlers' context is cancelled and
+// Stop still waits for them to return: no handler outlives its Service.
+func TestStopCancelsHandlersWhenItsContextEnds(t *testing.T) {
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{})
+	started := make(chan struct{})
+	var cause atomic.Value
+	if err := AddEndpoint(s, "stubborn", "bustest.stubborn", func(ctx context.Context, _ protocol.Empty) (protocol.Empty, error) {
+		close(started)
+		<-ctx.Done()
+		cause.Store(ctx.Err())
+		return protocol.Empty{}, ctx.Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	nc := srv.Conn("client")
+	reply := make(chan error, 1)
+	go func() {
+		_, err := Request[protocol.Empty](ctxT(t), nc, "bustest.stubborn", protocol.Empty{})
+		reply <- err
+	}()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := s.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := cause.Load().(error); !errors.Is(got, context.Canceled) {
+		t.Fatalf("handler context ended with %v, want cancelled", got)
+	}
+	// Cut short by the stop, not failed: the caller may try elsewhere.
+	// (A new error value, not protocol.ErrUnavailable itself: that one
+	// means no responder at all, and callers such as the gateway retry
+	// only a 503 an instance sent.)
+	err := <-reply
+	if pe := protocol.AsError(err); pe == nil || errors.Is(err, protocol.ErrUnavailable) || *pe != *protocol.ErrUnavailable {
+		t.Fatalf("reply to the cancelled request: %v, want the service's 503", err)
+	}
+}
+
+// Requests that reach the service while it stops are answered "unavailable"
+// at once, and none of them starts a handler after Stop returned: micro
+// drains the subscription asynchronously, so it still delivers requests
+// after its Stop.
+func TestNoHandlerStartsAfterStop(t *testing.T) {
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{Concurrency: 1})
+	first, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var afterStop, running atomic.Int32
+	var stopDone atomic.Bool
+	if err := AddEndpoint(s, "one", "bustest.one", func(context.Context, protocol.Empty) (protocol.Empty, error) {
+		running.Add(1)
+		defer running.Add(-1)
+		if stopDone.Load() {
+			afterStop.Add(1)
+		}
+		once.Do(func() { close(first) })
+		<-release
+		return protocol.Empty{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	nc := srv.Conn("client")
+	const queued = 20
+	var wg sync.WaitGroup
+	statuses := make(chan int, queued+1)
+	for range queued + 1 {
+		wg.Go(func() {
+			_, err := Request[protocol.Empty](ctxT(t), nc, "bustest.one", protocol.Empty{})
+			statuses <- statusOrOK(err)
+		})
+	}
+	// One request runs, the others wait for its slot in the subscription.
+	<-first
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.Stop(ctxT(t)); stopDone.Store(true) }()
+	close(release)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if n := running.Load(); n != 0 {
+		t.Fatalf("%d handlers still running after Stop", n)
+	}
+	wg.Wait()
+	close(statuses)
+	counts := map[int]int{}
+	for st := range statuses {
+		counts[st]++
+	}
+	if afterStop.Load() != 0 {
+		t.Fatalf("%d handlers started after Stop returned", afterStop.Load())
+	}
+	if counts[http.StatusOK] < 1 || counts[http.StatusOK]+counts[http.StatusServiceUnavailable] != queued+1 {
+		t.Fatalf("replies by status %v: want the running one served, the rest unavailable", counts)
+	}
+}
+
+// A raw endpoint gets the request itself, on a Service-owned goroutine
+// with the Service's context.
+func TestRawEndpoint(t *testing.T) {
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{})
+	if err := s.AddRawEndpoint("raw", "bustest.raw", func(ctx context.Context, r micro.Request) {
+		if ctx.Err() != nil {
+			_ = r.Error("500", "cancelled", nil)
+			return
+		}
+		_ = r.Respond(append([]byte("raw:"), r.Data()...))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := RequestMsg(ctxT(t), srv.Conn("client"), natsMsg("bustest.raw", "bytes"))
+	if err != nil || string(rep.Data) != "raw:bytes" {
+		t.Fatalf("reply %v %v", rep, err)
+	}
+}
+
+func statusOrOK(err error) int {
+	if err == nil {
+		return http.StatusOK
+	}
+	return protocol.StatusOf(err)
+}
