@@ -2,7 +2,7 @@
 # Enforces the import rules of DESIGN.md §2: libs never import services; no
 # service imports another (only the waggle composition root wires them);
 # only libs/embednats imports nats-server; only sessionstore and approval
-# import pgx (and libs/pgtest and libs/pgmigrate, their shared helpers); only gateway
+# import pgx (and libs/pgtest, libs/pgmigrate and libs/pgerr, their shared helpers); only gateway
 # imports chi.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +41,7 @@ while read -r pkg imports; do
       github.com/nats-io/nats-server/*)
         case "$pkg" in $mod/libs/embednats) ;; *) bad="only libs/embednats imports nats-server" ;; esac ;;
       github.com/jackc/pgx/*)
-        case "$pkg" in $mod/libs/pgtest|$mod/libs/pgmigrate) ;; *)
+        case "$pkg" in $mod/libs/pgtest|$mod/libs/pgmigrate|$mod/libs/pgerr) ;; *)
           case "$own" in sessionstore|approval) ;; *) bad="only sessionstore and approval import pgx" ;; esac ;;
         esac ;;
       github.com/go-chi/chi/*)

@@ -23,7 +23,10 @@ start() { # name, args...
   echo "started $name (pid $!)"
 }
 
+# local-N.conf set sync_interval: always, like the team-server configs:
+# JetStream state is fsynced before it is acknowledged (docs/operations.md).
 for i in 1 2 3; do
+  grep -q '^ *sync_interval: always' "deploy/nats/local-$i.conf" || { echo "deploy/nats/local-$i.conf must set sync_interval: always" >&2; exit 1; }
   start "nats-$i" "$bin" nats --config "deploy/nats/local-$i.conf"
 done
 urls=nats://127.0.0.1:4222,nats://127.0.0.1:4223,nats://127.0.0.1:4224

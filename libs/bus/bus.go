@@ -53,9 +53,19 @@ func OptionDialer(opt nats.Option) Dialer {
 func baseOptions(name string) []nats.Option {
 	return []nats.Option{
 		nats.Name(name),
-		// A team server outlives NATS restarts; keep trying.
+		// A team server outlives NATS restarts; keep trying, every 250 ms
+		// (plus nats.go's jitter), so service resumes within a second of
+		// the server being back.
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
+		// No reconnect buffer: a publish while disconnected fails at once
+		// (requests with ErrBusUnavailable, see RequestMsg) instead of
+		// waiting to be sent after the reconnect. A buffered write outlives
+		// the caller that gave up on it: a lease renewal or a session append
+		// whose caller timed out and retried would land again, late, as a
+		// ghost (a stale compare-and-set that then fails the next renewal,
+		// a duplicated line).
+		nats.ReconnectBufSize(-1),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			// Async errors (slow consumers, permission violations) would
 			// otherwise only reach the default logger.
@@ -68,13 +78,18 @@ func baseOptions(name string) []nats.Option {
 				slog.Warn("bus: disconnected", "conn", name, "err", err)
 			}
 		}),
-		nats.ReconnectHandler(func(nc *nats.Conn) { slog.Info("bus: reconnected", "conn", name, "url", nc.ConnectedUrlRedacted()) }),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			slog.Info("bus: reconnected", "conn", name, "url", nc.ConnectedUrlRedacted())
+			runReconnectHooks(nc)
+		}),
+		nats.ClosedHandler(dropReconnectHooks),
 	}
 }
 
 // Request sends req as JSON on subject and decodes the reply into Rep. A
 // service error comes back as *protocol.Error with its status; no
-// responders becomes protocol.ErrUnavailable.
+// responders becomes protocol.ErrUnavailable, a request that failed while
+// the connection is down protocol.ErrBusUnavailable.
 func Request[Rep any](ctx context.Context, nc *nats.Conn, subject string, req any) (Rep, error) {
 	var rep Rep
 	body, err := json.Marshal(req)
@@ -107,6 +122,11 @@ func RequestMsg(ctx context.Context, nc *nats.Conn, msg *nats.Msg) (*nats.Msg, e
 			return nil, fmt.Errorf("bus: %s: %w", msg.Subject, protocol.ErrUnavailable)
 		}
 		telemetry.BusErrors.WithLabelValues("request").Inc()
+		if !nc.IsConnected() || errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionDraining) {
+			// The request was buffered for a server that did not come
+			// back in time: say so, rather than a bare timeout (a 500).
+			return nil, fmt.Errorf("bus: request %s while disconnected (%v): %w", msg.Subject, err, protocol.ErrBusUnavailable)
+		}
 		return nil, fmt.Errorf("bus: request %s: %w", msg.Subject, err)
 	}
 	if e := ReplyError(reply); e != nil {

@@ -31,20 +31,31 @@ type ServiceConfig struct {
 	Concurrency int
 	// Logger logs handler failures. Default slog.Default().
 	Logger *slog.Logger
+	// Storage, when set, is told of every handler failure: a write that
+	// failed for lack of space marks the store full. Such failures are
+	// answered protocol.ErrStorageFull (507) with or without a guard.
+	Storage *StorageGuard
+	// MapError, when set, translates a handler's error before it is
+	// answered: a store turns its database driver's connection errors into
+	// a 503 (protocol.ErrStoreUnavailable) instead of a 500. An error it
+	// changes is logged as a warning with the original.
+	MapError func(error) error
 }
 
 // Service is a nats micro service whose endpoints are typed JSON handlers
 // run on their own goroutines, all owned by the Service and waited for by
 // Stop.
 type Service struct {
-	name   string
-	nc     *nats.Conn
-	svc    micro.Service
-	log    *slog.Logger
-	ctx    context.Context
-	cancel context.CancelFunc
-	sem    chan struct{}
-	wg     sync.WaitGroup
+	name    string
+	nc      *nats.Conn
+	svc     micro.Service
+	log     *slog.Logger
+	storage *StorageGuard
+	mapErr  func(error) error
+	ctx     context.Context
+	cancel  context.CancelFunc
+	sem     chan struct{}
+	wg      sync.WaitGroup
 
 	// mu orders handler starts (wg.Add) before Stop's wg.Wait: micro
 	// drains an endpoint's subscription asynchronously, so requests still
@@ -76,7 +87,7 @@ func NewService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Service{
-		name: cfg.Name, nc: nc, svc: svc, log: cfg.Logger, ctx: ctx, cancel: cancel,
+		name: cfg.Name, nc: nc, svc: svc, log: cfg.Logger, storage: cfg.Storage, mapErr: cfg.MapError, ctx: ctx, cancel: cancel,
 		sem: make(chan struct{}, cfg.Concurrency), stopping: make(chan struct{}),
 	}, nil
 }
@@ -105,6 +116,7 @@ func AddEndpoint[Req, Rep any](s *Service, name, subject string, fn HandlerFunc[
 			}
 			rep, err := fn(ctx, req)
 			if err != nil {
+				err = s.mapError(name, err)
 				served.WithLabelValues(strconv.Itoa(s.fail(r, name, err))).Inc()
 				return
 			}
@@ -164,6 +176,19 @@ func (s *Service) dispatch(r micro.Request, fn func(ctx context.Context)) {
 	}()
 }
 
+// mapError applies MapError, logging what it changed (the client gets
+// no detail).
+func (s *Service) mapError(name string, err error) error {
+	if s.mapErr == nil {
+		return err
+	}
+	mapped := s.mapErr(err)
+	if mapped != err {
+		s.log.Warn("bus: handler failed", "endpoint", name, "err", err, "answered", protocol.StatusOf(mapped))
+	}
+	return mapped
+}
+
 // fail answers a handler's error and returns the status it sent.
 func (s *Service) fail(r micro.Request, name string, err error) int {
 	e := protocol.AsError(err)
@@ -173,6 +198,10 @@ func (s *Service) fail(r micro.Request, name string, err error) int {
 		// Stop cut the handler short: not a failure of the request, and
 		// another instance may still serve it.
 		e = protocol.ErrUnavailable
+	case IsNoSpace(err):
+		s.storage.Check(err)
+		s.log.Error("bus: handler failed: storage full", "endpoint", name, "err", err)
+		e = protocol.ErrStorageFull
 	default:
 		s.log.Error("bus: handler failed", "endpoint", name, "err", err)
 		e = protocol.ErrInternal

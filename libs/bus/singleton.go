@@ -141,6 +141,11 @@ func (s *Singleton) Release(ctx context.Context) {
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Bounded well under any shutdown budget: a JetStream that cannot
+	// write (a full disk) never answers, and the lease expires by itself
+	// SingletonTTL after the last renewal anyway.
+	ctx, cancel := context.WithTimeout(ctx, SingletonTTL/3)
+	defer cancel()
 	_ = s.kv.Delete(ctx, s.key, jetstream.LastRevision(s.rev))
 }
 

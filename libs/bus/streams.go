@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -55,11 +56,36 @@ func (c *TurnStreamConfig) Validate() error {
 	return nil
 }
 
-// EnsureTurnStream creates or updates protocol.StreamTurns.
+// EnsureTurnStream creates or updates protocol.StreamTurns, and does so
+// again every time js's connection comes back after losing its server: a
+// memory stream does not survive a NATS restart, and every gateway and
+// runner that uses it re-creates it (whoever comes first; the others find
+// it).
+//
+// A memory stream starts its sequence at its creation time in
+// microseconds rather than 1. Sequences are SSE event ids and the cursors
+// of ordered consumers; a stream re-created after a restart then continues
+// above every id a client, relay or consumer saw before (an ordered
+// consumer resumes at its last sequence + 1 and would otherwise skip the
+// new stream's first events). Microseconds stay below 2^53 (JavaScript's
+// exact integers) until the year 2255.
 func EnsureTurnStream(ctx context.Context, js jetstream.JetStream, cfg TurnStreamConfig) (jetstream.Stream, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	st, err := ensureTurnStream(ctx, js, cfg)
+	if err != nil {
+		return nil, err
+	}
+	OnReconnect(js.Conn(), "turn-stream", func(ctx context.Context) {
+		if _, err := ensureTurnStream(ctx, js, cfg); err != nil {
+			slog.Warn("bus: re-creating the turn stream after a reconnect", "err", err)
+		}
+	})
+	return st, nil
+}
+
+func ensureTurnStream(ctx context.Context, js jetstream.JetStream, cfg TurnStreamConfig) (jetstream.Stream, error) {
 	storage := jetstream.MemoryStorage
 	if cfg.Storage == "file" {
 		storage = jetstream.FileStorage
@@ -78,21 +104,65 @@ func EnsureTurnStream(ctx context.Context, js jetstream.JetStream, cfg TurnStrea
 		// is enough to absorb a retried publish.
 		Duplicates: 2 * time.Minute,
 	}
-	st, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.CreateOrUpdateStream(ctx, scfg) })
-	if err != nil {
-		// JetStream cannot change a stream's storage type in place. Turn
-		// events are transient, so a stream of the other kind (from an
-		// older configuration) is replaced rather than kept.
-		if old, e := js.Stream(ctx, protocol.StreamTurns); e == nil && old.CachedInfo().Config.Storage != storage {
-			if e := js.DeleteStream(ctx, protocol.StreamTurns); e == nil {
+	if storage == jetstream.FileStorage && cfg.Replicas == 1 {
+		// Turn events are not the system of record (the session store is):
+		// they need not pay the fsync per write (sync_interval: always)
+		// that the state buckets do. Replicated streams cannot opt out; their
+		// raft log lets the server relax it by itself.
+		scfg.PersistMode = jetstream.AsyncPersistMode
+	}
+	// A few rounds: another process may create or replace the stream
+	// between our look and our write.
+	for range 4 {
+		st, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, protocol.StreamTurns) })
+		switch {
+		case err == nil:
+			old := st.CachedInfo().Config
+			if old.Storage != storage || old.PersistMode != scfg.PersistMode {
+				// JetStream cannot change a stream's storage type (or persist
+				// mode) in place.
+				// Turn events are transient, so a stream of the other kind
+				// (from an older configuration) is replaced rather than
+				// kept.
+				if err := js.DeleteStream(ctx, protocol.StreamTurns); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+					return nil, fmt.Errorf("bus: replace stream %s: %w", protocol.StreamTurns, err)
+				}
+				continue
+			}
+			// The first sequence is fixed at creation.
+			scfg.FirstSeq = old.FirstSeq
+			st, err = createWithRetry(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.UpdateStream(ctx, scfg) })
+			if err != nil {
+				return nil, fmt.Errorf("bus: update stream %s: %w", protocol.StreamTurns, err)
+			}
+			return st, nil
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			scfg.FirstSeq = 0
+			if storage == jetstream.MemoryStorage {
+				scfg.FirstSeq = uint64(time.Now().UnixMicro())
+			}
+			st, err = createWithRetry(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.CreateStream(ctx, scfg) })
+			// The server removes a replaced file stream's files after it
+			// answers; a new one of the same name can fail to create its
+			// store until they are gone.
+			for attempt := 0; err != nil && storage == jetstream.FileStorage && attempt < 20 &&
+				!errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) && ctx.Err() == nil; attempt++ {
+				time.Sleep(100 * time.Millisecond)
 				st, err = js.CreateStream(ctx, scfg)
 			}
+			if err == nil {
+				return st, nil
+			}
+			// Another process created it first (with its own first
+			// sequence): take that one.
+			if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				return nil, fmt.Errorf("bus: create stream %s: %w", protocol.StreamTurns, err)
+			}
+		default:
+			return nil, fmt.Errorf("bus: ensure stream %s: %w", protocol.StreamTurns, err)
 		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("bus: ensure stream %s: %w", protocol.StreamTurns, err)
-	}
-	return st, nil
+	return nil, fmt.Errorf("bus: ensure stream %s: other processes keep changing it (do they disagree on --turn-stream-storage?)", protocol.StreamTurns)
 }
 
 // createWithRetry retries a JetStream create that timed out: right after a

@@ -23,63 +23,96 @@ import (
 // postgres as a child that gets SIGQUIT (immediate shutdown) when the test
 // process dies.
 func startLocal() (string, error) {
-	initdb, err := findBin("initdb")
+	c, err := newLocalCluster()
 	if err != nil {
 		return "", err
+	}
+	if err := c.start(); err != nil {
+		return "", err
+	}
+	return c.url("postgres"), nil
+}
+
+// localCluster is a cluster made with the local initdb, its server run as
+// a child of the test process on a fixed loopback port, so it can be
+// stopped and started again where its clients expect it.
+type localCluster struct {
+	postgres string
+	dir      string // owns the data dir, the socket and the log
+	port     int
+	cred     *syscall.Credential // the postgres user when running as root
+	cmd      *exec.Cmd
+	exited   chan error
+}
+
+// newLocalCluster runs initdb in a new temp dir and picks a free port.
+func newLocalCluster() (*localCluster, error) {
+	initdb, err := findBin("initdb")
+	if err != nil {
+		return nil, err
 	}
 	if real, err := filepath.EvalSymlinks(initdb); err == nil {
 		initdb = real
 	}
-	postgres := filepath.Join(filepath.Dir(initdb), "postgres")
+	c := &localCluster{postgres: filepath.Join(filepath.Dir(initdb), "postgres")}
 	sweepStale()
-	dir, err := os.MkdirTemp("", "waggle-pgtest-")
-	if err != nil {
-		return "", err
+	if c.dir, err = os.MkdirTemp("", "waggle-pgtest-"); err != nil {
+		return nil, err
 	}
-	attr := &syscall.SysProcAttr{}
 	if os.Geteuid() == 0 {
 		// PostgreSQL refuses to run as root.
 		uid, gid, err := postgresUser()
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		if err := os.Chmod(dir, 0o755); err != nil {
-			return "", err
+		if err := os.Chmod(c.dir, 0o755); err != nil {
+			return nil, err
 		}
-		if err := os.Chown(dir, uid, gid); err != nil {
-			return "", err
+		if err := os.Chown(c.dir, uid, gid); err != nil {
+			return nil, err
 		}
-		attr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
-	data := filepath.Join(dir, "data")
-	cmd := exec.Command(initdb, "-D", data, "-U", "waggle", "--auth=trust", "-E", "UTF8", "--no-sync")
-	cmd.SysProcAttr = attr
-	cmd.Dir = dir
+	cmd := exec.Command(initdb, "-D", c.data(), "-U", "waggle", "--auth=trust", "-E", "UTF8", "--no-sync")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+	cmd.Dir = c.dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("initdb: %v: %s", err, tail(out))
+		return nil, fmt.Errorf("initdb: %v: %s", err, tail(out))
 	}
-	port, err := freePort()
-	if err != nil {
-		return "", err
+	if c.port, err = freePort(); err != nil {
+		return nil, err
 	}
-	logf, err := os.Create(filepath.Join(dir, "log"))
+	return c, nil
+}
+
+func (c *localCluster) data() string { return filepath.Join(c.dir, "data") }
+
+func (c *localCluster) url(db string) string {
+	return fmt.Sprintf("postgres://waggle@127.0.0.1:%d/%s?sslmode=disable", c.port, db)
+}
+
+// start runs the server and waits until it accepts connections.
+func (c *localCluster) start() error {
+	logf, err := os.OpenFile(filepath.Join(c.dir, "log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer logf.Close()
-	srv := exec.Command(postgres, "-D", data, "-p", strconv.Itoa(port), "-k", dir,
+	srv := exec.Command(c.postgres, "-D", c.data(), "-p", strconv.Itoa(c.port), "-k", c.dir,
 		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
 		"-c", "full_page_writes=off", "-c", "max_connections=200")
-	srv.SysProcAttr = &syscall.SysProcAttr{Credential: attr.Credential, Pdeathsig: syscall.SIGQUIT}
-	srv.Dir = dir
+	srv.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGQUIT}
+	srv.Dir = c.dir
 	srv.Stdout, srv.Stderr = logf, logf
 	if err := srv.Start(); err != nil {
-		return "", fmt.Errorf("start postgres: %w", err)
+		return fmt.Errorf("start postgres: %w", err)
 	}
 	exited := make(chan error, 1)
-	// Reaps the server when it exits; it lives as long as the test process.
+	// Reaps the server when it exits; it lives until stop or as long as
+	// the test process.
 	go func() { exited <- srv.Wait() }()
-	u := fmt.Sprintf("postgres://waggle@127.0.0.1:%d/postgres?sslmode=disable", port)
+	c.cmd, c.exited = srv, exited
+	u := c.url("postgres")
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -87,20 +120,49 @@ func startLocal() (string, error) {
 		if err == nil {
 			conn.Close(ctx)
 			cancel()
-			return u, nil
+			return nil
 		}
 		cancel()
 		select {
 		case werr := <-exited:
-			log, _ := os.ReadFile(filepath.Join(dir, "log"))
-			return "", fmt.Errorf("postgres exited (%v): %s", werr, tail(log))
+			log, _ := os.ReadFile(filepath.Join(c.dir, "log"))
+			return fmt.Errorf("postgres exited (%v): %s", werr, tail(log))
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			_ = srv.Process.Signal(syscall.SIGQUIT)
-			return "", fmt.Errorf("postgres did not accept connections: %v", err)
+			return fmt.Errorf("postgres did not accept connections: %v", err)
 		}
 	}
+}
+
+// stop shuts the server down the way `pg_ctl stop -m fast` does (SIGINT:
+// roll back open transactions, close connections, checkpoint) and waits
+// for it to exit.
+func (c *localCluster) stop() error {
+	if c.cmd == nil {
+		return nil
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-c.exited:
+	case <-time.After(60 * time.Second):
+		_ = c.cmd.Process.Signal(syscall.SIGQUIT)
+		<-c.exited
+		return errors.New("postgres did not stop within 60s of a fast shutdown")
+	}
+	c.cmd = nil
+	return nil
+}
+
+// remove stops the server and deletes the cluster.
+func (c *localCluster) remove() {
+	if c.cmd != nil {
+		_ = c.cmd.Process.Signal(syscall.SIGQUIT)
+		<-c.exited
+		c.cmd = nil
+	}
+	_ = os.RemoveAll(c.dir)
 }
 
 // findBin finds a PostgreSQL program on PATH or in Debian's versioned

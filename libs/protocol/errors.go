@@ -45,6 +45,15 @@ var (
 	// ErrRunnerBusy means no turn runner could take a turn now: every one
 	// is at its admission limit, or too loaded to answer in time.
 	ErrRunnerBusy = (&Error{Status: http.StatusServiceUnavailable, Message: "The server is busy. Try again in a moment."}).WithCode("RUNNER_BUSY")
+	// ErrBusUnavailable means this process has lost its NATS server and is
+	// reconnecting. It is not ErrUnavailable: the service may well be
+	// there once the bus is back.
+	ErrBusUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "BUS_UNAVAILABLE",
+		Message: "The server is reconnecting to its message bus. Try again in a moment."}
+	// ErrStoreUnavailable means the database behind a store cannot be
+	// reached (PostgreSQL down or restarting); the request did nothing.
+	ErrStoreUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "STORE_UNAVAILABLE",
+		Message: "The database is unavailable. Try again in a moment."}
 )
 
 // AsError returns the *Error in err's chain, or nil.

@@ -52,14 +52,33 @@ func Start(w http.ResponseWriter, extra map[string]string) (*Writer, error) {
 
 // Event writes one event. id 0 omits the id line. data must be single-line
 // JSON (encoding/json output is).
+//
+// A small event is framed in one reused buffer and written at once; a
+// large one (a coalesced run of tokens, a done carrying a long reply) is
+// written around its data instead of being copied, so a stream never holds
+// a second copy of its largest event, or keeps that much buffer after it.
 func (s *Writer) Event(id uint64, name string, data []byte) error {
-	b := AppendEvent(s.buf[:0], id, name, data)
-	s.buf = b[:0]
-	if _, err := s.w.Write(b); err != nil {
-		return err
+	if len(data) <= copyLimit {
+		b := AppendEvent(s.buf[:0], id, name, data)
+		s.buf = b[:0]
+		if _, err := s.w.Write(b); err != nil {
+			return err
+		}
+		return s.rc.Flush()
+	}
+	head := AppendEvent(s.buf[:0], id, name, nil)
+	s.buf = head[:0]
+	head = head[:len(head)-2] // without the closing blank line
+	for _, part := range [][]byte{head, data, []byte("\n\n")} {
+		if _, err := s.w.Write(part); err != nil {
+			return err
+		}
 	}
 	return s.rc.Flush()
 }
+
+// copyLimit is the largest event data framed by copying.
+const copyLimit = 16 << 10
 
 // AppendEvent appends the wire form of one event to b.
 func AppendEvent(b []byte, id uint64, name string, data []byte) []byte {

@@ -3,6 +3,7 @@ package sse
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -60,5 +61,26 @@ func TestLastEventID(t *testing.T) {
 		if id != tt.id || ok != tt.ok || (err != nil) != tt.err {
 			t.Errorf("LastEventID(%q,%q) = %d,%v,%v", tt.header, tt.query, id, ok, err)
 		}
+	}
+}
+
+// TestLargeEventBytes: an event too large to copy is written around its
+// data, byte for byte the same frame as a small one.
+func TestLargeEventBytes(t *testing.T) {
+	rec := httptest.NewRecorder()
+	w, err := Start(rec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte(`{"content":"` + strings.Repeat("x", 3*copyLimit) + `"}`)
+	if err := w.Event(9, "done", data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Event(10, "token", []byte(`{"content":"after"}`)); err != nil {
+		t.Fatal(err)
+	}
+	want := string(AppendEvent(nil, 9, "done", data)) + "id: 10\nevent: token\ndata: {\"content\":\"after\"}\n\n"
+	if got := rec.Body.String(); got != want {
+		t.Fatalf("large event framed wrong: got %d bytes, want %d", len(got), len(want))
 	}
 }

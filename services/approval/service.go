@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/pgerr"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/approval/grants"
 )
@@ -94,6 +95,7 @@ type Service struct {
 	grants  *grants.Store
 	pool    *pgxpool.Pool // nil without PostgresURL
 	pending *pendingStore
+	storage *bus.StorageGuard // the grant file's disk
 
 	stopSweep context.CancelFunc
 	sweepWG   sync.WaitGroup
@@ -156,7 +158,13 @@ func (s *Service) Start(ctx context.Context) error {
 		s.sweepLoop(sweepCtx)
 	}()
 
-	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceApproval, Logger: s.log})
+	if s.pool == nil {
+		s.storage = bus.NewStorageGuard(nc, bus.StorageGuardConfig{Source: "approval", Dir: s.cfg.DataDir, Logger: s.log})
+		s.storage.Start()
+	}
+	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceApproval, Logger: s.log, Storage: s.storage,
+		// Grants in PostgreSQL: an outage answers 503 STORE_UNAVAILABLE.
+		MapError: pgerr.Classify})
 	if err != nil {
 		s.Stop(ctx)
 		return err
@@ -199,6 +207,7 @@ func (s *Service) Stop(ctx context.Context) error {
 		s.stopSweep()
 		s.sweepWG.Wait()
 	}
+	s.storage.Stop()
 	s.single.Release(ctx)
 	if s.nc != nil {
 		errs = append(errs, bus.Drain(ctx, s.nc))

@@ -152,6 +152,9 @@ func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, s.log, err)
 		return
 	}
+	if s.refuseIfStorageFull(w) {
+		return
+	}
 	req.TurnID = protocol.NewUUID()
 	if u, ok := teamauth.UserFrom(r.Context()); ok {
 		req.User = u.ID
@@ -161,6 +164,7 @@ func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
 	live := s.hub.follow(req.TurnID)
 	started, err := s.startOnRunner(r.Context(), protocol.SubjTurnStart, req)
 	if err != nil {
+		err = s.storageFailure(err)
 		s.hub.unfollow(req.TurnID, live)
 		if errors.Is(err, protocol.ErrUnavailable) {
 			err = (&protocol.Error{Status: http.StatusServiceUnavailable, Message: "No turn runner is available. Try again in a moment."}).WithCode("NO_RUNNER")

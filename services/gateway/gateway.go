@@ -103,6 +103,11 @@ type Config struct {
 	// app's dist) served at "/" with an index.html fallback; the web chat
 	// then lives at /chat/. Empty: the web chat is at "/".
 	FrontendDir string
+	// AllowedHosts are the names, besides localhost, the listen address and
+	// any IP literal, that a request's Host may carry (DNS rebinding
+	// protection): a team server's public names. ".example.com" allows a
+	// domain and its subdomains; "*" turns the check off.
+	AllowedHosts []string
 	// Stream shapes the turn-event stream; gateways and runners must agree
 	// (the composition root passes both the same).
 	Stream bus.TurnStreamConfig
@@ -221,7 +226,9 @@ type Service struct {
 	ln     net.Listener
 	served chan error
 
-	hub *hub
+	hub     *hub
+	storage storageState
+	hosts   *hostPolicy
 
 	// streams is cancelled when the shutdown grace runs out, cutting event
 	// streams that are still open.
@@ -277,12 +284,21 @@ func (s *Service) Start(ctx context.Context) error {
 		nc.Close()
 		return err
 	}
+	if err := s.watchStorage(); err != nil {
+		nc.Close()
+		return err
+	}
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		nc.Close()
 		return fmt.Errorf("gateway: cannot listen on %s (is another waggle already running?): %w", s.cfg.Addr, err)
 	}
 	s.ln = ln
+	s.hosts = newHostPolicy(s.cfg.Addr, machineHostname(), s.cfg.AllowedHosts)
+	if !loopbackListener(hostOnly(s.cfg.Addr)) && len(s.cfg.AllowedHosts) == 0 {
+		s.log.Warn("listening beyond loopback with no --allowed-hosts: requests that name this server by anything but an IP address, localhost or the machine name are refused",
+			"addr", s.cfg.Addr)
+	}
 	s.streams, s.stopStream = context.WithCancel(context.Background())
 	s.srv = &http.Server{
 		Handler:           s.routes(),
@@ -329,8 +345,13 @@ func (s *Service) Stop(ctx context.Context) error {
 func (s *Service) routes() http.Handler {
 	r := chi.NewRouter()
 	deps := httpx.Deps{NC: s.nc, Log: s.log, BodyLimit: s.cfg.BodyLimit, Timeout: s.cfg.RequestTimeout, DataDir: s.cfg.DataDir}
-	r.Use(metrics, s.recoverer, securityHeaders, s.cors)
+	// The Host check comes before CORS, auth and every route (/health
+	// too: it reports the token).
+	r.Use(metrics, s.recoverer, securityHeaders, s.hostCheck, s.cors)
 	r.Use(s.pages) // the browser clients are public files, served before auth
+	// While the bus is away, every route that needs it answers 503 at once
+	// (the static pages above still load).
+	r.Use(s.busCheck)
 	limits, limited := s.cfg.limits()
 	if s.cfg.Auth == AuthRequired {
 		// Team server: users, team-scoped workspaces, viewer rules and the

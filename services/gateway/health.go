@@ -30,12 +30,22 @@ type healthResponse struct {
 	} `json:"nats"`
 	DefaultModel string `json:"defaultModel"`
 	Offline      bool   `json:"offline"`
+	// Storage is set while a store is full.
+	Storage *storageHealth `json:"storage,omitempty"`
+}
+
+type storageHealth struct {
+	Full   bool   `json:"full"`
+	Source string `json:"source"`
+	Reason string `json:"reason"`
+	Since  string `json:"since,omitempty"`
 }
 
 func isoMillis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // health is GET /health: 200 once every service of this process is ready
-// and the bus is connected, 503 before (or while shutting down).
+// and the bus is connected, 503 before (or while shutting down), and 503
+// "degraded" with the store and reason while a store is full.
 func (s *Service) health(w http.ResponseWriter, r *http.Request) {
 	st := s.probe.Check(r.Context())
 	resp := healthResponse{Status: "ok", Mode: s.cfg.Mode, Timestamp: isoMillis(time.Now()), DefaultModel: s.cfg.DefaultModel}
@@ -60,6 +70,16 @@ func (s *Service) health(w http.ResponseWriter, r *http.Request) {
 			resp.Status = "unavailable"
 		}
 		status = http.StatusServiceUnavailable
+	}
+	if st, full := s.storage.watch.Full(); full && status == http.StatusOK {
+		// Degraded: reads work, nothing new can be kept.
+		resp.Status, status = "degraded", http.StatusServiceUnavailable
+		// The report's own reason names paths: it is in the reporter's
+		// log, not here.
+		resp.Storage = &storageHealth{Full: true, Source: st.Source, Reason: "storage is full: the " + st.Source + " store is out of disk space"}
+		if st.Since > 0 {
+			resp.Storage.Since = isoMillis(time.UnixMilli(st.Since))
+		}
 	}
 	httpx.WriteJSON(w, status, resp)
 }

@@ -28,8 +28,12 @@ type hub struct {
 
 func newHub() *hub { return &hub{turns: map[string][]*queue{}, limit: liveQueueBytes} }
 
+// hubReadAhead is what the hub pulls ahead of its dispatch, in bytes.
+const hubReadAhead = 4 << 20
+
 // start consumes new events of every turn.
 func (h *hub) start(ctx context.Context, js jetstream.JetStream) error {
+	nc := js.Conn()
 	cons, err := js.OrderedConsumer(ctx, protocol.StreamTurns, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{protocol.SubjTurnEventsAll},
 		DeliverPolicy:  jetstream.DeliverNewPolicy,
@@ -37,17 +41,26 @@ func (h *hub) start(ctx context.Context, js jetstream.JetStream) error {
 	if err != nil {
 		return fmt.Errorf("gateway: live event consumer: %w", err)
 	}
-	cc, err := cons.Consume(h.dispatch, jetstream.PullMaxMessages(1024))
+	// Bounded in bytes (coalesced events can be large), but never below
+	// one largest message: such a pull would never deliver it.
+	cc, err := cons.Consume(h.dispatch, jetstream.PullMaxBytes(pullBytes(nc.MaxPayload(), hubReadAhead)))
 	if err != nil {
 		return fmt.Errorf("gateway: live event consumer: %w", err)
 	}
+	h.mu.Lock()
 	h.cc = cc
+	h.mu.Unlock()
 	return nil
 }
 
+// stop stops the live consumer (start may run again: the store came back).
 func (h *hub) stop() {
-	if h.cc != nil {
-		h.cc.Stop()
+	h.mu.Lock()
+	cc := h.cc
+	h.cc = nil
+	h.mu.Unlock()
+	if cc != nil {
+		cc.Stop()
 	}
 }
 
@@ -116,7 +129,7 @@ type queue struct {
 const (
 	// liveQueueBytes bounds a live follower's backlog; beyond it the relay
 	// reads from the stream instead.
-	liveQueueBytes = 256 << 10
+	liveQueueBytes = 128 << 10
 	// privateQueueBytes bounds a private consumer's backlog; beyond it the
 	// consumer stops pulling and the stream holds the rest.
 	privateQueueBytes = 64 << 10

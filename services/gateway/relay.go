@@ -37,10 +37,18 @@ type relaySource struct {
 	ref *protocol.SessionRef
 }
 
+// privateReadAhead is how many events a private consumer pulls ahead of
+// its relay's queue.
+const privateReadAhead = 8
+
+// pullBytes is a consumer's read-ahead in bytes: want, but never less
+// than one largest message (maxPayload) and a little.
+func pullBytes(maxPayload int64, want int) int {
+	return max(want, int(maxPayload)+4<<10)
+}
+
 // relayConsumer creates the ordered consumer that reads one turn's events
-// after event id after (0 = from the first). It pulls at most a private
-// queue's worth of bytes ahead, so a client that does not read costs the
-// gateway that much and no more.
+// after event id after (0 = from the first).
 func (s *Service) relayConsumer(ctx context.Context, turnID string, after uint64) (jetstream.Consumer, error) {
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{protocol.TurnEvents(turnID)},
@@ -147,8 +155,12 @@ func (rl *relay) openPrivate(after uint64) error {
 	}
 	pq := newQueue(privateQueueBytes)
 	stop := make(chan struct{})
+	// The read-ahead is a few events, not bytes: a pull whose byte limit
+	// is below one event's size (a done carrying a long reply) would never
+	// deliver it, and one sized for the largest event would let every
+	// lagging client hold that much.
 	cc, err := cons.Consume(func(m jetstream.Msg) { pq.put(m, stop) },
-		jetstream.PullMaxBytes(privateQueueBytes))
+		jetstream.PullMaxMessages(privateReadAhead))
 	if err != nil {
 		rl.s.deleteConsumer(cons)
 		return err

@@ -1,6 +1,7 @@
 package sessionstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
@@ -24,6 +26,10 @@ type Files struct {
 	files   *jsonl.Store
 	wss     *workspaces.Store
 	sess    *sessions.Store
+	log     *slog.Logger
+	// damaged remembers the session files already reported as holding
+	// lines that are not JSON (by path, with their size).
+	damaged sync.Map
 }
 
 // NewFiles returns the JSONL store rooted at dataDir. loc renders export
@@ -31,11 +37,13 @@ type Files struct {
 func NewFiles(dataDir string, loc *time.Location, log *slog.Logger) *Files {
 	files := jsonl.New(dataDir)
 	wss := workspaces.New(dataDir)
+	wss.Logger = log
 	return &Files{
 		dataDir: dataDir,
 		files:   files,
 		wss:     wss,
 		sess:    sessions.New(files, wss, sessions.Config{Location: loc, Logger: log}),
+		log:     cmp.Or(log, slog.Default()),
 	}
 }
 
@@ -143,7 +151,26 @@ func (f *Files) History(_ context.Context, req protocol.HistoryRequest) (protoco
 	if err != nil {
 		return protocol.HistoryReply{}, fmt.Errorf("sessionstore: history %s/%s: %w", req.Workspace, req.Session, err)
 	}
-	return historyReply(digest.Parse(data), req.Tools), nil
+	parsed := digest.Parse(data)
+	f.reportDamaged(req.SessionRef, parsed.Malformed, len(data))
+	return historyReply(parsed, req.Tools), nil
+}
+
+// reportDamaged logs a session file holding lines that are not JSON, once
+// per size of the file. Such lines are skipped by every reader and kept,
+// byte for byte, by every rewrite: nothing is dropped without a person
+// deciding to.
+func (f *Files) reportDamaged(ref protocol.SessionRef, malformed, size int) {
+	key := ref.Workspace + "/" + ref.Session
+	if malformed == 0 {
+		f.damaged.Delete(key)
+		return
+	}
+	if prev, ok := f.damaged.Swap(key, size); ok && prev == size {
+		return
+	}
+	f.log.Warn("session file has lines that are not JSON; they are skipped (and kept in the file)",
+		"workspace", ref.Workspace, "session", ref.Session, "lines", malformed)
 }
 
 // historyReply is the reply for a parsed session.

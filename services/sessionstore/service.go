@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/pgerr"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/frames"
 	"github.com/waggle-os/core/services/sessionstore/groups"
@@ -100,6 +101,10 @@ type Service struct {
 	nc     *nats.Conn
 	svc    *bus.Service
 	single *bus.Singleton // held while JSONL files are served
+	// storage watches the data dir's disk: a write that fails for lack of
+	// space (or a disk nearly full) is reported on the bus until space is
+	// freed. Nil with --store=postgres.
+	storage *bus.StorageGuard
 }
 
 // New returns an unstarted service.
@@ -155,8 +160,16 @@ func (s *Service) Start(ctx context.Context) error {
 			return fmt.Errorf("sessionstore: %w", err)
 		}
 	}
-	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceSessionStore, Concurrency: s.cfg.Concurrency, Logger: s.log})
+	if s.cfg.Store != StorePostgres {
+		s.storage = bus.NewStorageGuard(nc, bus.StorageGuardConfig{Source: "session-store", Dir: s.cfg.DataDir, Logger: s.log})
+		s.storage.Start()
+	}
+	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceSessionStore, Concurrency: s.cfg.Concurrency, Logger: s.log, Storage: s.storage,
+		// A PostgreSQL outage answers 503 STORE_UNAVAILABLE, not 500; the
+		// pool reconnects by itself when the server is back.
+		MapError: pgerr.Classify})
 	if err != nil {
+		s.storage.Stop()
 		nc.Close()
 		s.closePG()
 		return err
@@ -226,6 +239,7 @@ func (s *Service) Stop(ctx context.Context) error {
 	if s.svc != nil {
 		errs = append(errs, s.svc.Stop(ctx))
 	}
+	s.storage.Stop()
 	s.single.Release(ctx)
 	if s.nc != nil {
 		errs = append(errs, bus.Drain(ctx, s.nc))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 )
 
@@ -40,7 +41,7 @@ var errHandover = errors.New("turn handed over")
 // ensureBuckets creates the lease and session-lock buckets (or checks them).
 func (s *Service) ensureBuckets(ctx context.Context) error {
 	replicas := max(s.cfg.Stream.Replicas, 1)
-	leases, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	leases, err := bus.EnsureCoordinationKeyValue(ctx, s.js, jetstream.KeyValueConfig{
 		Bucket:      protocol.BucketTurnLeases,
 		Description: "One lease per running turn: the request, its runner, renewed every second",
 		History:     1,
@@ -51,7 +52,7 @@ func (s *Service) ensureBuckets(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("turnrunner: bucket %s: %w", protocol.BucketTurnLeases, err)
 	}
-	locks, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	locks, err := bus.EnsureCoordinationKeyValue(ctx, s.js, jetstream.KeyValueConfig{
 		Bucket:      protocol.BucketSessionLocks,
 		Description: "The turn running in each busy session",
 		History:     1,
@@ -61,7 +62,7 @@ func (s *Service) ensureBuckets(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("turnrunner: bucket %s: %w", protocol.BucketSessionLocks, err)
 	}
-	runners, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	runners, err := bus.EnsureCoordinationKeyValue(ctx, s.js, jetstream.KeyValueConfig{
 		Bucket:      protocol.BucketRunners,
 		Description: "One entry per live turn runner, rewritten every second: it keeps the runner's leases alive",
 		History:     1,
@@ -357,8 +358,9 @@ func (s *Service) watchLeases(ctx context.Context) error {
 				if !s.leaseDue(sl, runners[sl.runner], now) {
 					continue
 				}
-				delete(seen, key)
-				s.claim(ctx, key, sl.rev)
+				if s.claim(ctx, key, sl.rev) {
+					delete(seen, key)
+				}
 			}
 		}
 	}
@@ -400,15 +402,17 @@ func (s *Service) lostLease(turnID string) {
 }
 
 // claim takes over the turn of lease key at revision rev, if this runner
-// has a free slot and wins the compare-and-set.
-func (s *Service) claim(ctx context.Context, key string, rev uint64) {
+// has a free slot and wins the compare-and-set. It reports whether the
+// lease is settled for this watcher (claimed, changed since, or not a
+// turn); false means try again: no free slot, or the bus failed.
+func (s *Service) claim(ctx context.Context, key string, rev uint64) bool {
 	if s.stopping.Load() || s.owns(key) {
-		return
+		return true
 	}
 	select {
 	case s.slots <- struct{}{}:
 	default:
-		return // busy: another runner will take it
+		return false // busy: another runner may take it, or this one later
 	}
 	free := func() { <-s.slots }
 	gctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -416,12 +420,14 @@ func (s *Service) claim(ctx context.Context, key string, rev uint64) {
 	e, err := s.leases.Get(gctx, key)
 	if err != nil || e.Revision() != rev {
 		free()
-		return
+		// Gone or changed: settled (the watch reports what it is now).
+		// Any other failure: the bus; try again.
+		return err == nil || errors.Is(err, jetstream.ErrKeyNotFound)
 	}
 	var l protocol.TurnLease
 	if err := json.Unmarshal(e.Value(), &l); err != nil || !protocol.ValidID(l.Request.TurnID) || l.Request.TurnID != key {
 		free()
-		return
+		return true
 	}
 	l.Runner, l.Incarnation, l.Released = s.id, s.incarnation, false
 	l.Claims++
@@ -432,8 +438,9 @@ func (s *Service) claim(ctx context.Context, key string, rev uint64) {
 		free()
 		if !isConflict(err) {
 			s.log.Warn("claim turn lease", "turn", key, "err", err)
+			return false
 		}
-		return
+		return true
 	}
 	s.log.Info("took over turn", "turn", key, "workspace", l.Request.Workspace, "session", l.Request.Session, "claims", l.Claims)
 	t := s.newTurn(l.Request)
@@ -448,4 +455,5 @@ func (s *Service) claim(ctx context.Context, key string, rev uint64) {
 		t.releaseLease()
 		free()
 	}
+	return true
 }

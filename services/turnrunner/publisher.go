@@ -2,6 +2,7 @@ package turnrunner
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,8 +48,10 @@ type publisher struct {
 	n uint64
 	// pending is the token text waiting for the in-flight token event.
 	pending []byte
-	// inflight are the token events not known to be stored, oldest first.
-	inflight []jetstream.PubAckFuture
+	// inflight are the token events not known to be stored, oldest first,
+	// and inflightBytes the size of their data.
+	inflight      []inflightToken
+	inflightBytes int
 	// flushing is set while a goroutine waits on inflight to send pending;
 	// that goroutine is then the only reader of the futures.
 	flushing bool
@@ -78,9 +81,11 @@ const (
 	publishWait = 30 * time.Second
 	// publishWindow is the runner connection's async publish window.
 	publishWindow = 16384
-	// tokenWindow is how many token events of one turn may wait for the
-	// stream before further tokens are joined.
-	tokenWindow = 32
+	// tokenWindow and tokenWindowBytes bound the token events of one turn
+	// waiting for the stream before further tokens are joined: what a turn
+	// holds in the connection's buffers while the bus is behind.
+	tokenWindow      = 32
+	tokenWindowBytes = 128 << 10
 )
 
 func newPublisher(js jetstream.JetStream, turnID string) *publisher {
@@ -183,14 +188,39 @@ func (p *publisher) sendPending() error {
 	if len(p.pending) == 0 {
 		return nil
 	}
-	f, err := p.send(p.msg(protocol.EventToken, tokenBody(p.pending)))
+	body := tokenBody(p.pending)
+	f, err := p.send(p.msg(protocol.EventToken, body))
 	p.pending = p.pending[:0]
 	p.space.Broadcast()
 	if err != nil {
 		return err
 	}
-	p.inflight = append(p.inflight, f)
+	p.track(f, len(body))
 	return nil
+}
+
+// inflightToken is a token event waiting for its acknowledgement.
+type inflightToken struct {
+	f    jetstream.PubAckFuture
+	size int
+}
+
+// track records a token event sent. p.mu is held.
+func (p *publisher) track(f jetstream.PubAckFuture, n int) {
+	p.inflight = append(p.inflight, inflightToken{f: f, size: n})
+	p.inflightBytes += n
+}
+
+// untrack drops the oldest token event in flight. p.mu is held.
+func (p *publisher) untrack() {
+	p.inflightBytes -= p.inflight[0].size
+	p.inflight[0] = inflightToken{}
+	p.inflight = p.inflight[1:]
+}
+
+// windowOpen reports whether another token event may be sent now.
+func (p *publisher) windowOpen() bool {
+	return len(p.inflight) < tokenWindow && p.inflightBytes < tokenWindowBytes
 }
 
 // Token publishes one token of the reply (coalesced while the bus is
@@ -222,12 +252,13 @@ func (p *publisher) Token(content string) error {
 		if err := p.settle(); err != nil {
 			return err
 		}
-		if len(p.inflight) < tokenWindow {
-			f, err := p.send(p.msg(protocol.EventToken, tokenBody([]byte(content))))
+		if p.windowOpen() {
+			body := tokenBody([]byte(content))
+			f, err := p.send(p.msg(protocol.EventToken, body))
 			if err != nil {
 				return err
 			}
-			p.inflight = append(p.inflight, f)
+			p.track(f, len(body))
 			return nil
 		}
 	}
@@ -247,7 +278,7 @@ func (p *publisher) Token(content string) error {
 // held and no flusher runs.
 func (p *publisher) settle() error {
 	for len(p.inflight) > 0 {
-		done, err := settled(p.inflight[0])
+		done, err := settled(p.inflight[0].f)
 		if err != nil {
 			p.fail(fmt.Errorf("turnrunner: publish token for %s: %w", p.turnID, err))
 			return p.err
@@ -255,8 +286,7 @@ func (p *publisher) settle() error {
 		if !done {
 			break
 		}
-		p.inflight[0] = nil
-		p.inflight = p.inflight[1:]
+		p.untrack()
 	}
 	return nil
 }
@@ -285,7 +315,7 @@ func (p *publisher) flush() {
 		p.mu.Lock()
 		var f jetstream.PubAckFuture
 		if len(p.inflight) > 0 {
-			f = p.inflight[0]
+			f = p.inflight[0].f
 		}
 		p.mu.Unlock()
 		var err error
@@ -307,9 +337,8 @@ func (p *publisher) flush() {
 		if err != nil {
 			p.fail(fmt.Errorf("turnrunner: publish token for %s: %w", p.turnID, err))
 		}
-		if f != nil && len(p.inflight) > 0 && p.inflight[0] == f {
-			p.inflight[0] = nil
-			p.inflight = p.inflight[1:]
+		if f != nil && len(p.inflight) > 0 && p.inflight[0].f == f {
+			p.untrack()
 		}
 		if len(p.pending) == 0 || p.err != nil {
 			p.flushing = false
@@ -464,8 +493,18 @@ func (p *publisher) Finish(event string, data any) error {
 	}
 	p.mu.Lock()
 	if p.err != nil {
+		// Earlier events were lost (the bus failed); the end must still
+		// reach the followers once the bus is back, or they wait forever.
+		// They see the gap in the numbering first.
+		m := p.msg(event, body)
+		m.Header[jetstream.MsgIDHeader] = []string{protocol.TurnEndMsgID(p.turnID)}
 		p.mu.Unlock()
-		return p.err
+		ctx, cancel := context.WithTimeout(context.Background(), publishWait)
+		defer cancel()
+		if _, err := p.js.PublishMsg(ctx, m); err != nil {
+			return fmt.Errorf("turnrunner: publish %s for %s after a failure: %w", event, p.turnID, err)
+		}
+		return nil
 	}
 	if p.held {
 		p.mu.Unlock()

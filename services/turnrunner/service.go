@@ -511,7 +511,7 @@ func (s *Service) startTurn(_ context.Context, req protocol.TurnRequest) (protoc
 			<-s.slots
 			return protocol.TurnStarted{}, protocol.Errorf(409, "turn %s already exists", req.TurnID)
 		}
-		return fail(lerr)
+		return fail(storageError(lerr))
 	}
 	if err != nil {
 		return fail(err)

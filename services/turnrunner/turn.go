@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
 )
@@ -318,6 +319,9 @@ func (t *turn) streamReply(text string, skip int) {
 	t.finish(protocol.EventDone, protocol.EchoDone{Content: text, ToolsUsed: []string{}})
 }
 
+// busReturnWait bounds how long an aborted turn waits for a lost bus.
+const busReturnWait = 15 * time.Second
+
 // abort ends a streamed reply that was cancelled (or could not publish).
 func (t *turn) abort() { t.abortWith(strings.TrimSuffix(t.produced.String(), " ")) }
 
@@ -328,6 +332,12 @@ func (t *turn) abortWith(content string) {
 	if t.silent() {
 		return
 	}
+	// A turn that could not publish because the bus is away waits for it
+	// (bounded): its partial reply, session lock, lease and terminal event
+	// all go over the bus, and a lease left behind would look alive.
+	wctx, wcancel := context.WithTimeout(context.Background(), busReturnWait)
+	_ = bus.WaitConnected(wctx, t.svc.nc)
+	wcancel()
 	cause := context.Cause(t.ctx)
 	if cause == nil {
 		cause = errCancelled

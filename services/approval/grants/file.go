@@ -3,6 +3,8 @@ package grants
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +24,8 @@ type fileBackend struct {
 
 	mu     sync.Mutex
 	grants []Grant // insertion order, as in the file
+	// damaged holds the bytes of a damaged file not yet copied aside.
+	damaged []byte
 }
 
 func (f *fileBackend) reload(context.Context) error {
@@ -33,18 +37,111 @@ func (f *fileBackend) reload(context.Context) error {
 		return fmt.Errorf("grants: read %s: %w", f.path, err)
 	}
 	var loaded []Grant
+	var damaged []byte
 	if data != nil {
 		var perr error
 		loaded, perr = parseFile(data)
 		if perr != nil {
-			f.log.Warn("grants: ignoring unusable grant file; starting empty",
-				"path", f.path, "err", perr)
+			loaded = f.damagedFile(data, perr)
+			if len(bytes.TrimSpace(data)) > 0 {
+				damaged = data
+			}
 		}
 	}
 	f.mu.Lock()
 	f.grants = loaded
+	f.damaged = damaged
+	if f.damaged != nil {
+		// Copy it aside now, so the operator finds it before any write;
+		// should that fail (a full disk), commitLocked tries again first.
+		_ = f.keepDamagedLocked()
+	}
 	f.mu.Unlock()
 	return nil
+}
+
+// damagedFile handles a grant file that does not parse: the grants that
+// can still be read (a file cut short keeps every complete grant before
+// the cut) are served, and the damage is logged.
+func (f *fileBackend) damagedFile(data []byte, perr error) []Grant {
+	if salvaged, ok := salvage(data); ok {
+		f.log.Error("grants: grant file is damaged (cut short?); serving the grants that could be read",
+			"path", f.path, "kept", len(salvaged), "err", perr)
+		return salvaged
+	}
+	f.log.Error("grants: ignoring unusable grant file; starting empty",
+		"path", f.path, "err", perr)
+	return nil
+}
+
+// keepDamagedLocked copies the damaged file's bytes aside
+// (<file>.damaged-<hash>) before anything replaces the file, so a write
+// never drops grants the damaged file still held. Called with f.mu held.
+func (f *fileBackend) keepDamagedLocked() error {
+	if f.damaged == nil {
+		return nil
+	}
+	sum := sha256.Sum256(f.damaged)
+	name := f.path + ".damaged-" + hex.EncodeToString(sum[:6])
+	if _, err := os.Stat(name); err == nil {
+		f.damaged = nil
+		return nil
+	}
+	if err := writeFileAtomic(name, f.damaged); err != nil {
+		f.log.Error("grants: cannot keep a copy of the damaged grant file", "path", name, "err", err)
+		return fmt.Errorf("keep a copy of the damaged grant file: %w", err)
+	}
+	f.log.Warn("grants: the damaged grant file was copied aside; it is replaced on the next change", "copy", name)
+	f.damaged = nil
+	return nil
+}
+
+// salvage reads the complete grants of a file cut short: the version
+// (written first) must be ours; grants are taken in order until the cut.
+func salvage(data []byte) ([]Grant, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	var version any
+	var out []Grant
+	sawGrants := false
+read:
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		switch key, _ := tok.(string); key {
+		case "version":
+			if dec.Decode(&version) != nil {
+				break read
+			}
+		case "grants":
+			if v, ok := version.(float64); !ok || v != fileVersion {
+				return nil, false
+			}
+			if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+				return nil, false
+			}
+			sawGrants = true
+			for dec.More() {
+				var raw json.RawMessage
+				if dec.Decode(&raw) != nil {
+					break read
+				}
+				if g, ok := parseGrant(raw); ok {
+					out = append(out, g)
+				}
+			}
+		default:
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				break read
+			}
+		}
+	}
+	return out, sawGrants
 }
 
 func (f *fileBackend) put(_ context.Context, g Grant, now time.Time) error {
@@ -149,6 +246,9 @@ var ErrNotDurable = errors.New("grant file replaced but not synced")
 // commitLocked writes next and makes it the store's state when the file now
 // holds it. Called with f.mu held.
 func (f *fileBackend) commitLocked(next []Grant) error {
+	if err := f.keepDamagedLocked(); err != nil {
+		return err
+	}
 	err := f.save(next)
 	if err == nil || errors.Is(err, ErrNotDurable) {
 		f.grants = next

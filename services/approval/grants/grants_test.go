@@ -214,35 +214,71 @@ func TestFileFormat(t *testing.T) {
 	}
 }
 
-func TestUnusableFileStartsEmptyAndIsKeptUntilWrite(t *testing.T) {
+// A damaged grant file never costs a grant silently: a file cut short
+// serves every complete grant before the cut, any other unusable file
+// starts empty; either way the file is untouched until the next write and
+// a copy of it is kept aside (<file>.damaged-<hash>) before that write.
+func TestDamagedFileIsSalvagedAndKept(t *testing.T) {
 	valid := `{"id":"g1","toolName":"bash","targetKey":"*","sourceWorkspaceId":null,"description":"Execute bash on *","grantedAt":"2026-01-01T00:00:00.000Z","expiresAt":null}`
-	tests := []struct{ name, content string }{
-		{"corrupt JSON", `{"version":1,"grants":[` + valid},
-		{"wrong version", `{"version":2,"grants":[` + valid + `]}`},
-		{"version as string", `{"version":"1","grants":[` + valid + `]}`},
-		{"no version", `{"grants":[` + valid + `]}`},
-		{"grants not an array", `{"version":1,"grants":{}}`},
-		{"not an object", `[1,2]`},
-		{"empty file", ``},
+	second := `{"id":"g2","toolName":"git_push","targetKey":"*","sourceWorkspaceId":null,"description":"Push","grantedAt":"2026-01-01T00:00:00.000Z","expiresAt":null}`
+	tests := []struct {
+		name, content string
+		served        []string // tools of the grants still served
+	}{
+		{"cut after a grant", `{"version":1,"grants":[` + valid, []string{"bash"}},
+		{"cut inside the second grant", `{"version":1,"grants":[` + valid + `,` + second[:40], []string{"bash"}},
+		{"cut after the comma", "{\n  \"version\": 1,\n  \"grants\": [\n    " + valid + ",\n    " + second + ",", []string{"bash", "git_push"}},
+		{"cut before the grants", `{"version":1,"gra`, nil},
+		{"wrong version", `{"version":2,"grants":[` + valid + `]}`, nil},
+		{"version as string", `{"version":"1","grants":[` + valid + `]}`, nil},
+		{"no version", `{"grants":[` + valid + `]}`, nil},
+		{"grants not an array", `{"version":1,"grants":{}}`, nil},
+		{"not an object", `[1,2]`, nil},
+		{"garbage", "\x00\x00\xff not json", nil},
+		{"empty file", ``, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFile(t, dir, tc.content)
 			s := open(t, dir, nil)
-			if got := s.List(); len(got) != 0 {
-				t.Fatalf("unusable file gave grants %v", got)
+			var tools []string
+			for _, g := range s.List() {
+				tools = append(tools, g.ToolName)
 			}
-			if _, ok := s.Has("bash", nil, "default"); ok {
-				t.Fatal("unusable file's grant matched")
+			if !slices.Equal(tools, tc.served) {
+				t.Fatalf("served %v, want %v", tools, tc.served)
 			}
 			if got := readFile(t, dir); got != tc.content {
 				t.Fatalf("file changed before any write: %q", got)
 			}
-			mustGrant(t, s, "git_push", nil, nil)
+			copies, _ := filepath.Glob(filepath.Join(dir, FileName+".damaged-*"))
+			if tc.content == "" {
+				if len(copies) != 0 {
+					t.Fatalf("an empty file was copied aside: %v", copies)
+				}
+			} else {
+				if len(copies) != 1 {
+					t.Fatalf("copies of the damaged file: %v", copies)
+				}
+				if data, _ := os.ReadFile(copies[0]); string(data) != tc.content {
+					t.Fatalf("copy holds %q", data)
+				}
+			}
+			mustGrant(t, s, "web_fetch", nil, nil)
 			re := open(t, dir, nil)
-			if got := re.List(); len(got) != 1 || got[0].ToolName != "git_push" {
-				t.Fatalf("after write: %+v", got)
+			tools = nil
+			for _, g := range re.List() {
+				tools = append(tools, g.ToolName)
+			}
+			want := append(slices.Clone(tc.served), "web_fetch")
+			slices.Sort(want)
+			slices.Sort(tools)
+			if !slices.Equal(tools, want) {
+				t.Fatalf("after write: %v, want %v", tools, want)
+			}
+			if again, _ := filepath.Glob(filepath.Join(dir, FileName+".damaged-*")); len(again) != len(copies) {
+				t.Fatalf("copies after the write: %v", again)
 			}
 		})
 	}

@@ -26,6 +26,10 @@ type File struct {
 	// Lines are the non-blank lines after the meta line, raw and in order:
 	// messages, tool events and malformed lines alike.
 	Lines [][]byte
+	// Malformed counts the lines that are not JSON at all (garbage, or a
+	// line torn by a crash): kept in Lines, byte for byte, but yielding
+	// nothing.
+	Malformed int
 
 	metaRaw []byte
 	meta    metaFields
@@ -96,6 +100,9 @@ func Parse(data []byte) File {
 		}
 		f.Lines = append(f.Lines, ln)
 		f.info = append(f.info, li)
+		if li.kind == lineMalformed {
+			f.Malformed++
+		}
 		switch {
 		case li.kind == lineTool:
 			if whole {

@@ -135,15 +135,29 @@ func (s *Store) AppendBatch(ws, session string, lines ...any) error {
 		payload = append(append(meta, '\n'), payload...)
 	}
 	if _, err := f.WriteAt(payload, size); err != nil {
+		// A write cut short (ENOSPC, EIO) leaves part of a line: cut it
+		// now, so the file never holds a torn line beyond the last, and a
+		// reader never sees half a message the caller was told failed.
+		cutTail(f, size)
 		return fmt.Errorf("jsonl: append %s/%s: %w", ws, session, err)
 	}
 	if err := f.Sync(); err != nil {
+		cutTail(f, size)
 		return fmt.Errorf("jsonl: fsync %s/%s: %w", ws, session, err)
 	}
 	if size == 0 {
 		syncDir(filepath.Dir(path))
 	}
 	return nil
+}
+
+// cutTail truncates f back to size after a failed append. Truncating
+// frees blocks, so it works on a full disk; should it fail anyway, the
+// next append's repairTail cuts the torn line.
+func cutTail(f *os.File, size int64) {
+	if f.Truncate(size) == nil {
+		_ = f.Sync()
+	}
 }
 
 // repairTail returns the offset to append at, truncating a torn last line

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -37,6 +38,11 @@ const maxSlugLength = 100
 var (
 	ErrNotFound     = &protocol.Error{Status: http.StatusNotFound, Message: "Workspace not found"}
 	ErrNameRequired = &protocol.Error{Status: http.StatusBadRequest, Message: "name is required"}
+	// ErrDamaged is a workspace whose workspace.json exists but is not a
+	// JSON object (cut short, overwritten): it is reported, skipped by
+	// listings and never rewritten; other workspaces are not affected.
+	ErrDamaged = (&protocol.Error{Status: http.StatusInternalServerError,
+		Message: "This workspace's configuration file (workspace.json) is damaged. Restore or remove it; other workspaces are not affected."}).WithCode("WORKSPACE_DAMAGED")
 )
 
 // Doc is a workspace's stored JSON object, unknown fields included.
@@ -69,6 +75,31 @@ type Store struct {
 	// mu serialises writers so two creates cannot pick the same id and a
 	// patch never loses a concurrent patch's fields.
 	mu sync.Mutex
+
+	// Logger reports damaged configs (set before use; nil: slog.Default()).
+	Logger *slog.Logger
+	// reported remembers the damaged files already logged (by id, with
+	// their size and mtime), so a listing polled every second logs a
+	// damaged file once, not every time.
+	reported sync.Map
+}
+
+// damaged logs a damaged workspace.json once per version of the file and
+// returns the error for callers.
+func (s *Store) damaged(id string, data []byte, cause error) error {
+	key := fmt.Sprint(len(data))
+	if st, err := os.Stat(s.file(id)); err == nil {
+		key += st.ModTime().String()
+	}
+	if prev, ok := s.reported.Swap(id, key); !ok || prev != key {
+		log := s.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Error("workspace config is damaged: the workspace is skipped until workspace.json is restored or removed",
+			"workspace", id, "path", s.file(id), "err", cause)
+	}
+	return fmt.Errorf("workspaces: decode %s: %v: %w", id, cause, ErrDamaged)
 }
 
 // New returns a store rooted at dataDir.
@@ -122,8 +153,12 @@ func (s *Store) Get(id string) (Doc, error) {
 	}
 	var doc Doc
 	if err := json.Unmarshal(data, &doc); err != nil || doc == nil {
-		return nil, fmt.Errorf("workspaces: decode %s: %v", id, err)
+		if err == nil {
+			err = errors.New("not a JSON object")
+		}
+		return nil, s.damaged(id, data, err)
 	}
+	s.reported.Delete(id)
 	// The file is indented for people; values travel compact.
 	for k, v := range doc {
 		var buf bytes.Buffer
@@ -136,8 +171,8 @@ func (s *Store) Get(id string) (Doc, error) {
 	return doc, nil
 }
 
-// List returns every workspace, oldest first (ties by id). Unreadable
-// configs are skipped.
+// List returns every workspace, oldest first (ties by id). Unreadable or
+// damaged configs are skipped (and logged).
 func (s *Store) List() ([]Doc, error) {
 	ents, err := os.ReadDir(s.Root())
 	if errors.Is(err, fs.ErrNotExist) {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -102,7 +103,7 @@ func New(cfg Config, log *slog.Logger) *App {
 			maxLen = -1 // 0 on the command line means no limit
 		}
 		a.gateway = gateway.New(gateway.Config{
-			Addr: cfg.Addr, DataDir: cfg.DataDir, MaxMessageLength: maxLen, AllowedOrigins: cfg.AllowedOrigins,
+			Addr: cfg.Addr, DataDir: cfg.DataDir, MaxMessageLength: maxLen, AllowedOrigins: cfg.AllowedOrigins, AllowedHosts: cfg.AllowedHosts,
 			Probe: probeConfig(cfg), ShutdownGrace: cfg.ShutdownTimeout / 3,
 			Auth: cfg.Auth, RateLimit: cfg.RateLimit, RateLimitChat: cfg.RateLimitChat, RateWindow: cfg.RateWindow,
 			Replicas: cfg.NATSReplicas, Stream: streamConfig(cfg), FrontendDir: cfg.FrontendDir,
@@ -298,6 +299,21 @@ func checkDataDir(dir string) error {
 // JetStream under <data-dir>/nats) or an external URL.
 type busModule struct {
 	app *App
+
+	// storage reports the embedded JetStream store's space faults on the
+	// bus (source "nats"), over its own connection.
+	storage   atomic.Pointer[bus.StorageGuard]
+	storageNC *nats.Conn
+}
+
+// onStorage is the embedded server's storage callback.
+func (b *busModule) onStorage(full bool, reason string) {
+	g := b.storage.Load()
+	if full {
+		g.SetFull(reason)
+	} else {
+		g.Clear()
+	}
 }
 
 func (b *busModule) Start(ctx context.Context) error {
@@ -312,11 +328,24 @@ func (b *busModule) Start(ctx context.Context) error {
 		nc.Close()
 		return nil
 	}
-	a.embed = embednats.New(embednats.Config{StoreDir: filepath.Join(a.cfg.DataDir, "nats"), Listen: a.cfg.NATSListen})
+	a.embed = embednats.New(embednats.Config{StoreDir: filepath.Join(a.cfg.DataDir, "nats"), Listen: a.cfg.NATSListen,
+		Logger: a.log.With("service", "nats"), OnStorage: b.onStorage})
 	if err := a.embed.Start(ctx); err != nil {
 		return err
 	}
 	a.dial = bus.OptionDialer(a.embed.ConnectOption())
+	nc, err := a.dial("waggle-nats-storage")
+	if err != nil {
+		a.embed.Stop(ctx)
+		return err
+	}
+	g := bus.NewStorageGuard(nc, bus.StorageGuardConfig{Source: "nats", Logger: a.log.With("service", "nats")})
+	b.storageNC = nc
+	b.storage.Store(g)
+	g.Start()
+	if full, reason := a.embed.StorageFull(); full {
+		g.SetFull(reason)
+	}
 	if url := a.embed.ClientURL(); url != "" {
 		a.log.Info("embedded NATS listening", "url", url)
 	}
@@ -324,6 +353,10 @@ func (b *busModule) Start(ctx context.Context) error {
 }
 
 func (b *busModule) Stop(ctx context.Context) error {
+	b.storage.Load().Stop()
+	if b.storageNC != nil {
+		b.storageNC.Close()
+	}
 	if b.app.embed != nil {
 		return b.app.embed.Stop(ctx)
 	}

@@ -29,6 +29,7 @@ type Config struct {
 	MaxMessageLength int
 	EchoDelay        time.Duration
 	AllowedOrigins   []string
+	AllowedHosts     []string
 	ShutdownTimeout  time.Duration
 	ApprovalTimeout  time.Duration
 	LogLevel         slog.Level
@@ -81,6 +82,8 @@ func settings(c *Config) []setting {
 		{"echo-delay", "WAGGLE_ECHO_DELAY", "15ms", "pause between echo-mode and command tokens", func(v string) error { return parseDuration(v, &c.EchoDelay) }},
 		{"allowed-origins", "WAGGLE_ALLOWED_ORIGINS", "", "comma list of CORS origins (exact match); empty = the desktop/web client origins",
 			func(v string) error { c.AllowedOrigins = splitList(v); return nil }},
+		{"allowed-hosts", "WAGGLE_ALLOWED_HOSTS", "", "comma list of host names the server answers to besides localhost, its listen address and IP addresses (DNS rebinding protection; .example.com = domain and subdomains, * = off)",
+			func(v string) error { c.AllowedHosts = splitList(v); return nil }},
 		{"shutdown-timeout", "WAGGLE_SHUTDOWN_TIMEOUT", "15s", "how long a graceful shutdown may take before streams and turns are cut",
 			func(v string) error { return parseDuration(v, &c.ShutdownTimeout) }},
 		{"approval-timeout", "WAGGLE_APPROVAL_TIMEOUT", "5m", "how long a tool approval waits for a human before it is denied as timed out",

@@ -119,6 +119,17 @@ func (l *Limiter) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	return kv, nil
 }
 
+// forget drops the cached bucket after a failure, so the next request
+// looks it up (or creates it) again: the bucket is in memory, and a NATS
+// server that restarted no longer has it.
+func (l *Limiter) forget(kv jetstream.KeyValue) {
+	l.mu.Lock()
+	if l.kv == kv {
+		l.kv = nil
+	}
+	l.mu.Unlock()
+}
+
 // Decision is the outcome of one rate-limit check.
 type Decision struct {
 	Allowed    bool
@@ -159,6 +170,7 @@ func (l *Limiter) Take(ctx context.Context, client, method, pattern string) (Dec
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 		case err != nil:
+			l.forget(kv)
 			return d, fmt.Errorf("teamauth: rate-limit read: %w", err)
 		default:
 			rev = entry.Revision()
@@ -187,6 +199,7 @@ func (l *Limiter) Take(ctx context.Context, client, method, pattern string) (Dec
 			return Decision{Allowed: true, Limit: limit, Remaining: limit - len(live)}, nil
 		}
 		if !isConflict(err) {
+			l.forget(kv)
 			return d, fmt.Errorf("teamauth: rate-limit write: %w", err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/embednats"
@@ -370,5 +371,35 @@ func TestConcurrentRequestsAreAllCounted(t *testing.T) {
 	wg.Wait()
 	if ok.Load() != 10 || limited.Load() != 6 {
 		t.Fatalf("ok=%d limited=%d, want 10 and 6", ok.Load(), limited.Load())
+	}
+}
+
+// TestRateLimitBucketRecreated: the rate-limit bucket is in memory, so a
+// NATS restart loses it; the limiter lets the request that finds it gone
+// through and counts again from the next one on.
+func TestRateLimitBucketRecreated(t *testing.T) {
+	e := newEnv(t)
+	l, err := NewLimiter(e.nc, LimitConfig{Limit: 2}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if d, err := l.Take(ctx, "olga", "GET", "/api/x"); err != nil || !d.Allowed || d.Remaining != 1 {
+		t.Fatalf("first take: %+v %v", d, err)
+	}
+	js, _ := jetstream.New(e.nc)
+	if err := js.DeleteKeyValue(ctx, protocol.BucketRateLimits); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := l.Take(ctx, "olga", "GET", "/api/x"); err == nil || !d.Allowed {
+		t.Fatalf("take with the bucket gone: %+v %v, want an error and the request let through", d, err)
+	}
+	for i, want := range []int{1, 0} {
+		if d, err := l.Take(ctx, "olga", "GET", "/api/x"); err != nil || !d.Allowed || d.Remaining != want {
+			t.Fatalf("take %d after the bucket was re-created: %+v %v", i, d, err)
+		}
+	}
+	if d, err := l.Take(ctx, "olga", "GET", "/api/x"); err != nil || d.Allowed {
+		t.Fatalf("take over the limit: %+v %v", d, err)
 	}
 }

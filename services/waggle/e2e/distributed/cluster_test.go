@@ -192,12 +192,16 @@ type cluster struct {
 	services *proc
 	gateways []*proc
 	runners  []*proc
+	nats     *natsProc // with clusterOpts.externalNATS
 }
 
 type clusterOpts struct {
 	grace    string // --disconnect-grace of the runners
 	shutdown string // --shutdown-timeout of the runners
 	config   string // config.json of the data dir, when set
+	// externalNATS runs NATS as its own process (`waggle nats`) that the
+	// test can stop and start, instead of embedded in the services process.
+	externalNATS bool
 }
 
 func freeAddr(t *testing.T) string {
@@ -248,8 +252,13 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 		}
 	}
 	common := []string{"--data-dir", data, "--log-format", "text", "--log-level", "debug", "--echo-delay", "1ms"}
-	c.services = c.start("services", "", append([]string{"--targets=session-store,approval,command", "--nats-listen", natsAddr,
-		"--llm-url", c.model.llm[0].URL()}, common...)...)
+	natsArgs := []string{"--nats-listen", natsAddr}
+	if o.externalNATS {
+		c.nats = c.startNATS(natsAddr)
+		natsArgs = []string{"--nats-url", c.natsURL}
+	}
+	c.services = c.start("services", "", append(append([]string{"--targets=session-store,approval,command",
+		"--llm-url", c.model.llm[0].URL()}, natsArgs...), common...)...)
 	for i := range runners {
 		c.runners = append(c.runners, c.start(fmt.Sprintf("runner-%d", i), "", append([]string{"--targets=turn-runner", "--nats-url", c.natsURL,
 			"--llm-url", c.model.llm[i].URL(), "--disconnect-grace", o.grace, "--shutdown-timeout", o.shutdown}, common...)...))

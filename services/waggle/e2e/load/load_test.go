@@ -227,9 +227,13 @@ func TestStalledReadersKeepMemoryBounded(t *testing.T) {
 	grown := heapInUse() - base
 	t.Logf("heap grew %d MiB with %d stalled readers holding %d MiB unread", grown>>20, stalled, unread>>20)
 	// Bound: the stream's window (twice, for the store's overhead), plus
-	// per stalled relay its live queue, the batch it is writing and that
-	// batch's coalesced copy (under 1 MiB), plus slack for the runtime.
-	bound := int64(streamBytes)*2 + int64(stalled)*(1<<20) + 16<<20
+	// per stalled relay what it may hold — its live queue, the batch it is
+	// writing with its coalesced copy, a few events of read-ahead (1.5 MiB
+	// together), and the one event it may be stuck writing, at worst its
+	// turn's done, which carries the whole reply — plus slack for the
+	// runtime. The old server kept every event (its stream held 1 GiB for
+	// 15 minutes, its live queues 4,096 events each): several times this.
+	bound := int64(streamBytes)*2 + int64(stalled)*(int64(len(want))+3<<19) + 16<<20
 	if grown > bound {
 		t.Fatalf("heap grew %d MiB while %d readers stalled; bound %d MiB", grown>>20, stalled, bound>>20)
 	}
