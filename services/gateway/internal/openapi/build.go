@@ -37,9 +37,11 @@ type op struct {
 	responses map[int]*Response
 	// subjects are the bus subjects the handler calls (Operation.Subjects).
 	subjects []string
-	// public routes need no token; raw routes answer no JSON errors of
-	// their own (no 400/500 from a handler).
+	// public routes need no token.
 	public bool
+	// busFree routes answer even while the gateway has lost its bus (no
+	// 503 BUS_UNAVAILABLE from the bus check).
+	busFree bool
 }
 
 // shared responses, by status.
@@ -54,6 +56,7 @@ var sharedResponses = map[int]string{
 	http.StatusTooManyRequests:       "TooManyRequests",
 	http.StatusInternalServerError:   "InternalError",
 	http.StatusServiceUnavailable:    "ServiceUnavailable",
+	http.StatusInsufficientStorage:   "InsufficientStorage",
 }
 
 func sharedResponseObjects() map[string]*Response {
@@ -62,9 +65,10 @@ func sharedResponseObjects() map[string]*Response {
 		"BadRequest": {Description: "Invalid input, before anything happened: {error, code?} from the handler, or Fastify's shape for an unsafe ID or a body that is not JSON (code FST_ERR_CTP_INVALID_JSON_BODY).",
 			Content: jsonOf(&Schema{AnyOf: []*Schema{ref("Error"), ref("RequestError")}})},
 		"Unauthorized": {Description: "No or a wrong bearer token (code MISSING_TOKEN or INVALID_TOKEN).", Content: jsonOf(ref("Error"))},
-		"Forbidden":    {Description: "Team server: the user's role may not do this (code VIEWER_READ_ONLY or FORBIDDEN).", Content: jsonOf(ref("Error"))},
-		"NotFound":     {Description: "Unknown resource; on a team server also anything outside the user's teams.", Content: jsonOf(ref("Error"))},
-		"Conflict":     {Description: "The resource is in a state that does not allow this (e.g. SESSION_BUSY, already decided).", Content: jsonOf(ref("Error"))},
+		"Forbidden": {Description: "The request's Host is not one of the server's names (code HOST_NOT_ALLOWED, any route: DNS-rebinding protection, --allowed-hosts); " +
+			"on a team server also a role that may not do this (code VIEWER_READ_ONLY or FORBIDDEN).", Content: jsonOf(ref("Error"))},
+		"NotFound": {Description: "Unknown resource; on a team server also anything outside the user's teams.", Content: jsonOf(ref("Error"))},
+		"Conflict": {Description: "The resource is in a state that does not allow this (e.g. SESSION_BUSY, already decided).", Content: jsonOf(ref("Error"))},
 		"PayloadTooLarge": {Description: "The body is over the limit (1 MiB), code FST_ERR_CTP_BODY_TOO_LARGE.",
 			Content: jsonOf(ref("RequestError"))},
 		"UnsupportedMediaType": {Description: "A non-empty body that is not JSON by its Content-Type (code FST_ERR_CTP_INVALID_MEDIA_TYPE).",
@@ -74,8 +78,10 @@ func sharedResponseObjects() map[string]*Response {
 			"X-RateLimit-Limit":     {Schema: integer()},
 			"X-RateLimit-Remaining": {Schema: integer()},
 		}, Content: jsonOf(ref("RateLimited"))},
-		"InternalError":      {Description: "Anything unexpected; logged, never detailed.", Content: jsonOf(ref("Error"))},
-		"ServiceUnavailable": {Description: "No instance of the service the route needs answered (code NO_RUNNER, RUNNER_BUSY… where one applies).", Content: jsonOf(ref("Error"))},
+		"InternalError": {Description: "Anything unexpected; logged, never detailed.", Content: jsonOf(ref("Error"))},
+		"ServiceUnavailable": {Description: "Try again in a moment: the gateway has lost its bus (code BUS_UNAVAILABLE, any route but /health and /metrics), " +
+			"no instance of the service the route needs answered (NO_RUNNER, RUNNER_BUSY where one applies), or the database is down (STORE_UNAVAILABLE).", Content: jsonOf(ref("Error"))},
+		"InsufficientStorage": {Description: "A store is out of disk space (code STORAGE_FULL): nothing was written; reads still work.", Content: jsonOf(ref("Error"))},
 	}
 }
 
@@ -179,11 +185,17 @@ func addOperation(doc *Document, o op) {
 			Content: map[string]MediaType{"application/json": {Schema: o.body}}}
 		errs = append(errs, http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType)
 	}
+	// The Host check runs before everything, /health included.
+	errs = append(errs, http.StatusForbidden)
 	if !o.public {
 		errs = append(errs, http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusInternalServerError)
 	}
-	if len(o.subjects) > 0 {
+	if len(o.subjects) > 0 || !o.busFree {
 		errs = append(errs, http.StatusServiceUnavailable)
+	}
+	if len(o.subjects) > 0 && o.method != http.MethodGet {
+		// A write that reaches a store may find its disk full.
+		errs = append(errs, http.StatusInsufficientStorage)
 	}
 	for _, code := range errs {
 		key := strconv.Itoa(code)

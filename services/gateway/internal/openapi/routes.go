@@ -48,20 +48,21 @@ func routes() []op {
 
 	return []op{
 		// ---- health ----
-		{method: get, path: "/health", id: "getHealth", tag: "health", public: true,
+		{method: get, path: "/health", id: "getHealth", tag: "health", public: true, busFree: true,
 			summary: "Readiness and the model server's state",
-			desc:    "200 once every service of this process has started and the bus is connected; 503 (same body, status starting or unavailable) before and while shutting down.",
-			ok:      ref("Health"), responses: map[int]*Response{http.StatusServiceUnavailable: {
-				Description: "Not ready: starting, shutting down or the bus is disconnected",
+			desc: "200 once every service of this process has started and the bus is connected; 503 (same body) with status starting or unavailable before, while shutting down or without the bus, " +
+				"and with status degraded (and storage) while a store is full.",
+			ok: ref("Health"), responses: map[int]*Response{http.StatusServiceUnavailable: {
+				Description: "Not ready (starting, shutting down, the bus disconnected) or degraded (a store is full)",
 				Content:     map[string]MediaType{"application/json": {Schema: ref("Health")}}}}},
-		{method: get, path: "/metrics", id: "getMetrics", tag: "health",
+		{method: get, path: "/metrics", id: "getMetrics", tag: "health", busFree: true,
 			summary: "Prometheus metrics", okType: "text/plain", ok: strDesc("Prometheus text exposition format")},
 
 		// ---- chat ----
 		{method: post, path: "/api/chat", id: "chat", tag: "chat",
 			summary: "Run a chat turn, streamed as SSE",
 			desc: "Every rejection is a JSON error before any stream byte: 400 message is required, MESSAGE_TOO_LONG, INJECTION_DETECTED, PATH_TRAVERSAL, bad multitask, unsafe IDs; " +
-				"403 VIEWER_READ_ONLY and 404 (workspace outside the user's teams) on a team server; 409 SESSION_BUSY with multitask reject; 503 NO_RUNNER or RUNNER_BUSY.",
+				"403 VIEWER_READ_ONLY and 404 (workspace outside the user's teams) on a team server; 409 SESSION_BUSY with multitask reject; 503 NO_RUNNER or RUNNER_BUSY; 507 STORAGE_FULL.",
 			body: ref("ChatRequest"), stream: "ChatEvent", headers: turnHeader,
 			errs: []int{forbidden, notFound, conflict}, subjects: []string{protocol.SubjStoreHistory, protocol.SubjTurnStart, protocol.TurnEvents("{turnId}"), protocol.TurnControl("{turnId}")}},
 		{method: del, path: "/api/chat/history", id: "clearHistory", tag: "chat",

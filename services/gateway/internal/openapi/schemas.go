@@ -156,7 +156,7 @@ func handSchemas() map[string]*Schema {
 			req("retryAfterMs", integer()),
 		),
 		"Health": object(
-			req("status", &Schema{Type: "string", Enum: []any{"ok", "starting", "unavailable"}}),
+			req("status", &Schema{Type: "string", Enum: []any{"ok", "starting", "unavailable", "degraded"}}),
 			req("mode", &Schema{Type: "string", Enum: []any{"local", "team"}}),
 			req("timestamp", &Schema{Type: "string", Format: "date-time"}),
 			opt("wsToken", strDesc("local mode only: the bearer token non-loopback clients send")),
@@ -172,6 +172,12 @@ func handSchemas() map[string]*Schema {
 			req("nats", object(req("connected", boolean()))),
 			req("defaultModel", str()),
 			req("offline", boolean()),
+			opt("storage", describe(object(
+				req("full", constant(true)),
+				req("source", strDesc("the store that is full")),
+				req("reason", str()),
+				opt("since", &Schema{Type: "string", Format: "date-time"}),
+			), "present while a store is full (status degraded)")),
 		),
 		"History": object(
 			req("sessionId", str()),

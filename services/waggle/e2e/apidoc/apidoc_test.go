@@ -241,8 +241,25 @@ func TestTrafficMatchesDescription(t *testing.T) {
 	srv := waggletest.Start(t, waggletest.WithLLM(llm.URL()))
 	s := loadSpec(t, srv)
 
-	// Health, metrics, personas.
+	// Health, metrics, personas; a foreign Host is refused on any route.
 	s.call(t, srv, http.MethodGet, "/health", "/health", nil)
+	for _, route := range [][2]string{{"/health", "/health"}, {"/api/personas", "/api/personas"}} {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+route[0], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = "rebind.example"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("GET %s with a foreign Host: %d %s", route[0], resp.StatusCode, body)
+		}
+		s.check(t, http.MethodGet, route[1], resp, body)
+	}
 	s.call(t, srv, http.MethodGet, "/metrics", "/metrics", nil)
 	s.call(t, srv, http.MethodGet, "/api/personas", "/api/personas", nil)
 
