@@ -10,7 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 )
 
@@ -41,7 +40,7 @@ var errHandover = errors.New("turn handed over")
 // ensureBuckets creates the lease and session-lock buckets (or checks them).
 func (s *Service) ensureBuckets(ctx context.Context) error {
 	replicas := max(s.cfg.Stream.Replicas, 1)
-	leases, err := bus.EnsureCoordinationKeyValue(ctx, s.js, jetstream.KeyValueConfig{
+	leases, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      protocol.BucketTurnLeases,
 		Description: "One lease per running turn: the request, its runner, renewed every second",
 		History:     1,
@@ -52,7 +51,7 @@ func (s *Service) ensureBuckets(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("turnrunner: bucket %s: %w", protocol.BucketTurnLeases, err)
 	}
-	locks, err := bus.EnsureCoordinationKeyValue(ctx, s.js, jetstream.KeyValueConfig{
+	locks, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      protocol.BucketSessionLocks,
 		Description: "The turn running in each busy session",
 		History:     1,
@@ -62,7 +61,7 @@ func (s *Service) ensureBuckets(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("turnrunner: bucket %s: %w", protocol.BucketSessionLocks, err)
 	}
-	runners, err := bus.EnsureCoordinationKeyValue(ctx, s.js, jetstream.KeyValueConfig{
+	runners, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      protocol.BucketRunners,
 		Description: "One entry per live turn runner, rewritten every second: it keeps the runner's leases alive",
 		History:     1,
@@ -306,6 +305,7 @@ func (s *Service) watchLeases(ctx context.Context) error {
 	defer rw.Stop()
 	seen := map[string]*seenLease{}
 	runners := map[string]*seenRunner{}
+	var blind time.Time // the last tick this runner was cut off from the bus
 	tick := time.NewTicker(protocol.LeaseHeartbeat / 4)
 	defer tick.Stop()
 	for {
@@ -354,8 +354,15 @@ func (s *Service) watchLeases(ctx context.Context) error {
 			seen[e.Key()] = &seenLease{rev: e.Revision(), since: time.Now(), runner: l.Runner, incarnation: l.Incarnation,
 				released: l.Released, jitter: time.Duration(rand.Int64N(int64(protocol.LeaseHeartbeat / 2)))}
 		case now := <-tick.C:
+			if !s.nc.IsConnected() {
+				// A runner that cannot see the bus sees no heartbeat: that
+				// says nothing about the others. Staleness is counted again
+				// from when it sees the bus.
+				blind = now
+				continue
+			}
 			for key, sl := range seen {
-				if !s.leaseDue(sl, runners[sl.runner], now) {
+				if !s.leaseDue(sl, runners[sl.runner], blind, now) {
 					continue
 				}
 				if s.claim(ctx, key, sl.rev) {
@@ -370,19 +377,26 @@ func (s *Service) watchLeases(ctx context.Context) error {
 // was released, names an earlier incarnation of its runner, or its
 // runner's entry (r, nil when there is none) has not changed for
 // protocol.LeaseStaleAfter (for a runner without an entry: since the lease
-// was seen).
-func (s *Service) leaseDue(sl *seenLease, r *seenRunner, now time.Time) bool {
+// was seen) — and, either way, since this runner last was cut off from the
+// bus (blind).
+func (s *Service) leaseDue(sl *seenLease, r *seenRunner, blind, now time.Time) bool {
+	since := func(t time.Time) time.Duration {
+		if blind.After(t) {
+			t = blind
+		}
+		return now.Sub(t)
+	}
 	switch {
 	case sl.released:
 		return now.Sub(sl.since) >= sl.jitter
 	case sl.runner == s.id && sl.incarnation != s.incarnation:
 		return true // this runner's own predecessor
 	case r == nil:
-		return now.Sub(sl.since) >= protocol.LeaseStaleAfter+sl.jitter
+		return since(sl.since) >= protocol.LeaseStaleAfter+sl.jitter
 	case r.incarnation != sl.incarnation:
 		return true // its runner restarted: the turn is nobody's
 	default:
-		return now.Sub(r.since) >= protocol.LeaseStaleAfter+sl.jitter
+		return since(r.since) >= protocol.LeaseStaleAfter+sl.jitter
 	}
 }
 
