@@ -30,6 +30,7 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/httpx"
 	"github.com/waggle-os/core/services/gateway/internal/mcpapi"
 	"github.com/waggle-os/core/services/gateway/internal/memoryapi"
+	"github.com/waggle-os/core/services/gateway/internal/openapi"
 	"github.com/waggle-os/core/services/gateway/internal/sessionsapi"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 	"github.com/waggle-os/core/services/gateway/internal/teamsapi"
@@ -379,6 +380,7 @@ func (s *Service) routes() http.Handler {
 		r.Post("/agent/abort", s.abort)
 		r.Post("/agent/run", s.agentRun)
 		r.Get("/personas", s.listPersonas)
+		r.Get("/openapi.json", openapi.Handler)
 		sessionsapi.Mount(r, deps)
 		approvalapi.Mount(r, deps)
 		commandapi.Mount(r, deps)

@@ -6,6 +6,7 @@ require (
 	github.com/chromedp/chromedp v0.14.2
 	github.com/creack/pty v1.1.24
 	github.com/nats-io/nats.go v1.55.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/waggle-os/core/libs v0.0.0
 	github.com/waggle-os/core/services/approval v0.0.0
 	github.com/waggle-os/core/services/command v0.0.0
