@@ -306,6 +306,7 @@ func (s *Service) watchLeases(ctx context.Context) error {
 	seen := map[string]*seenLease{}
 	runners := map[string]*seenRunner{}
 	var blind time.Time // the last tick this runner was cut off from the bus
+	started := time.Now()
 	tick := time.NewTicker(protocol.LeaseHeartbeat / 4)
 	defer tick.Stop()
 	for {
@@ -361,6 +362,13 @@ func (s *Service) watchLeases(ctx context.Context) error {
 				blind = now
 				continue
 			}
+			// This runner's own heartbeat shows in the watch every second;
+			// when it does not, the watch itself stopped (a NATS restart
+			// can leave it so), and it says nothing about the others.
+			if me := runners[s.id]; (me == nil || me.incarnation == s.incarnation) &&
+				now.Sub(ownSeen(me, started)) > protocol.LeaseStaleAfter {
+				return errors.New("runner watch stalled: this runner's own heartbeat is not seen")
+			}
 			for key, sl := range seen {
 				if !s.leaseDue(sl, runners[sl.runner], blind, now) {
 					continue
@@ -398,6 +406,15 @@ func (s *Service) leaseDue(sl *seenLease, r *seenRunner, blind, now time.Time) b
 	default:
 		return since(r.since) >= protocol.LeaseStaleAfter+sl.jitter
 	}
+}
+
+// ownSeen is when this runner's own entry was last seen changing (the
+// watch's start if never).
+func ownSeen(me *seenRunner, started time.Time) time.Time {
+	if me == nil || me.since.Before(started) {
+		return started
+	}
+	return me.since
 }
 
 // lostLease stops a turn of this runner whose lease another runner took.

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 )
 
@@ -168,6 +169,15 @@ func appendJSONString(b, s []byte) []byte {
 // the connection's window. p.mu is held: the turn's events leave in order.
 func (p *publisher) send(m *nats.Msg) (jetstream.PubAckFuture, error) {
 	f, err := p.js.PublishMsgAsync(m, jetstream.WithStallWait(publishWait))
+	if err != nil && !p.js.Conn().IsConnected() && !p.js.Conn().IsClosed() {
+		// The connection is reconnecting (it buffers nothing meanwhile):
+		// wait for it, as for a full window, rather than fail the turn.
+		ctx, cancel := context.WithTimeout(context.Background(), publishWait)
+		if bus.WaitConnected(ctx, p.js.Conn()) == nil {
+			f, err = p.js.PublishMsgAsync(m, jetstream.WithStallWait(publishWait))
+		}
+		cancel()
+	}
 	if err != nil {
 		p.fail(fmt.Errorf("turnrunner: publish %s for %s: %w", m.Header.Get(protocol.HeaderEvent), p.turnID, err))
 		return nil, p.err

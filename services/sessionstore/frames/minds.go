@@ -207,15 +207,17 @@ func (m *Minds) markUp() {
 	m.down, m.downUntil = false, time.Time{}
 }
 
-// anyEmbedded reports whether any of the minds has a frame with a vector
-// of model: without one, embedding the query (a model-server round trip on
-// every recall, before the turn's first model call) could find nothing.
-func (m *Minds) anyEmbedded(ctx context.Context, targets []Mind, model string) bool {
+// anyFrames reports whether any of the minds holds a frame: in empty
+// minds, embedding the query (a model-server round trip on every recall,
+// before the turn's first model call) could find nothing. Frames not yet
+// embedded still count: the query's embedding also tells whether the
+// provider is back.
+func (m *Minds) anyFrames(ctx context.Context, targets []Mind, model string) bool {
 	if model == "" {
 		return false
 	}
 	for _, mind := range targets {
-		if _, n, err := m.cfg.Backend.Count(ctx, mind, model); err != nil || n > 0 {
+		if n, _, err := m.cfg.Backend.Count(ctx, mind, model); err != nil || n > 0 {
 			return true // on doubt, search by vector as well
 		}
 	}
@@ -460,7 +462,7 @@ func (m *Minds) Query(ctx context.Context, req protocol.MemoryQueryRequest, def 
 	}
 	model := m.Model()
 	var vec []float32
-	if m.anyEmbedded(ctx, targets, model) {
+	if m.anyFrames(ctx, targets, model) {
 		vec = m.queryVector(ctx, model, req.Query)
 	}
 	type item struct {
