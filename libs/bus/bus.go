@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -86,24 +85,89 @@ func baseOptions(name string) []nats.Option {
 	}
 }
 
-// Request sends req as JSON on subject and decodes the reply into Rep. A
-// service error comes back as *protocol.Error with its status; no
-// responders becomes protocol.ErrUnavailable, a request that failed while
-// the connection is down protocol.ErrBusUnavailable.
-func Request[Rep any](ctx context.Context, nc *nats.Conn, subject string, req any) (Rep, error) {
+// CallOption adjusts one Call.
+type CallOption func(*callOptions)
+
+type callOptions struct {
+	timeout  time.Duration
+	detached bool
+}
+
+// Within bounds the call by d, whatever ctx's own deadline (a context
+// without one gets DefaultTimeout otherwise).
+func Within(d time.Duration) CallOption {
+	return func(o *callOptions) { o.timeout = d }
+}
+
+// Detached keeps the call going when ctx is cancelled (its values, such as
+// the trace, are kept): for writes that must land even when the work they
+// record was cut short, like a cancelled turn's partial reply.
+func Detached() CallOption {
+	return func(o *callOptions) { o.detached = true }
+}
+
+// Call sends req to ep and decodes the reply. A service error comes back
+// as *protocol.Error with its kind; no responders becomes
+// protocol.ErrUnavailable, a request that failed while the connection is
+// down protocol.ErrBusUnavailable.
+func Call[Req, Rep any](ctx context.Context, nc *nats.Conn, ep protocol.Endpoint[Req, Rep], req Req, opts ...CallOption) (Rep, error) {
 	var rep Rep
+	if len(opts) > 0 {
+		var o callOptions
+		for _, opt := range opts {
+			opt(&o)
+		}
+		if o.detached {
+			ctx = context.WithoutCancel(ctx)
+		}
+		if o.timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, o.timeout)
+			defer cancel()
+		}
+	}
 	body, err := json.Marshal(req)
 	if err != nil {
-		return rep, fmt.Errorf("bus: encode request for %s: %w", subject, err)
+		return rep, fmt.Errorf("bus: encode request for %s: %w", ep.Subject, err)
 	}
-	msg, err := RequestMsg(ctx, nc, &nats.Msg{Subject: subject, Data: body})
+	msg, err := RequestMsg(ctx, nc, &nats.Msg{Subject: ep.Subject, Data: body})
 	if err != nil {
 		return rep, err
 	}
 	if err := json.Unmarshal(msg.Data, &rep); err != nil {
-		return rep, fmt.Errorf("bus: decode reply from %s: %w", subject, err)
+		return rep, fmt.Errorf("bus: decode reply from %s: %w", ep.Subject, err)
 	}
 	return rep, nil
+}
+
+// Publish publishes v on ev.
+func Publish[T any](nc *nats.Conn, ev protocol.Event[T], v T) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("bus: encode %s: %w", ev.Subject, err)
+	}
+	if err := nc.Publish(ev.Subject, body); err != nil {
+		return fmt.Errorf("bus: publish %s: %w", ev.Subject, err)
+	}
+	return nil
+}
+
+// Subscribe calls fn with every fact published on ev. A message that does
+// not decode is dropped (and counted); fn runs on the subscription's
+// goroutine, so it must not block.
+func Subscribe[T any](nc *nats.Conn, ev protocol.Event[T], fn func(T)) (*nats.Subscription, error) {
+	sub, err := nc.Subscribe(ev.Subject, func(m *nats.Msg) {
+		var v T
+		if err := json.Unmarshal(m.Data, &v); err != nil {
+			telemetry.BusErrors.WithLabelValues("undecodable").Inc()
+			return
+		}
+		fn(v)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bus: subscribe %s: %w", ev.Subject, err)
+	}
+	return sub, nil
 }
 
 // RequestMsg sends msg and returns the raw reply, turning micro error
@@ -145,16 +209,11 @@ func ReplyError(msg *nats.Msg) *protocol.Error {
 	if code == "" {
 		return nil
 	}
-	status, err := strconv.Atoi(code)
-	if err != nil || status < 400 || status > 599 {
-		status = 500
+	e := &protocol.Error{}
+	if len(msg.Data) == 0 || json.Unmarshal(msg.Data, e) != nil || e.Message == "" {
+		e = &protocol.Error{Message: msg.Header.Get(micro.ErrorHeader)}
 	}
-	e := &protocol.Error{Status: status}
-	if len(msg.Data) > 0 && json.Unmarshal(msg.Data, e) == nil && e.Message != "" {
-		e.Status = status
-		return e
-	}
-	e.Message = msg.Header.Get(micro.ErrorHeader)
+	e.Kind = protocol.ParseKind(code)
 	return e
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +32,16 @@ func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// endpointOn is an endpoint of s for a test subject.
+func endpointOn[Req, Rep any](s *Service, name, subject string) protocol.Endpoint[Req, Rep] {
+	return protocol.Endpoint[Req, Rep]{Service: s.name, Name: name, Subject: subject}
+}
+
+// call is Call to a test subject, the request type inferred.
+func call[Rep, Req any](ctx context.Context, nc *nats.Conn, subject string, req Req) (Rep, error) {
+	return Call(ctx, nc, protocol.Endpoint[Req, Rep]{Subject: subject}, req)
 }
 
 // serve starts a Service on its own connection and stops it at cleanup.
@@ -96,39 +105,39 @@ func TestURLDialerNamesTheFailure(t *testing.T) {
 func TestRequestRoundTrip(t *testing.T) {
 	srv := natstest.Start(t)
 	s := serve(t, srv, ServiceConfig{})
-	err := AddEndpoint(s, "greet", "bustest.greet", func(_ context.Context, req greetRequest) (greetReply, error) {
+	err := Handle(s, endpointOn[greetRequest, greetReply](s, "greet", "bustest.greet"), func(_ context.Context, req greetRequest) (greetReply, error) {
 		return greetReply{Greeting: "hello " + req.Name}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Request[greetReply](ctxT(t), srv.Conn("client"), "bustest.greet", greetRequest{Name: "olga"})
+	rep, err := call[greetReply](ctxT(t), srv.Conn("client"), "bustest.greet", greetRequest{Name: "olga"})
 	if err != nil || rep.Greeting != "hello olga" {
 		t.Fatalf("reply %+v, %v", rep, err)
 	}
 }
 
 // A handler's error reaches the caller as the *protocol.Error it returned
-// (status, message, code); any other error is a bare 500, its text stays
+// (kind, message, code); any other error is a bare 500, its text stays
 // in the service's log.
 func TestRequestErrors(t *testing.T) {
 	srv := natstest.Start(t)
 	s := serve(t, srv, ServiceConfig{})
 	fails := map[string]error{
-		"notfound": protocol.Errorf(http.StatusNotFound, "Session not found"),
-		"coded":    protocol.Errorf(http.StatusConflict, "Already decided").WithCode("ALREADY_DECIDED"),
-		"wrapped":  fmt.Errorf("store: %w", protocol.Errorf(http.StatusRequestEntityTooLarge, "Too large")),
+		"notfound": protocol.Errorf(protocol.NotFound, "Session not found"),
+		"coded":    protocol.Errorf(protocol.Conflict, "Already decided").WithCode("ALREADY_DECIDED"),
+		"wrapped":  fmt.Errorf("store: %w", protocol.Errorf(protocol.TooLarge, "Too large")),
 		"internal": errors.New("open /var/lib/waggle/secret.json: permission denied"),
 	}
 	for name, err := range fails {
 		err := err
-		if e := AddEndpoint(s, name, "bustest.fail."+name, func(context.Context, protocol.Empty) (protocol.Empty, error) {
+		if e := Handle(s, endpointOn[protocol.Empty, protocol.Empty](s, name, "bustest.fail."+name), func(context.Context, protocol.Empty) (protocol.Empty, error) {
 			return protocol.Empty{}, err
 		}); e != nil {
 			t.Fatal(e)
 		}
 	}
-	if err := AddEndpoint(s, "typed", "bustest.typed", func(_ context.Context, req greetRequest) (greetReply, error) {
+	if err := Handle(s, endpointOn[greetRequest, greetReply](s, "typed", "bustest.typed"), func(_ context.Context, req greetRequest) (greetReply, error) {
 		return greetReply{Greeting: req.Name}, nil
 	}); err != nil {
 		t.Fatal(err)
@@ -138,23 +147,23 @@ func TestRequestErrors(t *testing.T) {
 		name    string
 		subject string
 		body    []byte
-		status  int
+		kind    protocol.Kind
 		message string
 		code    string
 	}{
-		{"not found", "bustest.fail.notfound", []byte(`{}`), 404, "Session not found", ""},
-		{"code survives", "bustest.fail.coded", []byte(`{}`), 409, "Already decided", "ALREADY_DECIDED"},
-		{"wrapped kind survives", "bustest.fail.wrapped", []byte(`{}`), 413, "Too large", ""},
-		{"internal hides detail", "bustest.fail.internal", []byte(`{}`), 500, "Internal server error", ""},
-		{"malformed body", "bustest.typed", []byte(`{"name":`), 400, "malformed request", ""},
-		{"wrong type", "bustest.typed", []byte(`{"name":42}`), 400, "malformed request", ""},
+		{"not found", "bustest.fail.notfound", []byte(`{}`), protocol.NotFound, "Session not found", ""},
+		{"code survives", "bustest.fail.coded", []byte(`{}`), protocol.Conflict, "Already decided", "ALREADY_DECIDED"},
+		{"wrapped kind survives", "bustest.fail.wrapped", []byte(`{}`), protocol.TooLarge, "Too large", ""},
+		{"internal hides detail", "bustest.fail.internal", []byte(`{}`), protocol.Internal, "Internal server error", ""},
+		{"malformed body", "bustest.typed", []byte(`{"name":`), protocol.Invalid, "malformed request", ""},
+		{"wrong type", "bustest.typed", []byte(`{"name":42}`), protocol.Invalid, "malformed request", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := RequestMsg(ctxT(t), nc, &nats.Msg{Subject: tc.subject, Data: tc.body})
 			e := protocol.AsError(err)
-			if e == nil || e.Status != tc.status || e.Message != tc.message || e.Code != tc.code {
-				t.Fatalf("error %#v, want %d %q %q", err, tc.status, tc.message, tc.code)
+			if e == nil || e.Kind != tc.kind || e.Message != tc.message || e.Code != tc.code {
+				t.Fatalf("error %#v, want %s %q %q", err, tc.kind, tc.message, tc.code)
 			}
 			if strings.Contains(err.Error(), "permission denied") {
 				t.Fatalf("internal detail reached the caller: %v", err)
@@ -165,8 +174,8 @@ func TestRequestErrors(t *testing.T) {
 
 func TestRequestWithoutResponderIsUnavailable(t *testing.T) {
 	srv := natstest.Start(t)
-	_, err := Request[greetReply](ctxT(t), srv.Conn("client"), "bustest.nobody", greetRequest{})
-	if !errors.Is(err, protocol.ErrUnavailable) || protocol.StatusOf(err) != http.StatusServiceUnavailable {
+	_, err := call[greetReply](ctxT(t), srv.Conn("client"), "bustest.nobody", greetRequest{})
+	if !errors.Is(err, protocol.ErrUnavailable) || protocol.KindOf(err) != protocol.Unavailable {
 		t.Fatalf("no responders: %v, want unavailable", err)
 	}
 }
@@ -174,7 +183,7 @@ func TestRequestWithoutResponderIsUnavailable(t *testing.T) {
 func TestRequestEncodeAndDecodeFailures(t *testing.T) {
 	srv := natstest.Start(t)
 	nc := srv.Conn("client")
-	if _, err := Request[greetReply](ctxT(t), nc, "bustest.x", func() {}); err == nil || !strings.Contains(err.Error(), "bus: encode request for bustest.x") {
+	if _, err := call[greetReply](ctxT(t), nc, "bustest.x", func() {}); err == nil || !strings.Contains(err.Error(), "bus: encode request for bustest.x") {
 		t.Fatalf("unencodable request: %v", err)
 	}
 	plain := srv.Conn("plain")
@@ -184,7 +193,7 @@ func TestRequestEncodeAndDecodeFailures(t *testing.T) {
 	if err := plain.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Request[greetReply](ctxT(t), nc, "bustest.plain", greetRequest{}); err == nil || !strings.Contains(err.Error(), "bus: decode reply from bustest.plain") {
+	if _, err := call[greetReply](ctxT(t), nc, "bustest.plain", greetRequest{}); err == nil || !strings.Contains(err.Error(), "bus: decode reply from bustest.plain") {
 		t.Fatalf("undecodable reply: %v", err)
 	}
 }
@@ -195,7 +204,7 @@ func TestRequestHonoursTheCallersDeadline(t *testing.T) {
 	srv := natstest.Start(t)
 	s := serve(t, srv, ServiceConfig{})
 	release := make(chan struct{})
-	if err := AddEndpoint(s, "slow", "bustest.slow", func(context.Context, protocol.Empty) (protocol.Empty, error) {
+	if err := Handle(s, endpointOn[protocol.Empty, protocol.Empty](s, "slow", "bustest.slow"), func(context.Context, protocol.Empty) (protocol.Empty, error) {
 		<-release
 		return protocol.Empty{}, nil
 	}); err != nil {
@@ -205,7 +214,7 @@ func TestRequestHonoursTheCallersDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	began := time.Now()
-	_, err := Request[protocol.Empty](ctx, srv.Conn("client"), "bustest.slow", protocol.Empty{})
+	_, err := call[protocol.Empty](ctx, srv.Conn("client"), "bustest.slow", protocol.Empty{})
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(began) > 5*time.Second {
 		t.Fatalf("after %s: %v, want the deadline", time.Since(began), err)
 	}
@@ -223,13 +232,12 @@ func TestReplyError(t *testing.T) {
 	}{
 		{"plain reply", &nats.Msg{Data: []byte(`{"error":"x"}`)}, nil},
 		{"other headers", &nats.Msg{Header: nats.Header{"X": {"1"}}}, nil},
-		{"body carries the message", &nats.Msg{Header: hdr("404", "header text"), Data: []byte(`{"error":"Not here","code":"NOPE"}`)},
-			&protocol.Error{Status: 404, Message: "Not here", Code: "NOPE"}},
-		{"header when the body is empty", &nats.Msg{Header: hdr("409", "Conflict")}, &protocol.Error{Status: 409, Message: "Conflict"}},
-		{"header when the body is not ours", &nats.Msg{Header: hdr("400", "bad"), Data: []byte("oops")}, &protocol.Error{Status: 400, Message: "bad"}},
-		{"non-numeric code", &nats.Msg{Header: hdr("E_BAD", "bad")}, &protocol.Error{Status: 500, Message: "bad"}},
-		{"code not an error status", &nats.Msg{Header: hdr("200", "ok?")}, &protocol.Error{Status: 500, Message: "ok?"}},
-		{"code beyond 599", &nats.Msg{Header: hdr("700", "odd")}, &protocol.Error{Status: 500, Message: "odd"}},
+		{"body carries the message", &nats.Msg{Header: hdr("not_found", "header text"), Data: []byte(`{"error":"Not here","code":"NOPE"}`)},
+			&protocol.Error{Kind: protocol.NotFound, Message: "Not here", Code: "NOPE"}},
+		{"header when the body is empty", &nats.Msg{Header: hdr("conflict", "Conflict")}, &protocol.Error{Kind: protocol.Conflict, Message: "Conflict"}},
+		{"header when the body is not ours", &nats.Msg{Header: hdr("invalid", "bad"), Data: []byte("oops")}, &protocol.Error{Kind: protocol.Invalid, Message: "bad"}},
+		{"unknown kind", &nats.Msg{Header: hdr("E_BAD", "bad")}, &protocol.Error{Kind: protocol.Internal, Message: "bad"}},
+		{"a foreign service's status code", &nats.Msg{Header: hdr("404", "gone?")}, &protocol.Error{Kind: protocol.Internal, Message: "gone?"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -95,10 +94,15 @@ func NewService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 // HandlerFunc handles one decoded request.
 type HandlerFunc[Req, Rep any] func(ctx context.Context, req Req) (Rep, error)
 
-// AddEndpoint serves subject with fn. The request body is decoded into Req
-// (an undecodable body is a 400); fn's *protocol.Error keeps its status,
-// any other error is logged and answered as a 500 without detail.
-func AddEndpoint[Req, Rep any](s *Service, name, subject string, fn HandlerFunc[Req, Rep]) error {
+// Handle serves ep on s with fn. The request body is decoded into Req (an
+// undecodable body is Invalid); fn's *protocol.Error keeps its kind, any
+// other error is logged and answered as Internal without detail. Serving
+// an endpoint of another service is a programming error.
+func Handle[Req, Rep any](s *Service, ep protocol.Endpoint[Req, Rep], fn HandlerFunc[Req, Rep]) error {
+	if ep.Service != s.name {
+		return fmt.Errorf("bus: endpoint %s belongs to %s, not %s", ep.Name, ep.Service, s.name)
+	}
+	name := ep.Name
 	served := telemetry.BusRequests.MustCurryWith(prometheus.Labels{"service": s.name, "endpoint": name})
 	took := telemetry.BusDuration.WithLabelValues(s.name, name)
 	h := micro.HandlerFunc(func(r micro.Request) {
@@ -110,23 +114,23 @@ func AddEndpoint[Req, Rep any](s *Service, name, subject string, fn HandlerFunc[
 			defer func() { took.Observe(time.Since(began).Seconds()) }()
 			var req Req
 			if err := json.Unmarshal(r.Data(), &req); err != nil {
-				served.WithLabelValues("400").Inc()
-				respondError(r, &protocol.Error{Status: 400, Message: "malformed request"})
+				served.WithLabelValues(protocol.Invalid.String()).Inc()
+				respondError(r, protocol.Errorf(protocol.Invalid, "malformed request"))
 				return
 			}
 			rep, err := fn(ctx, req)
 			if err != nil {
 				err = s.mapError(name, err)
-				served.WithLabelValues(strconv.Itoa(s.fail(r, name, err))).Inc()
+				served.WithLabelValues(s.fail(r, name, err).String()).Inc()
 				return
 			}
-			served.WithLabelValues("200").Inc()
+			served.WithLabelValues("ok").Inc()
 			if err := r.RespondJSON(rep); err != nil {
 				s.log.Warn("bus: respond failed", "endpoint", name, "err", err)
 			}
 		})
 	})
-	return s.addEndpoint(name, subject, h)
+	return s.addEndpoint(name, ep.Subject, h)
 }
 
 // addEndpoint subscribes and flushes: the server has the subscription when
@@ -140,15 +144,6 @@ func (s *Service) addEndpoint(name, subject string, h micro.Handler) error {
 		return fmt.Errorf("bus: add endpoint %s: flush: %w", name, err)
 	}
 	return nil
-}
-
-// AddRawEndpoint serves subject with a handler that gets the raw request;
-// it still runs on a Service-owned goroutine.
-func (s *Service) AddRawEndpoint(name, subject string, fn func(ctx context.Context, r micro.Request)) error {
-	h := micro.HandlerFunc(func(r micro.Request) {
-		s.dispatch(r, func(ctx context.Context) { fn(ctx, r) })
-	})
-	return s.addEndpoint(name, subject, h)
 }
 
 func (s *Service) dispatch(r micro.Request, fn func(ctx context.Context)) {
@@ -184,13 +179,13 @@ func (s *Service) mapError(name string, err error) error {
 	}
 	mapped := s.mapErr(err)
 	if mapped != err {
-		s.log.Warn("bus: handler failed", "endpoint", name, "err", err, "answered", protocol.StatusOf(mapped))
+		s.log.Warn("bus: handler failed", "endpoint", name, "err", err, "answered", protocol.KindOf(mapped))
 	}
 	return mapped
 }
 
-// fail answers a handler's error and returns the status it sent.
-func (s *Service) fail(r micro.Request, name string, err error) int {
+// fail answers a handler's error and returns the kind it sent.
+func (s *Service) fail(r micro.Request, name string, err error) protocol.Kind {
 	e := protocol.AsError(err)
 	switch {
 	case e != nil:
@@ -207,7 +202,7 @@ func (s *Service) fail(r micro.Request, name string, err error) int {
 		e = protocol.ErrInternal
 	}
 	respondError(r, e)
-	return e.Status
+	return e.Kind
 }
 
 func respondError(r micro.Request, e *protocol.Error) {
@@ -217,7 +212,7 @@ func respondError(r micro.Request, e *protocol.Error) {
 	// handler returns — and our handlers return before they respond.
 	_ = r.Respond(body, micro.WithHeaders(micro.Headers{
 		micro.ErrorHeader:     {e.Message},
-		micro.ErrorCodeHeader: {strconv.Itoa(e.Status)},
+		micro.ErrorCodeHeader: {e.Kind.String()},
 	}))
 }
 

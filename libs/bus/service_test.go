@@ -3,7 +3,6 @@ package bus
 import (
 	"context"
 	"errors"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,10 +27,10 @@ func TestNewServiceNeedsAName(t *testing.T) {
 func TestServiceDiscovery(t *testing.T) {
 	srv := natstest.Start(t)
 	s := serve(t, srv, ServiceConfig{Name: "discovered"})
-	if err := AddEndpoint(s, "greet", "bustest.greet", func(_ context.Context, r greetRequest) (greetReply, error) { return greetReply{}, nil }); err != nil {
+	if err := Handle(s, endpointOn[greetRequest, greetReply](s, "greet", "bustest.greet"), func(_ context.Context, r greetRequest) (greetReply, error) { return greetReply{}, nil }); err != nil {
 		t.Fatal(err)
 	}
-	info, err := Request[micro.Info](ctxT(t), srv.Conn("client"), "$SRV.INFO.discovered", nil)
+	info, err := call[micro.Info, any](ctxT(t), srv.Conn("client"), "$SRV.INFO.discovered", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +48,7 @@ func TestHandlersRunConcurrentlyUpToTheBound(t *testing.T) {
 	s := serve(t, srv, ServiceConfig{Concurrency: bound})
 	var running, most atomic.Int32
 	release := make(chan struct{})
-	if err := AddEndpoint(s, "slow", "bustest.slow", func(_ context.Context, r greetRequest) (greetReply, error) {
+	if err := Handle(s, endpointOn[greetRequest, greetReply](s, "slow", "bustest.slow"), func(_ context.Context, r greetRequest) (greetReply, error) {
 		n := running.Add(1)
 		defer running.Add(-1)
 		for {
@@ -68,7 +67,7 @@ func TestHandlersRunConcurrentlyUpToTheBound(t *testing.T) {
 	errs := make(chan error, requests)
 	for range requests {
 		wg.Go(func() {
-			if _, err := Request[greetReply](ctxT(t), nc, "bustest.slow", greetRequest{Name: "x"}); err != nil {
+			if _, err := call[greetReply](ctxT(t), nc, "bustest.slow", greetRequest{Name: "x"}); err != nil {
 				errs <- err
 			}
 		})
@@ -96,7 +95,7 @@ func TestStopWaitsForRunningHandlers(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int32
 	var finished atomic.Bool
-	if err := AddEndpoint(s, "slow", "bustest.slow", func(_ context.Context, r greetRequest) (greetReply, error) {
+	if err := Handle(s, endpointOn[greetRequest, greetReply](s, "slow", "bustest.slow"), func(_ context.Context, r greetRequest) (greetReply, error) {
 		if calls.Add(1) > 1 {
 			return greetReply{Greeting: "late"}, nil
 		}
@@ -110,7 +109,7 @@ func TestStopWaitsForRunningHandlers(t *testing.T) {
 	nc := srv.Conn("client")
 	reply := make(chan error, 1)
 	go func() {
-		rep, err := Request[greetReply](ctxT(t), nc, "bustest.slow", greetRequest{Name: "a"})
+		rep, err := call[greetReply](ctxT(t), nc, "bustest.slow", greetRequest{Name: "a"})
 		if err == nil && rep.Greeting != "done a" {
 			err = errors.New("reply " + rep.Greeting)
 		}
@@ -122,7 +121,7 @@ func TestStopWaitsForRunningHandlers(t *testing.T) {
 	waitfor.True(t, "micro service stopped", s.svc.Stopped)
 	// Either no responders or the stopping instance's own 503: both are
 	// "unavailable", neither reaches a handler.
-	if _, err := Request[greetReply](ctxT(t), nc, "bustest.slow", greetRequest{Name: "b"}); protocol.StatusOf(err) != http.StatusServiceUnavailable {
+	if _, err := call[greetReply](ctxT(t), nc, "bustest.slow", greetRequest{Name: "b"}); protocol.KindOf(err) != protocol.Unavailable {
 		t.Fatalf("request while stopping: %v, want unavailable", err)
 	}
 	select {
@@ -149,7 +148,7 @@ func TestStopCancelsHandlersWhenItsContextEnds(t *testing.T) {
 	s := serve(t, srv, ServiceConfig{})
 	started := make(chan struct{})
 	var cause atomic.Value
-	if err := AddEndpoint(s, "stubborn", "bustest.stubborn", func(ctx context.Context, _ protocol.Empty) (protocol.Empty, error) {
+	if err := Handle(s, endpointOn[protocol.Empty, protocol.Empty](s, "stubborn", "bustest.stubborn"), func(ctx context.Context, _ protocol.Empty) (protocol.Empty, error) {
 		close(started)
 		<-ctx.Done()
 		cause.Store(ctx.Err())
@@ -160,7 +159,7 @@ func TestStopCancelsHandlersWhenItsContextEnds(t *testing.T) {
 	nc := srv.Conn("client")
 	reply := make(chan error, 1)
 	go func() {
-		_, err := Request[protocol.Empty](ctxT(t), nc, "bustest.stubborn", protocol.Empty{})
+		_, err := call[protocol.Empty](ctxT(t), nc, "bustest.stubborn", protocol.Empty{})
 		reply <- err
 	}()
 	<-started
@@ -193,7 +192,7 @@ func TestNoHandlerStartsAfterStop(t *testing.T) {
 	var once sync.Once
 	var afterStop, running atomic.Int32
 	var stopDone atomic.Bool
-	if err := AddEndpoint(s, "one", "bustest.one", func(context.Context, protocol.Empty) (protocol.Empty, error) {
+	if err := Handle(s, endpointOn[protocol.Empty, protocol.Empty](s, "one", "bustest.one"), func(context.Context, protocol.Empty) (protocol.Empty, error) {
 		running.Add(1)
 		defer running.Add(-1)
 		if stopDone.Load() {
@@ -208,11 +207,11 @@ func TestNoHandlerStartsAfterStop(t *testing.T) {
 	nc := srv.Conn("client")
 	const queued = 20
 	var wg sync.WaitGroup
-	statuses := make(chan int, queued+1)
+	outcomes := make(chan string, queued+1)
 	for range queued + 1 {
 		wg.Go(func() {
-			_, err := Request[protocol.Empty](ctxT(t), nc, "bustest.one", protocol.Empty{})
-			statuses <- statusOrOK(err)
+			_, err := call[protocol.Empty](ctxT(t), nc, "bustest.one", protocol.Empty{})
+			outcomes <- outcome(err)
 		})
 	}
 	// One request runs, the others wait for its slot in the subscription.
@@ -230,42 +229,22 @@ func TestNoHandlerStartsAfterStop(t *testing.T) {
 		t.Fatalf("%d handlers still running after Stop", n)
 	}
 	wg.Wait()
-	close(statuses)
-	counts := map[int]int{}
-	for st := range statuses {
+	close(outcomes)
+	counts := map[string]int{}
+	for st := range outcomes {
 		counts[st]++
 	}
 	if afterStop.Load() != 0 {
 		t.Fatalf("%d handlers started after Stop returned", afterStop.Load())
 	}
-	if counts[http.StatusOK] < 1 || counts[http.StatusOK]+counts[http.StatusServiceUnavailable] != queued+1 {
-		t.Fatalf("replies by status %v: want the running one served, the rest unavailable", counts)
+	if counts["ok"] < 1 || counts["ok"]+counts[protocol.Unavailable.String()] != queued+1 {
+		t.Fatalf("replies by outcome %v: want the running one served, the rest unavailable", counts)
 	}
 }
 
-// A raw endpoint gets the request itself, on a Service-owned goroutine
-// with the Service's context.
-func TestRawEndpoint(t *testing.T) {
-	srv := natstest.Start(t)
-	s := serve(t, srv, ServiceConfig{})
-	if err := s.AddRawEndpoint("raw", "bustest.raw", func(ctx context.Context, r micro.Request) {
-		if ctx.Err() != nil {
-			_ = r.Error("500", "cancelled", nil)
-			return
-		}
-		_ = r.Respond(append([]byte("raw:"), r.Data()...))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := RequestMsg(ctxT(t), srv.Conn("client"), natsMsg("bustest.raw", "bytes"))
-	if err != nil || string(rep.Data) != "raw:bytes" {
-		t.Fatalf("reply %v %v", rep, err)
-	}
-}
-
-func statusOrOK(err error) int {
+func outcome(err error) string {
 	if err == nil {
-		return http.StatusOK
+		return "ok"
 	}
-	return protocol.StatusOf(err)
+	return protocol.KindOf(err).String()
 }

@@ -1,7 +1,6 @@
 package bus
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -56,7 +55,7 @@ type StorageGuardConfig struct {
 }
 
 // StorageGuard tracks whether one store is full and says so on
-// protocol.SubjStorageStatus, so every gateway and runner refuses new work
+// protocol.StorageReports.Subject, so every gateway and runner refuses new work
 // at once instead of timing out on a write that cannot land. Its owner
 // starts and stops it; a nil guard ignores every call.
 type StorageGuard struct {
@@ -168,8 +167,7 @@ func (g *StorageGuard) publish(st protocol.StorageStatus) {
 	if g.nc == nil {
 		return
 	}
-	body, _ := json.Marshal(st)
-	if err := g.nc.Publish(protocol.SubjStorageStatus, body); err != nil {
+	if err := Publish(g.nc, protocol.StorageReports, st); err != nil {
 		g.cfg.Logger.Warn("publish storage status", "store", g.cfg.Source, "err", err)
 	}
 }
@@ -245,17 +243,16 @@ type storageReport struct {
 // subscription belongs to nc: draining nc ends it.
 func WatchStorage(nc *nats.Conn, onRecover func(source string)) (*StorageWatch, error) {
 	w := &StorageWatch{onRecover: onRecover, reports: map[string]storageReport{}}
-	sub, err := nc.Subscribe(protocol.SubjStorageStatus, w.onReport)
+	sub, err := Subscribe(nc, protocol.StorageReports, w.onReport)
 	if err != nil {
-		return nil, fmt.Errorf("bus: subscribe %s: %w", protocol.SubjStorageStatus, err)
+		return nil, err
 	}
 	w.sub = sub
 	return w, nil
 }
 
-func (w *StorageWatch) onReport(m *nats.Msg) {
-	var st protocol.StorageStatus
-	if err := json.Unmarshal(m.Data, &st); err != nil || st.Source == "" {
+func (w *StorageWatch) onReport(st protocol.StorageStatus) {
+	if st.Source == "" {
 		return
 	}
 	w.mu.Lock()

@@ -60,14 +60,14 @@ func TestClassify(t *testing.T) {
 	if !errors.Is(err, protocol.ErrStoreUnavailable) || !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("Classify(refused) = %v", err)
 	}
-	if e := protocol.AsError(err); e == nil || e.Status != 503 || e.Code != "STORE_UNAVAILABLE" {
+	if e := protocol.AsError(err); e == nil || e.Kind != protocol.Unavailable || e.Code != "STORE_UNAVAILABLE" {
 		t.Fatalf("classified error = %+v", e)
 	}
 	other := errors.New("boom")
 	if pgerr.Classify(other) != other {
 		t.Fatal("Classify changed an unrelated error")
 	}
-	kept := fmt.Errorf("x: %w (%w)", protocol.Errorf(404, "not found"), syscall.ECONNREFUSED)
+	kept := fmt.Errorf("x: %w (%w)", protocol.Errorf(protocol.NotFound, "not found"), syscall.ECONNREFUSED)
 	if pgerr.Classify(kept) != kept {
 		t.Fatal("Classify replaced an error that already has a kind")
 	}

@@ -2,49 +2,6 @@ package protocol
 
 import "encoding/json"
 
-// Command-service subjects beyond SubjCommandExecute.
-const (
-	// SubjCommandList lists the slash commands (CommandListRequest → CommandList).
-	SubjCommandList = "waggle.command.cmd.list"
-	// SubjCommandGroupRun queues a run of an agent group (GroupRunRequest →
-	// GroupJob, status "queued"); the command service then runs it.
-	SubjCommandGroupRun = "waggle.command.cmd.group.run"
-	// SubjCommandGroupJob reads a group run's state (GroupJobRequest → GroupJob).
-	SubjCommandGroupJob = "waggle.command.cmd.group.job"
-	// SubjCommandAgentsActive reports the running group-run members
-	// (Empty → ActiveAgents).
-	SubjCommandAgentsActive = "waggle.command.cmd.agents.active"
-)
-
-// Session-store subjects of the usage ledger, agent settings and agent groups.
-const (
-	// SubjStoreUsageReset restarts the ledger's totals; history is kept
-	// (Empty → UsageReset).
-	SubjStoreUsageReset = "waggle.store.cmd.usage.reset"
-	// SubjStoreModelGet reads the current agent model (Empty → AgentModel).
-	SubjStoreModelGet = "waggle.store.cmd.agent.model.get"
-	// SubjStoreModelSet sets the current agent model (AgentModel → AgentModel).
-	SubjStoreModelSet = "waggle.store.cmd.agent.model.set"
-
-	// SubjStoreGroupList lists agent groups (Empty → AgentGroupList).
-	SubjStoreGroupList = "waggle.store.cmd.group.list"
-	// SubjStoreGroupGet reads one agent group (AgentGroupRef → AgentGroup);
-	// 404 "Group not found" when unknown.
-	SubjStoreGroupGet = "waggle.store.cmd.group.get"
-	// SubjStoreGroupCreate validates and stores a new group (AgentGroupWrite → AgentGroup).
-	SubjStoreGroupCreate = "waggle.store.cmd.group.create"
-	// SubjStoreGroupUpdate validates and applies a partial update
-	// (AgentGroupWrite → AgentGroup); 404 when unknown.
-	SubjStoreGroupUpdate = "waggle.store.cmd.group.update"
-	// SubjStoreGroupDelete deletes a group (AgentGroupRef → Deleted); 404 when unknown.
-	SubjStoreGroupDelete = "waggle.store.cmd.group.delete"
-)
-
-// BucketGroupJobs is the KV bucket holding agent-group run jobs, keyed by
-// job id, so any command service or gateway can report a run's progress and
-// a restart loses none.
-const BucketGroupJobs = "waggle_group_jobs"
-
 // DefaultAgentModel is the agent model until one is set.
 const DefaultAgentModel = "claude-sonnet-4-6"
 

@@ -1,11 +1,5 @@
 package protocol
 
-// SubjAgentRun starts a one-shot retrieval run (contract §8,
-// POST /api/agent/run) on a turn runner: AgentRunRequest → TurnStarted.
-// Its events go to TurnEvents(TurnID) like a chat turn's, with the run's
-// own names (AgentRunEvent*); only EventDone ends the stream.
-const SubjAgentRun = "waggle.turn.cmd.agentrun"
-
 // Event names of a retrieval run (contract §8).
 const (
 	AgentRunEventStarted   = "started"

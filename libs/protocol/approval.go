@@ -2,41 +2,6 @@ package protocol
 
 import "encoding/json"
 
-// Approval-service subjects (request/reply). The service owns the grant
-// store and the pending approvals in BucketApprovals; turn runners ask it
-// whether a tool call may run and watch the pending entry for the
-// decision; gateways resolve and list through it.
-const (
-	// SubjApprovalCheck decides whether one tool call may run
-	// (ApprovalCheckRequest → ApprovalCheckReply). When a human must decide,
-	// the pending entry is already durable in BucketApprovals when the reply
-	// arrives.
-	SubjApprovalCheck = "waggle.approval.cmd.check"
-	// SubjApprovalDecide records a human decision from the HTTP API
-	// (ApprovalDecideRequest → ApprovalDecideReply): 404 when nothing is
-	// pending under the id, 409 when it was already decided.
-	SubjApprovalDecide = "waggle.approval.cmd.decide"
-	// SubjApprovalResolve ends one pending approval without a human: the
-	// runner's deadline passed or its turn was cancelled
-	// (ApprovalResolveRequest → ApprovalResolveReply). A decision that won
-	// first is kept and returned.
-	SubjApprovalResolve = "waggle.approval.cmd.resolve"
-	// SubjApprovalCancelTurn denies every still-pending approval of one turn
-	// (ApprovalCancelTurnRequest → ApprovalCancelTurnReply).
-	SubjApprovalCancelTurn = "waggle.approval.cmd.cancelturn"
-	// SubjApprovalPending lists what waits for a human, from every runner
-	// (Empty → ApprovalPendingReply).
-	SubjApprovalPending = "waggle.approval.cmd.pending"
-	// SubjApprovalGrants lists the live grants, newest first
-	// (Empty → ApprovalGrantsReply).
-	SubjApprovalGrants = "waggle.approval.cmd.grants.list"
-	// SubjApprovalRevoke removes one grant (ApprovalRevokeRequest → Empty);
-	// 404 when there is none.
-	SubjApprovalRevoke = "waggle.approval.cmd.grants.revoke"
-	// SubjApprovalClear removes every grant (Empty → Empty).
-	SubjApprovalClear = "waggle.approval.cmd.grants.clear"
-)
-
 // Gate actions of an ApprovalCheckReply.
 const (
 	// ApprovalRun lets the call run now (after emitting Step, if any).

@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"net/http"
 	"strings"
 	"time"
 )
@@ -17,20 +16,6 @@ import (
 // and the turn's own events (tokens streamed so far and the internal
 // checkpoint events below). At most one turn per session runs at a time:
 // the turn holding the session's entry in BucketSessionLocks.
-const (
-	// BucketTurnLeases holds one TurnLease per accepted, unfinished turn,
-	// keyed by turn id. The entry is deleted once the turn's terminal event
-	// is stored.
-	BucketTurnLeases = "waggle_turn_leases"
-	// BucketSessionLocks holds one SessionLock per session that has a turn
-	// running, keyed by SessionLockKey. A lock is held while the turn it
-	// names has a lease: a lock naming a turn without one is free.
-	BucketSessionLocks = "waggle_session_locks"
-	// BucketRunners holds one RunnerBeat per live turn runner, keyed by
-	// runner id and rewritten every LeaseHeartbeat: one write per runner,
-	// however many turns it runs, is what keeps all of its leases alive.
-	BucketRunners = "waggle_runners"
-)
 
 // RunnerBeat is the value of a runner's entry in BucketRunners.
 type RunnerBeat struct {
@@ -109,8 +94,8 @@ const (
 const CodeSessionBusy = "SESSION_BUSY"
 
 // ErrSessionBusy is the start-request answer for MultitaskReject when the
-// session has a turn running (409 before any stream starts).
-var ErrSessionBusy = &Error{Status: http.StatusConflict, Message: "This session already has a turn running.", Code: CodeSessionBusy}
+// session has a turn running (Conflict, before any stream starts).
+var ErrSessionBusy = &Error{Kind: Conflict, Message: "This session already has a turn running.", Code: CodeSessionBusy}
 
 // TurnEndMsgID is the Nats-Msg-Id of a turn's terminal event. Runners and
 // gateways (OrphanCheck) use it, so a turn gets one terminal event even if

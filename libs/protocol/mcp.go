@@ -2,18 +2,6 @@ package protocol
 
 import "strings"
 
-// MCP (Model Context Protocol) tool servers. Every turn runner keeps its own
-// connections to the servers configured in config.json and workspace.json;
-// the gateway asks any one of them for their state.
-const (
-	// ServiceMCP is the micro service every turn runner's MCP manager
-	// registers (one queue group: any runner answers).
-	ServiceMCP = "waggle-mcp"
-	// SubjMCPServers lists the MCP servers a workspace's turns can use, with
-	// their state and tools (MCPServersRequest → MCPServersReply).
-	SubjMCPServers = "waggle.mcp.cmd.servers"
-)
-
 // MCPToolPrefix starts the name of every MCP tool offered to the model:
 // mcp__<server>__<tool>.
 const MCPToolPrefix = "mcp__"

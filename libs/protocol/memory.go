@@ -1,29 +1,5 @@
 package protocol
 
-// Memory frames: the personal mind and one mind per workspace, owned by the
-// session store (docs/memory.md). SubjStoreMemorySave and
-// SubjStoreMemorySearch (subjects.go) are the agent's view of them; the
-// subjects below serve the /api/memory routes.
-const (
-	// SubjMemoryFrames lists recent frames of the personal and a workspace
-	// mind (MemoryFramesRequest → MemoryFramesReply).
-	SubjMemoryFrames = "waggle.store.cmd.memory.frames"
-	// SubjMemoryAdd stores one frame (MemoryAddRequest → MemoryAddReply).
-	SubjMemoryAdd = "waggle.store.cmd.memory.add"
-	// SubjMemoryUpdate edits a frame (MemoryUpdateRequest → MemoryFrameReply).
-	SubjMemoryUpdate = "waggle.store.cmd.memory.update"
-	// SubjMemoryDelete deletes a frame (MemoryFrameRequest → MemoryFrameReply).
-	SubjMemoryDelete = "waggle.store.cmd.memory.delete"
-	// SubjMemoryAccess counts one access of a frame (MemoryFrameRequest →
-	// MemoryFrameReply).
-	SubjMemoryAccess = "waggle.store.cmd.memory.access"
-	// SubjMemoryQuery is the hybrid search of the API (MemoryQueryRequest →
-	// MemoryFramesReply).
-	SubjMemoryQuery = "waggle.store.cmd.memory.query"
-	// SubjMemoryStats counts frames (MemoryStatsRequest → MemoryStats).
-	SubjMemoryStats = "waggle.store.cmd.memory.stats"
-)
-
 // Frame importances, as the original's.
 const (
 	ImportanceCritical   = "critical"

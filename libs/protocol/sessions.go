@@ -2,39 +2,6 @@ package protocol
 
 import "encoding/json"
 
-// Workspace and sessions API subjects (contract §6): request/reply
-// endpoints of the session store, under SubjStorePrefix.
-const (
-	// SubjWorkspaceList lists every workspace (Empty → WorkspaceListReply).
-	SubjWorkspaceList = "waggle.store.cmd.workspace.list"
-	// SubjWorkspaceDoc reads one workspace's whole config, unknown fields
-	// included (WorkspaceRequest → WorkspaceDocReply).
-	SubjWorkspaceDoc = "waggle.store.cmd.workspace.doc"
-	// SubjWorkspaceCreate creates a workspace (WorkspaceCreateRequest → WorkspaceDocReply).
-	SubjWorkspaceCreate = "waggle.store.cmd.workspace.create"
-	// SubjWorkspaceUpdate merges fields into a workspace (WorkspaceUpdateRequest → WorkspaceDocReply).
-	SubjWorkspaceUpdate = "waggle.store.cmd.workspace.update"
-	// SubjWorkspaceDelete removes a workspace and its sessions (WorkspaceRequest → DeletedReply).
-	SubjWorkspaceDelete = "waggle.store.cmd.workspace.delete"
-
-	// SubjSessionList lists a workspace's sessions (SessionListRequest → SessionListReply).
-	SubjSessionList = "waggle.store.cmd.session.list"
-	// SubjSessionSearch searches a workspace's sessions (SessionSearchRequest → SessionSearchReply).
-	SubjSessionSearch = "waggle.store.cmd.session.search"
-	// SubjSessionExport renders a session as Markdown (SessionRef → SessionExportReply).
-	SubjSessionExport = "waggle.store.cmd.session.export"
-	// SubjSessionTimeline lists a session's tool calls (SessionRef → SessionTimelineReply).
-	SubjSessionTimeline = "waggle.store.cmd.session.timeline"
-	// SubjSessionCreate creates an empty session (SessionCreateRequest → SessionInfo).
-	SubjSessionCreate = "waggle.store.cmd.session.create"
-	// SubjSessionRename sets a session's title (SessionRenameRequest → SessionRenameReply).
-	SubjSessionRename = "waggle.store.cmd.session.rename"
-	// SubjSessionDelete deletes a session file and evicts its caches (SessionLocator → DeletedReply).
-	SubjSessionDelete = "waggle.store.cmd.session.delete"
-	// SubjSessionSummary builds a session's post-session summary (SessionLocator → SessionSummary).
-	SubjSessionSummary = "waggle.store.cmd.session.summary"
-)
-
 // WorkspaceListReply answers SubjWorkspaceList, oldest workspace first.
 type WorkspaceListReply struct {
 	Workspaces []json.RawMessage `json:"workspaces"`

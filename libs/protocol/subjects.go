@@ -1,68 +1,29 @@
 package protocol
 
+// This file is the one table of the bus: every service, request/reply
+// endpoint, event subject, stream and bucket. An Endpoint ties its subject
+// to its request and reply types, so bus.Call and bus.Handle with the wrong
+// types do not compile.
+//
 // Subject scheme: waggle.<domain>.<kind>.<name>[.<id>], where kind is
-// "cmd" (request/reply), "evt" (a published fact) or "ctl" (a control
-// message addressed to the owner of one turn). IDs that appear in subjects
-// must pass ValidID first.
-const (
-	// SubjectPrefix is the root of every Waggle subject.
-	SubjectPrefix = "waggle"
+// "cmd" (request/reply), "evt" (a published fact), "bcast" (a command to
+// every instance) or "ctl" (a control message addressed to the owner of one
+// turn). IDs that appear in subjects must pass ValidID first.
 
-	// SubjTurnStart asks a turn runner to start a chat turn (TurnRequest →
-	// TurnStarted). Runners answer as one queue group.
-	SubjTurnStart = "waggle.turn.cmd.start"
-	// SubjTurnEventsAll matches the events of every turn; the turn stream
-	// captures it.
-	SubjTurnEventsAll = "waggle.turn.evt.>"
-	// SubjTurnControlAll matches the control subjects of every turn.
-	SubjTurnControlAll = "waggle.turn.ctl.*"
-	// SubjTurnAbortWorkspace asks every runner to cancel the running turns
-	// of one workspace (AbortWorkspace), for POST /api/agent/abort.
-	SubjTurnAbortWorkspace = "waggle.turn.bcast.abort"
+// Endpoint is one request/reply endpoint: Req is what callers send, Rep
+// what the service answers. Name is the endpoint's name in micro discovery
+// and in metrics; Service is the micro service that serves it.
+type Endpoint[Req, Rep any] struct {
+	Service string
+	Name    string
+	Subject string
+}
 
-	// SubjStoreHistory reads a session's history (HistoryRequest → HistoryReply).
-	SubjStoreHistory = "waggle.store.cmd.history"
-	// SubjStoreAppend appends a message or tool event to a session (AppendRequest → AppendReply).
-	SubjStoreAppend = "waggle.store.cmd.append"
-	// SubjStoreClear evicts every cached copy of a session's history (ClearRequest → ClearReply).
-	SubjStoreClear = "waggle.store.cmd.clear"
-	// SubjStoreMemorySave stores a workspace memory (MemorySaveRequest → MemorySaveReply).
-	SubjStoreMemorySave = "waggle.store.cmd.memory.save"
-	// SubjStoreMemorySearch searches workspace memories (MemorySearchRequest → MemorySearchReply).
-	SubjStoreMemorySearch = "waggle.store.cmd.memory.search"
-	// SubjStoreUsageRecord adds one turn's token usage to the ledger (UsageRecord → Empty).
-	SubjStoreUsageRecord = "waggle.store.cmd.usage.record"
-	// SubjStoreUsageSummary totals the usage ledger (UsageSummaryRequest → UsageSummary).
-	SubjStoreUsageSummary = "waggle.store.cmd.usage.summary"
-	// SubjStoreWorkspaceGet reads one workspace's config (WorkspaceRequest → Workspace).
-	SubjStoreWorkspaceGet = "waggle.store.cmd.workspace.get"
-	// SubjStorePrefix is the prefix of every session-store command; services
-	// added later (sessions API, agent groups) put their endpoints under it.
-	SubjStorePrefix = "waggle.store.cmd."
-	// SubjSessionEvicted is published by the store after a session's caches
-	// were dropped (SessionEvicted); every process that caches a session's
-	// history listens and drops its copy.
-	SubjSessionEvicted = "waggle.store.evt.evicted"
-
-	// SubjApprovalPrefix is the prefix of every approval-service command.
-	SubjApprovalPrefix = "waggle.approval.cmd."
-	// SubjApprovalEventsPrefix is the prefix of approval facts (decisions).
-	SubjApprovalEventsPrefix = "waggle.approval.evt."
-
-	// SubjCommandPrefix is the prefix of every command-service request.
-	SubjCommandPrefix = "waggle.command.cmd."
-	// SubjCommandExecute runs one slash command (CommandRequest → CommandReply).
-	SubjCommandExecute = "waggle.command.cmd.execute"
-)
-
-// JetStream streams and key-value buckets.
-const (
-	// StreamTurns holds the events of every turn (subjects SubjTurnEventsAll).
-	// Its sequence numbers are the SSE event ids.
-	StreamTurns = "WAGGLE_TURNS"
-	// BucketApprovals holds pending approvals, keyed by request id.
-	BucketApprovals = "waggle_approvals"
-)
+// Event is a subject on which facts of type T are published to whoever
+// listens (core NATS: a listener that is not there misses them).
+type Event[T any] struct {
+	Subject string
+}
 
 // Micro service names, one per service target.
 const (
@@ -70,6 +31,231 @@ const (
 	ServiceSessionStore = "waggle-sessionstore"
 	ServiceApproval     = "waggle-approval"
 	ServiceCommand      = "waggle-command"
+	// ServiceMCP is the micro service every turn runner's MCP manager
+	// registers (one queue group: any runner answers).
+	ServiceMCP = "waggle-mcp"
+)
+
+// Turn runner.
+var (
+	// StartTurn asks a turn runner to start a chat turn. Runners answer as
+	// one queue group.
+	StartTurn = Endpoint[TurnRequest, TurnStarted]{ServiceTurnRunner, "start", "waggle.turn.cmd.start"}
+	// StartAgentRun starts a one-shot retrieval run (contract §8,
+	// POST /api/agent/run). Its events go to TurnEvents(TurnID) like a chat
+	// turn's, with the run's own names (AgentRunEvent*); only EventDone
+	// ends the stream.
+	StartAgentRun = Endpoint[AgentRunRequest, TurnStarted]{ServiceTurnRunner, "agentrun", "waggle.turn.cmd.agentrun"}
+	// ListMCPServers lists the MCP servers a workspace's turns can use,
+	// with their state and tools.
+	ListMCPServers = Endpoint[MCPServersRequest, MCPServersReply]{ServiceMCP, "servers", "waggle.mcp.cmd.servers"}
+)
+
+// Session store: histories, workspaces and sessions (contract §6).
+var (
+	// ReadHistory reads a session's history.
+	ReadHistory = Endpoint[HistoryRequest, HistoryReply]{ServiceSessionStore, "history", "waggle.store.cmd.history"}
+	// AppendToSession appends a message or tool event to a session.
+	AppendToSession = Endpoint[AppendRequest, AppendReply]{ServiceSessionStore, "append", "waggle.store.cmd.append"}
+	// EvictSession evicts every cached copy of a session's history.
+	EvictSession = Endpoint[ClearRequest, ClearReply]{ServiceSessionStore, "clear", "waggle.store.cmd.clear"}
+	// GetWorkspace reads one workspace's config.
+	GetWorkspace = Endpoint[WorkspaceRequest, Workspace]{ServiceSessionStore, "workspace-get", "waggle.store.cmd.workspace.get"}
+	// ListWorkspaces lists every workspace.
+	ListWorkspaces = Endpoint[Empty, WorkspaceListReply]{ServiceSessionStore, "workspace-list", "waggle.store.cmd.workspace.list"}
+	// GetWorkspaceDoc reads one workspace's whole config, unknown fields
+	// included.
+	GetWorkspaceDoc = Endpoint[WorkspaceRequest, WorkspaceDocReply]{ServiceSessionStore, "workspace-doc", "waggle.store.cmd.workspace.doc"}
+	// CreateWorkspace creates a workspace.
+	CreateWorkspace = Endpoint[WorkspaceCreateRequest, WorkspaceDocReply]{ServiceSessionStore, "workspace-create", "waggle.store.cmd.workspace.create"}
+	// UpdateWorkspace merges fields into a workspace.
+	UpdateWorkspace = Endpoint[WorkspaceUpdateRequest, WorkspaceDocReply]{ServiceSessionStore, "workspace-update", "waggle.store.cmd.workspace.update"}
+	// DeleteWorkspace removes a workspace and its sessions.
+	DeleteWorkspace = Endpoint[WorkspaceRequest, DeletedReply]{ServiceSessionStore, "workspace-delete", "waggle.store.cmd.workspace.delete"}
+	// ListSessions lists a workspace's sessions.
+	ListSessions = Endpoint[SessionListRequest, SessionListReply]{ServiceSessionStore, "session-list", "waggle.store.cmd.session.list"}
+	// SearchSessions searches a workspace's sessions.
+	SearchSessions = Endpoint[SessionSearchRequest, SessionSearchReply]{ServiceSessionStore, "session-search", "waggle.store.cmd.session.search"}
+	// ExportSession renders a session as Markdown.
+	ExportSession = Endpoint[SessionRef, SessionExportReply]{ServiceSessionStore, "session-export", "waggle.store.cmd.session.export"}
+	// GetTimeline lists a session's tool calls.
+	GetTimeline = Endpoint[SessionRef, SessionTimelineReply]{ServiceSessionStore, "session-timeline", "waggle.store.cmd.session.timeline"}
+	// CreateSession creates an empty session.
+	CreateSession = Endpoint[SessionCreateRequest, SessionInfo]{ServiceSessionStore, "session-create", "waggle.store.cmd.session.create"}
+	// RenameSession sets a session's title.
+	RenameSession = Endpoint[SessionRenameRequest, SessionRenameReply]{ServiceSessionStore, "session-rename", "waggle.store.cmd.session.rename"}
+	// DeleteSession deletes a session file and evicts its caches.
+	DeleteSession = Endpoint[SessionLocator, DeletedReply]{ServiceSessionStore, "session-delete", "waggle.store.cmd.session.delete"}
+	// SummarizeSession builds a session's post-session summary.
+	SummarizeSession = Endpoint[SessionLocator, SessionSummary]{ServiceSessionStore, "session-summary", "waggle.store.cmd.session.summary"}
+)
+
+// Session store: usage ledger, agent settings, agent groups, workflows.
+var (
+	// RecordUsage adds one turn's token usage to the ledger.
+	RecordUsage = Endpoint[UsageRecord, Empty]{ServiceSessionStore, "usage-record", "waggle.store.cmd.usage.record"}
+	// SummarizeUsage totals the usage ledger.
+	SummarizeUsage = Endpoint[UsageSummaryRequest, UsageSummary]{ServiceSessionStore, "usage-summary", "waggle.store.cmd.usage.summary"}
+	// ResetUsage restarts the ledger's totals; history is kept.
+	ResetUsage = Endpoint[Empty, UsageReset]{ServiceSessionStore, "usage-reset", "waggle.store.cmd.usage.reset"}
+	// GetModel reads the current agent model.
+	GetModel = Endpoint[Empty, AgentModel]{ServiceSessionStore, "model-get", "waggle.store.cmd.agent.model.get"}
+	// SetModel sets the current agent model.
+	SetModel = Endpoint[AgentModel, AgentModel]{ServiceSessionStore, "model-set", "waggle.store.cmd.agent.model.set"}
+	// ListGroups lists agent groups.
+	ListGroups = Endpoint[Empty, AgentGroupList]{ServiceSessionStore, "group-list", "waggle.store.cmd.group.list"}
+	// GetGroup reads one agent group; NotFound "Group not found" when unknown.
+	GetGroup = Endpoint[AgentGroupRef, AgentGroup]{ServiceSessionStore, "group-get", "waggle.store.cmd.group.get"}
+	// CreateGroup validates and stores a new group.
+	CreateGroup = Endpoint[AgentGroupWrite, AgentGroup]{ServiceSessionStore, "group-create", "waggle.store.cmd.group.create"}
+	// UpdateGroup validates and applies a partial update; NotFound when unknown.
+	UpdateGroup = Endpoint[AgentGroupWrite, AgentGroup]{ServiceSessionStore, "group-update", "waggle.store.cmd.group.update"}
+	// DeleteGroup deletes a group; NotFound when unknown.
+	DeleteGroup = Endpoint[AgentGroupRef, Deleted]{ServiceSessionStore, "group-delete", "waggle.store.cmd.group.delete"}
+	// ObserveWorkflow records one turn's tool sequence and says whether it
+	// completed a pattern not reported before.
+	ObserveWorkflow = Endpoint[WorkflowObserveRequest, WorkflowObserveReply]{ServiceSessionStore, "workflow-observe", "waggle.store.cmd.workflow.observe"}
+	// ListWorkflows lists a workspace's captured patterns, oldest first.
+	ListWorkflows = Endpoint[WorkspaceRequest, WorkflowList]{ServiceSessionStore, "workflow-list", "waggle.store.cmd.workflow.list"}
+)
+
+// Session store: memory frames, the personal mind and one mind per
+// workspace (docs/memory.md). SaveMemory and SearchMemory are the agent's
+// view of them; the rest serve the /api/memory routes.
+var (
+	// SaveMemory stores a workspace memory for the agent.
+	SaveMemory = Endpoint[MemorySaveRequest, MemorySaveReply]{ServiceSessionStore, "memory-save", "waggle.store.cmd.memory.save"}
+	// SearchMemory searches workspace memories for the agent.
+	SearchMemory = Endpoint[MemorySearchRequest, MemorySearchReply]{ServiceSessionStore, "memory-search", "waggle.store.cmd.memory.search"}
+	// ListFrames lists recent frames of the personal and a workspace mind.
+	ListFrames = Endpoint[MemoryFramesRequest, MemoryFramesReply]{ServiceSessionStore, "memory-frames", "waggle.store.cmd.memory.frames"}
+	// AddFrame stores one frame.
+	AddFrame = Endpoint[MemoryAddRequest, MemoryAddReply]{ServiceSessionStore, "memory-add", "waggle.store.cmd.memory.add"}
+	// UpdateFrame edits a frame.
+	UpdateFrame = Endpoint[MemoryUpdateRequest, MemoryFrameReply]{ServiceSessionStore, "memory-update", "waggle.store.cmd.memory.update"}
+	// DeleteFrame deletes a frame.
+	DeleteFrame = Endpoint[MemoryFrameRequest, MemoryFrameReply]{ServiceSessionStore, "memory-delete", "waggle.store.cmd.memory.delete"}
+	// AccessFrame counts one access of a frame.
+	AccessFrame = Endpoint[MemoryFrameRequest, MemoryFrameReply]{ServiceSessionStore, "memory-access", "waggle.store.cmd.memory.access"}
+	// QueryMemory is the hybrid search of the API.
+	QueryMemory = Endpoint[MemoryQueryRequest, MemoryFramesReply]{ServiceSessionStore, "memory-query", "waggle.store.cmd.memory.query"}
+	// CountFrames counts frames.
+	CountFrames = Endpoint[MemoryStatsRequest, MemoryStats]{ServiceSessionStore, "memory-stats", "waggle.store.cmd.memory.stats"}
+)
+
+// Session store: team servers (identity, authorization, governance and the
+// teams admin API, on PostgreSQL). A request whose Actor is empty comes from
+// a trusted bus client (the operator CLI); the gateway always fills Actor
+// with the authenticated user.
+var (
+	// Authenticate checks a bearer token and, when a workspace is named,
+	// the user's right to act on it: Unauthenticated INVALID_TOKEN,
+	// NotFound for a workspace outside the user's teams, Forbidden
+	// VIEWER_READ_ONLY / FORBIDDEN for a role too low.
+	Authenticate = Endpoint[AuthenticateRequest, AuthenticateReply]{ServiceSessionStore, "teams-authenticate", "waggle.teams.cmd.authenticate"}
+	// Authorize checks a known user's right to act on a workspace or team,
+	// with the same errors.
+	Authorize = Endpoint[AuthorizeRequest, AuthorizeReply]{ServiceSessionStore, "teams-authorize", "waggle.teams.cmd.authorize"}
+	// GetToolPolicy returns the tools blocked for a user in a workspace.
+	GetToolPolicy = Endpoint[ToolPolicyRequest, ToolPolicy]{ServiceSessionStore, "teams-tools", "waggle.teams.cmd.tools"}
+	// CreateTeam creates a team.
+	CreateTeam = Endpoint[TeamCreateRequest, Team]{ServiceSessionStore, "teams-create", "waggle.teams.cmd.team.create"}
+	// ListTeams lists the actor's teams, every team for the operator.
+	ListTeams = Endpoint[TeamListRequest, TeamListReply]{ServiceSessionStore, "teams-list", "waggle.teams.cmd.team.list"}
+	// GetTeam reads a team with its members and policies.
+	GetTeam = Endpoint[TeamRef, TeamDetail]{ServiceSessionStore, "teams-get", "waggle.teams.cmd.team.get"}
+	// UpdateTeam changes a team's name or settings.
+	UpdateTeam = Endpoint[TeamUpdateRequest, Team]{ServiceSessionStore, "teams-update", "waggle.teams.cmd.team.update"}
+	// DeleteTeam deletes a team, its members and policies.
+	DeleteTeam = Endpoint[TeamRef, DeletedReply]{ServiceSessionStore, "teams-delete", "waggle.teams.cmd.team.delete"}
+	// PutMember adds a member or sets a member's role, creating the user
+	// when it does not exist.
+	PutMember = Endpoint[MemberPutRequest, TeamMember]{ServiceSessionStore, "teams-member-put", "waggle.teams.cmd.member.put"}
+	// RemoveMember removes a member.
+	RemoveMember = Endpoint[MemberRef, DeletedReply]{ServiceSessionStore, "teams-member-remove", "waggle.teams.cmd.member.remove"}
+	// SetPolicy replaces the blocked tools of one role of a team.
+	SetPolicy = Endpoint[PolicySetRequest, TeamPolicy]{ServiceSessionStore, "teams-policy-set", "waggle.teams.cmd.policy.set"}
+	// CreateToken issues a token.
+	CreateToken = Endpoint[TokenCreateRequest, TokenCreated]{ServiceSessionStore, "teams-token-create", "waggle.teams.cmd.token.create"}
+	// ListTokens lists a user's tokens, never their secrets.
+	ListTokens = Endpoint[TokenListRequest, TokenListReply]{ServiceSessionStore, "teams-token-list", "waggle.teams.cmd.token.list"}
+	// RevokeToken revokes a token at once.
+	RevokeToken = Endpoint[TokenRevokeRequest, TokenInfo]{ServiceSessionStore, "teams-token-revoke", "waggle.teams.cmd.token.revoke"}
+)
+
+// Approval service. It owns the grant store and the pending approvals in
+// BucketApprovals; turn runners ask it whether a tool call may run and wait
+// for the decision; gateways resolve and list through it.
+var (
+	// CheckApproval decides whether one tool call may run. When a human
+	// must decide, the pending entry is already durable in BucketApprovals
+	// when the reply arrives.
+	CheckApproval = Endpoint[ApprovalCheckRequest, ApprovalCheckReply]{ServiceApproval, "check", "waggle.approval.cmd.check"}
+	// DecideApproval records a human decision from the HTTP API: NotFound
+	// when nothing is pending under the id, Conflict when it was already
+	// decided.
+	DecideApproval = Endpoint[ApprovalDecideRequest, ApprovalDecideReply]{ServiceApproval, "decide", "waggle.approval.cmd.decide"}
+	// ResolveApproval ends one pending approval without a human: the
+	// runner's deadline passed or its turn was cancelled. A decision that
+	// won first is kept and returned.
+	ResolveApproval = Endpoint[ApprovalResolveRequest, ApprovalResolveReply]{ServiceApproval, "resolve", "waggle.approval.cmd.resolve"}
+	// CancelTurnApprovals denies every still-pending approval of one turn.
+	CancelTurnApprovals = Endpoint[ApprovalCancelTurnRequest, ApprovalCancelTurnReply]{ServiceApproval, "cancelturn", "waggle.approval.cmd.cancelturn"}
+	// ListPendingApprovals lists what waits for a human, from every runner.
+	ListPendingApprovals = Endpoint[Empty, ApprovalPendingReply]{ServiceApproval, "pending", "waggle.approval.cmd.pending"}
+	// ListGrants lists the live grants, newest first.
+	ListGrants = Endpoint[Empty, ApprovalGrantsReply]{ServiceApproval, "grants", "waggle.approval.cmd.grants.list"}
+	// RevokeGrant removes one grant; NotFound when there is none.
+	RevokeGrant = Endpoint[ApprovalRevokeRequest, Empty]{ServiceApproval, "revoke", "waggle.approval.cmd.grants.revoke"}
+	// ClearGrants removes every grant.
+	ClearGrants = Endpoint[Empty, Empty]{ServiceApproval, "clear", "waggle.approval.cmd.grants.clear"}
+)
+
+// Command service.
+var (
+	// ExecuteCommand runs one slash command.
+	ExecuteCommand = Endpoint[CommandRequest, CommandReply]{ServiceCommand, "execute", "waggle.command.cmd.execute"}
+	// ListCommands lists the slash commands.
+	ListCommands = Endpoint[CommandListRequest, CommandList]{ServiceCommand, "list", "waggle.command.cmd.list"}
+	// RunGroup queues a run of an agent group (the job comes back with
+	// status "queued"); the command service then runs it.
+	RunGroup = Endpoint[GroupRunRequest, GroupJob]{ServiceCommand, "group-run", "waggle.command.cmd.group.run"}
+	// GetGroupJob reads a group run's state.
+	GetGroupJob = Endpoint[GroupJobRequest, GroupJob]{ServiceCommand, "group-job", "waggle.command.cmd.group.job"}
+	// ListActiveAgents reports the running group-run members.
+	ListActiveAgents = Endpoint[Empty, ActiveAgents]{ServiceCommand, "agents-active", "waggle.command.cmd.agents.active"}
+)
+
+// Events and broadcasts.
+var (
+	// SessionEvictions is published by the store after a session's caches
+	// were dropped; every process that caches a session's history listens
+	// and drops its copy.
+	SessionEvictions = Event[SessionEvicted]{"waggle.store.evt.evicted"}
+	// PolicyChanges is published after a team's policies or settings
+	// changed; every process caching tool policies drops that team's
+	// entries.
+	PolicyChanges = Event[TeamPolicyChanged]{"waggle.teams.evt.policy-changed"}
+	// StorageReports carries storage-fault reports. A process whose disk
+	// (or JetStream store) is full says so, so gateways and runners refuse
+	// new work at once (StorageFull) instead of timing out on a write that
+	// cannot land. A reporter publishes one every StorageReportInterval
+	// while its store is full and one when it recovers; a full report not
+	// repeated within StorageReportTTL is stale (its reporter died or
+	// recovered unheard).
+	StorageReports = Event[StorageStatus]{"waggle.storage.evt.status"}
+	// WorkspaceAborts asks every runner to cancel the running turns of one
+	// workspace, for POST /api/agent/abort.
+	WorkspaceAborts = Event[AbortWorkspace]{"waggle.turn.bcast.abort"}
+)
+
+// Turn subjects.
+const (
+	// SubjTurnEventsAll matches the events of every turn; the turn stream
+	// captures it.
+	SubjTurnEventsAll = "waggle.turn.evt.>"
+	// SubjTurnControlAll matches the control subjects of every turn.
+	SubjTurnControlAll = "waggle.turn.ctl.*"
 )
 
 // TurnEvents is the subject a turn's events are published on.
@@ -84,20 +270,56 @@ func TurnIDOfEvent(subject string) string {
 	return subject[len(prefix):]
 }
 
-// TurnControl is the subject that addresses the runner of one turn.
+// TurnControl is the subject that addresses the runner of one turn
+// (TurnControlMsg).
 func TurnControl(turnID string) string { return "waggle.turn.ctl." + turnID }
 
-// HeaderEvent carries the SSE event name of a turn event; the body is the
-// event's JSON data, relayed to the client unchanged.
-const HeaderEvent = "Waggle-Event"
+// PingSubject is the micro discovery subject every instance of a service
+// answers a PING on.
+func PingSubject(service string) string { return "$SRV.PING." + service }
 
-// HeaderEventNum numbers a turn's events 1, 2, 3, … in the order its
-// runner published them (a runner taking a turn over continues the
-// count). The stream keeps a bounded window of events, so a relay that
-// finds a number missing knows events were discarded before it read them
-// and tells its client (EventStreamGap) instead of skipping silently.
-const HeaderEventNum = "Waggle-N"
+// JetStream streams and key-value buckets.
+const (
+	// StreamTurns holds the events of every turn (subjects SubjTurnEventsAll).
+	// Its sequence numbers are the SSE event ids.
+	StreamTurns = "WAGGLE_TURNS"
+	// BucketApprovals holds pending approvals, keyed by request id.
+	BucketApprovals = "waggle_approvals"
+	// BucketSingletons holds the leases of services that must run as a
+	// single instance per cluster (the JSONL session store, the grant
+	// file's owner).
+	BucketSingletons = "waggle_singletons"
+	// BucketTurnLeases holds one TurnLease per accepted, unfinished turn,
+	// keyed by turn id. The entry is deleted once the turn's terminal event
+	// is stored.
+	BucketTurnLeases = "waggle_turn_leases"
+	// BucketSessionLocks holds one SessionLock per session that has a turn
+	// running, keyed by SessionLockKey. A lock is held while the turn it
+	// names has a lease: a lock naming a turn without one is free.
+	BucketSessionLocks = "waggle_session_locks"
+	// BucketRunners holds one RunnerBeat per live turn runner, keyed by
+	// runner id and rewritten every LeaseHeartbeat: one write per runner,
+	// however many turns it runs, is what keeps all of its leases alive.
+	BucketRunners = "waggle_runners"
+	// BucketGroupJobs holds agent-group run jobs, keyed by job id, so any
+	// command service or gateway can report a run's progress and a restart
+	// loses none.
+	BucketGroupJobs = "waggle_group_jobs"
+	// BucketRateLimits is where the gateways share their rate-limit
+	// windows (team-server mode).
+	BucketRateLimits = "waggle_ratelimits"
+)
 
-// BucketSingletons holds the leases of services that must run as a single
-// instance per cluster (the JSONL session store, the grant file's owner).
-const BucketSingletons = "waggle_singletons"
+// Message headers.
+const (
+	// HeaderEvent carries the SSE event name of a turn event; the body is
+	// the event's JSON data, relayed to the client unchanged.
+	HeaderEvent = "Waggle-Event"
+	// HeaderEventNum numbers a turn's events 1, 2, 3, … in the order its
+	// runner published them (a runner taking a turn over continues the
+	// count). The stream keeps a bounded window of events, so a relay that
+	// finds a number missing knows events were discarded before it read
+	// them and tells its client (EventStreamGap) instead of skipping
+	// silently.
+	HeaderEventNum = "Waggle-N"
+)

@@ -2,65 +2,6 @@ package protocol
 
 import "time"
 
-// Team-server subjects (issue 8): identity, authorization, governance and
-// the teams admin API, served by the session store's teams package on
-// PostgreSQL. A request whose Actor is empty comes from a trusted bus
-// client (the operator CLI); the gateway always fills Actor with the
-// authenticated user.
-const (
-	// SubjTeamsPrefix is the prefix of every teams command.
-	SubjTeamsPrefix = "waggle.teams.cmd."
-
-	// SubjTeamsAuthenticate checks a bearer token and, when a workspace is
-	// named, the user's right to act on it (AuthenticateRequest →
-	// AuthenticateReply). 401 INVALID_TOKEN, 404 for a workspace outside
-	// the user's teams, 403 VIEWER_READ_ONLY / FORBIDDEN for a role too low.
-	SubjTeamsAuthenticate = "waggle.teams.cmd.authenticate"
-	// SubjTeamsAuthorize checks a known user's right to act on a workspace
-	// or team (AuthorizeRequest → AuthorizeReply), with the same errors.
-	SubjTeamsAuthorize = "waggle.teams.cmd.authorize"
-	// SubjTeamsToolPolicy returns the tools blocked for a user in a
-	// workspace (ToolPolicyRequest → ToolPolicy).
-	SubjTeamsToolPolicy = "waggle.teams.cmd.tools"
-
-	// SubjTeamsCreate creates a team (TeamCreateRequest → Team).
-	SubjTeamsCreate = "waggle.teams.cmd.team.create"
-	// SubjTeamsList lists the actor's teams, every team for the operator
-	// (TeamListRequest → TeamListReply).
-	SubjTeamsList = "waggle.teams.cmd.team.list"
-	// SubjTeamsGet reads a team with its members and policies
-	// (TeamRef → TeamDetail).
-	SubjTeamsGet = "waggle.teams.cmd.team.get"
-	// SubjTeamsUpdate changes a team's name or settings (TeamUpdateRequest → Team).
-	SubjTeamsUpdate = "waggle.teams.cmd.team.update"
-	// SubjTeamsDelete deletes a team, its members and policies (TeamRef → DeletedReply).
-	SubjTeamsDelete = "waggle.teams.cmd.team.delete"
-	// SubjTeamsMemberPut adds a member or sets a member's role, creating the
-	// user when it does not exist (MemberPutRequest → TeamMember).
-	SubjTeamsMemberPut = "waggle.teams.cmd.member.put"
-	// SubjTeamsMemberRemove removes a member (MemberRef → DeletedReply).
-	SubjTeamsMemberRemove = "waggle.teams.cmd.member.remove"
-	// SubjTeamsPolicySet replaces the blocked tools of one role of a team
-	// (PolicySetRequest → TeamPolicy).
-	SubjTeamsPolicySet = "waggle.teams.cmd.policy.set"
-	// SubjTeamsTokenCreate issues a token (TokenCreateRequest → TokenCreated).
-	SubjTeamsTokenCreate = "waggle.teams.cmd.token.create"
-	// SubjTeamsTokenList lists a user's tokens, never their secrets
-	// (TokenListRequest → TokenListReply).
-	SubjTeamsTokenList = "waggle.teams.cmd.token.list"
-	// SubjTeamsTokenRevoke revokes a token at once (TokenRevokeRequest → TokenInfo).
-	SubjTeamsTokenRevoke = "waggle.teams.cmd.token.revoke"
-
-	// SubjTeamsPolicyChanged is published after a team's policies or
-	// settings changed (TeamPolicyChanged); every process caching tool
-	// policies drops that team's entries.
-	SubjTeamsPolicyChanged = "waggle.teams.evt.policy-changed"
-)
-
-// BucketRateLimits is the JetStream KV bucket the gateways share their
-// rate-limit windows in (team-server mode).
-const BucketRateLimits = "waggle_ratelimits"
-
 // Team roles, from most to least powerful.
 const (
 	TeamRoleOwner  = "owner"

@@ -1,17 +1,5 @@
 package protocol
 
-// Session-store subjects of workflow capture: the tool sequences of a
-// workspace's turns and the patterns found in them.
-const (
-	// SubjStoreWorkflowObserve records one turn's tool sequence and says
-	// whether it completed a pattern not reported before
-	// (WorkflowObserveRequest → WorkflowObserveReply).
-	SubjStoreWorkflowObserve = "waggle.store.cmd.workflow.observe"
-	// SubjStoreWorkflowList lists a workspace's captured patterns, oldest
-	// first (WorkspaceRequest → WorkflowList).
-	SubjStoreWorkflowList = "waggle.store.cmd.workflow.list"
-)
-
 // WorkflowPattern is a repeated tool sequence offered as a reusable skill
 // (the original's SkillTemplate shape, sent in the workflow_captured
 // notification).

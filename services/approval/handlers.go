@@ -7,22 +7,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
-	"github.com/waggle-os/core/services/approval/gate"
 	"github.com/waggle-os/core/services/approval/grants"
+	"github.com/waggle-os/core/services/approval/rules"
 )
 
 var (
-	errNoPending       = &protocol.Error{Status: http.StatusNotFound, Message: "No pending approval with that ID"}
-	errAlreadyDecided  = &protocol.Error{Status: http.StatusConflict, Message: "Approval already decided"}
-	errGrantNotFound   = &protocol.Error{Status: http.StatusNotFound, Message: "Grant not found"}
-	errGrantNotWritten = &protocol.Error{Status: http.StatusInternalServerError, Message: "Could not save the grant; nothing was decided. Try again."}
+	errNoPending       = &protocol.Error{Kind: protocol.NotFound, Message: "No pending approval with that ID"}
+	errAlreadyDecided  = &protocol.Error{Kind: protocol.Conflict, Message: "Approval already decided"}
+	errGrantNotFound   = &protocol.Error{Kind: protocol.NotFound, Message: "Grant not found"}
+	errGrantNotWritten = &protocol.Error{Kind: protocol.Internal, Message: "Could not save the grant; nothing was decided. Try again."}
 )
 
 func (s *Service) now() time.Time { return s.cfg.Now() }
@@ -42,20 +41,20 @@ func decodeArgs(input json.RawMessage) map[string]any {
 // bucket before the reply goes out.
 func (s *Service) check(ctx context.Context, req protocol.ApprovalCheckRequest) (protocol.ApprovalCheckReply, error) {
 	if !protocol.ValidID(req.TurnID) || !protocol.ValidID(req.Workspace) || req.ToolName == "" {
-		return protocol.ApprovalCheckReply{}, protocol.Errorf(http.StatusBadRequest, "invalid approval check")
+		return protocol.ApprovalCheckReply{}, protocol.Errorf(protocol.Invalid, "invalid approval check")
 	}
 	args := decodeArgs(req.Input)
 	now := s.now()
-	switch d := gate.Decide(req.ToolName, args, req.Autonomy.Effective(now)); d.Action {
-	case gate.RunSilently:
+	switch d := rules.Decide(req.ToolName, args, req.Autonomy.Effective(now)); d.Action {
+	case rules.RunSilently:
 		return protocol.ApprovalCheckReply{Action: protocol.ApprovalRun}, nil
-	case gate.RunAutoApproved:
+	case rules.RunAutoApproved:
 		telemetry.Approvals.WithLabelValues("auto").Inc()
 		return protocol.ApprovalCheckReply{Action: protocol.ApprovalRun, Step: d.Step}, nil
 	}
 	if _, ok := s.grants.Has(req.ToolName, args, req.Workspace); ok {
 		telemetry.Approvals.WithLabelValues("grant").Inc()
-		return protocol.ApprovalCheckReply{Action: protocol.ApprovalRun, Step: gate.StepGrant(req.ToolName)}, nil
+		return protocol.ApprovalCheckReply{Action: protocol.ApprovalRun, Step: rules.StepGrant(req.ToolName)}, nil
 	}
 	input := bytes.TrimSpace(req.Input)
 	if len(input) == 0 {
@@ -163,7 +162,7 @@ func (s *Service) decide(ctx context.Context, req protocol.ApprovalDecideRequest
 // first stands and is returned.
 func (s *Service) resolve(ctx context.Context, req protocol.ApprovalResolveRequest) (protocol.ApprovalResolveReply, error) {
 	if req.Outcome != protocol.ApprovalStateTimedOut && req.Outcome != protocol.ApprovalStateCancelled {
-		return protocol.ApprovalResolveReply{}, protocol.Errorf(http.StatusBadRequest, "outcome must be %q or %q",
+		return protocol.ApprovalResolveReply{}, protocol.Errorf(protocol.Invalid, "outcome must be %q or %q",
 			protocol.ApprovalStateTimedOut, protocol.ApprovalStateCancelled)
 	}
 	if !protocol.ValidID(req.RequestID) {
@@ -194,7 +193,7 @@ func (s *Service) resolve(ctx context.Context, req protocol.ApprovalResolveReque
 // wins.
 func (s *Service) cancelTurn(ctx context.Context, req protocol.ApprovalCancelTurnRequest) (protocol.ApprovalCancelTurnReply, error) {
 	if !protocol.ValidID(req.TurnID) {
-		return protocol.ApprovalCancelTurnReply{}, protocol.Errorf(http.StatusBadRequest, "invalid turn id")
+		return protocol.ApprovalCancelTurnReply{}, protocol.Errorf(protocol.Invalid, "invalid turn id")
 	}
 	entries, _, err := s.pending.all(ctx)
 	if err != nil {

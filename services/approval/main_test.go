@@ -12,5 +12,5 @@ import (
 // PostgreSQL for the whole test process and reaps it when the process
 // exits.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/waggle-os/core/libs/pgtest.startLocal.func1"))
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/waggle-os/core/libs/pgtest.(*localCluster).start.func1"))
 }

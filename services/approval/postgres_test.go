@@ -33,11 +33,11 @@ func TestGrantsInPostgresSurviveRestartWithoutAFile(t *testing.T) {
 			t.Fatalf("workspace %s after restart: %+v", ws, rep)
 		}
 	}
-	gs, err := request[protocol.ApprovalGrantsReply](e, protocol.SubjApprovalGrants, protocol.Empty{})
+	gs, err := request(e, protocol.ListGrants, protocol.Empty{})
 	if err != nil || len(gs.Grants) != 1 || gs.Grants[0].SourceWorkspaceID != nil {
 		t.Fatalf("grants after restart %+v %v", gs, err)
 	}
-	if _, err := request[protocol.Empty](e, protocol.SubjApprovalClear, protocol.Empty{}); err != nil {
+	if _, err := request(e, protocol.ClearGrants, protocol.Empty{}); err != nil {
 		t.Fatal(err)
 	}
 	e.ask("turn-3", "ws", "write_file", `{"path":"a.txt"}`)

@@ -171,16 +171,16 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.svc = svc
 	for _, add := range []func() error{
-		func() error { return bus.AddEndpoint(svc, "check", protocol.SubjApprovalCheck, s.check) },
-		func() error { return bus.AddEndpoint(svc, "decide", protocol.SubjApprovalDecide, s.decide) },
-		func() error { return bus.AddEndpoint(svc, "resolve", protocol.SubjApprovalResolve, s.resolve) },
+		func() error { return bus.Handle(svc, protocol.CheckApproval, s.check) },
+		func() error { return bus.Handle(svc, protocol.DecideApproval, s.decide) },
+		func() error { return bus.Handle(svc, protocol.ResolveApproval, s.resolve) },
 		func() error {
-			return bus.AddEndpoint(svc, "cancelturn", protocol.SubjApprovalCancelTurn, s.cancelTurn)
+			return bus.Handle(svc, protocol.CancelTurnApprovals, s.cancelTurn)
 		},
-		func() error { return bus.AddEndpoint(svc, "pending", protocol.SubjApprovalPending, s.listPending) },
-		func() error { return bus.AddEndpoint(svc, "grants", protocol.SubjApprovalGrants, s.listGrants) },
-		func() error { return bus.AddEndpoint(svc, "revoke", protocol.SubjApprovalRevoke, s.revokeGrant) },
-		func() error { return bus.AddEndpoint(svc, "clear", protocol.SubjApprovalClear, s.clearGrants) },
+		func() error { return bus.Handle(svc, protocol.ListPendingApprovals, s.listPending) },
+		func() error { return bus.Handle(svc, protocol.ListGrants, s.listGrants) },
+		func() error { return bus.Handle(svc, protocol.RevokeGrant, s.revokeGrant) },
+		func() error { return bus.Handle(svc, protocol.ClearGrants, s.clearGrants) },
 	} {
 		if err := add(); err != nil {
 			s.Stop(ctx)

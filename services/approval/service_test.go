@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,15 +66,15 @@ func (e *env) stop() {
 	}
 }
 
-func request[Rep any](e *env, subject string, req any) (Rep, error) {
+func request[Req, Rep any](e *env, ep protocol.Endpoint[Req, Rep], req Req) (Rep, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return bus.Request[Rep](ctx, e.nc, subject, req)
+	return bus.Call(ctx, e.nc, ep, req)
 }
 
 func (e *env) check(turn, workspace, tool, input string, autonomy protocol.Autonomy) protocol.ApprovalCheckReply {
 	e.t.Helper()
-	rep, err := request[protocol.ApprovalCheckReply](e, protocol.SubjApprovalCheck, protocol.ApprovalCheckRequest{
+	rep, err := request(e, protocol.CheckApproval, protocol.ApprovalCheckRequest{
 		TurnID: turn, Workspace: workspace, Session: "s1", ToolName: tool, Input: json.RawMessage(input), Autonomy: autonomy,
 	})
 	if err != nil {
@@ -94,7 +93,7 @@ func (e *env) ask(turn, workspace, tool, input string) string {
 }
 
 func (e *env) decide(id string, approved, always bool, source *string) (protocol.ApprovalDecideReply, error) {
-	return request[protocol.ApprovalDecideReply](e, protocol.SubjApprovalDecide, protocol.ApprovalDecideRequest{
+	return request(e, protocol.DecideApproval, protocol.ApprovalDecideRequest{
 		RequestID: id, Approved: approved, Always: always, SourceWorkspaceID: source,
 	})
 }
@@ -112,11 +111,12 @@ func (e *env) entry(id string) protocol.PendingApproval {
 	return p
 }
 
-func statusOf(err error) int {
+// outcome is "ok" for no error, else the error's kind.
+func outcome(err error) string {
 	if err == nil {
-		return http.StatusOK
+		return "ok"
 	}
-	return protocol.StatusOf(err)
+	return protocol.KindOf(err).String()
 }
 
 func ptr(s string) *string { return &s }
@@ -171,17 +171,17 @@ func TestDecideOnceAndOnlyOnce(t *testing.T) {
 		t.Fatalf("state %q", got)
 	}
 	_, err := e.decide(id, false, false, nil)
-	if statusOf(err) != http.StatusConflict {
+	if protocol.KindOf(err) != protocol.Conflict {
 		t.Fatalf("second decision: %v, want 409", err)
 	}
 	if got := e.entry(id).State; got != protocol.ApprovalStateApproved {
 		t.Fatalf("second decision changed the state to %q", got)
 	}
 	_, err = e.decide("nope", true, false, nil)
-	if pe := protocol.AsError(err); pe == nil || pe.Status != 404 || pe.Message != "No pending approval with that ID" {
+	if pe := protocol.AsError(err); pe == nil || pe.Kind != protocol.NotFound || pe.Message != "No pending approval with that ID" {
 		t.Fatalf("unknown id: %v", err)
 	}
-	if _, err = e.decide("../x", true, false, nil); statusOf(err) != 404 {
+	if _, err = e.decide("../x", true, false, nil); protocol.KindOf(err) != protocol.NotFound {
 		t.Fatalf("invalid id: %v", err)
 	}
 }
@@ -198,10 +198,10 @@ func TestConcurrentDecisionsOneWins(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				_, err := e.decide(id, i%2 == 0, i%3 == 0, nil)
-				switch statusOf(err) {
-				case 200:
+				switch outcome(err) {
+				case "ok":
 					wins.Add(1)
-				case 404, 409:
+				case protocol.NotFound.String(), protocol.Conflict.String():
 				default:
 					t.Errorf("round %d: decide: %v", round, err)
 				}
@@ -216,7 +216,7 @@ func TestConcurrentDecisionsOneWins(t *testing.T) {
 			t.Fatalf("round %d: state %q", round, p.State)
 		}
 		// Only the winning decision may leave a grant behind.
-		gs, _ := request[protocol.ApprovalGrantsReply](e, protocol.SubjApprovalGrants, protocol.Empty{})
+		gs, _ := request(e, protocol.ListGrants, protocol.Empty{})
 		n := 0
 		for _, g := range gs.Grants {
 			if g.TargetKey == path {
@@ -239,7 +239,7 @@ func TestAlwaysStoresGrantBeforeApproving(t *testing.T) {
 	if p := e.entry(id); p.State != protocol.ApprovalStateApproved || !p.Always {
 		t.Fatalf("entry %+v", p)
 	}
-	gs, err := request[protocol.ApprovalGrantsReply](e, protocol.SubjApprovalGrants, protocol.Empty{})
+	gs, err := request(e, protocol.ListGrants, protocol.Empty{})
 	if err != nil || len(gs.Grants) != 1 {
 		t.Fatalf("grants %+v %v", gs, err)
 	}
@@ -259,12 +259,12 @@ func TestAlwaysStoresGrantBeforeApproving(t *testing.T) {
 	e.ask("turn-2", "other", "write_file", `{"path":"a.txt"}`)
 
 	// Revoke: asks again.
-	if _, err := request[protocol.Empty](e, protocol.SubjApprovalRevoke, protocol.ApprovalRevokeRequest{ID: g.ID}); err != nil {
+	if _, err := request(e, protocol.RevokeGrant, protocol.ApprovalRevokeRequest{ID: g.ID}); err != nil {
 		t.Fatal(err)
 	}
 	e.ask("turn-3", "ws", "write_file", `{"path":"a.txt"}`)
-	_, err = request[protocol.Empty](e, protocol.SubjApprovalRevoke, protocol.ApprovalRevokeRequest{ID: g.ID})
-	if pe := protocol.AsError(err); pe == nil || pe.Status != 404 || pe.Message != "Grant not found" {
+	_, err = request(e, protocol.RevokeGrant, protocol.ApprovalRevokeRequest{ID: g.ID})
+	if pe := protocol.AsError(err); pe == nil || pe.Kind != protocol.NotFound || pe.Message != "Grant not found" {
 		t.Fatalf("second revoke: %v", err)
 	}
 }
@@ -280,7 +280,7 @@ func TestNullScopedGrantAppliesEverywhere(t *testing.T) {
 			t.Fatalf("workspace %s: %+v", ws, rep)
 		}
 	}
-	if _, err := request[protocol.Empty](e, protocol.SubjApprovalClear, protocol.Empty{}); err != nil {
+	if _, err := request(e, protocol.ClearGrants, protocol.Empty{}); err != nil {
 		t.Fatal(err)
 	}
 	e.ask("turn-3", "ws", "git_commit", `{}`)
@@ -295,7 +295,7 @@ func TestDenyWithAlwaysStoresNoGrant(t *testing.T) {
 	if st := e.entry(id).State; st != protocol.ApprovalStateDenied {
 		t.Fatalf("state %q", st)
 	}
-	gs, _ := request[protocol.ApprovalGrantsReply](e, protocol.SubjApprovalGrants, protocol.Empty{})
+	gs, _ := request(e, protocol.ListGrants, protocol.Empty{})
 	if len(gs.Grants) != 0 {
 		t.Fatalf("grants %+v", gs.Grants)
 	}
@@ -327,10 +327,10 @@ func TestSweeperTimesOutWithoutARunner(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Fatal("not timed out within 5s")
 	}
-	if _, err := e.decide(id, true, false, nil); statusOf(err) != 409 {
+	if _, err := e.decide(id, true, false, nil); protocol.KindOf(err) != protocol.Conflict {
 		t.Fatalf("decide after timeout: %v, want 409", err)
 	}
-	pend, _ := request[protocol.ApprovalPendingReply](e, protocol.SubjApprovalPending, protocol.Empty{})
+	pend, _ := request(e, protocol.ListPendingApprovals, protocol.Empty{})
 	if len(pend.Pending) != 0 {
 		t.Fatalf("pending %+v", pend.Pending)
 	}
@@ -346,13 +346,13 @@ func TestDecideAfterDeadlineIsNotAnApproval(t *testing.T) {
 	mu.Lock()
 	now = now.Add(2 * time.Minute)
 	mu.Unlock()
-	if _, err := e.decide(id, true, true, nil); statusOf(err) != 404 {
+	if _, err := e.decide(id, true, true, nil); protocol.KindOf(err) != protocol.NotFound {
 		t.Fatalf("late decision: %v, want 404", err)
 	}
 	if st := e.entry(id).State; st != protocol.ApprovalStateTimedOut {
 		t.Fatalf("state %q", st)
 	}
-	gs, _ := request[protocol.ApprovalGrantsReply](e, protocol.SubjApprovalGrants, protocol.Empty{})
+	gs, _ := request(e, protocol.ListGrants, protocol.Empty{})
 	if len(gs.Grants) != 0 {
 		t.Fatalf("a late always-approval stored a grant: %+v", gs.Grants)
 	}
@@ -361,7 +361,7 @@ func TestDecideAfterDeadlineIsNotAnApproval(t *testing.T) {
 func TestResolveKeepsTheWinner(t *testing.T) {
 	e := newEnv(t, Config{})
 	id := e.ask("turn-1", "ws", "write_file", `{"path":"a.txt"}`)
-	rep, err := request[protocol.ApprovalResolveReply](e, protocol.SubjApprovalResolve,
+	rep, err := request(e, protocol.ResolveApproval,
 		protocol.ApprovalResolveRequest{RequestID: id, Outcome: protocol.ApprovalStateTimedOut})
 	if err != nil || rep.State != protocol.ApprovalStateTimedOut {
 		t.Fatalf("resolve: %+v %v", rep, err)
@@ -371,13 +371,13 @@ func TestResolveKeepsTheWinner(t *testing.T) {
 	if _, err := e.decide(id, true, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = request[protocol.ApprovalResolveReply](e, protocol.SubjApprovalResolve,
+	rep, err = request(e, protocol.ResolveApproval,
 		protocol.ApprovalResolveRequest{RequestID: id, Outcome: protocol.ApprovalStateTimedOut})
 	if err != nil || rep.State != protocol.ApprovalStateApproved {
 		t.Fatalf("resolve after approval: %+v %v", rep, err)
 	}
-	if _, err := request[protocol.ApprovalResolveReply](e, protocol.SubjApprovalResolve,
-		protocol.ApprovalResolveRequest{RequestID: id, Outcome: protocol.ApprovalStateApproved}); statusOf(err) != 400 {
+	if _, err := request(e, protocol.ResolveApproval,
+		protocol.ApprovalResolveRequest{RequestID: id, Outcome: protocol.ApprovalStateApproved}); protocol.KindOf(err) != protocol.Invalid {
 		t.Fatalf("a runner must not approve: %v", err)
 	}
 }
@@ -387,7 +387,7 @@ func TestCancelTurnOnlyTouchesThatTurn(t *testing.T) {
 	a1 := e.ask("turn-a", "ws", "write_file", `{"path":"1"}`)
 	a2 := e.ask("turn-a", "ws", "write_file", `{"path":"2"}`)
 	b := e.ask("turn-b", "ws", "write_file", `{"path":"3"}`)
-	rep, err := request[protocol.ApprovalCancelTurnReply](e, protocol.SubjApprovalCancelTurn, protocol.ApprovalCancelTurnRequest{TurnID: "turn-a"})
+	rep, err := request(e, protocol.CancelTurnApprovals, protocol.ApprovalCancelTurnRequest{TurnID: "turn-a"})
 	if err != nil || rep.Cancelled != 2 {
 		t.Fatalf("cancel: %+v %v", rep, err)
 	}
@@ -396,7 +396,7 @@ func TestCancelTurnOnlyTouchesThatTurn(t *testing.T) {
 			t.Errorf("%s: state %q, want %q", id, st, want)
 		}
 	}
-	if _, err := e.decide(a1, true, false, nil); statusOf(err) != 409 {
+	if _, err := e.decide(a1, true, false, nil); protocol.KindOf(err) != protocol.Conflict {
 		t.Fatalf("decide a cancelled approval: %v", err)
 	}
 }
@@ -414,7 +414,7 @@ func TestPendingListsOnlyWaitingOldestFirst(t *testing.T) {
 	if _, err := e.decide(decided, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := request[protocol.ApprovalPendingReply](e, protocol.SubjApprovalPending, protocol.Empty{})
+	rep, err := request(e, protocol.ListPendingApprovals, protocol.Empty{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +434,7 @@ func TestRestartLosesNothing(t *testing.T) {
 		t.Fatalf("decide with no service: %v, want unavailable", err)
 	}
 	e.start()
-	pend, err := request[protocol.ApprovalPendingReply](e, protocol.SubjApprovalPending, protocol.Empty{})
+	pend, err := request(e, protocol.ListPendingApprovals, protocol.Empty{})
 	if err != nil || len(pend.Pending) != 1 || pend.Pending[0].RequestID != id {
 		t.Fatalf("pending after restart: %+v %v", pend, err)
 	}
@@ -456,7 +456,7 @@ func TestRetentionRemovesDecidedEntries(t *testing.T) {
 		}
 		return fmt.Errorf("entry still there (get: %v)", err)
 	})
-	if _, err := e.decide(id, true, false, nil); statusOf(err) != 404 {
+	if _, err := e.decide(id, true, false, nil); protocol.KindOf(err) != protocol.NotFound {
 		t.Fatalf("decide removed entry: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/command/slash"
 )
@@ -22,7 +23,7 @@ func (s *Service) execute(ctx context.Context, req protocol.CommandRequest) (pro
 		ws = "default"
 	}
 	if !protocol.ValidID(ws) {
-		return protocol.CommandReply{}, protocol.Errorf(400, "Invalid workspaceId: contains illegal characters")
+		return protocol.CommandReply{}, protocol.Errorf(protocol.Invalid, "Invalid workspaceId: contains illegal characters")
 	}
 	return protocol.CommandReply{Result: s.reg.Execute(ctx, req.Command, s.env(ws, req.Session))}, nil
 }
@@ -44,8 +45,8 @@ func (s *Service) env(ws, session string) slash.Env {
 // searchMemory asks the session store and formats the first results as a
 // numbered list; any failure reads as "Memory search unavailable.".
 func (s *Service) searchMemory(ctx context.Context, ws, query string) string {
-	rep, err := request[protocol.MemorySearchReply](ctx, s, protocol.SubjStoreMemorySearch,
-		protocol.MemorySearchRequest{Workspace: ws, Query: query, Limit: memoryResults})
+	rep, err := bus.Call(ctx, s.nc, protocol.SearchMemory,
+		protocol.MemorySearchRequest{Workspace: ws, Query: query, Limit: memoryResults}, bus.Within(s.cfg.RequestTimeout))
 	if err != nil {
 		s.log.Warn("memory search failed", "workspace", ws, "err", err)
 		return slash.MemoryUnavailable

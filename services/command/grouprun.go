@@ -13,13 +13,14 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 )
 
 var (
-	errGroupNotFound = &protocol.Error{Status: 404, Message: "Group not found"}
-	errJobNotFound   = &protocol.Error{Status: 404, Message: "Job not found"}
-	errTaskRequired  = &protocol.Error{Status: 400, Message: "task is required"}
+	errGroupNotFound = &protocol.Error{Kind: protocol.NotFound, Message: "Group not found"}
+	errJobNotFound   = &protocol.Error{Kind: protocol.NotFound, Message: "Job not found"}
+	errTaskRequired  = &protocol.Error{Kind: protocol.Invalid, Message: "task is required"}
 	// errStopped is a step's error when the service shut down under it.
 	errStopped = errors.New("interrupted: the command service stopped")
 )
@@ -36,7 +37,7 @@ func (s *Service) groupRun(ctx context.Context, req protocol.GroupRunRequest) (p
 	if !protocol.ValidID(req.GroupID) {
 		return protocol.GroupJob{}, errGroupNotFound
 	}
-	g, err := request[protocol.AgentGroup](ctx, s, protocol.SubjStoreGroupGet, protocol.AgentGroupRef{ID: req.GroupID})
+	g, err := bus.Call(ctx, s.nc, protocol.GetGroup, protocol.AgentGroupRef{ID: req.GroupID}, bus.Within(s.cfg.RequestTimeout))
 	if err != nil {
 		return protocol.GroupJob{}, err
 	}
@@ -48,7 +49,7 @@ func (s *Service) groupRun(ctx context.Context, req protocol.GroupRunRequest) (p
 		ws = "default"
 	}
 	if !protocol.ValidID(ws) {
-		return protocol.GroupJob{}, protocol.Errorf(400, "Invalid workspaceId: contains illegal characters")
+		return protocol.GroupJob{}, protocol.Errorf(protocol.Invalid, "Invalid workspaceId: contains illegal characters")
 	}
 	now := stamp(time.Now())
 	job := protocol.GroupJob{
@@ -392,7 +393,7 @@ func (r *run) runStep(ctx context.Context, i int, message string) (string, error
 func (s *Service) runTurn(ctx context.Context, req protocol.TurnRequest) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StepTimeout)
 	defer cancel()
-	started, err := request[protocol.TurnStarted](ctx, s, protocol.SubjTurnStart, req)
+	started, err := bus.Call(ctx, s.nc, protocol.StartTurn, req, bus.Within(s.cfg.RequestTimeout))
 	if err != nil {
 		if errors.Is(err, protocol.ErrUnavailable) {
 			return "", errors.New("no turn runner is available")

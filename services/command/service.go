@@ -126,11 +126,11 @@ func (s *Service) start(ctx context.Context) error {
 	}
 	s.svc = svc
 	return errors.Join(
-		bus.AddEndpoint(svc, "execute", protocol.SubjCommandExecute, s.execute),
-		bus.AddEndpoint(svc, "list", protocol.SubjCommandList, s.list),
-		bus.AddEndpoint(svc, "group-run", protocol.SubjCommandGroupRun, s.groupRun),
-		bus.AddEndpoint(svc, "group-job", protocol.SubjCommandGroupJob, s.groupJob),
-		bus.AddEndpoint(svc, "agents-active", protocol.SubjCommandAgentsActive, s.agentsActive),
+		bus.Handle(svc, protocol.ExecuteCommand, s.execute),
+		bus.Handle(svc, protocol.ListCommands, s.list),
+		bus.Handle(svc, protocol.RunGroup, s.groupRun),
+		bus.Handle(svc, protocol.GetGroupJob, s.groupJob),
+		bus.Handle(svc, protocol.ListActiveAgents, s.agentsActive),
 	)
 }
 
@@ -155,11 +155,4 @@ func (s *Service) Stop(ctx context.Context) error {
 		errs = append(errs, bus.Drain(ctx, s.nc))
 	}
 	return errors.Join(errs...)
-}
-
-// request asks another service, bounded by RequestTimeout.
-func request[Rep any](ctx context.Context, s *Service, subject string, req any) (Rep, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-	defer cancel()
-	return bus.Request[Rep](ctx, s.nc, subject, req)
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -72,15 +71,15 @@ func (e *env) service(srv *natstest.Server, name string) *bus.Service {
 }
 
 func (e *env) fakeStore(srv *natstest.Server) {
-	s := e.service(srv, "fake-store")
-	must(e.t, bus.AddEndpoint(s, "group-get", protocol.SubjStoreGroupGet, func(_ context.Context, r protocol.AgentGroupRef) (protocol.AgentGroup, error) {
+	s := e.service(srv, protocol.ServiceSessionStore)
+	must(e.t, bus.Handle(s, protocol.GetGroup, func(_ context.Context, r protocol.AgentGroupRef) (protocol.AgentGroup, error) {
 		g, ok := e.groups[r.ID]
 		if !ok {
-			return g, &protocol.Error{Status: http.StatusNotFound, Message: "Group not found"}
+			return g, &protocol.Error{Kind: protocol.NotFound, Message: "Group not found"}
 		}
 		return g, nil
 	}))
-	must(e.t, bus.AddEndpoint(s, "memory-search", protocol.SubjStoreMemorySearch, func(_ context.Context, r protocol.MemorySearchRequest) (protocol.MemorySearchReply, error) {
+	must(e.t, bus.Handle(s, protocol.SearchMemory, func(_ context.Context, r protocol.MemorySearchRequest) (protocol.MemorySearchReply, error) {
 		if r.Workspace == "broken" {
 			return protocol.MemorySearchReply{}, errors.New("disk full")
 		}
@@ -91,8 +90,8 @@ func (e *env) fakeStore(srv *natstest.Server) {
 // fakeRunner publishes a turn's events to the turn stream as a runner
 // does, before it answers the start.
 func (e *env) fakeRunner(srv *natstest.Server) {
-	s := e.service(srv, "fake-runner")
-	must(e.t, bus.AddEndpoint(s, "start", protocol.SubjTurnStart, func(ctx context.Context, r protocol.TurnRequest) (protocol.TurnStarted, error) {
+	s := e.service(srv, protocol.ServiceTurnRunner)
+	must(e.t, bus.Handle(s, protocol.StartTurn, func(ctx context.Context, r protocol.TurnRequest) (protocol.TurnStarted, error) {
 		e.mu.Lock()
 		e.turns = append(e.turns, r)
 		e.mu.Unlock()
@@ -119,15 +118,15 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func ask[Rep any](e *env, subject string, req any) (Rep, error) {
+func ask[Req, Rep any](e *env, ep protocol.Endpoint[Req, Rep], req Req) (Rep, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return bus.Request[Rep](ctx, e.nc, subject, req)
+	return bus.Call(ctx, e.nc, ep, req)
 }
 
 func (e *env) job(groupID, jobID string) protocol.GroupJob {
 	e.t.Helper()
-	job, err := ask[protocol.GroupJob](e, protocol.SubjCommandGroupJob, protocol.GroupJobRequest{GroupID: groupID, JobID: jobID})
+	job, err := ask(e, protocol.GetGroupJob, protocol.GroupJobRequest{GroupID: groupID, JobID: jobID})
 	if err != nil {
 		e.t.Fatalf("read job %s: %v", jobID, err)
 	}
@@ -154,14 +153,14 @@ func TestExecuteSearchesTheStoresMemory(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rep, err := ask[protocol.CommandReply](e, protocol.SubjCommandExecute, protocol.CommandRequest{Command: "/memory architecture", Workspace: tc.workspace})
+			rep, err := ask(e, protocol.ExecuteCommand, protocol.CommandRequest{Command: "/memory architecture", Workspace: tc.workspace})
 			if err != nil || rep.Result != tc.want {
 				t.Fatalf("reply %q, %v\nwant %q", rep.Result, err, tc.want)
 			}
 		})
 	}
-	_, err := ask[protocol.CommandReply](e, protocol.SubjCommandExecute, protocol.CommandRequest{Command: "/help", Workspace: "../x"})
-	if pe := protocol.AsError(err); pe == nil || pe.Status != http.StatusBadRequest {
+	_, err := ask(e, protocol.ExecuteCommand, protocol.CommandRequest{Command: "/help", Workspace: "../x"})
+	if pe := protocol.AsError(err); pe == nil || pe.Kind != protocol.Invalid {
 		t.Fatalf("bad workspace: %v", err)
 	}
 }
@@ -170,20 +169,20 @@ func TestGroupRunChecksBeforeQueueing(t *testing.T) {
 	e := newEnv(t)
 	e.groups["g1"] = protocol.AgentGroup{ID: "g1", Name: "G", Strategy: protocol.StrategySequential}
 	tests := []struct {
-		name   string
-		req    protocol.GroupRunRequest
-		status int
+		name string
+		req  protocol.GroupRunRequest
+		kind protocol.Kind
 	}{
-		{"unknown group", protocol.GroupRunRequest{GroupID: "nope", Task: "x"}, 404},
-		{"invalid group id", protocol.GroupRunRequest{GroupID: "../g", Task: "x"}, 404},
-		{"no task", protocol.GroupRunRequest{GroupID: "g1", Task: "  "}, 400},
-		{"bad workspace", protocol.GroupRunRequest{GroupID: "g1", Task: "x", Workspace: "a/b"}, 400},
+		{"unknown group", protocol.GroupRunRequest{GroupID: "nope", Task: "x"}, protocol.NotFound},
+		{"invalid group id", protocol.GroupRunRequest{GroupID: "../g", Task: "x"}, protocol.NotFound},
+		{"no task", protocol.GroupRunRequest{GroupID: "g1", Task: "  "}, protocol.Invalid},
+		{"bad workspace", protocol.GroupRunRequest{GroupID: "g1", Task: "x", Workspace: "a/b"}, protocol.Invalid},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ask[protocol.GroupJob](e, protocol.SubjCommandGroupRun, tc.req)
-			if pe := protocol.AsError(err); pe == nil || pe.Status != tc.status {
-				t.Fatalf("err %v, want %d", err, tc.status)
+			_, err := ask(e, protocol.RunGroup, tc.req)
+			if pe := protocol.AsError(err); pe == nil || pe.Kind != tc.kind {
+				t.Fatalf("err %v, want %s", err, tc.kind)
 			}
 		})
 	}
@@ -196,7 +195,7 @@ func TestSequentialGroupRun(t *testing.T) {
 	e.groups["g1"] = protocol.AgentGroup{ID: "g1", Name: "Writers", Strategy: protocol.StrategySequential, Members: []protocol.AgentGroupMember{
 		{AgentID: "drafter", RoleInGroup: "worker", ExecutionOrder: 1}, {AgentID: "editor", RoleInGroup: "worker", ExecutionOrder: 2},
 	}}
-	queued, err := ask[protocol.GroupJob](e, protocol.SubjCommandGroupRun, protocol.GroupRunRequest{GroupID: "g1", Task: "write it", Workspace: "ws"})
+	queued, err := ask(e, protocol.RunGroup, protocol.GroupRunRequest{GroupID: "g1", Task: "write it", Workspace: "ws"})
 	if err != nil || queued.Status != protocol.JobQueued || len(queued.Steps) != 2 {
 		t.Fatalf("queued %+v, %v", queued, err)
 	}
@@ -214,7 +213,7 @@ func TestSequentialGroupRun(t *testing.T) {
 	if len(e.turns) != 2 || e.turns[0].Workspace != "ws" || !strings.Contains(e.turns[1].Message, "Output of the previous member, agent \"drafter\":\nout of "+job.Steps[0].Session) {
 		t.Fatalf("turns %+v", e.turns)
 	}
-	if _, err := ask[protocol.GroupJob](e, protocol.SubjCommandGroupJob, protocol.GroupJobRequest{GroupID: "other", JobID: queued.JobID}); protocol.StatusOf(err) != 404 {
+	if _, err := ask(e, protocol.GetGroupJob, protocol.GroupJobRequest{GroupID: "other", JobID: queued.JobID}); protocol.KindOf(err) != protocol.NotFound {
 		t.Fatalf("job read through another group: %v", err)
 	}
 }
@@ -231,7 +230,7 @@ func TestStopInterruptsARunningGroupRun(t *testing.T) {
 	cancels, err := e.nc.SubscribeSync(protocol.TurnControl("*"))
 	must(t, err)
 	must(t, e.nc.Flush())
-	queued, err := ask[protocol.GroupJob](e, protocol.SubjCommandGroupRun, protocol.GroupRunRequest{GroupID: "g1", Task: "t"})
+	queued, err := ask(e, protocol.RunGroup, protocol.GroupRunRequest{GroupID: "g1", Task: "t"})
 	must(t, err)
 	var running protocol.GroupJob
 	waitfor.True(t, "first step running", func() bool {

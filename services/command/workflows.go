@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 )
 
@@ -11,7 +12,7 @@ import (
 // from the workspace's turns (oldest first), which /skills lists as the
 // workspace's skills. A store that cannot answer lists none.
 func (s *Service) listWorkflows(ctx context.Context, ws string) []string {
-	rep, err := request[protocol.WorkflowList](ctx, s, protocol.SubjStoreWorkflowList, protocol.WorkspaceRequest{Workspace: ws})
+	rep, err := bus.Call(ctx, s.nc, protocol.ListWorkflows, protocol.WorkspaceRequest{Workspace: ws}, bus.Within(s.cfg.RequestTimeout))
 	if err != nil {
 		if !errors.Is(err, protocol.ErrUnavailable) {
 			s.log.Warn("workflow list failed", "workspace", ws, "err", err)

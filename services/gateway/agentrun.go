@@ -6,48 +6,49 @@ import (
 	"net/http"
 
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/input"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
 
 // agentRun is POST /api/agent/run (contract §8): a one-shot retrieval run
 // streamed as SSE with its own event names; done always comes last.
 func (s *Service) agentRun(w http.ResponseWriter, r *http.Request) {
-	f, err := httpx.DecodeBody(w, r, s.cfg.BodyLimit)
+	f, err := input.Decode(w, r, s.cfg.BodyLimit)
 	if err != nil {
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return
 	}
 	req, err := parseAgentRun(f)
 	if err != nil {
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return
 	}
 	// The original needs its memory and embedding provider; ours needs a
 	// model to run the loop at all.
 	if !s.probe.Available(r.Context()) {
-		httpx.WriteError(w, s.log, protocol.Errorf(http.StatusServiceUnavailable, "multi-mind or embedding provider not initialized"))
+		respond.Error(w, s.log, protocol.Errorf(protocol.Unavailable, "multi-mind or embedding provider not initialized"))
 		return
 	}
 	req.TurnID = protocol.NewUUID()
 	live := s.hub.follow(req.TurnID)
-	started, err := s.startOnRunner(r.Context(), protocol.SubjAgentRun, req)
+	started, err := startOnRunner(r.Context(), s, protocol.StartAgentRun, req)
 	if err != nil {
 		s.hub.unfollow(req.TurnID, live)
 		if errors.Is(err, protocol.ErrUnavailable) {
-			err = (&protocol.Error{Status: http.StatusServiceUnavailable, Message: "No turn runner is available. Try again in a moment."}).WithCode("NO_RUNNER")
+			err = (&protocol.Error{Kind: protocol.Unavailable, Message: "No turn runner is available. Try again in a moment."}).WithCode("NO_RUNNER")
 		}
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return
 	}
 	s.relay(w, r, started.TurnID, relaySource{live: live, final: protocol.AgentRunEventDone}, true)
 }
 
 // parseAgentRun validates the body of POST /api/agent/run.
-func parseAgentRun(f httpx.Fields) (protocol.AgentRunRequest, error) {
+func parseAgentRun(f input.Fields) (protocol.AgentRunRequest, error) {
 	var req protocol.AgentRunRequest
 	q, present, ok := f.Str("question")
 	if !present || !ok || q == "" {
-		return req, protocol.Errorf(http.StatusBadRequest, "question is required")
+		return req, protocol.Errorf(protocol.Invalid, "question is required")
 	}
 	req.Question = q
 	var err error
@@ -61,7 +62,7 @@ func parseAgentRun(f httpx.Fields) (protocol.AgentRunRequest, error) {
 		return req, err
 	}
 	if name != "" && ws != "personal" {
-		if err := httpx.CheckSegment(name, ws); err != nil {
+		if err := input.CheckSegment(name, ws); err != nil {
 			return req, err
 		}
 		req.Workspace = ws
@@ -72,7 +73,7 @@ func parseAgentRun(f httpx.Fields) (protocol.AgentRunRequest, error) {
 			continue
 		}
 		if err := json.Unmarshal(raw, dst); err != nil || *dst < 1 {
-			return req, protocol.Errorf(http.StatusBadRequest, "%s must be a positive whole number", key)
+			return req, protocol.Errorf(protocol.Invalid, "%s must be a positive whole number", key)
 		}
 	}
 	return req, nil

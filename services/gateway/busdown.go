@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
 
 // busCheck answers 503 BUS_UNAVAILABLE at once while this gateway has lost
@@ -15,8 +15,7 @@ import (
 func (s *Service) busCheck(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodOptions && r.URL.Path != "/health" && r.URL.Path != "/metrics" && !s.nc.IsConnected() {
-			e := protocol.ErrBusUnavailable
-			httpx.WriteJSON(w, e.Status, httpx.ErrorBody{Error: e.Message, Code: e.Code})
+			respond.Error(w, s.log, protocol.ErrBusUnavailable)
 			return
 		}
 		next.ServeHTTP(w, r)

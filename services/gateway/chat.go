@@ -14,7 +14,8 @@ import (
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/injection"
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/input"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 )
 
@@ -24,21 +25,21 @@ const HeaderTurnID = "X-Waggle-Turn-Id"
 
 // parseChat validates a chat body in the contract's order and builds the
 // turn request. Every rejection happens here, before a stream exists.
-func (s *Service) parseChat(f httpx.Fields) (protocol.TurnRequest, error) {
+func (s *Service) parseChat(f input.Fields) (protocol.TurnRequest, error) {
 	var req protocol.TurnRequest
 	msg, present, ok := f.Str("message")
 	if !present || !ok || msg == "" {
-		return req, protocol.Errorf(http.StatusBadRequest, "message is required")
+		return req, protocol.Errorf(protocol.Invalid, "message is required")
 	}
 	if max := s.cfg.MaxMessageLength; max > 0 {
-		if n := httpx.UTF16Len(msg); n > max {
-			return req, protocol.Errorf(http.StatusBadRequest, "Message too long (%d chars, max %d)", n, max).WithCode("MESSAGE_TOO_LONG")
+		if n := input.UTF16Len(msg); n > max {
+			return req, protocol.Errorf(protocol.Invalid, "Message too long (%d chars, max %d)", n, max).WithCode("MESSAGE_TOO_LONG")
 		}
 	}
 	// Flags stay server-side: telling an attacker which pattern fired
 	// helps them get around it.
 	if injection.Scan(msg, injection.UserInput).Blocked() {
-		return req, protocol.Errorf(http.StatusBadRequest, "Message blocked by security scanner").WithCode("INJECTION_DETECTED")
+		return req, protocol.Errorf(protocol.Invalid, "Message blocked by security scanner").WithCode("INJECTION_DETECTED")
 	}
 	req.Message = msg
 
@@ -52,12 +53,12 @@ func (s *Service) parseChat(f httpx.Fields) (protocol.TurnRequest, error) {
 		return req, err
 	}
 	if wsName != "" {
-		if err := httpx.CheckSegment(wsName, ws); err != nil {
+		if err := input.CheckSegment(wsName, ws); err != nil {
 			return req, err
 		}
 	}
 	if sessName != "" {
-		if err := httpx.CheckSegment(sessName, sess); err != nil {
+		if err := input.CheckSegment(sessName, sess); err != nil {
 			return req, err
 		}
 	}
@@ -92,7 +93,7 @@ func (s *Service) parseChat(f httpx.Fields) (protocol.TurnRequest, error) {
 	case "", protocol.MultitaskQueue, protocol.MultitaskReject, protocol.MultitaskInterrupt:
 		req.Multitask = mt
 	default:
-		return req, protocol.Errorf(http.StatusBadRequest, "multitask must be one of queue, reject, interrupt")
+		return req, protocol.Errorf(protocol.Invalid, "multitask must be one of queue, reject, interrupt")
 	}
 	path, present, err := f.OptString("workspacePath")
 	if err != nil {
@@ -101,7 +102,7 @@ func (s *Service) parseChat(f httpx.Fields) (protocol.TurnRequest, error) {
 	if present {
 		resolved, ok := insideDir(s.cfg.DataDir, path)
 		if !ok {
-			return req, protocol.Errorf(http.StatusBadRequest, "Invalid workspace path").WithCode("PATH_TRAVERSAL")
+			return req, protocol.Errorf(protocol.Invalid, "Invalid workspace path").WithCode("PATH_TRAVERSAL")
 		}
 		req.WorkspacePath = resolved
 	} else if req.Workspace != "default" {
@@ -112,14 +113,14 @@ func (s *Service) parseChat(f httpx.Fields) (protocol.TurnRequest, error) {
 
 // aliased reads a field that has a legacy alias; it returns the name of
 // the field used (for error messages), or "" when neither is present.
-func aliased(f httpx.Fields, name, alias string) (string, string, error) {
+func aliased(f input.Fields, name, alias string) (string, string, error) {
 	for _, key := range []string{name, alias} {
 		v, present, ok := f.Str(key)
 		if !present {
 			continue
 		}
 		if !ok {
-			return key, "", httpx.BadSegment(key)
+			return key, "", input.BadSegment(key)
 		}
 		return key, v, nil
 	}
@@ -142,14 +143,14 @@ func insideDir(dir, p string) (string, bool) {
 // chat is POST /api/chat: validate, start the turn on a runner, then relay
 // its events as SSE until the terminal event.
 func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
-	f, err := httpx.DecodeBody(w, r, s.cfg.BodyLimit)
+	f, err := input.Decode(w, r, s.cfg.BodyLimit)
 	if err != nil {
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return
 	}
 	req, err := s.parseChat(f)
 	if err != nil {
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return
 	}
 	if s.refuseIfStorageFull(w) {
@@ -162,14 +163,14 @@ func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
 	// Follow before the turn exists: the gateway picked the id, so the
 	// live path sees every event from the first.
 	live := s.hub.follow(req.TurnID)
-	started, err := s.startOnRunner(r.Context(), protocol.SubjTurnStart, req)
+	started, err := startOnRunner(r.Context(), s, protocol.StartTurn, req)
 	if err != nil {
 		err = s.storageFailure(err)
 		s.hub.unfollow(req.TurnID, live)
 		if errors.Is(err, protocol.ErrUnavailable) {
-			err = (&protocol.Error{Status: http.StatusServiceUnavailable, Message: "No turn runner is available. Try again in a moment."}).WithCode("NO_RUNNER")
+			err = (&protocol.Error{Kind: protocol.Unavailable, Message: "No turn runner is available. Try again in a moment."}).WithCode("NO_RUNNER")
 		}
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return
 	}
 	s.relay(w, r, started.TurnID, relaySource{live: live, ref: &protocol.SessionRef{Workspace: req.Workspace, Session: req.Session}}, true)
@@ -180,20 +181,20 @@ func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
 // then hands the retry to another one, so a rolling restart does not fail
 // a chat. A start is cheap, so one that gets no answer in StartTimeout
 // means the runners are overloaded: 503 RUNNER_BUSY, never a 500.
-func (s *Service) startOnRunner(ctx context.Context, subject string, req any) (protocol.TurnStarted, error) {
+func startOnRunner[Req any](ctx context.Context, s *Service, ep protocol.Endpoint[Req, protocol.TurnStarted], req Req) (protocol.TurnStarted, error) {
 	var started protocol.TurnStarted
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
-		started, err = bus.Request[protocol.TurnStarted](rctx, s.nc, subject, req)
+		started, err = bus.Call(rctx, s.nc, ep, req)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			s.log.Warn("no runner answered a start in time", "timeout", s.cfg.StartTimeout)
 			return started, protocol.ErrRunnerBusy
 		}
 		// protocol.ErrUnavailable itself means no runner at all: a retry
-		// cannot help. A 503 a runner sent is a new error value.
-		if e := protocol.AsError(err); e == nil || e.Status != http.StatusServiceUnavailable || errors.Is(err, protocol.ErrUnavailable) {
+		// cannot help. An Unavailable a runner sent is a new error value.
+		if e := protocol.AsError(err); e == nil || e.Kind != protocol.Unavailable || errors.Is(err, protocol.ErrUnavailable) {
 			return started, err
 		}
 	}

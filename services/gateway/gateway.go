@@ -23,14 +23,17 @@ import (
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/llmprobe"
+	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/gateway/internal/agentapi"
 	"github.com/waggle-os/core/services/gateway/internal/approvalapi"
 	"github.com/waggle-os/core/services/gateway/internal/commandapi"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/forward"
 	"github.com/waggle-os/core/services/gateway/internal/mcpapi"
 	"github.com/waggle-os/core/services/gateway/internal/memoryapi"
 	"github.com/waggle-os/core/services/gateway/internal/openapi"
+	"github.com/waggle-os/core/services/gateway/internal/ratelimit"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 	"github.com/waggle-os/core/services/gateway/internal/sessionsapi"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 	"github.com/waggle-os/core/services/gateway/internal/teamsapi"
@@ -121,19 +124,19 @@ const (
 
 // limits is the rate-limit configuration for the mode, or ok=false when
 // rate limiting is off.
-func (c *Config) limits() (teamauth.LimitConfig, bool) {
+func (c *Config) limits() (ratelimit.Config, bool) {
 	limit := c.RateLimit
 	if limit == 0 && c.Auth == AuthRequired {
 		limit = 100
 	}
 	if limit <= 0 {
-		return teamauth.LimitConfig{Limit: -1}, false
+		return ratelimit.Config{Limit: -1}, false
 	}
 	chat := c.RateLimitChat
 	if chat <= 0 {
-		chat = teamauth.DefaultRouteLimits["/api/chat"]
+		chat = ratelimit.DefaultRouteLimits["/api/chat"]
 	}
-	return teamauth.LimitConfig{Limit: limit, RouteLimits: map[string]int{"/api/chat": chat}, Window: c.RateWindow, Replicas: c.Replicas}, true
+	return ratelimit.Config{Limit: limit, RouteLimits: map[string]int{"/api/chat": chat}, Window: c.RateWindow, Replicas: c.Replicas}, true
 }
 
 // Validate checks c and fills defaults.
@@ -344,7 +347,7 @@ func (s *Service) Stop(ctx context.Context) error {
 
 func (s *Service) routes() http.Handler {
 	r := chi.NewRouter()
-	deps := httpx.Deps{NC: s.nc, Log: s.log, BodyLimit: s.cfg.BodyLimit, Timeout: s.cfg.RequestTimeout, DataDir: s.cfg.DataDir}
+	deps := forward.Deps{NC: s.nc, Log: s.log, BodyLimit: s.cfg.BodyLimit, Timeout: s.cfg.RequestTimeout, DataDir: s.cfg.DataDir}
 	// The Host check comes before CORS, auth and every route (/health
 	// too: it reports the token).
 	r.Use(metrics, s.recoverer, securityHeaders, s.hostCheck, s.cors)
@@ -360,14 +363,14 @@ func (s *Service) routes() http.Handler {
 	} else {
 		r.Use(s.auth)
 		if limited {
-			r.Use(teamauth.RateLimit(deps, limits))
+			r.Use(ratelimit.Middleware(deps, limits))
 		}
 	}
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
-		httpx.WriteJSON(w, http.StatusNotFound, httpx.ErrorBody{Error: "Not found"})
+		respond.Fail(w, protocol.NotFound, "", "Not found")
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
-		httpx.WriteJSON(w, http.StatusMethodNotAllowed, httpx.ErrorBody{Error: "Method not allowed"})
+		respond.Fail(w, protocol.MethodNotAllowed, "", "Method not allowed")
 	})
 	r.Get("/health", s.health)
 	r.Method(http.MethodGet, "/metrics", telemetry.Handler())

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
 
 type llmHealth struct {
@@ -81,5 +81,5 @@ func (s *Service) health(w http.ResponseWriter, r *http.Request) {
 			resp.Storage.Since = isoMillis(time.UnixMilli(st.Since))
 		}
 	}
-	httpx.WriteJSON(w, status, resp)
+	respond.JSON(w, status, resp)
 }

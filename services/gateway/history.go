@@ -7,7 +7,8 @@ import (
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/input"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
 
 // sessionQuery reads ?workspace= and ?session= with the chat defaults
@@ -19,13 +20,13 @@ func sessionQuery(r *http.Request) (protocol.SessionRef, error) {
 	if q.Has("workspace") {
 		ref.Workspace = q.Get("workspace")
 		ref.Session = ref.Workspace
-		if err := httpx.CheckSegment("workspace", ref.Workspace); err != nil {
+		if err := input.CheckSegment("workspace", ref.Workspace); err != nil {
 			return ref, err
 		}
 	}
 	if q.Has("session") {
 		ref.Session = q.Get("session")
-		if err := httpx.CheckSegment("session", ref.Session); err != nil {
+		if err := input.CheckSegment("session", ref.Session); err != nil {
 			return ref, err
 		}
 	}
@@ -50,14 +51,14 @@ type historyResponse struct {
 func (s *Service) history(w http.ResponseWriter, r *http.Request) {
 	ref, err := sessionQuery(r)
 	if err != nil {
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
-	rep, err := bus.Request[protocol.HistoryReply](ctx, s.nc, protocol.SubjStoreHistory, protocol.HistoryRequest{SessionRef: ref})
+	rep, err := bus.Call(ctx, s.nc, protocol.ReadHistory, protocol.HistoryRequest{SessionRef: ref})
 	if err != nil {
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return
 	}
 	out := historyResponse{SessionID: ref.Session, Messages: make([]historyMessage, 0, len(rep.Messages))}
@@ -67,7 +68,7 @@ func (s *Service) history(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	out.Count = len(out.Messages)
-	httpx.WriteJSON(w, http.StatusOK, out)
+	respond.JSON(w, http.StatusOK, out)
 }
 
 // clearHistory is DELETE /api/chat/history: every cached copy of the
@@ -75,17 +76,17 @@ func (s *Service) history(w http.ResponseWriter, r *http.Request) {
 func (s *Service) clearHistory(w http.ResponseWriter, r *http.Request) {
 	ref, err := sessionQuery(r)
 	if err != nil {
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
-	rep, err := bus.Request[protocol.ClearReply](ctx, s.nc, protocol.SubjStoreClear, protocol.ClearRequest{SessionRef: ref})
+	rep, err := bus.Call(ctx, s.nc, protocol.EvictSession, protocol.ClearRequest{SessionRef: ref})
 	if err != nil {
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, struct {
+	respond.JSON(w, http.StatusOK, struct {
 		OK      bool   `json:"ok"`
 		Cleared string `json:"cleared"`
 	}{true, rep.Cleared})

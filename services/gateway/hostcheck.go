@@ -7,7 +7,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
 
 // HostNotAllowed is the error code of a request refused by the Host check.
@@ -154,7 +155,7 @@ func (s *Service) hostCheck(next http.Handler) http.Handler {
 		if !s.hosts.allows(r.Host) {
 			s.log.Warn("request refused: Host not allowed (set --allowed-hosts if this name is the server's)",
 				"host", r.Host, "path", r.URL.Path, "remote", r.RemoteAddr)
-			httpx.WriteJSON(w, http.StatusForbidden, httpx.ErrorBody{Error: hostNotAllowedMessage, Code: HostNotAllowed})
+			respond.Fail(w, protocol.Forbidden, HostNotAllowed, hostNotAllowedMessage)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -8,7 +8,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/waggle-os/core/libs/telemetry"
 	"net"
 	"net/http"
 	"net/netip"
@@ -16,7 +15,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/telemetry"
+
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
 
 // metrics counts requests by route pattern (never the raw path: ids would
@@ -68,7 +70,7 @@ func (s *Service) recoverer(next http.Handler) http.Handler {
 					panic(v)
 				}
 				s.log.Error("handler panic", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
-				httpx.WriteJSON(w, http.StatusInternalServerError, httpx.ErrorBody{Error: "Internal server error"})
+				respond.Fail(w, protocol.Internal, "", "Internal server error")
 			}
 		}()
 		next.ServeHTTP(w, r)
@@ -109,7 +111,7 @@ func (s *Service) cors(next http.Handler) http.Handler {
 				return
 			}
 			if !allowed {
-				httpx.WriteJSON(w, http.StatusForbidden, httpx.ErrorBody{Error: "CORS: origin not allowed"})
+				respond.Fail(w, protocol.Forbidden, "", "CORS: origin not allowed")
 				return
 			}
 			h := w.Header()
@@ -156,12 +158,12 @@ func (s *Service) auth(next http.Handler) http.Handler {
 		}
 		h := r.Header.Get("Authorization")
 		if h == "" {
-			httpx.WriteJSON(w, http.StatusUnauthorized, httpx.ErrorBody{Error: "Unauthorized", Code: "MISSING_TOKEN"})
+			respond.Fail(w, protocol.Unauthenticated, protocol.CodeMissingToken, "Unauthorized")
 			return
 		}
 		tok, ok := strings.CutPrefix(h, "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) != 1 {
-			httpx.WriteJSON(w, http.StatusUnauthorized, httpx.ErrorBody{Error: "Unauthorized", Code: "INVALID_TOKEN"})
+			respond.Fail(w, protocol.Unauthenticated, protocol.CodeInvalidToken, "Unauthorized")
 			return
 		}
 		next.ServeHTTP(w, r)

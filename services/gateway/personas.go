@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/waggle-os/core/libs/personas"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
 
 // personaList is the body of GET /api/personas (the original's shape:
@@ -15,5 +15,5 @@ type personaList struct {
 
 // listPersonas lists the built-in personas a chat may name.
 func (s *Service) listPersonas(w http.ResponseWriter, _ *http.Request) {
-	httpx.WriteJSON(w, http.StatusOK, personaList{Personas: personas.List()})
+	respond.JSON(w, http.StatusOK, personaList{Personas: personas.List()})
 }

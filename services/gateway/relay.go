@@ -17,7 +17,7 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/sse"
 	"github.com/waggle-os/core/libs/telemetry"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
 
 // coalesceBacklog is the backlog (events waiting for one relay) that marks
@@ -114,7 +114,7 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, s
 		if cancelOnFail {
 			s.cancelTurn(turnID, "relay-failed")
 		}
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return
 	}
 	out, err := sse.Start(w, map[string]string{
@@ -355,7 +355,7 @@ func (rl *relay) endFromStore() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), rl.s.cfg.RequestTimeout)
 	defer cancel()
-	h, err := bus.Request[protocol.HistoryReply](ctx, rl.s.nc, protocol.SubjStoreHistory, protocol.HistoryRequest{SessionRef: *rl.src.ref})
+	h, err := bus.Call(ctx, rl.s.nc, protocol.ReadHistory, protocol.HistoryRequest{SessionRef: *rl.src.ref})
 	if err != nil {
 		rl.s.log.Warn("reply of a discarded turn", "turn", rl.turnID, "err", err)
 		return

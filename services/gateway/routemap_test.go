@@ -150,13 +150,22 @@ func decl(t *testing.T, hf handlerFunc) (*goPackage, *ast.FuncDecl, string) {
 	return nil, nil, ""
 }
 
-// protocolSubjects are the values of libs/protocol's subject constants by
-// name, plus the per-turn subject functions written with a {turnId}.
+// protocolSubjects are the subjects of libs/protocol's table by name: every
+// Endpoint and Event variable and Subj constant, plus the per-turn subject
+// functions written with a {turnId}.
 func protocolSubjects(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{
 		"TurnControl": protocol.TurnControl("{turnId}"),
 		"TurnEvents":  protocol.TurnEvents("{turnId}"),
+	}
+	str := func(e ast.Expr) (string, bool) {
+		lit, ok := e.(*ast.BasicLit)
+		if !ok || lit.Kind != token.STRING {
+			return "", false
+		}
+		v, err := strconv.Unquote(lit.Value)
+		return v, err == nil
 	}
 	fset := token.NewFileSet()
 	files, _ := filepath.Glob(filepath.Join(repoRoot, "libs/protocol/*.go"))
@@ -170,18 +179,41 @@ func protocolSubjects(t *testing.T) map[string]string {
 		}
 		ast.Inspect(af, func(n ast.Node) bool {
 			vs, ok := n.(*ast.ValueSpec)
-			if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "Subj") {
+			if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 {
 				return true
 			}
-			if lit, ok := vs.Values[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-				v, _ := strconv.Unquote(lit.Value)
-				out[vs.Names[0].Name] = v
+			name := vs.Names[0].Name
+			switch v := vs.Values[0].(type) {
+			case *ast.BasicLit:
+				if s, ok := str(v); ok && strings.HasPrefix(name, "Subj") {
+					out[name] = s
+				}
+			case *ast.CompositeLit:
+				// Endpoint[Req, Rep]{Service, Name, Subject}; Event[T]{Subject}.
+				var typ ast.Expr
+				switch ix := v.Type.(type) {
+				case *ast.IndexListExpr:
+					typ = ix.X
+				case *ast.IndexExpr:
+					typ = ix.X
+				}
+				id, ok := typ.(*ast.Ident)
+				switch {
+				case ok && id.Name == "Endpoint" && len(v.Elts) == 3:
+					if s, ok := str(v.Elts[2]); ok {
+						out[name] = s
+					}
+				case ok && id.Name == "Event" && len(v.Elts) == 1:
+					if s, ok := str(v.Elts[0]); ok {
+						out[name] = s
+					}
+				}
 			}
 			return true
 		})
 	}
 	if len(out) < 40 {
-		t.Fatalf("read only %d subject constants from libs/protocol", len(out))
+		t.Fatalf("read only %d subjects from libs/protocol", len(out))
 	}
 	return out
 }
@@ -337,9 +369,9 @@ type answerer struct {
 }
 
 // answerers reads the services other than the gateway for the code that
-// answers each subject constant: the bus.AddEndpoint call that registers it
-// (or the turn runner's subscription table entry) and, when the handler is
-// a method, the method's file.
+// answers each subject of the table: the bus.Handle call that registers it
+// (or the subscription that listens to it) and, when the handler is a
+// method, the method's file.
 func answerers(t *testing.T) map[string]answerer {
 	t.Helper()
 	out := map[string]answerer{}
@@ -370,11 +402,14 @@ func answerers(t *testing.T) map[string]answerer {
 						var handler ast.Expr
 						switch x := n.(type) {
 						case *ast.CallExpr:
-							if sel, ok := x.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "AddEndpoint" && len(x.Args) == 4 {
-								subject, handler = protocolName(x.Args[2]), x.Args[3]
+							if sel, ok := x.Fun.(*ast.SelectorExpr); ok && (sel.Sel.Name == "Handle" || sel.Sel.Name == "Subscribe") {
+								switch len(x.Args) {
+								case 3: // bus.Handle(svc, ep, fn), bus.Subscribe(nc, ev, fn)
+									subject, handler = protocolName(x.Args[1]), x.Args[2]
+								case 2: // nc.Subscribe(subject, fn)
+									subject, handler = protocolName(x.Args[0]), x.Args[1]
+								}
 							}
-						case *ast.KeyValueExpr:
-							subject, handler = protocolName(x.Key), x.Value
 						}
 						if subject == "" {
 							return true

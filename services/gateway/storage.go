@@ -8,11 +8,11 @@ import (
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
 
 // storageState follows the stores' full/recovered reports
-// (protocol.SubjStorageStatus): while one is full the gateway refuses
+// (protocol.StorageReports.Subject): while one is full the gateway refuses
 // chats at once (507 STORAGE_FULL) instead of letting each wait out a
 // write timeout, and /health says which store and why.
 type storageState struct {
@@ -36,7 +36,7 @@ func (s *Service) watchStorage() error {
 // while a store is full, and reports whether it did.
 func (s *Service) refuseIfStorageFull(w http.ResponseWriter) bool {
 	if err := s.storage.watch.Err(); err != nil {
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return true
 	}
 	return false
@@ -46,7 +46,7 @@ func (s *Service) refuseIfStorageFull(w http.ResponseWriter) bool {
 // reports full by the time it failed: a chat that raced the first failing
 // write (and waited out its timeout) then says why, not "internal error".
 func (s *Service) storageFailure(err error) error {
-	if err == nil || protocol.StatusOf(err) != http.StatusInternalServerError {
+	if err == nil || protocol.KindOf(err) != protocol.Internal {
 		return err
 	}
 	if _, full := s.storage.watch.Full(); full {

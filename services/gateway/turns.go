@@ -12,16 +12,17 @@ import (
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/sse"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/input"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 )
 
-var errTurnNotFound = &protocol.Error{Status: http.StatusNotFound, Message: "Turn not found"}
+var errTurnNotFound = &protocol.Error{Kind: protocol.NotFound, Message: "Turn not found"}
 
 // turnID reads and checks the {turnId} URL parameter.
 func turnID(r *http.Request) (string, error) {
 	id := chi.URLParam(r, "turnId")
-	if err := httpx.CheckSegment("turnId", id); err != nil {
+	if err := input.CheckSegment("turnId", id); err != nil {
 		return "", err
 	}
 	return id, nil
@@ -77,7 +78,7 @@ func (s *Service) authorizeTurn(r *http.Request, id, action string) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
-	_, err = bus.Request[protocol.AuthorizeReply](ctx, s.nc, protocol.SubjTeamsAuthorize,
+	_, err = bus.Call(ctx, s.nc, protocol.Authorize,
 		protocol.AuthorizeRequest{User: u.ID, Workspace: start.Workspace, Action: action})
 	return err
 }
@@ -88,25 +89,25 @@ func (s *Service) authorizeTurn(r *http.Request, id, action string) error {
 func (s *Service) turnEvents(w http.ResponseWriter, r *http.Request) {
 	id, err := turnID(r)
 	if err != nil {
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return
 	}
 	after, _, err := sse.LastEventID(r)
 	if err != nil {
-		httpx.WriteError(w, s.log, protocol.Errorf(http.StatusBadRequest, "Last-Event-ID must be a decimal event id"))
+		respond.Error(w, s.log, protocol.Errorf(protocol.Invalid, "Last-Event-ID must be a decimal event id"))
 		return
 	}
 	ok, err := s.turnExists(r.Context(), id)
 	if err != nil {
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return
 	}
 	if !ok {
-		httpx.WriteError(w, s.log, errTurnNotFound)
+		respond.Error(w, s.log, errTurnNotFound)
 		return
 	}
 	if err := s.authorizeTurn(r, id, protocol.ActionRead); err != nil {
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return
 	}
 	s.relay(w, r, id, relaySource{after: after}, false)
@@ -117,24 +118,24 @@ func (s *Service) turnEvents(w http.ResponseWriter, r *http.Request) {
 func (s *Service) cancelTurnRoute(w http.ResponseWriter, r *http.Request) {
 	id, err := turnID(r)
 	if err != nil {
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return
 	}
 	ok, err := s.turnExists(r.Context(), id)
 	if err != nil {
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return
 	}
 	if !ok {
-		httpx.WriteError(w, s.log, errTurnNotFound)
+		respond.Error(w, s.log, errTurnNotFound)
 		return
 	}
 	if err := s.authorizeTurn(r, id, protocol.ActionWrite); err != nil {
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return
 	}
 	s.cancelTurn(id, "user")
-	httpx.WriteJSON(w, http.StatusOK, struct {
+	respond.JSON(w, http.StatusOK, struct {
 		OK     bool   `json:"ok"`
 		TurnID string `json:"turnId"`
 	}{true, id})
@@ -144,30 +145,29 @@ func (s *Service) cancelTurnRoute(w http.ResponseWriter, r *http.Request) {
 // of a workspace (the original web client calls it; the original server
 // had no such route).
 func (s *Service) abort(w http.ResponseWriter, r *http.Request) {
-	f, err := httpx.DecodeBody(w, r, s.cfg.BodyLimit)
+	f, err := input.Decode(w, r, s.cfg.BodyLimit)
 	if err != nil {
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return
 	}
 	name, ws, err := aliased(f, "workspaceId", "workspace")
 	if err != nil {
-		httpx.WriteError(w, s.log, err)
+		respond.Error(w, s.log, err)
 		return
 	}
 	if name == "" {
-		httpx.WriteError(w, s.log, protocol.Errorf(http.StatusBadRequest, "workspaceId is required"))
+		respond.Error(w, s.log, protocol.Errorf(protocol.Invalid, "workspaceId is required"))
 		return
 	}
-	if err := httpx.CheckSegment(name, ws); err != nil {
-		httpx.WriteError(w, s.log, err)
+	if err := input.CheckSegment(name, ws); err != nil {
+		respond.Error(w, s.log, err)
 		return
 	}
-	body, _ := json.Marshal(protocol.AbortWorkspace{Workspace: ws})
-	if err := s.nc.Publish(protocol.SubjTurnAbortWorkspace, body); err != nil {
-		httpx.WriteError(w, s.log, err)
+	if err := bus.Publish(s.nc, protocol.WorkspaceAborts, protocol.AbortWorkspace{Workspace: ws}); err != nil {
+		respond.Error(w, s.log, err)
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, struct {
+	respond.JSON(w, http.StatusOK, struct {
 		OK          bool   `json:"ok"`
 		WorkspaceID string `json:"workspaceId"`
 	}{true, ws})

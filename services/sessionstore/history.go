@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/jsonl"
 )
@@ -24,7 +25,7 @@ func (s *Service) append(ctx context.Context, req protocol.AppendRequest) (proto
 	case req.Message != nil && req.Tool == nil:
 		m := *req.Message
 		if m.Role == "" {
-			return protocol.AppendReply{}, protocol.Errorf(400, "message role is required")
+			return protocol.AppendReply{}, protocol.Errorf(protocol.Invalid, "message role is required")
 		}
 		if m.Timestamp == "" {
 			m.Timestamp = now
@@ -37,7 +38,7 @@ func (s *Service) append(ctx context.Context, req protocol.AppendRequest) (proto
 		}
 		req.Tool = &t
 	default:
-		return protocol.AppendReply{}, protocol.Errorf(400, "exactly one of message or tool is required")
+		return protocol.AppendReply{}, protocol.Errorf(protocol.Invalid, "exactly one of message or tool is required")
 	}
 	if err := s.store.Append(ctx, req); err != nil {
 		return protocol.AppendReply{}, err
@@ -56,7 +57,7 @@ func (s *Service) clear(_ context.Context, req protocol.ClearRequest) (protocol.
 }
 
 func (s *Service) publishEvicted(ref protocol.SessionRef) {
-	if err := publishJSON(s.nc, protocol.SubjSessionEvicted, protocol.SessionEvicted{SessionRef: ref}); err != nil {
+	if err := bus.Publish(s.nc, protocol.SessionEvictions, protocol.SessionEvicted{SessionRef: ref}); err != nil {
 		s.log.Warn("publish eviction failed", "workspace", ref.Workspace, "session", ref.Session, "err", err)
 	}
 }

@@ -5,7 +5,6 @@ package sessionstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -208,24 +207,24 @@ func (s *Service) register() error {
 		pool = s.pg.Pool()
 	}
 	return errors.Join(
-		bus.AddEndpoint(s.svc, "history", protocol.SubjStoreHistory, s.history),
-		bus.AddEndpoint(s.svc, "append", protocol.SubjStoreAppend, s.append),
-		bus.AddEndpoint(s.svc, "clear", protocol.SubjStoreClear, s.clear),
+		bus.Handle(s.svc, protocol.ReadHistory, s.history),
+		bus.Handle(s.svc, protocol.AppendToSession, s.append),
+		bus.Handle(s.svc, protocol.EvictSession, s.clear),
 		s.minds.Register(s.svc),
-		bus.AddEndpoint(s.svc, "workspace-get", protocol.SubjStoreWorkspaceGet, s.workspaceGet),
-		bus.AddEndpoint(s.svc, "workspace-list", protocol.SubjWorkspaceList, s.workspaceList),
-		bus.AddEndpoint(s.svc, "workspace-doc", protocol.SubjWorkspaceDoc, s.workspaceDoc),
-		bus.AddEndpoint(s.svc, "workspace-create", protocol.SubjWorkspaceCreate, s.workspaceCreate),
-		bus.AddEndpoint(s.svc, "workspace-update", protocol.SubjWorkspaceUpdate, s.workspaceUpdate),
-		bus.AddEndpoint(s.svc, "workspace-delete", protocol.SubjWorkspaceDelete, s.workspaceDelete),
-		bus.AddEndpoint(s.svc, "session-list", protocol.SubjSessionList, s.sessionList),
-		bus.AddEndpoint(s.svc, "session-search", protocol.SubjSessionSearch, s.sessionSearch),
-		bus.AddEndpoint(s.svc, "session-export", protocol.SubjSessionExport, s.sessionExport),
-		bus.AddEndpoint(s.svc, "session-timeline", protocol.SubjSessionTimeline, s.sessionTimeline),
-		bus.AddEndpoint(s.svc, "session-create", protocol.SubjSessionCreate, s.sessionCreate),
-		bus.AddEndpoint(s.svc, "session-rename", protocol.SubjSessionRename, s.sessionRename),
-		bus.AddEndpoint(s.svc, "session-delete", protocol.SubjSessionDelete, s.sessionDelete),
-		bus.AddEndpoint(s.svc, "session-summary", protocol.SubjSessionSummary, s.sessionSummary),
+		bus.Handle(s.svc, protocol.GetWorkspace, s.workspaceGet),
+		bus.Handle(s.svc, protocol.ListWorkspaces, s.workspaceList),
+		bus.Handle(s.svc, protocol.GetWorkspaceDoc, s.workspaceDoc),
+		bus.Handle(s.svc, protocol.CreateWorkspace, s.workspaceCreate),
+		bus.Handle(s.svc, protocol.UpdateWorkspace, s.workspaceUpdate),
+		bus.Handle(s.svc, protocol.DeleteWorkspace, s.workspaceDelete),
+		bus.Handle(s.svc, protocol.ListSessions, s.sessionList),
+		bus.Handle(s.svc, protocol.SearchSessions, s.sessionSearch),
+		bus.Handle(s.svc, protocol.ExportSession, s.sessionExport),
+		bus.Handle(s.svc, protocol.GetTimeline, s.sessionTimeline),
+		bus.Handle(s.svc, protocol.CreateSession, s.sessionCreate),
+		bus.Handle(s.svc, protocol.RenameSession, s.sessionRename),
+		bus.Handle(s.svc, protocol.DeleteSession, s.sessionDelete),
+		bus.Handle(s.svc, protocol.SummarizeSession, s.sessionSummary),
 		ledger.Register(s.svc, ledger.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
 		groups.Register(s.svc, groups.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
 		workflows.Register(s.svc, workflows.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
@@ -294,15 +293,7 @@ func checkWritable(dir string) error {
 
 func validRef(ref protocol.SessionRef) error {
 	if !protocol.ValidID(ref.Workspace) || !protocol.ValidID(ref.Session) {
-		return protocol.Errorf(400, "invalid workspace or session id")
+		return protocol.Errorf(protocol.Invalid, "invalid workspace or session id")
 	}
 	return nil
-}
-
-func publishJSON(nc *nats.Conn, subject string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return nc.Publish(subject, b)
 }

@@ -9,7 +9,7 @@ import (
 
 func (s *Service) sessionList(ctx context.Context, req protocol.SessionListRequest) (protocol.SessionListReply, error) {
 	if !protocol.ValidID(req.Workspace) {
-		return protocol.SessionListReply{}, protocol.Errorf(400, "invalid workspace id")
+		return protocol.SessionListReply{}, protocol.Errorf(protocol.Invalid, "invalid workspace id")
 	}
 	infos, err := s.store.ListSessions(ctx, req)
 	return protocol.SessionListReply{Sessions: infos}, err
@@ -17,7 +17,7 @@ func (s *Service) sessionList(ctx context.Context, req protocol.SessionListReque
 
 func (s *Service) sessionSearch(ctx context.Context, req protocol.SessionSearchRequest) (protocol.SessionSearchReply, error) {
 	if !protocol.ValidID(req.Workspace) {
-		return protocol.SessionSearchReply{}, protocol.Errorf(400, "invalid workspace id")
+		return protocol.SessionSearchReply{}, protocol.Errorf(protocol.Invalid, "invalid workspace id")
 	}
 	rs, err := s.store.SearchSessions(ctx, req)
 	return protocol.SessionSearchReply{Results: rs}, err
@@ -41,7 +41,7 @@ func (s *Service) sessionTimeline(ctx context.Context, req protocol.SessionRef) 
 
 func (s *Service) sessionCreate(ctx context.Context, req protocol.SessionCreateRequest) (protocol.SessionInfo, error) {
 	if !protocol.ValidID(req.Workspace) {
-		return protocol.SessionInfo{}, protocol.Errorf(400, "invalid workspace id")
+		return protocol.SessionInfo{}, protocol.Errorf(protocol.Invalid, "invalid workspace id")
 	}
 	return s.store.CreateSession(ctx, req)
 }
@@ -93,7 +93,7 @@ func (s *Service) sessionSummary(ctx context.Context, req protocol.SessionLocato
 
 func validLocator(loc protocol.SessionLocator) error {
 	if !protocol.ValidID(loc.Session) || loc.Workspace != "" && !protocol.ValidID(loc.Workspace) {
-		return protocol.Errorf(400, "invalid workspace or session id")
+		return protocol.Errorf(protocol.Invalid, "invalid workspace or session id")
 	}
 	return nil
 }

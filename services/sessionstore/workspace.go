@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/workspaces"
@@ -92,7 +91,7 @@ func decodeFields(raw json.RawMessage) (workspaces.Doc, error) {
 		return fields, nil
 	}
 	if err := json.Unmarshal(raw, &fields); err != nil {
-		return nil, protocol.Errorf(http.StatusBadRequest, "body must be a JSON object")
+		return nil, protocol.Errorf(protocol.Invalid, "body must be a JSON object")
 	}
 	return fields, nil
 }

@@ -3,7 +3,6 @@ package turnrunner
 import (
 	"context"
 	"errors"
-	"net/http"
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/retrieval"
@@ -18,10 +17,10 @@ func (s *Service) startAgentRun(_ context.Context, req protocol.AgentRunRequest)
 		req.TurnID = protocol.NewUUID()
 	}
 	if !protocol.ValidID(req.TurnID) {
-		return protocol.TurnStarted{}, protocol.Errorf(http.StatusBadRequest, "invalid turn id")
+		return protocol.TurnStarted{}, protocol.Errorf(protocol.Invalid, "invalid turn id")
 	}
 	if req.Question == "" {
-		return protocol.TurnStarted{}, protocol.Errorf(http.StatusBadRequest, "question is required")
+		return protocol.TurnStarted{}, protocol.Errorf(protocol.Invalid, "question is required")
 	}
 	if s.stopping.Load() {
 		return protocol.TurnStarted{}, protocol.ErrUnavailable

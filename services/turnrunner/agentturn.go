@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/turnrunner/agent"
@@ -213,8 +213,8 @@ func (t *turn) loadAgentInputs(mc agent.ModelConfig) (agentInputs, error) {
 		wg      sync.WaitGroup
 	)
 	wg.Go(func() {
-		rep, err := turnRequest[protocol.HistoryReply](t.ctx, s, protocol.SubjStoreHistory,
-			protocol.HistoryRequest{SessionRef: t.ref(), Tools: true})
+		rep, err := bus.Call(t.ctx, s.nc, protocol.ReadHistory,
+			protocol.HistoryRequest{SessionRef: t.ref(), Tools: true}, bus.Within(s.cfg.StoreTimeout))
 		if err != nil {
 			histErr = fmt.Errorf("turnrunner: history of %s/%s: %w", t.req.Workspace, t.req.Session, err)
 			return
@@ -223,20 +223,20 @@ func (t *turn) loadAgentInputs(mc agent.ModelConfig) (agentInputs, error) {
 		_, in.turnTools = ofTurn(rep.Messages, rep.Tools, t.req.TurnID)
 	})
 	wg.Go(func() {
-		ws, err := turnRequest[protocol.Workspace](t.ctx, s, protocol.SubjStoreWorkspaceGet,
-			protocol.WorkspaceRequest{Workspace: t.req.Workspace})
+		ws, err := bus.Call(t.ctx, s.nc, protocol.GetWorkspace,
+			protocol.WorkspaceRequest{Workspace: t.req.Workspace}, bus.Within(s.cfg.StoreTimeout))
 		switch {
 		case err == nil:
 			in.workspace = ws
-		case errors.Is(err, protocol.ErrUnavailable) || protocol.StatusOf(err) == http.StatusNotFound:
+		case errors.Is(err, protocol.ErrUnavailable) || protocol.KindOf(err) == protocol.NotFound:
 		default:
 			s.log.Warn("workspace config unavailable; using defaults", "workspace", t.req.Workspace, "err", err)
 		}
 	})
 	if mc.DailyBudget > 0 && mc.BudgetModel != "" {
 		wg.Go(func() {
-			sum, err := turnRequest[protocol.UsageSummary](t.ctx, s, protocol.SubjStoreUsageSummary,
-				protocol.UsageSummaryRequest{Since: startOfDayUTC(time.Now()).Format(time.RFC3339)})
+			sum, err := bus.Call(t.ctx, s.nc, protocol.SummarizeUsage,
+				protocol.UsageSummaryRequest{Since: startOfDayUTC(time.Now()).Format(time.RFC3339)}, bus.Within(s.cfg.StoreTimeout))
 			if err != nil {
 				if !errors.Is(err, protocol.ErrUnavailable) {
 					s.log.Warn("usage summary unavailable; assuming nothing spent today", "err", err)
@@ -311,7 +311,7 @@ func (t *turn) persistTool(ev protocol.ToolEvent) {
 	if t.awaitUser() != nil {
 		return // the turn ends: nothing of it is stored without its message
 	}
-	_, err := storeRequest[protocol.AppendReply](t.svc, protocol.SubjStoreAppend, protocol.AppendRequest{SessionRef: t.ref(), Tool: &ev})
+	_, err := bus.Call(context.Background(), t.svc.nc, protocol.AppendToSession, protocol.AppendRequest{SessionRef: t.ref(), Tool: &ev}, bus.Within(t.svc.cfg.StoreTimeout))
 	if err != nil {
 		t.svc.log.Error("persist tool event", "turn", t.req.TurnID, "tool", ev.Name, "err", err)
 	}
@@ -323,11 +323,11 @@ func (t *turn) recordUsage(res agent.Result) {
 	if res.Usage.InputTokens == 0 && res.Usage.OutputTokens == 0 {
 		return
 	}
-	_, err := storeRequest[protocol.Empty](t.svc, protocol.SubjStoreUsageRecord, protocol.UsageRecord{
+	_, err := bus.Call(context.Background(), t.svc.nc, protocol.RecordUsage, protocol.UsageRecord{
 		Workspace: t.req.Workspace, Session: t.req.Session, TurnID: t.req.TurnID, Model: res.Model,
 		InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, Cost: res.Cost,
 		Timestamp: time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
-	})
+	}, bus.Within(t.svc.cfg.StoreTimeout))
 	if err != nil && !errors.Is(err, protocol.ErrUnavailable) {
 		t.svc.log.Warn("record usage", "turn", t.req.TurnID, "err", err)
 	}

@@ -2,7 +2,6 @@ package turnrunner
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -16,7 +15,7 @@ import (
 // policyCache holds the teams service's tool policies per (user,
 // workspace) for a short while: a policy is asked for on every turn of a
 // team user, and a change reaches every runner through
-// protocol.SubjTeamsPolicyChanged (entries of that team are dropped) or,
+// protocol.PolicyChanges (entries of that team are dropped) or,
 // failing that, within the TTL.
 type policyCache struct {
 	nc      *nats.Conn
@@ -54,7 +53,7 @@ func (c *policyCache) get(ctx context.Context, user, workspace string, now time.
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	p, err := bus.Request[protocol.ToolPolicy](rctx, c.nc, protocol.SubjTeamsToolPolicy,
+	p, err := bus.Call(rctx, c.nc, protocol.GetToolPolicy,
 		protocol.ToolPolicyRequest{User: user, Workspace: workspace})
 	if err != nil {
 		return protocol.ToolPolicy{}, fmt.Errorf("turnrunner: tool policy of %s in %s: %w", user, workspace, err)
@@ -81,8 +80,6 @@ func (c *policyCache) changed(team string) {
 	}
 }
 
-func (c *policyCache) onChanged(m *nats.Msg) {
-	var ev protocol.TeamPolicyChanged
-	_ = json.Unmarshal(m.Data, &ev)
+func (c *policyCache) onChanged(ev protocol.TeamPolicyChanged) {
 	c.changed(ev.Team)
 }

@@ -42,7 +42,7 @@ func TestPolicyCache(t *testing.T) {
 	var asked atomic.Int32
 	blocked := atomic.Value{}
 	blocked.Store([]string{"bash"})
-	sub, err := teams.Subscribe(protocol.SubjTeamsToolPolicy, func(m *nats.Msg) {
+	sub, err := teams.Subscribe(protocol.GetToolPolicy.Subject, func(m *nats.Msg) {
 		asked.Add(1)
 		var req protocol.ToolPolicyRequest
 		_ = json.Unmarshal(m.Data, &req)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,8 +32,8 @@ type busMemory struct {
 // Save stores one frame in the workspace's mind and returns its id (the
 // existing frame's when the content is already kept).
 func (m busMemory) Save(ctx context.Context, workspace, content string, tags []string) (string, error) {
-	rep, err := turnRequest[protocol.MemorySaveReply](ctx, m.s, protocol.SubjStoreMemorySave,
-		protocol.MemorySaveRequest{Workspace: workspace, Content: content, Tags: tags, User: m.user})
+	rep, err := bus.Call(ctx, m.s.nc, protocol.SaveMemory,
+		protocol.MemorySaveRequest{Workspace: workspace, Content: content, Tags: tags, User: m.user}, bus.Within(m.s.cfg.StoreTimeout))
 	if err != nil {
 		return "", fmt.Errorf("turnrunner: save memory in %s: %w", workspace, err)
 	}
@@ -44,8 +43,8 @@ func (m busMemory) Save(ctx context.Context, workspace, content string, tags []s
 // Search is the store's hybrid search over the workspace's and the
 // personal mind, best first.
 func (m busMemory) Search(ctx context.Context, workspace, query string, limit int) ([]protocol.Memory, error) {
-	rep, err := turnRequest[protocol.MemorySearchReply](ctx, m.s, protocol.SubjStoreMemorySearch,
-		protocol.MemorySearchRequest{Workspace: workspace, Query: query, Limit: limit, User: m.user})
+	rep, err := bus.Call(ctx, m.s.nc, protocol.SearchMemory,
+		protocol.MemorySearchRequest{Workspace: workspace, Query: query, Limit: limit, User: m.user}, bus.Within(m.s.cfg.StoreTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("turnrunner: search memory in %s: %w", workspace, err)
 	}
@@ -63,7 +62,7 @@ type recaller struct {
 // not a failure: the turn still shows that recall found nothing.
 func (r recaller) Search(ctx context.Context, query string) ([]string, error) {
 	mems, err := r.mem.Search(ctx, r.workspace, query, recallLimit)
-	if errors.Is(err, protocol.ErrUnavailable) || protocol.StatusOf(err) == http.StatusNotFound {
+	if errors.Is(err, protocol.ErrUnavailable) || protocol.KindOf(err) == protocol.NotFound {
 		return nil, nil
 	}
 	if err != nil {
@@ -76,15 +75,6 @@ func (r recaller) Search(ctx context.Context, query string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// turnRequest is a bus request bounded by StoreTimeout that also ends when
-// ctx (the turn) is cancelled — for work done on the turn's behalf, unlike
-// storeRequest, which persists even after a cancel.
-func turnRequest[Rep any](ctx context.Context, s *Service, subject string, req any) (Rep, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-	defer cancel()
-	return bus.Request[Rep](ctx, s.nc, subject, req)
 }
 
 // autoSave keeps what an agent turn that did not call save_memory said
@@ -104,10 +94,10 @@ func (t *turn) autoSave(message string, res agent.Result) {
 	var wg sync.WaitGroup
 	for _, f := range facts {
 		wg.Go(func() {
-			rep, err := turnRequest[protocol.MemorySaveReply](t.ctx, t.svc, protocol.SubjStoreMemorySave, protocol.MemorySaveRequest{
+			rep, err := bus.Call(t.ctx, t.svc.nc, protocol.SaveMemory, protocol.MemorySaveRequest{
 				Workspace: t.req.Workspace, User: t.req.User, Content: f.Content, Importance: f.Importance,
 				Source: protocol.SourceAgentInferred, Personal: f.Personal,
-			})
+			}, bus.Within(t.svc.cfg.StoreTimeout))
 			switch {
 			case err != nil:
 				t.logger().Warn("auto-save memory", "err", err)

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/personas"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
@@ -74,8 +75,8 @@ func (t *turn) captureWorkflow(res agent.Result) {
 	if len(res.ToolsUsed) < workflowMinSteps {
 		return
 	}
-	rep, err := turnRequest[protocol.WorkflowObserveReply](t.ctx, t.svc, protocol.SubjStoreWorkflowObserve,
-		protocol.WorkflowObserveRequest{Workspace: t.req.Workspace, Session: t.req.Session, Tools: res.ToolsUsed})
+	rep, err := bus.Call(t.ctx, t.svc.nc, protocol.ObserveWorkflow,
+		protocol.WorkflowObserveRequest{Workspace: t.req.Workspace, Session: t.req.Session, Tools: res.ToolsUsed}, bus.Within(t.svc.cfg.StoreTimeout))
 	if err != nil {
 		if !errors.Is(err, protocol.ErrUnavailable) {
 			t.logger().Warn("workflow capture", "err", err)
@@ -188,8 +189,8 @@ func (t *turn) warnWorkspaceBudget(ws protocol.Workspace) {
 	if t.req.Workspace == "default" || ws.Budget <= 0 {
 		return
 	}
-	sum, err := turnRequest[protocol.UsageSummary](t.ctx, t.svc, protocol.SubjStoreUsageSummary,
-		protocol.UsageSummaryRequest{Workspace: t.req.Workspace})
+	sum, err := bus.Call(t.ctx, t.svc.nc, protocol.SummarizeUsage,
+		protocol.UsageSummaryRequest{Workspace: t.req.Workspace}, bus.Within(t.svc.cfg.StoreTimeout))
 	if err != nil {
 		if !errors.Is(err, protocol.ErrUnavailable) {
 			t.logger().Warn("workspace spend unavailable; no budget warning", "err", err)

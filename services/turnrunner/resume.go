@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/turnrunner/agent"
@@ -130,8 +131,8 @@ func (t *turn) endStored(final protocol.Message, lg turnLog, tools []protocol.To
 
 // turnHistory reads this turn's messages and tool events.
 func (t *turn) turnHistory() ([]protocol.Message, []protocol.ToolEvent, error) {
-	rep, err := turnRequest[protocol.HistoryReply](t.ctx, t.svc, protocol.SubjStoreHistory,
-		protocol.HistoryRequest{SessionRef: t.ref(), Tools: true})
+	rep, err := bus.Call(t.ctx, t.svc.nc, protocol.ReadHistory,
+		protocol.HistoryRequest{SessionRef: t.ref(), Tools: true}, bus.Within(t.svc.cfg.StoreTimeout))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -141,8 +142,8 @@ func (t *turn) turnHistory() ([]protocol.Message, []protocol.ToolEvent, error) {
 
 // cancelApprovals cancels whatever approval of this turn is still pending.
 func (t *turn) cancelApprovals() {
-	_, err := storeRequest[protocol.ApprovalCancelTurnReply](t.svc, protocol.SubjApprovalCancelTurn,
-		protocol.ApprovalCancelTurnRequest{TurnID: t.req.TurnID})
+	_, err := bus.Call(context.Background(), t.svc.nc, protocol.CancelTurnApprovals,
+		protocol.ApprovalCancelTurnRequest{TurnID: t.req.TurnID}, bus.Within(t.svc.cfg.StoreTimeout))
 	if err != nil && !errors.Is(err, protocol.ErrUnavailable) {
 		t.logger().Warn("cancel the approvals of a claimed turn", "err", err)
 	}

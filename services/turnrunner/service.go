@@ -334,18 +334,24 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	// Control messages reach whichever runner owns the turn; one wildcard
 	// subscription per runner instead of one per turn.
-	for subj, h := range map[string]nats.MsgHandler{
-		protocol.SubjTurnControlAll:     s.onControl,
-		protocol.SubjTurnAbortWorkspace: s.onAbort,
-		protocol.SubjTeamsPolicyChanged: s.policies.onChanged,
-	} {
-		sub, err := nc.Subscribe(subj, h)
-		if err != nil {
-			s.Stop(ctx)
-			return fmt.Errorf("turnrunner: subscribe %s: %w", subj, err)
-		}
-		s.subs = append(s.subs, sub)
+	control, err := nc.Subscribe(protocol.SubjTurnControlAll, s.onControl)
+	if err != nil {
+		s.Stop(ctx)
+		return fmt.Errorf("turnrunner: subscribe %s: %w", protocol.SubjTurnControlAll, err)
 	}
+	s.subs = append(s.subs, control)
+	aborts, err := bus.Subscribe(nc, protocol.WorkspaceAborts, s.onAbort)
+	if err != nil {
+		s.Stop(ctx)
+		return fmt.Errorf("turnrunner: %w", err)
+	}
+	s.subs = append(s.subs, aborts)
+	policies, err := bus.Subscribe(nc, protocol.PolicyChanges, s.policies.onChanged)
+	if err != nil {
+		s.Stop(ctx)
+		return fmt.Errorf("turnrunner: %w", err)
+	}
+	s.subs = append(s.subs, policies)
 	loopCtx, stopLoops := context.WithCancel(context.Background())
 	claimCtx, stopClaim := context.WithCancel(loopCtx)
 	s.stopLoops, s.stopClaim = stopLoops, stopClaim
@@ -358,11 +364,11 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.svc = svc
-	if err := bus.AddEndpoint(svc, "start", protocol.SubjTurnStart, s.startTurn); err != nil {
+	if err := bus.Handle(svc, protocol.StartTurn, s.startTurn); err != nil {
 		s.Stop(ctx)
 		return err
 	}
-	if err := bus.AddEndpoint(svc, "agentrun", protocol.SubjAgentRun, s.startAgentRun); err != nil {
+	if err := bus.Handle(svc, protocol.StartAgentRun, s.startAgentRun); err != nil {
 		s.Stop(ctx)
 		return err
 	}
@@ -439,7 +445,7 @@ func (s *Service) othersAlive() bool {
 		return false
 	}
 	defer sub.Unsubscribe()
-	if err := s.nc.PublishRequest("$SRV.PING."+protocol.ServiceTurnRunner, inbox, nil); err != nil {
+	if err := s.nc.PublishRequest(protocol.PingSubject(protocol.ServiceTurnRunner), inbox, nil); err != nil {
 		return false
 	}
 	_, err = sub.NextMsg(300 * time.Millisecond)
@@ -459,20 +465,20 @@ func (s *Service) startTurn(_ context.Context, req protocol.TurnRequest) (protoc
 		req.TurnID = protocol.NewUUID()
 	}
 	if !protocol.ValidID(req.TurnID) || !protocol.ValidID(req.Workspace) || !protocol.ValidID(req.Session) {
-		return protocol.TurnStarted{}, protocol.Errorf(400, "invalid turn, workspace or session id")
+		return protocol.TurnStarted{}, protocol.Errorf(protocol.Invalid, "invalid turn, workspace or session id")
 	}
 	if req.Message == "" {
-		return protocol.TurnStarted{}, protocol.Errorf(400, "message is required")
+		return protocol.TurnStarted{}, protocol.Errorf(protocol.Invalid, "message is required")
 	}
 	if req.User != "" && !protocol.ValidID(req.User) {
-		return protocol.TurnStarted{}, protocol.Errorf(400, "invalid user id")
+		return protocol.TurnStarted{}, protocol.Errorf(protocol.Invalid, "invalid user id")
 	}
 	switch req.Multitask {
 	case "":
 		req.Multitask = protocol.MultitaskQueue
 	case protocol.MultitaskQueue, protocol.MultitaskReject, protocol.MultitaskInterrupt:
 	default:
-		return protocol.TurnStarted{}, protocol.Errorf(400, "multitask must be one of queue, reject, interrupt")
+		return protocol.TurnStarted{}, protocol.Errorf(protocol.Invalid, "multitask must be one of queue, reject, interrupt")
 	}
 	if s.stopping.Load() {
 		return protocol.TurnStarted{}, errBusy
@@ -509,7 +515,7 @@ func (s *Service) startTurn(_ context.Context, req protocol.TurnRequest) (protoc
 			// A retried start of a turn that exists: the lock is that
 			// turn's (same id), not ours to give back.
 			<-s.slots
-			return protocol.TurnStarted{}, protocol.Errorf(409, "turn %s already exists", req.TurnID)
+			return protocol.TurnStarted{}, protocol.Errorf(protocol.Conflict, "turn %s already exists", req.TurnID)
 		}
 		return fail(storageError(lerr))
 	}
@@ -532,7 +538,7 @@ func (s *Service) startTurn(_ context.Context, req protocol.TurnRequest) (protoc
 		return fail(err)
 	}
 	if !s.launch(t, t.run) {
-		return fail(protocol.Errorf(409, "turn %s already exists", req.TurnID))
+		return fail(protocol.Errorf(protocol.Conflict, "turn %s already exists", req.TurnID))
 	}
 	return protocol.TurnStarted{TurnID: req.TurnID}, nil
 }
@@ -613,9 +619,8 @@ func (s *Service) onControl(m *nats.Msg) {
 }
 
 // onAbort cancels this runner's turns of one workspace.
-func (s *Service) onAbort(m *nats.Msg) {
-	var a protocol.AbortWorkspace
-	if json.Unmarshal(m.Data, &a) != nil || a.Workspace == "" {
+func (s *Service) onAbort(a protocol.AbortWorkspace) {
+	if a.Workspace == "" {
 		return
 	}
 	for _, t := range s.running() {
@@ -631,13 +636,4 @@ func (s *Service) publishControl(turnID string, msg protocol.TurnControlMsg) {
 	if err := s.nc.Publish(protocol.TurnControl(turnID), body); err != nil {
 		s.log.Warn("publish turn control", "turn", turnID, "action", msg.Action, "err", err)
 	}
-}
-
-// storeRequest is a session-store request bounded by StoreTimeout. It uses
-// a context detached from the turn's cancellation: persisting what a
-// cancelled turn produced must still happen.
-func storeRequest[Rep any](s *Service, subject string, req any) (Rep, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.StoreTimeout)
-	defer cancel()
-	return bus.Request[Rep](ctx, s.nc, subject, req)
 }

@@ -244,9 +244,9 @@ func echoText(message string) string {
 // rerouted to the model and one is available (prompt is the rewritten
 // request; the disk keeps the original slash text).
 func (t *turn) runCommand(llm bool) (prompt string, handled bool) {
-	rep, err := storeRequest[protocol.CommandReply](t.svc, protocol.SubjCommandExecute, protocol.CommandRequest{
+	rep, err := bus.Call(context.Background(), t.svc.nc, protocol.ExecuteCommand, protocol.CommandRequest{
 		Command: t.req.Message, Workspace: t.req.Workspace, Session: t.req.Session, LLMAvailable: llm,
-	})
+	}, bus.Within(t.svc.cfg.StoreTimeout))
 	if err != nil {
 		if errors.Is(err, protocol.ErrUnavailable) {
 			return t.req.Message, false
@@ -362,7 +362,7 @@ func (t *turn) persist(m protocol.Message) error {
 // store sends one message of the turn to the session store.
 func (t *turn) store(m protocol.Message) error {
 	m.TurnID = t.req.TurnID
-	_, err := storeRequest[protocol.AppendReply](t.svc, protocol.SubjStoreAppend, protocol.AppendRequest{SessionRef: t.ref(), Message: &m})
+	_, err := bus.Call(context.Background(), t.svc.nc, protocol.AppendToSession, protocol.AppendRequest{SessionRef: t.ref(), Message: &m}, bus.Within(t.svc.cfg.StoreTimeout))
 	if err != nil {
 		return fmt.Errorf("turnrunner: persist %s message: %w", m.Role, err)
 	}

@@ -1,6 +1,6 @@
 // Package grants is the persistent store of "always allow" approval grants:
 // a user who approves a tool call with "always" is not asked again for the
-// same tool on the same target (see gate.TargetKey), in the same workspace
+// same tool on the same target (see rules.TargetKey), in the same workspace
 // or, for a grant without a workspace, in every workspace.
 //
 // Grants live in <data dir>/approval-grants.json in the original Waggle
@@ -30,7 +30,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/waggle-os/core/services/approval/gate"
+	"github.com/waggle-os/core/services/approval/rules"
 )
 
 // FileName is the grant file's name inside the data directory.
@@ -199,7 +199,7 @@ func (s *Store) Reload() error {
 }
 
 // Grant records a standing approval for calls of tool on the target args
-// name (gate.TargetKey), in workspace *source or, with source nil, in every
+// name (rules.TargetKey), in workspace *source or, with source nil, in every
 // workspace. It replaces a grant for the same tool, target and scope. The
 // grant is stored when Grant returns without error; on an error nothing
 // changed unless the error wraps ErrNotDurable.
@@ -218,13 +218,13 @@ func (s *Store) add(tool string, args map[string]any, source *string, ttl time.D
 		return Grant{}, fmt.Errorf("grants: grant %s: %w", tool, err)
 	}
 	now := s.cfg.Now()
-	key := gate.TargetKey(tool, args)
+	key := rules.TargetKey(tool, args)
 	g := Grant{
 		ID:                id,
 		ToolName:          tool,
 		TargetKey:         key,
 		SourceWorkspaceID: cloneString(source),
-		Description:       gate.DescribeGrant(tool, key, source),
+		Description:       rules.DescribeGrant(tool, key, source),
 		GrantedAt:         now.UTC().Format(isoMillis),
 	}
 	if ttl > 0 {
@@ -245,7 +245,7 @@ func (s *Store) add(tool string, args map[string]any, source *string, ttl time.D
 // next write). A storage error is logged and answers false, so the user is
 // asked rather than a call let through.
 func (s *Store) Has(tool string, args map[string]any, workspace string) (Grant, bool) {
-	key := gate.TargetKey(tool, args)
+	key := rules.TargetKey(tool, args)
 	for _, g := range s.live() {
 		if g.ToolName != tool || g.TargetKey != key {
 			continue

@@ -131,7 +131,7 @@ type Backend interface {
 }
 
 // ErrNotFound is the API's 404 for an unknown frame.
-var ErrNotFound = protocol.Errorf(404, "Frame not found")
+var ErrNotFound = protocol.Errorf(protocol.NotFound, "Frame not found")
 
 // Sanitise strips what could run in a browser from frame content, as the
 // original does before storing (stored-XSS defence): script elements,
@@ -172,7 +172,7 @@ func stripScripts(s string) string {
 // default).
 func CheckImportance(v string) error {
 	if v != "" && !slices.Contains(protocol.Importances, v) {
-		return protocol.Errorf(400, "Invalid importance %q. Valid values: %s", v, strings.Join(protocol.Importances, ", "))
+		return protocol.Errorf(protocol.Invalid, "Invalid importance %q. Valid values: %s", v, strings.Join(protocol.Importances, ", "))
 	}
 	return nil
 }
@@ -180,7 +180,7 @@ func CheckImportance(v string) error {
 // CheckSource validates a source; empty is allowed.
 func CheckSource(v string) error {
 	if v != "" && !slices.Contains(protocol.Sources, v) {
-		return protocol.Errorf(400, "Invalid source %q. Valid values: %s", v, strings.Join(protocol.Sources, ", "))
+		return protocol.Errorf(protocol.Invalid, "Invalid source %q. Valid values: %s", v, strings.Join(protocol.Sources, ", "))
 	}
 	return nil
 }
@@ -196,7 +196,7 @@ func ParseTime(name, v string) (int64, error) {
 			return t.UnixMilli(), nil
 		}
 	}
-	return 0, protocol.Errorf(400, "Invalid %s: expected an ISO date", name)
+	return 0, protocol.Errorf(protocol.Invalid, "Invalid %s: expected an ISO date", name)
 }
 
 // createdMillis is a frame's creation time in Unix ms (0 when unreadable).

@@ -148,10 +148,10 @@ func waitEmbedded(t *testing.T, m *frames.Minds, ws string, want int) {
 	}
 }
 
-func wantStatus(t *testing.T, what string, err error, status int, text string) {
+func wantKind(t *testing.T, what string, err error, kind protocol.Kind, text string) {
 	t.Helper()
-	if protocol.StatusOf(err) != status || !strings.Contains(err.Error(), text) {
-		t.Errorf("%s: err = %v, want %d %q", what, err, status, text)
+	if protocol.KindOf(err) != kind || !strings.Contains(err.Error(), text) {
+		t.Errorf("%s: err = %v, want %s %q", what, err, kind, text)
 	}
 }
 
@@ -193,15 +193,15 @@ func TestAddValidatesAndDeduplicates(t *testing.T) {
 		f := newFixture(t, e, false)
 		owner := protocol.MemoryOwner{Workspace: "w1"}
 		_, err := f.minds.Add(ctx, protocol.MemoryAddRequest{MemoryOwner: owner, Content: "  "})
-		wantStatus(t, "empty", err, 400, "content is required")
+		wantKind(t, "empty", err, protocol.Invalid, "content is required")
 		_, err = f.minds.Add(ctx, protocol.MemoryAddRequest{MemoryOwner: owner, Content: "<script>alert(1)</script>"})
-		wantStatus(t, "only a script", err, 400, "content is required")
+		wantKind(t, "only a script", err, protocol.Invalid, "content is required")
 		_, err = f.minds.Add(ctx, protocol.MemoryAddRequest{MemoryOwner: owner, Content: "x", Source: "rumour"})
-		wantStatus(t, "source", err, 400, `Invalid source "rumour". Valid values: user_stated, tool_verified, agent_inferred, import, system`)
+		wantKind(t, "source", err, protocol.Invalid, `Invalid source "rumour". Valid values: user_stated, tool_verified, agent_inferred, import, system`)
 		_, err = f.minds.Add(ctx, protocol.MemoryAddRequest{MemoryOwner: owner, Content: "x", Importance: "huge"})
-		wantStatus(t, "importance", err, 400, `Invalid importance "huge"`)
+		wantKind(t, "importance", err, protocol.Invalid, `Invalid importance "huge"`)
 		_, err = f.minds.Add(ctx, protocol.MemoryAddRequest{MemoryOwner: protocol.MemoryOwner{Workspace: "../x"}, Content: "x"})
-		wantStatus(t, "workspace id", err, 400, "invalid workspace id")
+		wantKind(t, "workspace id", err, protocol.Invalid, "invalid workspace id")
 
 		first, err := f.minds.Add(ctx, protocol.MemoryAddRequest{MemoryOwner: owner, Content: `See <a href="javascript:evil()" onclick="x()">this</a>`, Importance: "critical", Source: "import"})
 		if err != nil || !first.Saved || first.Frame.Content != `See <a href="evil()">this</a>` ||
@@ -241,9 +241,9 @@ func TestUpdateDeleteAccess(t *testing.T) {
 			t.Errorf("new content = %v", got)
 		}
 		_, err = f.minds.Update(ctx, protocol.MemoryUpdateRequest{MemoryFrameRequest: protocol.MemoryFrameRequest{MemoryOwner: owner, ID: wsFrame.ID}, Content: ""})
-		wantStatus(t, "update empty", err, 400, "content is required")
+		wantKind(t, "update empty", err, protocol.Invalid, "content is required")
 		_, err = f.minds.Update(ctx, protocol.MemoryUpdateRequest{MemoryFrameRequest: protocol.MemoryFrameRequest{MemoryOwner: owner, ID: "mem-nope"}, Content: "x"})
-		wantStatus(t, "update missing", err, 404, "Frame not found")
+		wantKind(t, "update missing", err, protocol.NotFound, "Frame not found")
 
 		// A personal frame is found from a workspace request too.
 		for want := 1; want <= 2; want++ {
@@ -253,18 +253,18 @@ func TestUpdateDeleteAccess(t *testing.T) {
 			}
 		}
 		_, err = f.minds.Access(ctx, protocol.MemoryFrameRequest{MemoryOwner: owner, ID: "bad id"})
-		wantStatus(t, "bad id", err, 400, "Invalid frame ID")
+		wantKind(t, "bad id", err, protocol.Invalid, "Invalid frame ID")
 
 		del, err := f.minds.Delete(ctx, protocol.MemoryFrameRequest{MemoryOwner: owner, ID: wsFrame.ID})
 		if err != nil || del.ID != wsFrame.ID {
 			t.Errorf("delete = %+v, %v", del, err)
 		}
 		_, err = f.minds.Delete(ctx, protocol.MemoryFrameRequest{MemoryOwner: owner, ID: wsFrame.ID})
-		wantStatus(t, "delete again", err, 404, "Frame not found")
+		wantKind(t, "delete again", err, protocol.NotFound, "Frame not found")
 		// Without the workspace, its frames are out of reach.
 		w2 := f.add(t, "w2", "other workspace")
 		_, err = f.minds.Delete(ctx, protocol.MemoryFrameRequest{MemoryOwner: owner, ID: w2.ID})
-		wantStatus(t, "other workspace", err, 404, "Frame not found")
+		wantKind(t, "other workspace", err, protocol.NotFound, "Frame not found")
 
 		if err := f.minds.DropWorkspace(ctx, "w2"); err != nil {
 			t.Fatal(err)
@@ -300,7 +300,7 @@ func TestFramesListing(t *testing.T) {
 			t.Errorf("since/until = %+v, %v", fs, err)
 		}
 		_, err = f.minds.Frames(ctx, protocol.MemoryFramesRequest{Since: "yesterday"})
-		wantStatus(t, "bad since", err, 400, "Invalid since")
+		wantKind(t, "bad since", err, protocol.Invalid, "Invalid since")
 	})
 }
 

@@ -274,10 +274,10 @@ func personal(o protocol.MemoryOwner) Mind {
 
 func checkOwner(o protocol.MemoryOwner) error {
 	if o.Workspace != "" && !protocol.ValidID(o.Workspace) {
-		return protocol.Errorf(400, "invalid workspace id")
+		return protocol.Errorf(protocol.Invalid, "invalid workspace id")
 	}
 	if o.User != "" && !protocol.ValidID(o.User) {
-		return protocol.Errorf(400, "invalid user id")
+		return protocol.Errorf(protocol.Invalid, "invalid user id")
 	}
 	return nil
 }
@@ -318,7 +318,7 @@ func (m *Minds) Add(ctx context.Context, req protocol.MemoryAddRequest) (protoco
 	}
 	content := strings.TrimSpace(Sanitise(req.Content))
 	if content == "" {
-		return protocol.MemoryAddReply{}, protocol.Errorf(400, "content is required")
+		return protocol.MemoryAddReply{}, protocol.Errorf(protocol.Invalid, "content is required")
 	}
 	if err := errors.Join(CheckImportance(req.Importance), CheckSource(req.Source)); err != nil {
 		var pe *protocol.Error
@@ -394,7 +394,7 @@ func (m *Minds) find(ctx context.Context, req protocol.MemoryFrameRequest, op fu
 		return protocol.MemoryFrame{}, err
 	}
 	if !protocol.ValidID(req.ID) {
-		return protocol.MemoryFrame{}, protocol.Errorf(400, "Invalid frame ID")
+		return protocol.MemoryFrame{}, protocol.Errorf(protocol.Invalid, "Invalid frame ID")
 	}
 	for _, mind := range minds(req.MemoryOwner) {
 		f, err := op(mind)
@@ -414,7 +414,7 @@ func (m *Minds) find(ctx context.Context, req protocol.MemoryFrameRequest, op fu
 func (m *Minds) Update(ctx context.Context, req protocol.MemoryUpdateRequest) (protocol.MemoryFrame, error) {
 	content := strings.TrimSpace(Sanitise(req.Content))
 	if content == "" {
-		return protocol.MemoryFrame{}, protocol.Errorf(400, "content is required")
+		return protocol.MemoryFrame{}, protocol.Errorf(protocol.Invalid, "content is required")
 	}
 	if err := CheckImportance(req.Importance); err != nil {
 		return protocol.MemoryFrame{}, err
@@ -531,30 +531,30 @@ func (m *Minds) DropWorkspace(ctx context.Context, ws string) error {
 // agent's save and search.
 func (m *Minds) Register(svc *bus.Service) error {
 	return errors.Join(
-		bus.AddEndpoint(svc, "memory-save", protocol.SubjStoreMemorySave, m.agentSave),
-		bus.AddEndpoint(svc, "memory-search", protocol.SubjStoreMemorySearch, m.agentSearch),
-		bus.AddEndpoint(svc, "memory-frames", protocol.SubjMemoryFrames, func(ctx context.Context, req protocol.MemoryFramesRequest) (protocol.MemoryFramesReply, error) {
+		bus.Handle(svc, protocol.SaveMemory, m.agentSave),
+		bus.Handle(svc, protocol.SearchMemory, m.agentSearch),
+		bus.Handle(svc, protocol.ListFrames, func(ctx context.Context, req protocol.MemoryFramesRequest) (protocol.MemoryFramesReply, error) {
 			fs, err := m.Frames(ctx, req)
 			return protocol.MemoryFramesReply{Frames: fs}, err
 		}),
-		bus.AddEndpoint(svc, "memory-add", protocol.SubjMemoryAdd, m.Add),
-		bus.AddEndpoint(svc, "memory-update", protocol.SubjMemoryUpdate, func(ctx context.Context, req protocol.MemoryUpdateRequest) (protocol.MemoryFrameReply, error) {
+		bus.Handle(svc, protocol.AddFrame, m.Add),
+		bus.Handle(svc, protocol.UpdateFrame, func(ctx context.Context, req protocol.MemoryUpdateRequest) (protocol.MemoryFrameReply, error) {
 			f, err := m.Update(ctx, req)
 			return protocol.MemoryFrameReply{Frame: f}, err
 		}),
-		bus.AddEndpoint(svc, "memory-delete", protocol.SubjMemoryDelete, func(ctx context.Context, req protocol.MemoryFrameRequest) (protocol.MemoryFrameReply, error) {
+		bus.Handle(svc, protocol.DeleteFrame, func(ctx context.Context, req protocol.MemoryFrameRequest) (protocol.MemoryFrameReply, error) {
 			f, err := m.Delete(ctx, req)
 			return protocol.MemoryFrameReply{Frame: f}, err
 		}),
-		bus.AddEndpoint(svc, "memory-access", protocol.SubjMemoryAccess, func(ctx context.Context, req protocol.MemoryFrameRequest) (protocol.MemoryFrameReply, error) {
+		bus.Handle(svc, protocol.AccessFrame, func(ctx context.Context, req protocol.MemoryFrameRequest) (protocol.MemoryFrameReply, error) {
 			f, err := m.Access(ctx, req)
 			return protocol.MemoryFrameReply{Frame: f}, err
 		}),
-		bus.AddEndpoint(svc, "memory-query", protocol.SubjMemoryQuery, func(ctx context.Context, req protocol.MemoryQueryRequest) (protocol.MemoryFramesReply, error) {
+		bus.Handle(svc, protocol.QueryMemory, func(ctx context.Context, req protocol.MemoryQueryRequest) (protocol.MemoryFramesReply, error) {
 			fs, err := m.Query(ctx, req, DefaultQuery)
 			return protocol.MemoryFramesReply{Frames: fs}, err
 		}),
-		bus.AddEndpoint(svc, "memory-stats", protocol.SubjMemoryStats, m.Stats),
+		bus.Handle(svc, protocol.CountFrames, m.Stats),
 	)
 }
 
@@ -562,7 +562,7 @@ func (m *Minds) Register(svc *bus.Service) error {
 // Personal, source agent_inferred unless given.
 func (m *Minds) agentSave(ctx context.Context, req protocol.MemorySaveRequest) (protocol.MemorySaveReply, error) {
 	if !protocol.ValidID(req.Workspace) {
-		return protocol.MemorySaveReply{}, protocol.Errorf(400, "invalid workspace id")
+		return protocol.MemorySaveReply{}, protocol.Errorf(protocol.Invalid, "invalid workspace id")
 	}
 	rep, err := m.Add(ctx, protocol.MemoryAddRequest{
 		MemoryOwner: protocol.MemoryOwner{Workspace: req.Workspace, User: req.User},
@@ -578,7 +578,7 @@ func (m *Minds) agentSave(ctx context.Context, req protocol.MemorySaveRequest) (
 // search over the workspace and personal minds, as Memory values.
 func (m *Minds) agentSearch(ctx context.Context, req protocol.MemorySearchRequest) (protocol.MemorySearchReply, error) {
 	if !protocol.ValidID(req.Workspace) {
-		return protocol.MemorySearchReply{}, protocol.Errorf(400, "invalid workspace id")
+		return protocol.MemorySearchReply{}, protocol.Errorf(protocol.Invalid, "invalid workspace id")
 	}
 	owner := protocol.MemoryOwner{Workspace: req.Workspace, User: req.User}
 	var fs []protocol.MemoryFrame

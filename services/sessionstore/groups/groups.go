@@ -67,22 +67,22 @@ func Register(svc *bus.Service, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	return errors.Join(
-		bus.AddEndpoint(svc, "group-list", protocol.SubjStoreGroupList,
+		bus.Handle(svc, protocol.ListGroups,
 			func(context.Context, protocol.Empty) (protocol.AgentGroupList, error) {
 				gs, err := s.List()
 				return protocol.AgentGroupList{Groups: gs}, err
 			}),
-		bus.AddEndpoint(svc, "group-get", protocol.SubjStoreGroupGet,
+		bus.Handle(svc, protocol.GetGroup,
 			func(_ context.Context, r protocol.AgentGroupRef) (protocol.AgentGroup, error) { return s.Get(r.ID) }),
-		bus.AddEndpoint(svc, "group-create", protocol.SubjStoreGroupCreate,
+		bus.Handle(svc, protocol.CreateGroup,
 			func(_ context.Context, w protocol.AgentGroupWrite) (protocol.AgentGroup, error) {
 				return s.Create(w.Fields)
 			}),
-		bus.AddEndpoint(svc, "group-update", protocol.SubjStoreGroupUpdate,
+		bus.Handle(svc, protocol.UpdateGroup,
 			func(_ context.Context, w protocol.AgentGroupWrite) (protocol.AgentGroup, error) {
 				return s.Update(w.ID, w.Fields)
 			}),
-		bus.AddEndpoint(svc, "group-delete", protocol.SubjStoreGroupDelete,
+		bus.Handle(svc, protocol.DeleteGroup,
 			func(_ context.Context, r protocol.AgentGroupRef) (protocol.Deleted, error) {
 				return protocol.Deleted{Deleted: true}, s.Delete(r.ID)
 			}),
@@ -90,7 +90,7 @@ func Register(svc *bus.Service, cfg Config, log *slog.Logger) error {
 }
 
 // ErrNotFound is the 404 of every operation on an unknown group id.
-var ErrNotFound = &protocol.Error{Status: 404, Message: "Group not found"}
+var ErrNotFound = &protocol.Error{Kind: protocol.NotFound, Message: "Group not found"}
 
 // backend keeps the groups: the file under DataDir, or PostgreSQL when
 // Config.Pool is set. Validation stays in Store, so both answer alike.
@@ -319,4 +319,4 @@ func isNull(f map[string]json.RawMessage, key string) bool {
 
 func isNullRaw(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
 
-func bad(format string, args ...any) error { return protocol.Errorf(400, format, args...) }
+func bad(format string, args ...any) error { return protocol.Errorf(protocol.Invalid, format, args...) }

@@ -61,7 +61,7 @@ func TestParseCreate(t *testing.T) {
 			g, err := Parse(protocol.AgentGroup{}, fields(t, tt.body), true)
 			if tt.wantErr != "" {
 				e := protocol.AsError(err)
-				if e == nil || e.Status != 400 || e.Message != tt.wantErr {
+				if e == nil || e.Kind != protocol.Invalid || e.Message != tt.wantErr {
 					t.Fatalf("err = %v, want 400 %q", err, tt.wantErr)
 				}
 				return
@@ -103,7 +103,7 @@ func TestParseUpdate(t *testing.T) {
 			in.Members = append([]protocol.AgentGroupMember(nil), base.Members...)
 			g, err := Parse(in, fields(t, tt.body), false)
 			if tt.wantErr != "" {
-				if e := protocol.AsError(err); e == nil || e.Status != 400 || e.Message != tt.wantErr {
+				if e := protocol.AsError(err); e == nil || e.Kind != protocol.Invalid || e.Message != tt.wantErr {
 					t.Fatalf("err = %v, want 400 %q", err, tt.wantErr)
 				}
 				return
@@ -173,7 +173,7 @@ func testCRUD(t *testing.T, reopen func() *Store, dir string) {
 	if err != nil || up.Name != "renamed" || up.Strategy != "sequential" || len(up.Members) != 1 {
 		t.Fatalf("update = %+v, %v", up, err)
 	}
-	if _, err := s.Update(g.ID, fields(t, `{"strategy":"random"}`)); protocol.StatusOf(err) != 400 {
+	if _, err := s.Update(g.ID, fields(t, `{"strategy":"random"}`)); protocol.KindOf(err) != protocol.Invalid {
 		t.Fatalf("invalid update = %v, want 400", err)
 	}
 	s = reopen()
@@ -191,7 +191,7 @@ func testCRUD(t *testing.T, reopen func() *Store, dir string) {
 		func() error { _, err := s.Update("nope", fields(t, `{}`)); return err }(),
 		s.Delete("nope"),
 	} {
-		if e := protocol.AsError(err); e == nil || e.Status != 404 || e.Message != "Group not found" {
+		if e := protocol.AsError(err); e == nil || e.Kind != protocol.NotFound || e.Message != "Group not found" {
 			t.Errorf("unknown id: %v", err)
 		}
 	}

@@ -68,21 +68,21 @@ func Register(svc *bus.Service, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	return errors.Join(
-		bus.AddEndpoint(svc, "usage-record", protocol.SubjStoreUsageRecord,
+		bus.Handle(svc, protocol.RecordUsage,
 			func(_ context.Context, r protocol.UsageRecord) (protocol.Empty, error) {
 				return protocol.Empty{}, l.Record(r)
 			}),
-		bus.AddEndpoint(svc, "usage-summary", protocol.SubjStoreUsageSummary,
+		bus.Handle(svc, protocol.SummarizeUsage,
 			func(_ context.Context, r protocol.UsageSummaryRequest) (protocol.UsageSummary, error) {
 				return l.SummaryFor(r.Since, r.Workspace)
 			}),
-		bus.AddEndpoint(svc, "usage-reset", protocol.SubjStoreUsageReset,
+		bus.Handle(svc, protocol.ResetUsage,
 			func(context.Context, protocol.Empty) (protocol.UsageReset, error) { return l.Reset() }),
-		bus.AddEndpoint(svc, "model-get", protocol.SubjStoreModelGet,
+		bus.Handle(svc, protocol.GetModel,
 			func(context.Context, protocol.Empty) (protocol.AgentModel, error) {
 				return protocol.AgentModel{Model: l.Model()}, nil
 			}),
-		bus.AddEndpoint(svc, "model-set", protocol.SubjStoreModelSet,
+		bus.Handle(svc, protocol.SetModel,
 			func(_ context.Context, m protocol.AgentModel) (protocol.AgentModel, error) {
 				return l.SetModel(m.Model)
 			}),
@@ -153,7 +153,7 @@ func Open(cfg Config, log *slog.Logger) (*Ledger, error) {
 // an empty model is recorded as "unknown" and an empty timestamp as now.
 func (l *Ledger) Record(r protocol.UsageRecord) error {
 	if r.InputTokens < 0 || r.OutputTokens < 0 || r.Cost < 0 || math.IsNaN(r.Cost) || math.IsInf(r.Cost, 0) {
-		return protocol.Errorf(400, "usage must not be negative")
+		return protocol.Errorf(protocol.Invalid, "usage must not be negative")
 	}
 	if r.Model == "" {
 		r.Model = "unknown"
@@ -190,7 +190,7 @@ func (l *Ledger) SummaryFor(since, workspace string) (protocol.UsageSummary, err
 	if since != "" {
 		t, err := time.Parse(time.RFC3339Nano, since)
 		if err != nil {
-			return protocol.UsageSummary{}, protocol.Errorf(400, "since must be an RFC 3339 time")
+			return protocol.UsageSummary{}, protocol.Errorf(protocol.Invalid, "since must be an RFC 3339 time")
 		}
 		from = &t
 	}
@@ -217,10 +217,10 @@ func (l *Ledger) Model() string {
 // SetModel persists model as the current agent model.
 func (l *Ledger) SetModel(model string) (protocol.AgentModel, error) {
 	if model == "" {
-		return protocol.AgentModel{}, protocol.Errorf(400, "model is required")
+		return protocol.AgentModel{}, protocol.Errorf(protocol.Invalid, "model is required")
 	}
 	if len(model) > maxModelLength {
-		return protocol.AgentModel{}, protocol.Errorf(400, "model is too long (max %d characters)", maxModelLength)
+		return protocol.AgentModel{}, protocol.Errorf(protocol.Invalid, "model is too long (max %d characters)", maxModelLength)
 	}
 	ctx, cancel := opContext()
 	defer cancel()

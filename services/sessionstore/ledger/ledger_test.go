@@ -129,11 +129,11 @@ func TestLedgerRejects(t *testing.T) {
 
 func testRejects(t *testing.T, l *Ledger) {
 	for _, r := range []protocol.UsageRecord{{InputTokens: -1}, {OutputTokens: -1}, {Cost: -0.1}} {
-		if err := l.Record(r); protocol.StatusOf(err) != 400 {
+		if err := l.Record(r); protocol.KindOf(err) != protocol.Invalid {
 			t.Errorf("Record(%+v) = %v, want 400", r, err)
 		}
 	}
-	if _, err := l.Summary("yesterday"); protocol.StatusOf(err) != 400 {
+	if _, err := l.Summary("yesterday"); protocol.KindOf(err) != protocol.Invalid {
 		t.Errorf("Summary(yesterday) = %v, want 400", err)
 	}
 	if s := summary(t, l, ""); s.Turns != 0 {
@@ -207,7 +207,7 @@ func testModelPersisted(t *testing.T, reopen func() *Ledger) {
 	if m := l.Model(); m != "claude-sonnet-4-6" {
 		t.Fatalf("default model %q", m)
 	}
-	if _, err := l.SetModel(""); protocol.StatusOf(err) != 400 {
+	if _, err := l.SetModel(""); protocol.KindOf(err) != protocol.Invalid {
 		t.Fatalf("SetModel(\"\") = %v", err)
 	}
 	if _, err := l.SetModel("gpt-5"); err != nil {

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/http"
 	"os"
 	"runtime"
 	"slices"
@@ -45,10 +44,10 @@ const (
 
 // Errors with their HTTP kind and the contract's exact texts.
 var (
-	ErrWorkspaceNotFound = &protocol.Error{Status: http.StatusNotFound, Message: "Workspace not found"}
-	ErrSessionNotFound   = &protocol.Error{Status: http.StatusNotFound, Message: "Session not found"}
-	ErrQueryTooShort     = &protocol.Error{Status: http.StatusBadRequest, Message: "Query must be at least 2 characters"}
-	ErrTitleRequired     = &protocol.Error{Status: http.StatusBadRequest, Message: "title is required"}
+	ErrWorkspaceNotFound = &protocol.Error{Kind: protocol.NotFound, Message: "Workspace not found"}
+	ErrSessionNotFound   = &protocol.Error{Kind: protocol.NotFound, Message: "Session not found"}
+	ErrQueryTooShort     = &protocol.Error{Kind: protocol.Invalid, Message: "Query must be at least 2 characters"}
+	ErrTitleRequired     = &protocol.Error{Kind: protocol.Invalid, Message: "title is required"}
 )
 
 // Workspaces is what the store needs to know about workspaces.
@@ -470,7 +469,7 @@ func NewSession(title json.RawMessage, now time.Time) (protocol.SessionInfo, []b
 	if len(title) > 0 && string(title) != "null" {
 		var v any
 		if err := json.Unmarshal(title, &v); err != nil {
-			return protocol.SessionInfo{}, nil, protocol.Errorf(http.StatusBadRequest, "title must be JSON")
+			return protocol.SessionInfo{}, nil, protocol.Errorf(protocol.Invalid, "title must be JSON")
 		}
 		rawTitle, _ = json.Marshal(v)
 		info.Title = v

@@ -94,13 +94,13 @@ func str(d workspaces.Doc, k string) string {
 	return s
 }
 
-// wantStatus checks err is a protocol error with status (and message when
-// not empty).
-func wantStatus(t *testing.T, what string, err error, status int, msg string) {
+// wantKind checks err is a protocol error of kind (and message when not
+// empty).
+func wantKind(t *testing.T, what string, err error, kind protocol.Kind, msg string) {
 	t.Helper()
 	var pe *protocol.Error
-	if !errors.As(err, &pe) || pe.Status != status || msg != "" && pe.Message != msg {
-		t.Fatalf("%s: got %v, want %d %q", what, err, status, msg)
+	if !errors.As(err, &pe) || pe.Kind != kind || msg != "" && pe.Message != msg {
+		t.Fatalf("%s: got %v, want %s %q", what, err, kind, msg)
 	}
 }
 
@@ -212,12 +212,12 @@ func testWorkspaceCreate(t *testing.T, s sessionstore.Store) {
 	}
 	for _, body := range []map[string]any{{}, {"name": ""}, {"name": "   "}, {"name": 3}} {
 		_, err := s.CreateWorkspace(ctx, raw(t, body), nil)
-		wantStatus(t, fmt.Sprintf("create %v", body), err, 400, "name is required")
+		wantKind(t, fmt.Sprintf("create %v", body), err, protocol.Invalid, "name is required")
 	}
 	_, err := s.CreateWorkspace(ctx, raw(t, map[string]any{"name": "a", "model": 5}), nil)
-	wantStatus(t, "model 5", err, 400, "model must be a string")
+	wantKind(t, "model 5", err, protocol.Invalid, "model must be a string")
 	_, err = s.CreateWorkspace(ctx, raw(t, map[string]any{"name": "a", "budget": -1}), nil)
-	wantStatus(t, "budget -1", err, 400, "budget must be a non-negative number")
+	wantKind(t, "budget -1", err, protocol.Invalid, "budget must be a non-negative number")
 
 	docs := must(s.ListWorkspaces(ctx))(t)
 	var ids []string
@@ -242,18 +242,18 @@ func testWorkspaceUpdate(t *testing.T, s sessionstore.Store) {
 		t.Errorf("stored = %s, want %s", got, up)
 	}
 	_, err := s.UpdateWorkspace(ctx, "ops", raw(t, map[string]any{"name": ""}))
-	wantStatus(t, "empty name", err, 400, "name is required")
+	wantKind(t, "empty name", err, protocol.Invalid, "name is required")
 	_, err = s.UpdateWorkspace(ctx, "ops", raw(t, map[string]any{"budget": "x"}))
-	wantStatus(t, "string budget", err, 400, "")
+	wantKind(t, "string budget", err, protocol.Invalid, "")
 }
 
 func testWorkspaceNotFound(t *testing.T, s sessionstore.Store) {
 	_, err := s.GetWorkspace(ctx, "nope")
-	wantStatus(t, "get", err, 404, "Workspace not found")
+	wantKind(t, "get", err, protocol.NotFound, "Workspace not found")
 	_, err = s.UpdateWorkspace(ctx, "nope", raw(t, map[string]any{"model": "x"}))
-	wantStatus(t, "update", err, 404, "Workspace not found")
+	wantKind(t, "update", err, protocol.NotFound, "Workspace not found")
 	_, err = s.DeleteWorkspace(ctx, "nope")
-	wantStatus(t, "delete", err, 404, "Workspace not found")
+	wantKind(t, "delete", err, protocol.NotFound, "Workspace not found")
 	if ok := must(s.WorkspaceExists(ctx, "nope"))(t); ok {
 		t.Error("nope exists")
 	}
@@ -285,7 +285,7 @@ func testWorkspaceDelete(t *testing.T, s sessionstore.Store) {
 
 func testSessionCreate(t *testing.T, s sessionstore.Store) {
 	_, err := s.CreateSession(ctx, protocol.SessionCreateRequest{Workspace: "nope"})
-	wantStatus(t, "create in unknown", err, 404, "Workspace not found")
+	wantKind(t, "create in unknown", err, protocol.NotFound, "Workspace not found")
 	ws := newWorkspace(t, s, "Fresh")
 	a := must(s.CreateSession(ctx, protocol.SessionCreateRequest{Workspace: ws, Title: json.RawMessage(`"Plan"`)}))(t)
 	b := must(s.CreateSession(ctx, protocol.SessionCreateRequest{Workspace: ws}))(t)
@@ -437,9 +437,9 @@ func testRenameAndLocate(t *testing.T, s sessionstore.Store) {
 		t.Errorf("locate in b = %+v", r)
 	}
 	_, err := s.LocateSession(ctx, protocol.SessionLocator{Session: "only-b", Workspace: "a"})
-	wantStatus(t, "locate in wrong workspace", err, 404, "Session not found")
+	wantKind(t, "locate in wrong workspace", err, protocol.NotFound, "Session not found")
 	_, err = s.LocateSession(ctx, protocol.SessionLocator{Session: "ghost"})
-	wantStatus(t, "locate ghost", err, 404, "Session not found")
+	wantKind(t, "locate ghost", err, protocol.NotFound, "Session not found")
 
 	before, _ := find(list(t, s, wsB), "shared")
 	tick()
@@ -456,7 +456,7 @@ func testRenameAndLocate(t *testing.T, s sessionstore.Store) {
 	if a, _ := find(list(t, s, wsA), "shared"); a.Title != "in a" {
 		t.Errorf("rename touched the other workspace: %+v", a)
 	}
-	wantStatus(t, "rename ghost", s.RenameSession(ctx, ref(wsB, "ghost"), "x"), 404, "Session not found")
+	wantKind(t, "rename ghost", s.RenameSession(ctx, ref(wsB, "ghost"), "x"), protocol.NotFound, "Session not found")
 }
 
 func testDeleteSession(t *testing.T, s sessionstore.Store) {
@@ -466,9 +466,9 @@ func testDeleteSession(t *testing.T, s sessionstore.Store) {
 	if err := s.DeleteSession(ctx, ref(ws, "gone")); err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, "delete again", s.DeleteSession(ctx, ref(ws, "gone")), 404, "Session not found")
+	wantKind(t, "delete again", s.DeleteSession(ctx, ref(ws, "gone")), protocol.NotFound, "Session not found")
 	_, err := s.ExportSession(ctx, ref(ws, "gone"))
-	wantStatus(t, "export deleted", err, 404, "Session not found")
+	wantKind(t, "export deleted", err, protocol.NotFound, "Session not found")
 	if infos := list(t, s, ws); len(infos) != 1 || infos[0].ID != "kept" {
 		t.Errorf("list after delete = %+v", infos)
 	}
@@ -482,9 +482,9 @@ func testDeleteSession(t *testing.T, s sessionstore.Store) {
 func testExportAndTimeline(t *testing.T, s sessionstore.Store) {
 	ws := newWorkspace(t, s, "Exp")
 	_, err := s.ExportSession(ctx, ref("nope", "x"))
-	wantStatus(t, "export in unknown workspace", err, 404, "Workspace not found")
+	wantKind(t, "export in unknown workspace", err, protocol.NotFound, "Workspace not found")
 	_, err = s.SessionTimeline(ctx, ref(ws, "x"))
-	wantStatus(t, "timeline of unknown session", err, 404, "Session not found")
+	wantKind(t, "timeline of unknown session", err, protocol.NotFound, "Session not found")
 	appendMsg(t, s, ws, "e", "user", "Draft the memo\nsecond line")
 	appendMsg(t, s, ws, "e", "assistant", "Here it is.")
 	md := must(s.ExportSession(ctx, ref(ws, "e")))(t)
@@ -525,7 +525,7 @@ func testSessionSummary(t *testing.T, s sessionstore.Store) {
 		t.Errorf("summary = %+v", sum)
 	}
 	_, err := s.SessionSummary(ctx, ref(ws, "ghost"))
-	wantStatus(t, "summary of ghost", err, 404, "Session not found")
+	wantKind(t, "summary of ghost", err, protocol.NotFound, "Session not found")
 }
 
 func search(t *testing.T, s sessionstore.Store, ws, q string, limit int) []protocol.SessionSearchResult {
@@ -535,11 +535,11 @@ func search(t *testing.T, s sessionstore.Store, ws, q string, limit int) []proto
 
 func testSearchValidation(t *testing.T, s sessionstore.Store) {
 	_, err := s.SearchSessions(ctx, protocol.SessionSearchRequest{Workspace: "nope", Query: "x"})
-	wantStatus(t, "unknown workspace first", err, 404, "Workspace not found")
+	wantKind(t, "unknown workspace first", err, protocol.NotFound, "Workspace not found")
 	ws := newWorkspace(t, s, "Val")
 	for _, q := range []string{"", "a", "é"} {
 		_, err := s.SearchSessions(ctx, protocol.SessionSearchRequest{Workspace: ws, Query: q})
-		wantStatus(t, fmt.Sprintf("query %q", q), err, 400, "Query must be at least 2 characters")
+		wantKind(t, fmt.Sprintf("query %q", q), err, protocol.Invalid, "Query must be at least 2 characters")
 	}
 	appendMsg(t, s, ws, "e", "user", "emoji 🐝 here")
 	if res := search(t, s, ws, "🐝", 0); len(res) != 1 {

@@ -40,7 +40,7 @@ func newFixture(t *testing.T) *fixture {
 	tm, err := New(Config{Pool: pool, Workspaces: WorkspaceTeamsFunc(func(_ context.Context, ws string) (string, error) {
 		team, ok := f.workspaces[ws]
 		if !ok {
-			return "", &protocol.Error{Status: 404, Message: "Workspace not found"}
+			return "", &protocol.Error{Kind: protocol.NotFound, Message: "Workspace not found"}
 		}
 		return team, nil
 	})}, nil)
@@ -61,15 +61,15 @@ func ok(t *testing.T) func(any, error) {
 	}
 }
 
-// wantStatus fails unless err is a protocol error with status (and code,
-// when given).
-func wantStatus(t *testing.T, err error, status int, code string) {
+// wantKind fails unless err is a protocol error of kind (and code, when
+// given).
+func wantKind(t *testing.T, err error, kind protocol.Kind, code string) {
 	t.Helper()
 	e := protocol.AsError(err)
 	if e == nil {
-		t.Fatalf("want %d %s, got %v", status, code, err)
+		t.Fatalf("want %s %s, got %v", kind, code, err)
 	}
-	if e.Status != status || (code != "" && e.Code != code) {
-		t.Fatalf("want %d %s, got %d %s (%s)", status, code, e.Status, e.Code, e.Message)
+	if e.Kind != kind || (code != "" && e.Code != code) {
+		t.Fatalf("want %s %s, got %s %s (%s)", kind, code, e.Kind, e.Code, e.Message)
 	}
 }

@@ -71,12 +71,12 @@ func NewStore(pool *pgxpool.Pool, now func() time.Time) *Store {
 }
 
 var (
-	errTeamNotFound   = &protocol.Error{Status: 404, Message: "Team not found"}
-	errMemberNotFound = &protocol.Error{Status: 404, Message: "Member not found"}
-	errTokenNotFound  = &protocol.Error{Status: 404, Message: "Token not found"}
-	errTeamExists     = &protocol.Error{Status: 409, Message: "Team already exists"}
-	errLastOwner      = &protocol.Error{Status: 409, Message: "A team needs at least one owner"}
-	errInvalidToken   = &protocol.Error{Status: 401, Message: "Unauthorized", Code: protocol.CodeInvalidToken}
+	errTeamNotFound   = &protocol.Error{Kind: protocol.NotFound, Message: "Team not found"}
+	errMemberNotFound = &protocol.Error{Kind: protocol.NotFound, Message: "Member not found"}
+	errTokenNotFound  = &protocol.Error{Kind: protocol.NotFound, Message: "Token not found"}
+	errTeamExists     = &protocol.Error{Kind: protocol.Conflict, Message: "Team already exists"}
+	errLastOwner      = &protocol.Error{Kind: protocol.Conflict, Message: "A team needs at least one owner"}
+	errInvalidToken   = &protocol.Error{Kind: protocol.Unauthenticated, Message: "Unauthorized", Code: protocol.CodeInvalidToken}
 )
 
 func isUniqueViolation(err error) bool {

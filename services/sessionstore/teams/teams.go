@@ -14,11 +14,9 @@ package teams
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"regexp"
 	"slices"
 	"time"
@@ -111,33 +109,33 @@ func Register(ctx context.Context, svc *bus.Service, cfg Config, log *slog.Logge
 // Register adds the teams endpoints to svc.
 func (t *Teams) Register(svc *bus.Service) error {
 	return errors.Join(
-		bus.AddEndpoint(svc, "teams-authenticate", protocol.SubjTeamsAuthenticate, t.authenticate),
-		bus.AddEndpoint(svc, "teams-authorize", protocol.SubjTeamsAuthorize, t.authorize),
-		bus.AddEndpoint(svc, "teams-tools", protocol.SubjTeamsToolPolicy, t.toolPolicy),
-		bus.AddEndpoint(svc, "teams-create", protocol.SubjTeamsCreate, t.createTeam),
-		bus.AddEndpoint(svc, "teams-list", protocol.SubjTeamsList, t.listTeams),
-		bus.AddEndpoint(svc, "teams-get", protocol.SubjTeamsGet, t.getTeam),
-		bus.AddEndpoint(svc, "teams-update", protocol.SubjTeamsUpdate, t.updateTeam),
-		bus.AddEndpoint(svc, "teams-delete", protocol.SubjTeamsDelete, t.deleteTeam),
-		bus.AddEndpoint(svc, "teams-member-put", protocol.SubjTeamsMemberPut, t.putMember),
-		bus.AddEndpoint(svc, "teams-member-remove", protocol.SubjTeamsMemberRemove, t.removeMember),
-		bus.AddEndpoint(svc, "teams-policy-set", protocol.SubjTeamsPolicySet, t.setPolicy),
-		bus.AddEndpoint(svc, "teams-token-create", protocol.SubjTeamsTokenCreate, t.createToken),
-		bus.AddEndpoint(svc, "teams-token-list", protocol.SubjTeamsTokenList, t.listTokens),
-		bus.AddEndpoint(svc, "teams-token-revoke", protocol.SubjTeamsTokenRevoke, t.revokeToken),
+		bus.Handle(svc, protocol.Authenticate, t.authenticate),
+		bus.Handle(svc, protocol.Authorize, t.authorize),
+		bus.Handle(svc, protocol.GetToolPolicy, t.toolPolicy),
+		bus.Handle(svc, protocol.CreateTeam, t.createTeam),
+		bus.Handle(svc, protocol.ListTeams, t.listTeams),
+		bus.Handle(svc, protocol.GetTeam, t.getTeam),
+		bus.Handle(svc, protocol.UpdateTeam, t.updateTeam),
+		bus.Handle(svc, protocol.DeleteTeam, t.deleteTeam),
+		bus.Handle(svc, protocol.PutMember, t.putMember),
+		bus.Handle(svc, protocol.RemoveMember, t.removeMember),
+		bus.Handle(svc, protocol.SetPolicy, t.setPolicy),
+		bus.Handle(svc, protocol.CreateToken, t.createToken),
+		bus.Handle(svc, protocol.ListTokens, t.listTokens),
+		bus.Handle(svc, protocol.RevokeToken, t.revokeToken),
 	)
 }
 
 var (
-	errWorkspaceNotFound = &protocol.Error{Status: http.StatusNotFound, Message: "Workspace not found"}
-	errNeedAdmin         = &protocol.Error{Status: http.StatusForbidden, Message: "Only team owners and admins can do this.", Code: protocol.CodeForbidden}
-	errNeedOwner         = &protocol.Error{Status: http.StatusForbidden, Message: "Only team owners can do this.", Code: protocol.CodeForbidden}
-	errViewerChat        = &protocol.Error{Status: http.StatusForbidden, Message: protocol.MsgViewerChat, Code: protocol.CodeViewerReadOnly}
-	errViewerWrite       = &protocol.Error{Status: http.StatusForbidden, Message: protocol.MsgViewerWrite, Code: protocol.CodeViewerReadOnly}
+	errWorkspaceNotFound = &protocol.Error{Kind: protocol.NotFound, Message: "Workspace not found"}
+	errNeedAdmin         = &protocol.Error{Kind: protocol.Forbidden, Message: "Only team owners and admins can do this.", Code: protocol.CodeForbidden}
+	errNeedOwner         = &protocol.Error{Kind: protocol.Forbidden, Message: "Only team owners can do this.", Code: protocol.CodeForbidden}
+	errViewerChat        = &protocol.Error{Kind: protocol.Forbidden, Message: protocol.MsgViewerChat, Code: protocol.CodeViewerReadOnly}
+	errViewerWrite       = &protocol.Error{Kind: protocol.Forbidden, Message: protocol.MsgViewerWrite, Code: protocol.CodeViewerReadOnly}
 )
 
 func badRequest(format string, args ...any) error {
-	return protocol.Errorf(http.StatusBadRequest, format, args...)
+	return protocol.Errorf(protocol.Invalid, format, args...)
 }
 
 // rank orders roles; 0 is no role.
@@ -185,7 +183,7 @@ func (t *Teams) workspaceTeam(ctx context.Context, ws string) (string, error) {
 		return "", errWorkspaceNotFound
 	}
 	team, err := t.cfg.Workspaces.WorkspaceTeam(ctx, ws)
-	if protocol.StatusOf(err) == http.StatusNotFound {
+	if protocol.KindOf(err) == protocol.NotFound {
 		return "", errWorkspaceNotFound
 	}
 	if err != nil {
@@ -243,7 +241,7 @@ func (t *Teams) AuthorizeTeam(ctx context.Context, user, team, action string) (s
 
 func (t *Teams) authenticate(ctx context.Context, req protocol.AuthenticateRequest) (protocol.AuthenticateReply, error) {
 	if req.Token == "" {
-		return protocol.AuthenticateReply{}, &protocol.Error{Status: http.StatusUnauthorized, Message: "Unauthorized", Code: protocol.CodeMissingToken}
+		return protocol.AuthenticateReply{}, &protocol.Error{Kind: protocol.Unauthenticated, Message: "Unauthorized", Code: protocol.CodeMissingToken}
 	}
 	user, err := t.store.Verify(ctx, req.Token)
 	if err != nil {
@@ -499,7 +497,7 @@ func tokenUser(actor, user string) (string, error) {
 	case user == "":
 		user = actor
 	case user != actor:
-		return "", &protocol.Error{Status: http.StatusForbidden, Message: "You can only manage your own tokens.", Code: protocol.CodeForbidden}
+		return "", &protocol.Error{Kind: protocol.Forbidden, Message: "You can only manage your own tokens.", Code: protocol.CodeForbidden}
 	}
 	if !protocol.ValidID(user) {
 		return "", badRequest("invalid user")
@@ -550,8 +548,7 @@ func (t *Teams) policyChanged(team string) {
 	if t.cfg.Conn == nil {
 		return
 	}
-	b, _ := json.Marshal(protocol.TeamPolicyChanged{Team: team})
-	if err := t.cfg.Conn.Publish(protocol.SubjTeamsPolicyChanged, b); err != nil {
+	if err := bus.Publish(t.cfg.Conn, protocol.PolicyChanges, protocol.TeamPolicyChanged{Team: team}); err != nil {
 		t.log.Warn("teams: publish policy change", "team", team, "err", err)
 	}
 }

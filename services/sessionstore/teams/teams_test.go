@@ -65,30 +65,32 @@ func TestWorkspaceAuthorization(t *testing.T) {
 	f.workspaces["globex-ws"] = "globex"
 	f.workspaces["personal"] = ""
 
+	// allowed is the zero kind: the action is allowed, no error.
+	const allowed = protocol.Internal
 	cases := []struct {
 		user, ws, action string
-		status           int
+		denied           protocol.Kind
 		code             string
 	}{
-		{"olga", "acme-ws", "admin", 0, ""},
-		{"adam", "acme-ws", "admin", 0, ""},
-		{"mia", "acme-ws", "chat", 0, ""},
-		{"mia", "acme-ws", "write", 0, ""},
-		{"mia", "acme-ws", "admin", 403, protocol.CodeForbidden},
-		{"vic", "acme-ws", "read", 0, ""},
-		{"vic", "acme-ws", "chat", 403, protocol.CodeViewerReadOnly},
-		{"vic", "acme-ws", "write", 403, protocol.CodeViewerReadOnly},
-		{"mia", "globex-ws", "read", 404, ""},
-		{"greg", "acme-ws", "read", 404, ""},
-		{"nobody", "acme-ws", "read", 404, ""},
-		{"mia", "no-such-ws", "read", 404, ""},
-		{"mia", "personal", "read", 404, ""},
-		{"mia", "../etc", "read", 404, ""},
+		{"olga", "acme-ws", "admin", allowed, ""},
+		{"adam", "acme-ws", "admin", allowed, ""},
+		{"mia", "acme-ws", "chat", allowed, ""},
+		{"mia", "acme-ws", "write", allowed, ""},
+		{"mia", "acme-ws", "admin", protocol.Forbidden, protocol.CodeForbidden},
+		{"vic", "acme-ws", "read", allowed, ""},
+		{"vic", "acme-ws", "chat", protocol.Forbidden, protocol.CodeViewerReadOnly},
+		{"vic", "acme-ws", "write", protocol.Forbidden, protocol.CodeViewerReadOnly},
+		{"mia", "globex-ws", "read", protocol.NotFound, ""},
+		{"greg", "acme-ws", "read", protocol.NotFound, ""},
+		{"nobody", "acme-ws", "read", protocol.NotFound, ""},
+		{"mia", "no-such-ws", "read", protocol.NotFound, ""},
+		{"mia", "personal", "read", protocol.NotFound, ""},
+		{"mia", "../etc", "read", protocol.NotFound, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.user+"/"+c.ws+"/"+c.action, func(t *testing.T) {
 			team, role, err := f.t.AuthorizeWorkspace(ctx, c.user, c.ws, c.action)
-			if c.status == 0 {
+			if c.denied == allowed {
 				if err != nil {
 					t.Fatalf("want allowed, got %v", err)
 				}
@@ -97,7 +99,7 @@ func TestWorkspaceAuthorization(t *testing.T) {
 				}
 				return
 			}
-			wantStatus(t, err, c.status, c.code)
+			wantKind(t, err, c.denied, c.code)
 		})
 	}
 
@@ -156,19 +158,19 @@ func TestTokens(t *testing.T) {
 	}
 
 	_, err = f.t.authenticate(ctx, protocol.AuthenticateRequest{Token: tok.Token + "x"})
-	wantStatus(t, err, 401, protocol.CodeInvalidToken)
+	wantKind(t, err, protocol.Unauthenticated, protocol.CodeInvalidToken)
 	_, err = f.t.authenticate(ctx, protocol.AuthenticateRequest{})
-	wantStatus(t, err, 401, protocol.CodeMissingToken)
+	wantKind(t, err, protocol.Unauthenticated, protocol.CodeMissingToken)
 
 	// Bob cannot see or revoke Alice's token, nor mint one for her.
 	_, err = f.t.revokeToken(ctx, protocol.TokenRevokeRequest{Actor: "bob", ID: tok.ID})
-	wantStatus(t, err, 404, "")
+	wantKind(t, err, protocol.NotFound, "")
 	_, err = f.t.createToken(ctx, protocol.TokenCreateRequest{Actor: "bob", User: "alice"})
-	wantStatus(t, err, 403, protocol.CodeForbidden)
+	wantKind(t, err, protocol.Forbidden, protocol.CodeForbidden)
 
 	check(f.t.revokeToken(ctx, protocol.TokenRevokeRequest{Actor: "alice", ID: tok.ID}))
 	_, err = f.t.authenticate(ctx, protocol.AuthenticateRequest{Token: tok.Token})
-	wantStatus(t, err, 401, protocol.CodeInvalidToken)
+	wantKind(t, err, protocol.Unauthenticated, protocol.CodeInvalidToken)
 }
 
 func TestMembersAndOwners(t *testing.T) {
@@ -180,9 +182,9 @@ func TestMembersAndOwners(t *testing.T) {
 	ref := protocol.TeamRef{Team: "acme"}
 	check(f.t.createTeam(ctx, protocol.TeamCreateRequest{Actor: "olga", ID: "acme", Name: "Acme Inc"}))
 	_, err := f.t.createTeam(ctx, protocol.TeamCreateRequest{Actor: "greg", ID: "acme"})
-	wantStatus(t, err, 409, "")
+	wantKind(t, err, protocol.Conflict, "")
 	_, err = f.t.createTeam(ctx, protocol.TeamCreateRequest{Actor: "greg", ID: "Bad Slug"})
-	wantStatus(t, err, 400, "")
+	wantKind(t, err, protocol.Invalid, "")
 
 	asOlga, asAdam, asMia := ref, ref, ref
 	asOlga.Actor, asAdam.Actor, asMia.Actor = "olga", "adam", "mia"
@@ -191,19 +193,19 @@ func TestMembersAndOwners(t *testing.T) {
 
 	// Members cannot manage members; admins cannot touch owners.
 	_, err = f.t.putMember(ctx, protocol.MemberPutRequest{TeamRef: asMia, User: "eve", Role: "member"})
-	wantStatus(t, err, 403, protocol.CodeForbidden)
+	wantKind(t, err, protocol.Forbidden, protocol.CodeForbidden)
 	_, err = f.t.putMember(ctx, protocol.MemberPutRequest{TeamRef: asAdam, User: "mia", Role: "owner"})
-	wantStatus(t, err, 403, protocol.CodeForbidden)
+	wantKind(t, err, protocol.Forbidden, protocol.CodeForbidden)
 	_, err = f.t.removeMember(ctx, protocol.MemberRef{TeamRef: asAdam, User: "olga"})
-	wantStatus(t, err, 403, protocol.CodeForbidden)
+	wantKind(t, err, protocol.Forbidden, protocol.CodeForbidden)
 	_, err = f.t.putMember(ctx, protocol.MemberPutRequest{TeamRef: asOlga, User: "mia", Role: "superuser"})
-	wantStatus(t, err, 400, "")
+	wantKind(t, err, protocol.Invalid, "")
 
 	// The last owner stays.
 	_, err = f.t.putMember(ctx, protocol.MemberPutRequest{TeamRef: asOlga, User: "olga", Role: "admin"})
-	wantStatus(t, err, 409, "")
+	wantKind(t, err, protocol.Conflict, "")
 	_, err = f.t.removeMember(ctx, protocol.MemberRef{TeamRef: asOlga, User: "olga"})
-	wantStatus(t, err, 409, "")
+	wantKind(t, err, protocol.Conflict, "")
 	check(f.t.putMember(ctx, protocol.MemberPutRequest{TeamRef: asOlga, User: "adam", Role: "owner"}))
 	check(f.t.putMember(ctx, protocol.MemberPutRequest{TeamRef: asOlga, User: "olga", Role: "viewer"}))
 
@@ -217,11 +219,11 @@ func TestMembersAndOwners(t *testing.T) {
 		t.Fatalf("team = %+v", d)
 	}
 	_, err = f.t.getTeam(ctx, protocol.TeamRef{Actor: "stranger", Team: "acme"})
-	wantStatus(t, err, 404, "")
+	wantKind(t, err, protocol.NotFound, "")
 
 	check(f.t.removeMember(ctx, protocol.MemberRef{TeamRef: asAdam, User: "mia"}))
 	_, err = f.t.removeMember(ctx, protocol.MemberRef{TeamRef: asAdam, User: "mia"})
-	wantStatus(t, err, 404, "")
+	wantKind(t, err, protocol.NotFound, "")
 
 	mine, err := f.t.listTeams(ctx, protocol.TeamListRequest{Actor: "olga"})
 	must(err)
@@ -261,7 +263,7 @@ func TestToolPolicyOverTheBus(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed := make(chan string, 16)
-	sub, err := nc.Subscribe(protocol.SubjTeamsPolicyChanged, func(m *nats.Msg) {
+	sub, err := nc.Subscribe(protocol.PolicyChanges.Subject, func(m *nats.Msg) {
 		var c protocol.TeamPolicyChanged
 		_ = json.Unmarshal(m.Data, &c)
 		changed <- c.Team
@@ -271,13 +273,9 @@ func TestToolPolicyOverTheBus(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 
-	req := func(subject string, body any) error {
-		_, err := bus.Request[json.RawMessage](ctx, nc, subject, body)
-		return err
-	}
 	policy := func(user, ws string) protocol.ToolPolicy {
 		t.Helper()
-		p, err := bus.Request[protocol.ToolPolicy](ctx, nc, protocol.SubjTeamsToolPolicy, protocol.ToolPolicyRequest{User: user, Workspace: ws})
+		p, err := bus.Call(ctx, nc, protocol.GetToolPolicy, protocol.ToolPolicyRequest{User: user, Workspace: ws})
 		if err != nil {
 			t.Fatalf("tool policy: %v", err)
 		}
@@ -295,10 +293,10 @@ func TestToolPolicyOverTheBus(t *testing.T) {
 		}
 	}
 
-	if err := req(protocol.SubjTeamsCreate, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"}); err != nil {
+	if _, err := bus.Call(ctx, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := req(protocol.SubjTeamsMemberPut, protocol.MemberPutRequest{TeamRef: protocol.TeamRef{Actor: "olga", Team: "acme"}, User: "mia", Role: "member"}); err != nil {
+	if _, err := bus.Call(ctx, nc, protocol.PutMember, protocol.MemberPutRequest{TeamRef: protocol.TeamRef{Actor: "olga", Team: "acme"}, User: "mia", Role: "member"}); err != nil {
 		t.Fatal(err)
 	}
 	waitChanged()
@@ -312,9 +310,9 @@ func TestToolPolicyOverTheBus(t *testing.T) {
 		t.Fatalf("default team policy = %+v (bash must be off on a shared server)", p)
 	}
 
-	err = req(protocol.SubjTeamsPolicySet, protocol.PolicySetRequest{TeamRef: protocol.TeamRef{Actor: "mia", Team: "acme"}, Role: "member", BlockedTools: []string{"web_fetch"}})
-	wantStatus(t, err, 403, protocol.CodeForbidden)
-	if err := req(protocol.SubjTeamsPolicySet, protocol.PolicySetRequest{TeamRef: protocol.TeamRef{Actor: "olga", Team: "acme"}, Role: "member", BlockedTools: []string{"web_fetch", "write_file", "web_fetch"}}); err != nil {
+	_, err = bus.Call(ctx, nc, protocol.SetPolicy, protocol.PolicySetRequest{TeamRef: protocol.TeamRef{Actor: "mia", Team: "acme"}, Role: "member", BlockedTools: []string{"web_fetch"}})
+	wantKind(t, err, protocol.Forbidden, protocol.CodeForbidden)
+	if _, err := bus.Call(ctx, nc, protocol.SetPolicy, protocol.PolicySetRequest{TeamRef: protocol.TeamRef{Actor: "olga", Team: "acme"}, Role: "member", BlockedTools: []string{"web_fetch", "write_file", "web_fetch"}}); err != nil {
 		t.Fatal(err)
 	}
 	waitChanged()
@@ -326,7 +324,7 @@ func TestToolPolicyOverTheBus(t *testing.T) {
 	}
 
 	on := true
-	if err := req(protocol.SubjTeamsUpdate, protocol.TeamUpdateRequest{TeamRef: protocol.TeamRef{Actor: "olga", Team: "acme"}, CodeTools: &on}); err != nil {
+	if _, err := bus.Call(ctx, nc, protocol.UpdateTeam, protocol.TeamUpdateRequest{TeamRef: protocol.TeamRef{Actor: "olga", Team: "acme"}, CodeTools: &on}); err != nil {
 		t.Fatal(err)
 	}
 	waitChanged()
@@ -334,10 +332,10 @@ func TestToolPolicyOverTheBus(t *testing.T) {
 		t.Fatalf("bash still blocked after enabling code tools: %v", p.BlockedTools)
 	}
 
-	_, err = bus.Request[protocol.ToolPolicy](ctx, nc, protocol.SubjTeamsToolPolicy, protocol.ToolPolicyRequest{User: "stranger", Workspace: "acme-ws"})
-	wantStatus(t, err, 404, "")
+	_, err = bus.Call(ctx, nc, protocol.GetToolPolicy, protocol.ToolPolicyRequest{User: "stranger", Workspace: "acme-ws"})
+	wantKind(t, err, protocol.NotFound, "")
 
 	// Errors keep their kind across the bus.
-	_, err = bus.Request[protocol.AuthenticateReply](ctx, nc, protocol.SubjTeamsAuthenticate, protocol.AuthenticateRequest{Token: "wgl_nope"})
-	wantStatus(t, err, 401, protocol.CodeInvalidToken)
+	_, err = bus.Call(ctx, nc, protocol.Authenticate, protocol.AuthenticateRequest{Token: "wgl_nope"})
+	wantKind(t, err, protocol.Unauthenticated, protocol.CodeInvalidToken)
 }

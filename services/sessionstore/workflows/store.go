@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -88,8 +87,8 @@ func Register(svc *bus.Service, cfg Config, _ *slog.Logger) error {
 		return err
 	}
 	return errors.Join(
-		bus.AddEndpoint(svc, "workflow-observe", protocol.SubjStoreWorkflowObserve, s.Observe),
-		bus.AddEndpoint(svc, "workflow-list", protocol.SubjStoreWorkflowList,
+		bus.Handle(svc, protocol.ObserveWorkflow, s.Observe),
+		bus.Handle(svc, protocol.ListWorkflows,
 			func(ctx context.Context, r protocol.WorkspaceRequest) (protocol.WorkflowList, error) {
 				return s.List(ctx, r.Workspace)
 			}),
@@ -100,14 +99,14 @@ func Register(svc *bus.Service, cfg Config, _ *slog.Logger) error {
 // completes when it is new to the workspace.
 func (s *Store) Observe(ctx context.Context, r protocol.WorkflowObserveRequest) (protocol.WorkflowObserveReply, error) {
 	if !protocol.ValidID(r.Workspace) || (r.Session != "" && !protocol.ValidID(r.Session)) {
-		return protocol.WorkflowObserveReply{}, protocol.Errorf(http.StatusBadRequest, "invalid workspace or session")
+		return protocol.WorkflowObserveReply{}, protocol.Errorf(protocol.Invalid, "invalid workspace or session")
 	}
 	if len(r.Tools) > maxTools {
-		return protocol.WorkflowObserveReply{}, protocol.Errorf(http.StatusBadRequest, "too many tools")
+		return protocol.WorkflowObserveReply{}, protocol.Errorf(protocol.Invalid, "too many tools")
 	}
 	for _, t := range r.Tools {
 		if t == "" || len(t) > maxToolName {
-			return protocol.WorkflowObserveReply{}, protocol.Errorf(http.StatusBadRequest, "invalid tool name")
+			return protocol.WorkflowObserveReply{}, protocol.Errorf(protocol.Invalid, "invalid tool name")
 		}
 	}
 	if len(r.Tools) < MinSteps {
@@ -127,7 +126,7 @@ func (s *Store) Observe(ctx context.Context, r protocol.WorkflowObserveRequest) 
 // List returns a workspace's captured patterns, oldest first.
 func (s *Store) List(ctx context.Context, workspace string) (protocol.WorkflowList, error) {
 	if !protocol.ValidID(workspace) {
-		return protocol.WorkflowList{}, protocol.Errorf(http.StatusBadRequest, "invalid workspace")
+		return protocol.WorkflowList{}, protocol.Errorf(protocol.Invalid, "invalid workspace")
 	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()

@@ -16,8 +16,8 @@
 // The session store keeps the state: `<data-dir>/workspaces/<ws>/workflows.json`
 // with files, a row of workflow_state per workspace with PostgreSQL
 // (Config.Pool). The runner reports each turn's tools over
-// protocol.SubjStoreWorkflowObserve; /skills lists the patterns over
-// protocol.SubjStoreWorkflowList.
+// protocol.ObserveWorkflow.Subject; /skills lists the patterns over
+// protocol.ListWorkflows.Subject.
 package workflows
 
 import (

@@ -183,7 +183,7 @@ func TestObserveRejects(t *testing.T) {
 		{Workspace: "ws", Tools: long},
 		{Workspace: "ws", Tools: []string{"a", "", "c"}},
 	} {
-		if _, err := s.Observe(context.Background(), r); protocol.StatusOf(err) != 400 {
+		if _, err := s.Observe(context.Background(), r); protocol.KindOf(err) != protocol.Invalid {
 			t.Errorf("Observe(%+v) = %v, want 400", r, err)
 		}
 	}

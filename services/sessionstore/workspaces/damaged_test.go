@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -43,7 +42,7 @@ func TestDamagedConfig(t *testing.T) {
 				if !errors.Is(err, ErrDamaged) {
 					t.Fatalf("Get: %v, want ErrDamaged", err)
 				}
-				if e := protocol.AsError(err); e == nil || e.Status != http.StatusInternalServerError || e.Code != "WORKSPACE_DAMAGED" ||
+				if e := protocol.AsError(err); e == nil || e.Kind != protocol.Internal || e.Code != "WORKSPACE_DAMAGED" ||
 					strings.Contains(e.Message, "/") {
 					t.Fatalf("client error %+v", e)
 				}

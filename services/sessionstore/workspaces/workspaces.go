@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,12 +35,12 @@ const maxSlugLength = 100
 
 // Errors with their HTTP kind.
 var (
-	ErrNotFound     = &protocol.Error{Status: http.StatusNotFound, Message: "Workspace not found"}
-	ErrNameRequired = &protocol.Error{Status: http.StatusBadRequest, Message: "name is required"}
+	ErrNotFound     = &protocol.Error{Kind: protocol.NotFound, Message: "Workspace not found"}
+	ErrNameRequired = &protocol.Error{Kind: protocol.Invalid, Message: "name is required"}
 	// ErrDamaged is a workspace whose workspace.json exists but is not a
 	// JSON object (cut short, overwritten): it is reported, skipped by
 	// listings and never rewritten; other workspaces are not affected.
-	ErrDamaged = (&protocol.Error{Status: http.StatusInternalServerError,
+	ErrDamaged = (&protocol.Error{Kind: protocol.Internal,
 		Message: "This workspace's configuration file (workspace.json) is damaged. Restore or remove it; other workspaces are not affected."}).WithCode("WORKSPACE_DAMAGED")
 )
 
@@ -358,14 +357,14 @@ func Validate(fields Doc, create bool) error {
 		if v, ok := fields[k]; ok && !isNull(v) {
 			var s string
 			if json.Unmarshal(v, &s) != nil {
-				return protocol.Errorf(http.StatusBadRequest, "%s must be a string", k)
+				return protocol.Errorf(protocol.Invalid, "%s must be a string", k)
 			}
 		}
 	}
 	if v, ok := fields["budget"]; ok && !isNull(v) {
 		var f float64
 		if json.Unmarshal(v, &f) != nil || f < 0 {
-			return protocol.Errorf(http.StatusBadRequest, "budget must be a non-negative number")
+			return protocol.Errorf(protocol.Invalid, "budget must be a non-negative number")
 		}
 	}
 	return nil

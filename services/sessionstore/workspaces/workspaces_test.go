@@ -100,7 +100,7 @@ func TestValidation(t *testing.T) {
 		}
 	}
 	for _, body := range []map[string]any{{"name": "x", "model": 3}, {"name": "x", "budget": "lots"}} {
-		if _, err := s.Create(raw(t, body), nil); protocol.StatusOf(err) != 400 {
+		if _, err := s.Create(raw(t, body), nil); protocol.KindOf(err) != protocol.Invalid {
 			t.Errorf("Create(%v) = %v, want 400", body, err)
 		}
 	}

@@ -171,7 +171,7 @@ func (g *Gate) Close(ctx context.Context) {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.RequestTimeout)
 	defer cancel()
-	if _, err := bus.Request[protocol.ApprovalCancelTurnReply](rctx, g.nc, protocol.SubjApprovalCancelTurn,
+	if _, err := bus.Call(rctx, g.nc, protocol.CancelTurnApprovals,
 		protocol.ApprovalCancelTurnRequest{TurnID: g.turn.TurnID}); err != nil {
 		// The sweeper times the entries out at their deadline anyway.
 		g.cfg.Logger.Warn("approvalgate: cancel pending approvals", "turn", g.turn.TurnID, "err", err)
@@ -191,7 +191,7 @@ func (g *Gate) ask(ctx context.Context, req protocol.ApprovalCheckRequest) (prot
 	backoff := 50 * time.Millisecond
 	for {
 		rctx, cancel := context.WithTimeout(ctx, g.cfg.RequestTimeout)
-		rep, err := bus.Request[protocol.ApprovalCheckReply](rctx, g.nc, protocol.SubjApprovalCheck, req)
+		rep, err := bus.Call(rctx, g.nc, protocol.CheckApproval, req)
 		cancel()
 		if err == nil {
 			return rep, nil
@@ -295,7 +295,7 @@ func (g *Gate) watch(ctx context.Context, id string) (string, error) {
 func (g *Gate) resolve(ctx context.Context, id, outcome string) string {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.RequestTimeout)
 	defer cancel()
-	rep, err := bus.Request[protocol.ApprovalResolveReply](rctx, g.nc, protocol.SubjApprovalResolve,
+	rep, err := bus.Call(rctx, g.nc, protocol.ResolveApproval,
 		protocol.ApprovalResolveRequest{RequestID: id, Outcome: outcome})
 	if err != nil {
 		g.cfg.Logger.Warn("approvalgate: resolve approval", "request", id, "outcome", outcome, "err", err)

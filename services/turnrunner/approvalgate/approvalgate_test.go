@@ -82,7 +82,7 @@ func (f *fakeService) start() {
 }
 
 func (f *fakeService) startErr() error {
-	svc, err := bus.NewService(f.nc, bus.ServiceConfig{Name: "fake-approval", Logger: slog.New(slog.DiscardHandler)})
+	svc, err := bus.NewService(f.nc, bus.ServiceConfig{Name: protocol.ServiceApproval, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}
@@ -90,9 +90,9 @@ func (f *fakeService) startErr() error {
 	f.svc = svc
 	f.mu.Unlock()
 	return errors.Join(
-		bus.AddEndpoint(svc, "check", protocol.SubjApprovalCheck, f.check),
-		bus.AddEndpoint(svc, "resolve", protocol.SubjApprovalResolve, f.resolve),
-		bus.AddEndpoint(svc, "cancelturn", protocol.SubjApprovalCancelTurn, f.cancelTurn),
+		bus.Handle(svc, protocol.CheckApproval, f.check),
+		bus.Handle(svc, protocol.ResolveApproval, f.resolve),
+		bus.Handle(svc, protocol.CancelTurnApprovals, f.cancelTurn),
 		f.nc.Flush(),
 	)
 }

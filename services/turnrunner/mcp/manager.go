@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,7 +171,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) *Manager {
 }
 
 // Start reads config.json, starts its servers (without waiting for them),
-// watches the file and answers protocol.SubjMCPServers.
+// watches the file and answers protocol.ListMCPServers.Subject.
 func (m *Manager) Start(ctx context.Context) error {
 	if err := m.cfg.Validate(); err != nil {
 		return err
@@ -190,7 +189,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		return fmt.Errorf("mcp: %w", err)
 	}
 	m.svc = svc
-	if err := bus.AddEndpoint(svc, "servers", protocol.SubjMCPServers, m.servers); err != nil {
+	if err := bus.Handle(svc, protocol.ListMCPServers, m.servers); err != nil {
 		m.Stop(ctx)
 		return fmt.Errorf("mcp: %w", err)
 	}
@@ -482,8 +481,8 @@ func (m *Manager) workspaceConfig(ctx context.Context, id string) (string, error
 	}
 	rctx, cancel := context.WithTimeout(ctx, m.cfg.RequestTimeout)
 	defer cancel()
-	rep, err := bus.Request[protocol.WorkspaceDocReply](rctx, m.nc, protocol.SubjWorkspaceDoc, protocol.WorkspaceRequest{Workspace: id})
-	if protocol.StatusOf(err) == http.StatusNotFound {
+	rep, err := bus.Call(rctx, m.nc, protocol.GetWorkspaceDoc, protocol.WorkspaceRequest{Workspace: id})
+	if protocol.KindOf(err) == protocol.NotFound {
 		return "", nil
 	}
 	if err != nil {
@@ -526,10 +525,10 @@ func (m *Manager) active(ctx context.Context, workspace string) []*server {
 	return out
 }
 
-// servers answers protocol.SubjMCPServers.
+// servers answers protocol.ListMCPServers.Subject.
 func (m *Manager) servers(ctx context.Context, req protocol.MCPServersRequest) (protocol.MCPServersReply, error) {
 	if req.Workspace != "" && !protocol.ValidID(req.Workspace) {
-		return protocol.MCPServersReply{}, protocol.Errorf(http.StatusBadRequest, "invalid workspace id")
+		return protocol.MCPServersReply{}, protocol.Errorf(protocol.Invalid, "invalid workspace id")
 	}
 	return m.Status(ctx, req.Workspace), nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -26,8 +25,8 @@ const PersonalWorkspace = "default"
 const DefaultBusTimeout = 10 * time.Second
 
 // BusSearcher is the Searcher over the session store: a workspace's
-// memories (protocol.SubjStoreMemorySearch) and its sessions
-// (protocol.SubjSessionSearch), merged by score.
+// memories (protocol.SearchMemory.Subject) and its sessions
+// (protocol.SearchSessions.Subject), merged by score.
 //
 // Score is the share of the query's distinct terms (lower-cased runs of
 // letters and digits) that the passage contains, so memories and session
@@ -57,13 +56,13 @@ func (b *BusSearcher) Search(ctx context.Context, workspace, query string, limit
 	if err != nil {
 		return nil, err
 	}
-	mems, merr := request[protocol.MemorySearchReply](ctx, b, protocol.SubjStoreMemorySearch,
-		protocol.MemorySearchRequest{Workspace: ws, Query: query, Limit: limit})
+	mems, merr := bus.Call(ctx, b.nc, protocol.SearchMemory,
+		protocol.MemorySearchRequest{Workspace: ws, Query: query, Limit: limit}, bus.Within(b.timeout))
 	var sess protocol.SessionSearchReply
 	var serr error
 	if len([]rune(strings.TrimSpace(query))) >= 2 { // the session search's minimum
-		sess, serr = request[protocol.SessionSearchReply](ctx, b, protocol.SubjSessionSearch,
-			protocol.SessionSearchRequest{Workspace: ws, Query: strings.TrimSpace(query), Limit: limit})
+		sess, serr = bus.Call(ctx, b.nc, protocol.SearchSessions,
+			protocol.SessionSearchRequest{Workspace: ws, Query: strings.TrimSpace(query), Limit: limit}, bus.Within(b.timeout))
 	}
 	merr, serr = absentIsEmpty(merr), absentIsEmpty(serr)
 	if merr != nil && serr != nil {
@@ -94,11 +93,11 @@ func (b *BusSearcher) resolve(ctx context.Context, workspace string) (string, er
 	if workspace == "" || workspace == "personal" || workspace == PersonalWorkspace || !protocol.ValidID(workspace) {
 		return PersonalWorkspace, nil
 	}
-	_, err := request[protocol.Workspace](ctx, b, protocol.SubjStoreWorkspaceGet, protocol.WorkspaceRequest{Workspace: workspace})
+	_, err := bus.Call(ctx, b.nc, protocol.GetWorkspace, protocol.WorkspaceRequest{Workspace: workspace}, bus.Within(b.timeout))
 	switch {
 	case err == nil:
 		return workspace, nil
-	case protocol.StatusOf(err) == http.StatusNotFound:
+	case protocol.KindOf(err) == protocol.NotFound:
 		return PersonalWorkspace, nil
 	case errors.Is(err, protocol.ErrUnavailable):
 		// No store to ask; the searches below will find that out too.
@@ -108,15 +107,9 @@ func (b *BusSearcher) resolve(ctx context.Context, workspace string) (string, er
 	}
 }
 
-func request[Rep any](ctx context.Context, b *BusSearcher, subject string, req any) (Rep, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.timeout)
-	defer cancel()
-	return bus.Request[Rep](ctx, b.nc, subject, req)
-}
-
 // absentIsEmpty treats a missing store or workspace as no results.
 func absentIsEmpty(err error) error {
-	if errors.Is(err, protocol.ErrUnavailable) || protocol.StatusOf(err) == http.StatusNotFound {
+	if errors.Is(err, protocol.ErrUnavailable) || protocol.KindOf(err) == protocol.NotFound {
 		return nil
 	}
 	return err

@@ -35,15 +35,15 @@ func (f *fakeStore) note(subject, ws string) {
 }
 
 func (f *fakeStore) workspace(_ context.Context, req protocol.WorkspaceRequest) (protocol.Workspace, error) {
-	f.note(protocol.SubjStoreWorkspaceGet, req.Workspace)
+	f.note(protocol.GetWorkspace.Subject, req.Workspace)
 	if !slices.Contains(f.workspaces, req.Workspace) {
-		return protocol.Workspace{}, protocol.Errorf(404, "Workspace not found")
+		return protocol.Workspace{}, protocol.Errorf(protocol.NotFound, "Workspace not found")
 	}
 	return protocol.Workspace{ID: req.Workspace, Name: req.Workspace}, nil
 }
 
 func (f *fakeStore) memory(_ context.Context, req protocol.MemorySearchRequest) (protocol.MemorySearchReply, error) {
-	f.note(protocol.SubjStoreMemorySearch, req.Workspace)
+	f.note(protocol.SearchMemory.Subject, req.Workspace)
 	if f.memErr != nil {
 		return protocol.MemorySearchReply{}, f.memErr
 	}
@@ -51,7 +51,7 @@ func (f *fakeStore) memory(_ context.Context, req protocol.MemorySearchRequest) 
 }
 
 func (f *fakeStore) session(_ context.Context, req protocol.SessionSearchRequest) (protocol.SessionSearchReply, error) {
-	f.note(protocol.SubjSessionSearch, req.Workspace)
+	f.note(protocol.SearchSessions.Subject, req.Workspace)
 	if f.sessErr != nil {
 		return protocol.SessionSearchReply{}, f.sessErr
 	}
@@ -81,15 +81,15 @@ func startBus(t *testing.T, f *fakeStore) *nats.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(sc.Close)
-	svc, err := bus.NewService(sc, bus.ServiceConfig{Name: "fake-store", Logger: slog.New(slog.DiscardHandler)})
+	svc, err := bus.NewService(sc, bus.ServiceConfig{Name: protocol.ServiceSessionStore, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
 	if err := errors.Join(
-		bus.AddEndpoint(svc, "workspace-get", protocol.SubjStoreWorkspaceGet, f.workspace),
-		bus.AddEndpoint(svc, "memory-search", protocol.SubjStoreMemorySearch, f.memory),
-		bus.AddEndpoint(svc, "session-search", protocol.SubjSessionSearch, f.session),
+		bus.Handle(svc, protocol.GetWorkspace, f.workspace),
+		bus.Handle(svc, protocol.SearchMemory, f.memory),
+		bus.Handle(svc, protocol.SearchSessions, f.session),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -149,11 +149,11 @@ func TestBusSearcherWorkspaceResolution(t *testing.T) {
 				t.Fatalf("Search = %+v, %v", got, err)
 			}
 			want := []string{
-				protocol.SubjStoreMemorySearch + " " + tt.searched,
-				protocol.SubjSessionSearch + " " + tt.searched,
+				protocol.SearchMemory.Subject + " " + tt.searched,
+				protocol.SearchSessions.Subject + " " + tt.searched,
 			}
 			if tt.lookedUp {
-				want = append([]string{protocol.SubjStoreWorkspaceGet + " " + tt.workspace}, want...)
+				want = append([]string{protocol.GetWorkspace.Subject + " " + tt.workspace}, want...)
 			}
 			if !slices.Equal(f.asked, want) {
 				t.Errorf("asked %v, want %v", f.asked, want)
@@ -187,7 +187,7 @@ func TestBusSearcherFailures(t *testing.T) {
 		if _, err := retrieval.NewBusSearcher(startBus(t, f), 0).Search(context.Background(), "", "x", 5); err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(f.asked, []string{protocol.SubjStoreMemorySearch + " default"}) {
+		if !slices.Equal(f.asked, []string{protocol.SearchMemory.Subject + " default"}) {
 			t.Errorf("asked %v", f.asked)
 		}
 	})

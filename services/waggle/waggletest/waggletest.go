@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/waggle/app"
 )
 
@@ -291,4 +294,15 @@ func Coalesced(evs []Event) []Event {
 		out = append(out, e)
 	}
 	return out
+}
+
+// Operate sends one request as a trusted bus client (the operator CLI does
+// the same) and fails the test on an error.
+func Operate[Req, Rep any](t testing.TB, nc *nats.Conn, ep protocol.Endpoint[Req, Rep], req Req) Rep {
+	t.Helper()
+	rep, err := bus.Call(context.Background(), nc, ep, req)
+	if err != nil {
+		t.Fatalf("%s: %v", ep.Subject, err)
+	}
+	return rep
 }

@@ -11,11 +11,13 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/forward"
+	"github.com/waggle-os/core/services/gateway/internal/input"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
 
 // Mount adds the routes to r (mounted at /api).
-func Mount(r chi.Router, d httpx.Deps) {
+func Mount(r chi.Router, d forward.Deps) {
 	h := handlers{d: d}
 	r.Get("/agent/status", h.status)
 	r.Get("/agent/cost", h.cost)
@@ -33,12 +35,12 @@ func Mount(r chi.Router, d httpx.Deps) {
 	r.Get("/agent-groups/{id}/runs/{jobId}", h.getJob)
 }
 
-type handlers struct{ d httpx.Deps }
+type handlers struct{ d forward.Deps }
 
-func (h handlers) fail(w http.ResponseWriter, err error) { httpx.WriteError(w, h.d.Log, err) }
+func (h handlers) fail(w http.ResponseWriter, err error) { respond.Error(w, h.d.Log, err) }
 
 func (h handlers) badRequest(w http.ResponseWriter, msg string) {
-	httpx.WriteJSON(w, http.StatusBadRequest, httpx.ErrorBody{Error: msg})
+	respond.Fail(w, protocol.Invalid, "", msg)
 }
 
 type statusReply struct {
@@ -51,15 +53,15 @@ type statusReply struct {
 }
 
 func (h handlers) status(w http.ResponseWriter, r *http.Request) {
-	u, ok := httpx.Call[protocol.UsageSummary](h.d, w, r, protocol.SubjStoreUsageSummary, protocol.UsageSummaryRequest{})
+	u, ok := forward.Call(h.d, w, r, protocol.SummarizeUsage, protocol.UsageSummaryRequest{})
 	if !ok {
 		return
 	}
-	m, ok := httpx.Call[protocol.AgentModel](h.d, w, r, protocol.SubjStoreModelGet, protocol.Empty{})
+	m, ok := forward.Call(h.d, w, r, protocol.GetModel, protocol.Empty{})
 	if !ok {
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, statusReply{
+	respond.JSON(w, http.StatusOK, statusReply{
 		Running: true, Model: m.Model, TokensUsed: u.TotalInputTokens + u.TotalOutputTokens,
 		EstimatedCost: u.EstimatedCost, Turns: u.Turns, Usage: withByModel(u),
 	})
@@ -79,11 +81,11 @@ func costSummary(u protocol.UsageSummary) string {
 }
 
 func (h handlers) cost(w http.ResponseWriter, r *http.Request) {
-	u, ok := httpx.Call[protocol.UsageSummary](h.d, w, r, protocol.SubjStoreUsageSummary, protocol.UsageSummaryRequest{})
+	u, ok := forward.Call(h.d, w, r, protocol.SummarizeUsage, protocol.UsageSummaryRequest{})
 	if !ok {
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, costReply{Summary: costSummary(u), UsageSummary: withByModel(u)})
+	respond.JSON(w, http.StatusOK, costReply{Summary: costSummary(u), UsageSummary: withByModel(u)})
 }
 
 func withByModel(u protocol.UsageSummary) protocol.UsageSummary {
@@ -102,19 +104,19 @@ type resetReply struct {
 // costReset really resets the totals (the original's was a no-op whose
 // message said so); the records stay in the ledger.
 func (h handlers) costReset(w http.ResponseWriter, r *http.Request) {
-	rep, ok := httpx.Call[protocol.UsageReset](h.d, w, r, protocol.SubjStoreUsageReset, protocol.Empty{})
+	rep, ok := forward.Call(h.d, w, r, protocol.ResetUsage, protocol.Empty{})
 	if !ok {
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, resetReply{OK: true, Message: "Cost tracking reset", ResetAt: rep.ResetAt})
+	respond.JSON(w, http.StatusOK, resetReply{OK: true, Message: "Cost tracking reset", ResetAt: rep.ResetAt})
 }
 
 func (h handlers) getModel(w http.ResponseWriter, r *http.Request) {
-	m, ok := httpx.Call[protocol.AgentModel](h.d, w, r, protocol.SubjStoreModelGet, protocol.Empty{})
+	m, ok := forward.Call(h.d, w, r, protocol.GetModel, protocol.Empty{})
 	if !ok {
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, m)
+	respond.JSON(w, http.StatusOK, m)
 }
 
 type modelReply struct {
@@ -123,7 +125,7 @@ type modelReply struct {
 }
 
 func (h handlers) putModel(w http.ResponseWriter, r *http.Request) {
-	f, err := httpx.DecodeBody(w, r, h.d.BodyLimit)
+	f, err := input.Decode(w, r, h.d.BodyLimit)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -133,15 +135,15 @@ func (h handlers) putModel(w http.ResponseWriter, r *http.Request) {
 		h.badRequest(w, "model is required")
 		return
 	}
-	m, ok := httpx.Call[protocol.AgentModel](h.d, w, r, protocol.SubjStoreModelSet, protocol.AgentModel{Model: model})
+	m, ok := forward.Call(h.d, w, r, protocol.SetModel, protocol.AgentModel{Model: model})
 	if !ok {
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, modelReply{OK: true, Model: m.Model})
+	respond.JSON(w, http.StatusOK, modelReply{OK: true, Model: m.Model})
 }
 
 func (h handlers) active(w http.ResponseWriter, r *http.Request) {
-	rep, ok := httpx.Call[protocol.ActiveAgents](h.d, w, r, protocol.SubjCommandAgentsActive, protocol.Empty{})
+	rep, ok := forward.Call(h.d, w, r, protocol.ListActiveAgents, protocol.Empty{})
 	if !ok {
 		return
 	}
@@ -151,31 +153,31 @@ func (h handlers) active(w http.ResponseWriter, r *http.Request) {
 	if rep.Active == nil {
 		rep.Active = []protocol.ActiveAgent{}
 	}
-	httpx.WriteJSON(w, http.StatusOK, rep)
+	respond.JSON(w, http.StatusOK, rep)
 }
 
 func (h handlers) listGroups(w http.ResponseWriter, r *http.Request) {
-	rep, ok := httpx.Call[protocol.AgentGroupList](h.d, w, r, protocol.SubjStoreGroupList, protocol.Empty{})
+	rep, ok := forward.Call(h.d, w, r, protocol.ListGroups, protocol.Empty{})
 	if !ok {
 		return
 	}
 	if rep.Groups == nil {
 		rep.Groups = []protocol.AgentGroup{}
 	}
-	httpx.WriteJSON(w, http.StatusOK, rep.Groups)
+	respond.JSON(w, http.StatusOK, rep.Groups)
 }
 
 func (h handlers) createGroup(w http.ResponseWriter, r *http.Request) {
-	f, err := httpx.DecodeBody(w, r, h.d.BodyLimit)
+	f, err := input.Decode(w, r, h.d.BodyLimit)
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	g, ok := httpx.Call[protocol.AgentGroup](h.d, w, r, protocol.SubjStoreGroupCreate, protocol.AgentGroupWrite{Fields: f})
+	g, ok := forward.Call(h.d, w, r, protocol.CreateGroup, protocol.AgentGroupWrite{Fields: f})
 	if !ok {
 		return
 	}
-	httpx.WriteJSON(w, http.StatusCreated, g)
+	respond.JSON(w, http.StatusCreated, g)
 }
 
 // groupID reads {id}. An id that is not a safe segment cannot name a
@@ -183,7 +185,7 @@ func (h handlers) createGroup(w http.ResponseWriter, r *http.Request) {
 func (h handlers) groupID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := chi.URLParam(r, "id")
 	if !protocol.ValidID(id) {
-		httpx.WriteJSON(w, http.StatusNotFound, httpx.ErrorBody{Error: "Group not found"})
+		respond.Fail(w, protocol.NotFound, "", "Group not found")
 		return "", false
 	}
 	return id, true
@@ -194,11 +196,11 @@ func (h handlers) getGroup(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	g, ok := httpx.Call[protocol.AgentGroup](h.d, w, r, protocol.SubjStoreGroupGet, protocol.AgentGroupRef{ID: id})
+	g, ok := forward.Call(h.d, w, r, protocol.GetGroup, protocol.AgentGroupRef{ID: id})
 	if !ok {
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, g)
+	respond.JSON(w, http.StatusOK, g)
 }
 
 func (h handlers) updateGroup(w http.ResponseWriter, r *http.Request) {
@@ -206,16 +208,16 @@ func (h handlers) updateGroup(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	f, err := httpx.DecodeBody(w, r, h.d.BodyLimit)
+	f, err := input.Decode(w, r, h.d.BodyLimit)
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	g, ok := httpx.Call[protocol.AgentGroup](h.d, w, r, protocol.SubjStoreGroupUpdate, protocol.AgentGroupWrite{ID: id, Fields: f})
+	g, ok := forward.Call(h.d, w, r, protocol.UpdateGroup, protocol.AgentGroupWrite{ID: id, Fields: f})
 	if !ok {
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, g)
+	respond.JSON(w, http.StatusOK, g)
 }
 
 func (h handlers) deleteGroup(w http.ResponseWriter, r *http.Request) {
@@ -223,11 +225,11 @@ func (h handlers) deleteGroup(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rep, ok := httpx.Call[protocol.Deleted](h.d, w, r, protocol.SubjStoreGroupDelete, protocol.AgentGroupRef{ID: id})
+	rep, ok := forward.Call(h.d, w, r, protocol.DeleteGroup, protocol.AgentGroupRef{ID: id})
 	if !ok {
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, rep)
+	respond.JSON(w, http.StatusOK, rep)
 }
 
 // runReply is the queued job of contract §7.
@@ -248,12 +250,12 @@ func (h handlers) runGroup(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	f, err := httpx.DecodeBody(w, r, h.d.BodyLimit)
+	f, err := input.Decode(w, r, h.d.BodyLimit)
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	if _, ok := httpx.Call[protocol.AgentGroup](h.d, w, r, protocol.SubjStoreGroupGet, protocol.AgentGroupRef{ID: id}); !ok {
+	if _, ok := forward.Call(h.d, w, r, protocol.GetGroup, protocol.AgentGroupRef{ID: id}); !ok {
 		return
 	}
 	task, _, ok := f.Str("task")
@@ -272,17 +274,17 @@ func (h handlers) runGroup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if present {
-		if err := httpx.CheckSegment("workspaceId", ws); err != nil {
+		if err := input.CheckSegment("workspaceId", ws); err != nil {
 			h.fail(w, err)
 			return
 		}
 	}
-	job, ok := httpx.Call[protocol.GroupJob](h.d, w, r, protocol.SubjCommandGroupRun,
+	job, ok := forward.Call(h.d, w, r, protocol.RunGroup,
 		protocol.GroupRunRequest{GroupID: id, Task: task, TeamID: teamID, Workspace: ws})
 	if !ok {
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, runReply{
+	respond.JSON(w, http.StatusOK, runReply{
 		JobID: job.JobID, GroupID: job.GroupID, GroupName: job.GroupName, Strategy: job.Strategy,
 		MemberCount: job.MemberCount, Task: job.Task, Status: job.Status,
 	})
@@ -295,12 +297,12 @@ func (h handlers) getJob(w http.ResponseWriter, r *http.Request) {
 	}
 	jobID := chi.URLParam(r, "jobId")
 	if !protocol.ValidID(jobID) {
-		httpx.WriteJSON(w, http.StatusNotFound, httpx.ErrorBody{Error: "Job not found"})
+		respond.Fail(w, protocol.NotFound, "", "Job not found")
 		return
 	}
-	job, ok := httpx.Call[protocol.GroupJob](h.d, w, r, protocol.SubjCommandGroupJob, protocol.GroupJobRequest{GroupID: id, JobID: jobID})
+	job, ok := forward.Call(h.d, w, r, protocol.GetGroupJob, protocol.GroupJobRequest{GroupID: id, JobID: jobID})
 	if !ok {
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, job)
+	respond.JSON(w, http.StatusOK, job)
 }

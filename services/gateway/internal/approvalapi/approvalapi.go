@@ -11,11 +11,13 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/forward"
+	"github.com/waggle-os/core/services/gateway/internal/input"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
 
 // Mount adds the routes to r (mounted at /api).
-func Mount(r chi.Router, d httpx.Deps) {
+func Mount(r chi.Router, d forward.Deps) {
 	h := handlers{d}
 	r.Get("/approval/pending", h.pending)
 	r.Get("/approval/grants", h.grants)
@@ -24,7 +26,7 @@ func Mount(r chi.Router, d httpx.Deps) {
 	r.Post("/approval/{requestId}", h.decide)
 }
 
-type handlers struct{ d httpx.Deps }
+type handlers struct{ d forward.Deps }
 
 type decideResponse struct {
 	OK        bool   `json:"ok"`
@@ -37,24 +39,24 @@ type decideResponse struct {
 // sourceWorkspaceId?}. Unlike the original, approved must be a real
 // boolean (DESIGN §9): "false" or 1 must not approve anything.
 func (h handlers) decide(w http.ResponseWriter, r *http.Request) {
-	f, err := httpx.DecodeBody(w, r, h.d.BodyLimit)
+	f, err := input.Decode(w, r, h.d.BodyLimit)
 	if err != nil {
-		httpx.WriteError(w, h.d.Log, err)
+		respond.Error(w, h.d.Log, err)
 		return
 	}
 	approved, ok := boolField(f, "approved", false)
 	if !ok {
-		httpx.WriteError(w, h.d.Log, protocol.Errorf(http.StatusBadRequest, "approved must be a boolean"))
+		respond.Error(w, h.d.Log, protocol.Errorf(protocol.Invalid, "approved must be a boolean"))
 		return
 	}
 	always, ok := boolField(f, "always", true)
 	if !ok {
-		httpx.WriteError(w, h.d.Log, protocol.Errorf(http.StatusBadRequest, "always must be a boolean"))
+		respond.Error(w, h.d.Log, protocol.Errorf(protocol.Invalid, "always must be a boolean"))
 		return
 	}
 	source, present, err := f.OptString("sourceWorkspaceId")
 	if err != nil {
-		httpx.WriteError(w, h.d.Log, err)
+		respond.Error(w, h.d.Log, err)
 		return
 	}
 	var sourcePtr *string
@@ -64,7 +66,7 @@ func (h handlers) decide(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "requestId")
 	if !protocol.ValidID(id) {
 		// Such an id can never have been issued.
-		httpx.WriteError(w, h.d.Log, &protocol.Error{Status: http.StatusNotFound, Message: "No pending approval with that ID"})
+		respond.Error(w, h.d.Log, &protocol.Error{Kind: protocol.NotFound, Message: "No pending approval with that ID"})
 		return
 	}
 	if sc := h.scope(r); sc.user != "" {
@@ -73,32 +75,32 @@ func (h handlers) decide(w http.ResponseWriter, r *http.Request) {
 		// workspace (a null scope would apply in every team's workspaces).
 		p, err := h.findPending(r, id)
 		if err != nil {
-			httpx.WriteError(w, h.d.Log, err)
+			respond.Error(w, h.d.Log, err)
 			return
 		}
 		if p == nil || !sc.visible(p.Workspace) {
-			httpx.WriteError(w, h.d.Log, &protocol.Error{Status: http.StatusNotFound, Message: "No pending approval with that ID"})
+			respond.Error(w, h.d.Log, &protocol.Error{Kind: protocol.NotFound, Message: "No pending approval with that ID"})
 			return
 		}
 		if err := sc.check(p.Workspace, protocol.ActionWrite); err != nil {
-			httpx.WriteError(w, h.d.Log, err)
+			respond.Error(w, h.d.Log, err)
 			return
 		}
 		ws := p.Workspace
 		sourcePtr = &ws
 	}
-	rep, ok := httpx.Call[protocol.ApprovalDecideReply](h.d, w, r, protocol.SubjApprovalDecide, protocol.ApprovalDecideRequest{
+	rep, ok := forward.Call(h.d, w, r, protocol.DecideApproval, protocol.ApprovalDecideRequest{
 		RequestID: id, Approved: approved, Always: always, SourceWorkspaceID: sourcePtr,
 	})
 	if !ok {
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, decideResponse{OK: true, RequestID: rep.RequestID, Approved: rep.Approved, Always: rep.Always})
+	respond.JSON(w, http.StatusOK, decideResponse{OK: true, RequestID: rep.RequestID, Approved: rep.Approved, Always: rep.Always})
 }
 
 // boolField reads a boolean field. A missing (or, when optional, null)
 // field is false; optional=false makes missing and null invalid too.
-func boolField(f httpx.Fields, key string, optional bool) (v, ok bool) {
+func boolField(f input.Fields, key string, optional bool) (v, ok bool) {
 	raw, found := f[key]
 	if !found || string(raw) == "null" {
 		return false, optional
@@ -118,7 +120,7 @@ type pendingItem struct {
 
 // pending is GET /approval/pending: every runner's waiting approvals.
 func (h handlers) pending(w http.ResponseWriter, r *http.Request) {
-	rep, ok := httpx.Call[protocol.ApprovalPendingReply](h.d, w, r, protocol.SubjApprovalPending, protocol.Empty{})
+	rep, ok := forward.Call(h.d, w, r, protocol.ListPendingApprovals, protocol.Empty{})
 	if !ok {
 		return
 	}
@@ -129,7 +131,7 @@ func (h handlers) pending(w http.ResponseWriter, r *http.Request) {
 			items = append(items, pendingItem{RequestID: p.RequestID, ToolName: p.ToolName, Input: p.Input, Timestamp: p.Timestamp})
 		}
 	}
-	httpx.WriteJSON(w, http.StatusOK, struct {
+	respond.JSON(w, http.StatusOK, struct {
 		Pending []pendingItem `json:"pending"`
 		Count   int           `json:"count"`
 	}{items, len(items)})
@@ -137,12 +139,12 @@ func (h handlers) pending(w http.ResponseWriter, r *http.Request) {
 
 // grants is GET /approval/grants.
 func (h handlers) grants(w http.ResponseWriter, r *http.Request) {
-	rep, ok := httpx.Call[protocol.ApprovalGrantsReply](h.d, w, r, protocol.SubjApprovalGrants, protocol.Empty{})
+	rep, ok := forward.Call(h.d, w, r, protocol.ListGrants, protocol.Empty{})
 	if !ok {
 		return
 	}
 	rep.Grants = h.visibleGrants(r, rep.Grants)
-	httpx.WriteJSON(w, http.StatusOK, struct {
+	respond.JSON(w, http.StatusOK, struct {
 		Grants []protocol.ApprovalGrant `json:"grants"`
 		Count  int                      `json:"count"`
 	}{rep.Grants, len(rep.Grants)})
@@ -169,20 +171,20 @@ func (h handlers) writableGrant(w http.ResponseWriter, r *http.Request, id strin
 	if sc.user == "" {
 		return true
 	}
-	rep, ok := httpx.Call[protocol.ApprovalGrantsReply](h.d, w, r, protocol.SubjApprovalGrants, protocol.Empty{})
+	rep, ok := forward.Call(h.d, w, r, protocol.ListGrants, protocol.Empty{})
 	if !ok {
 		return false
 	}
 	for _, g := range rep.Grants {
 		if g.ID == id && g.SourceWorkspaceID != nil && sc.visible(*g.SourceWorkspaceID) {
 			if err := sc.check(*g.SourceWorkspaceID, protocol.ActionWrite); err != nil {
-				httpx.WriteError(w, h.d.Log, err)
+				respond.Error(w, h.d.Log, err)
 				return false
 			}
 			return true
 		}
 	}
-	httpx.WriteError(w, h.d.Log, &protocol.Error{Status: http.StatusNotFound, Message: "Grant not found"})
+	respond.Error(w, h.d.Log, &protocol.Error{Kind: protocol.NotFound, Message: "Grant not found"})
 	return false
 }
 
@@ -192,10 +194,10 @@ func (h handlers) revoke(w http.ResponseWriter, r *http.Request) {
 	if !h.writableGrant(w, r, id) {
 		return
 	}
-	if _, ok := httpx.Call[protocol.Empty](h.d, w, r, protocol.SubjApprovalRevoke, protocol.ApprovalRevokeRequest{ID: id}); !ok {
+	if _, ok := forward.Call(h.d, w, r, protocol.RevokeGrant, protocol.ApprovalRevokeRequest{ID: id}); !ok {
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, struct {
+	respond.JSON(w, http.StatusOK, struct {
 		OK bool   `json:"ok"`
 		ID string `json:"id"`
 	}{true, id})
@@ -205,7 +207,7 @@ func (h handlers) revoke(w http.ResponseWriter, r *http.Request) {
 func (h handlers) clear(w http.ResponseWriter, r *http.Request) {
 	if sc := h.scope(r); sc.user != "" {
 		// Team server: clear only the grants this user may change.
-		rep, ok := httpx.Call[protocol.ApprovalGrantsReply](h.d, w, r, protocol.SubjApprovalGrants, protocol.Empty{})
+		rep, ok := forward.Call(h.d, w, r, protocol.ListGrants, protocol.Empty{})
 		if !ok {
 			return
 		}
@@ -213,14 +215,14 @@ func (h handlers) clear(w http.ResponseWriter, r *http.Request) {
 			if sc.check(*g.SourceWorkspaceID, protocol.ActionWrite) != nil {
 				continue
 			}
-			if _, ok := httpx.Call[protocol.Empty](h.d, w, r, protocol.SubjApprovalRevoke, protocol.ApprovalRevokeRequest{ID: g.ID}); !ok {
+			if _, ok := forward.Call(h.d, w, r, protocol.RevokeGrant, protocol.ApprovalRevokeRequest{ID: g.ID}); !ok {
 				return
 			}
 		}
-	} else if _, ok := httpx.Call[protocol.Empty](h.d, w, r, protocol.SubjApprovalClear, protocol.Empty{}); !ok {
+	} else if _, ok := forward.Call(h.d, w, r, protocol.ClearGrants, protocol.Empty{}); !ok {
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, struct {
+	respond.JSON(w, http.StatusOK, struct {
 		OK bool `json:"ok"`
 	}{true})
 }

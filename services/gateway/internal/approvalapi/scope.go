@@ -40,7 +40,7 @@ func (s *scope) check(workspace, action string) error {
 	}
 	ctx, cancel := context.WithTimeout(s.r.Context(), s.h.d.Timeout)
 	defer cancel()
-	_, err := bus.Request[protocol.AuthorizeReply](ctx, s.h.d.NC, protocol.SubjTeamsAuthorize,
+	_, err := bus.Call(ctx, s.h.d.NC, protocol.Authorize,
 		protocol.AuthorizeRequest{User: s.user, Workspace: workspace, Action: action})
 	s.cache[key] = err
 	return err
@@ -53,7 +53,7 @@ func (s *scope) visible(workspace string) bool { return s.check(workspace, proto
 func (h handlers) findPending(r *http.Request, id string) (*protocol.PendingApproval, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.d.Timeout)
 	defer cancel()
-	rep, err := bus.Request[protocol.ApprovalPendingReply](ctx, h.d.NC, protocol.SubjApprovalPending, protocol.Empty{})
+	rep, err := bus.Call(ctx, h.d.NC, protocol.ListPendingApprovals, protocol.Empty{})
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,9 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/forward"
+	"github.com/waggle-os/core/services/gateway/internal/input"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
 
 // commandSession is the session id the original used for commands run
@@ -17,13 +19,13 @@ import (
 const commandSession = "command"
 
 // Mount adds the routes to r (mounted at /api).
-func Mount(r chi.Router, d httpx.Deps) {
+func Mount(r chi.Router, d forward.Deps) {
 	h := handlers{d: d}
 	r.Post("/commands/execute", h.execute)
 	r.Get("/commands", h.list)
 }
 
-type handlers struct{ d httpx.Deps }
+type handlers struct{ d forward.Deps }
 
 // executeReply is {result, command}; command is echoed as sent.
 type executeReply struct {
@@ -35,40 +37,40 @@ type executeReply struct {
 // AGENT_LOOP_REROUTE:: prefix), as the original did and its tests assert;
 // to have them run by the model, send the command through /api/chat.
 func (h handlers) execute(w http.ResponseWriter, r *http.Request) {
-	f, err := httpx.DecodeBody(w, r, h.d.BodyLimit)
+	f, err := input.Decode(w, r, h.d.BodyLimit)
 	if err != nil {
-		httpx.WriteError(w, h.d.Log, err)
+		respond.Error(w, h.d.Log, err)
 		return
 	}
 	cmd, _, ok := f.Str("command")
 	if !ok || cmd == "" {
-		httpx.WriteJSON(w, http.StatusBadRequest, httpx.ErrorBody{Error: "command is required"})
+		respond.Fail(w, protocol.Invalid, "", "command is required")
 		return
 	}
 	ws, present, err := f.OptString("workspaceId")
 	if err != nil {
-		httpx.WriteError(w, h.d.Log, err)
+		respond.Error(w, h.d.Log, err)
 		return
 	}
 	if !present {
 		ws = "default"
 	}
-	if err := httpx.CheckSegment("workspaceId", ws); err != nil {
-		httpx.WriteError(w, h.d.Log, err)
+	if err := input.CheckSegment("workspaceId", ws); err != nil {
+		respond.Error(w, h.d.Log, err)
 		return
 	}
-	rep, ok := httpx.Call[protocol.CommandReply](h.d, w, r, protocol.SubjCommandExecute,
+	rep, ok := forward.Call(h.d, w, r, protocol.ExecuteCommand,
 		protocol.CommandRequest{Command: cmd, Workspace: ws, Session: commandSession})
 	if !ok {
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, executeReply{Result: rep.Result, Command: cmd})
+	respond.JSON(w, http.StatusOK, executeReply{Result: rep.Result, Command: cmd})
 }
 
 // list answers [{name, aliases, usage, description}]; ?q= narrows it to
 // commands whose name or alias contains q.
 func (h handlers) list(w http.ResponseWriter, r *http.Request) {
-	rep, ok := httpx.Call[protocol.CommandList](h.d, w, r, protocol.SubjCommandList,
+	rep, ok := forward.Call(h.d, w, r, protocol.ListCommands,
 		protocol.CommandListRequest{Query: r.URL.Query().Get("q")})
 	if !ok {
 		return
@@ -76,5 +78,5 @@ func (h handlers) list(w http.ResponseWriter, r *http.Request) {
 	if rep.Commands == nil {
 		rep.Commands = []protocol.CommandInfo{}
 	}
-	httpx.WriteJSON(w, http.StatusOK, rep.Commands)
+	respond.JSON(w, http.StatusOK, rep.Commands)
 }

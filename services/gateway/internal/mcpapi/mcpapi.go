@@ -9,16 +9,18 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/forward"
+	"github.com/waggle-os/core/services/gateway/internal/input"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
 
 // Mount adds the routes to r (mounted at /api).
-func Mount(r chi.Router, d httpx.Deps) {
+func Mount(r chi.Router, d forward.Deps) {
 	h := handlers{d: d}
 	r.Get("/mcp/servers", h.servers)
 }
 
-type handlers struct{ d httpx.Deps }
+type handlers struct{ d forward.Deps }
 
 // servers answers {runner, servers: [{name, scope, transport, state,
 // error?, restarts, tools: [{name, tool, description, gated}]}],
@@ -26,17 +28,17 @@ type handlers struct{ d httpx.Deps }
 func (h handlers) servers(w http.ResponseWriter, r *http.Request) {
 	ws := r.URL.Query().Get("workspace")
 	if ws != "" {
-		if err := httpx.CheckSegment("workspace", ws); err != nil {
-			httpx.WriteError(w, h.d.Log, err)
+		if err := input.CheckSegment("workspace", ws); err != nil {
+			respond.Error(w, h.d.Log, err)
 			return
 		}
 	}
-	rep, ok := httpx.Call[protocol.MCPServersReply](h.d, w, r, protocol.SubjMCPServers, protocol.MCPServersRequest{Workspace: ws})
+	rep, ok := forward.Call(h.d, w, r, protocol.ListMCPServers, protocol.MCPServersRequest{Workspace: ws})
 	if !ok {
 		return
 	}
 	if rep.Servers == nil {
 		rep.Servers = []protocol.MCPServerStatus{}
 	}
-	httpx.WriteJSON(w, http.StatusOK, rep)
+	respond.JSON(w, http.StatusOK, rep)
 }

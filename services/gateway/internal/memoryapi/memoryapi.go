@@ -14,7 +14,9 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/forward"
+	"github.com/waggle-os/core/services/gateway/internal/input"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 )
 
@@ -24,10 +26,10 @@ const (
 	defaultSearch = 20
 )
 
-type api struct{ d httpx.Deps }
+type api struct{ d forward.Deps }
 
 // Mount adds the routes to r (mounted at /api).
-func Mount(r chi.Router, d httpx.Deps) {
+func Mount(r chi.Router, d forward.Deps) {
 	a := api{d}
 	r.Get("/memory/frames", a.frames)
 	r.Post("/memory/frames", a.add)
@@ -38,7 +40,7 @@ func Mount(r chi.Router, d httpx.Deps) {
 	r.Get("/memory/stats", a.stats)
 }
 
-func (a api) fail(w http.ResponseWriter, err error) { httpx.WriteError(w, a.d.Log, err) }
+func (a api) fail(w http.ResponseWriter, err error) { respond.Error(w, a.d.Log, err) }
 
 // owner is the minds a request reaches: ?workspace= (or ?workspaceId=,
 // as the original accepts) and, on a team server, the user's own personal
@@ -49,7 +51,7 @@ func owner(r *http.Request, workspace string) (protocol.MemoryOwner, error) {
 		o.User = u.ID
 	}
 	if o.Workspace != "" {
-		if err := httpx.CheckSegment("workspace", o.Workspace); err != nil {
+		if err := input.CheckSegment("workspace", o.Workspace); err != nil {
 			return o, err
 		}
 	}
@@ -117,22 +119,22 @@ func (a api) frames(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	req := protocol.MemoryFramesRequest{MemoryOwner: o, Limit: parseLimit(q.Get("limit"), defaultFrames), Since: q.Get("since"), Until: q.Get("until")}
-	rep, ok := httpx.Call[protocol.MemoryFramesReply](a.d, w, r, protocol.SubjMemoryFrames, req)
+	rep, ok := forward.Call(a.d, w, r, protocol.ListFrames, req)
 	if ok {
-		httpx.WriteJSON(w, http.StatusOK, list(rep.Frames, false))
+		respond.JSON(w, http.StatusOK, list(rep.Frames, false))
 	}
 }
 
 // POST /api/memory/frames {content, workspace|workspaceId, importance?, source?}
 func (a api) add(w http.ResponseWriter, r *http.Request) {
-	f, err := httpx.DecodeBody(w, r, a.d.BodyLimit)
+	f, err := input.Decode(w, r, a.d.BodyLimit)
 	if err != nil {
 		a.fail(w, err)
 		return
 	}
 	content, _, ok := f.Str("content")
 	if !ok || strings.TrimSpace(content) == "" {
-		a.fail(w, protocol.Errorf(http.StatusBadRequest, "content is required"))
+		a.fail(w, protocol.Errorf(protocol.Invalid, "content is required"))
 		return
 	}
 	ws, _, _ := f.Str("workspace")
@@ -151,19 +153,19 @@ func (a api) add(w http.ResponseWriter, r *http.Request) {
 	}
 	source, present, ok := f.Str("source")
 	if !ok {
-		a.fail(w, protocol.Errorf(http.StatusBadRequest, "Invalid source. Valid values: %s", strings.Join(protocol.Sources, ", ")))
+		a.fail(w, protocol.Errorf(protocol.Invalid, "Invalid source. Valid values: %s", strings.Join(protocol.Sources, ", ")))
 		return
 	}
 	if !present {
 		source = protocol.SourceImport // the original's default for this route
 	}
 	req := protocol.MemoryAddRequest{MemoryOwner: o, Content: content, Importance: importance, Source: source}
-	rep, ok := httpx.Call[protocol.MemoryAddReply](a.d, w, r, protocol.SubjMemoryAdd, req)
+	rep, ok := forward.Call(a.d, w, r, protocol.AddFrame, req)
 	if !ok {
 		return
 	}
 	if rep.Duplicate {
-		httpx.WriteJSON(w, http.StatusOK, struct {
+		respond.JSON(w, http.StatusOK, struct {
 			Saved     bool   `json:"saved"`
 			Duplicate bool   `json:"duplicate"`
 			FrameID   string `json:"frameId"`
@@ -172,7 +174,7 @@ func (a api) add(w http.ResponseWriter, r *http.Request) {
 		}{false, true, rep.Frame.ID, rep.Frame.Mind, "Identical content already exists. Access count updated."})
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, struct {
+	respond.JSON(w, http.StatusOK, struct {
 		Saved      bool   `json:"saved"`
 		FrameID    string `json:"frameId"`
 		Mind       string `json:"mind"`
@@ -187,7 +189,7 @@ var numericImportance = map[int]string{
 	1: protocol.ImportanceTemporary, 2: protocol.ImportanceNormal, 3: protocol.ImportanceImportant, 4: protocol.ImportanceCritical,
 }
 
-func importanceField(f httpx.Fields) (string, error) {
+func importanceField(f input.Fields) (string, error) {
 	raw, found := f["importance"]
 	if !found || string(raw) == "null" {
 		return "", nil
@@ -202,14 +204,14 @@ func importanceField(f httpx.Fields) (string, error) {
 			return v, nil
 		}
 	}
-	return "", protocol.Errorf(http.StatusBadRequest, "Invalid importance %s. Valid values: %s", raw, strings.Join(protocol.Importances, ", "))
+	return "", protocol.Errorf(protocol.Invalid, "Invalid importance %s. Valid values: %s", raw, strings.Join(protocol.Importances, ", "))
 }
 
 // frameRequest reads the {id} segment and the workspace query.
 func (a api) frameRequest(r *http.Request) (protocol.MemoryFrameRequest, error) {
 	id := chi.URLParam(r, "id")
 	if !protocol.ValidID(id) {
-		return protocol.MemoryFrameRequest{}, protocol.Errorf(http.StatusBadRequest, "Invalid frame ID")
+		return protocol.MemoryFrameRequest{}, protocol.Errorf(protocol.Invalid, "Invalid frame ID")
 	}
 	o, err := owner(r, queryWorkspace(r))
 	return protocol.MemoryFrameRequest{MemoryOwner: o, ID: id}, err
@@ -222,14 +224,14 @@ func (a api) update(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	f, err := httpx.DecodeBody(w, r, a.d.BodyLimit)
+	f, err := input.Decode(w, r, a.d.BodyLimit)
 	if err != nil {
 		a.fail(w, err)
 		return
 	}
 	content, _, ok := f.Str("content")
 	if !ok || strings.TrimSpace(content) == "" {
-		a.fail(w, protocol.Errorf(http.StatusBadRequest, "content is required"))
+		a.fail(w, protocol.Errorf(protocol.Invalid, "content is required"))
 		return
 	}
 	importance, err := importanceField(f)
@@ -237,10 +239,10 @@ func (a api) update(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	rep, ok := httpx.Call[protocol.MemoryFrameReply](a.d, w, r, protocol.SubjMemoryUpdate,
+	rep, ok := forward.Call(a.d, w, r, protocol.UpdateFrame,
 		protocol.MemoryUpdateRequest{MemoryFrameRequest: fr, Content: content, Importance: importance})
 	if ok {
-		httpx.WriteJSON(w, http.StatusOK, struct {
+		respond.JSON(w, http.StatusOK, struct {
 			frame
 			Updated bool `json:"updated"`
 		}{shape(rep.Frame, false), true})
@@ -254,9 +256,9 @@ func (a api) remove(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	rep, ok := httpx.Call[protocol.MemoryFrameReply](a.d, w, r, protocol.SubjMemoryDelete, fr)
+	rep, ok := forward.Call(a.d, w, r, protocol.DeleteFrame, fr)
 	if ok {
-		httpx.WriteJSON(w, http.StatusOK, struct {
+		respond.JSON(w, http.StatusOK, struct {
 			Deleted bool   `json:"deleted"`
 			FrameID string `json:"frameId"`
 		}{true, rep.Frame.ID})
@@ -270,9 +272,9 @@ func (a api) access(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	rep, ok := httpx.Call[protocol.MemoryFrameReply](a.d, w, r, protocol.SubjMemoryAccess, fr)
+	rep, ok := forward.Call(a.d, w, r, protocol.AccessFrame, fr)
 	if ok {
-		httpx.WriteJSON(w, http.StatusOK, struct {
+		respond.JSON(w, http.StatusOK, struct {
 			AccessCount int `json:"accessCount"`
 		}{rep.Frame.AccessCount})
 	}
@@ -282,7 +284,7 @@ func (a api) access(w http.ResponseWriter, r *http.Request) {
 func (a api) search(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if q.Get("q") == "" {
-		a.fail(w, protocol.Errorf(http.StatusBadRequest, "q (query) parameter is required"))
+		a.fail(w, protocol.Errorf(protocol.Invalid, "q (query) parameter is required"))
 		return
 	}
 	o, err := owner(r, queryWorkspace(r))
@@ -296,9 +298,9 @@ func (a api) search(w http.ResponseWriter, r *http.Request) {
 	}
 	req := protocol.MemoryQueryRequest{MemoryOwner: o, Query: q.Get("q"), Scope: scope,
 		Limit: parseLimit(q.Get("limit"), defaultSearch), Since: q.Get("since"), Until: q.Get("until")}
-	rep, ok := httpx.Call[protocol.MemoryFramesReply](a.d, w, r, protocol.SubjMemoryQuery, req)
+	rep, ok := forward.Call(a.d, w, r, protocol.QueryMemory, req)
 	if ok {
-		httpx.WriteJSON(w, http.StatusOK, list(rep.Frames, true))
+		respond.JSON(w, http.StatusOK, list(rep.Frames, true))
 	}
 }
 
@@ -309,9 +311,9 @@ func (a api) stats(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	rep, ok := httpx.Call[protocol.MemoryStats](a.d, w, r, protocol.SubjMemoryStats, protocol.MemoryStatsRequest{MemoryOwner: o})
+	rep, ok := forward.Call(a.d, w, r, protocol.CountFrames, protocol.MemoryStatsRequest{MemoryOwner: o})
 	if ok {
-		httpx.WriteJSON(w, http.StatusOK, rep)
+		respond.JSON(w, http.StatusOK, rep)
 	}
 }
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/input"
 )
 
 func TestParseLimit(t *testing.T) {
@@ -34,7 +34,7 @@ func TestImportanceField(t *testing.T) {
 		{`{"importance":9}`, "", true},
 		{`{"importance":[1]}`, "", true},
 	} {
-		var f httpx.Fields
+		var f input.Fields
 		if err := json.Unmarshal([]byte(c.body), &f); err != nil {
 			t.Fatal(err)
 		}
@@ -42,8 +42,8 @@ func TestImportanceField(t *testing.T) {
 		if got != c.want || (err != nil) != c.wantErr {
 			t.Errorf("%s: %q, %v", c.body, got, err)
 		}
-		if err != nil && protocol.StatusOf(err) != 400 {
-			t.Errorf("%s: status %d", c.body, protocol.StatusOf(err))
+		if err != nil && protocol.KindOf(err) != protocol.Invalid {
+			t.Errorf("%s: kind %s", c.body, protocol.KindOf(err))
 		}
 	}
 }

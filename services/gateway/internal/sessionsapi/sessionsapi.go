@@ -13,7 +13,9 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/forward"
+	"github.com/waggle-os/core/services/gateway/internal/input"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
 
 // Search limit of the contract: default 20, at most 50.
@@ -22,10 +24,10 @@ const (
 	maxSearchLimit     = 50
 )
 
-type api struct{ d httpx.Deps }
+type api struct{ d forward.Deps }
 
 // Mount adds the routes to r (mounted at /api).
-func Mount(r chi.Router, d httpx.Deps) {
+func Mount(r chi.Router, d forward.Deps) {
 	a := api{d}
 	// chi needs one parameter name per path position, so the workspace
 	// segment is {id} everywhere; errors still name it as the original did.
@@ -50,22 +52,22 @@ func Mount(r chi.Router, d httpx.Deps) {
 // the given name.
 func segment(r *http.Request, param, name string) (string, error) {
 	v := chi.URLParam(r, param)
-	return v, httpx.CheckSegment(name, v)
+	return v, input.CheckSegment(name, v)
 }
 
-func (a api) fail(w http.ResponseWriter, err error) { httpx.WriteError(w, a.d.Log, err) }
+func (a api) fail(w http.ResponseWriter, err error) { respond.Error(w, a.d.Log, err) }
 
 // ---- workspaces ----
 
 func (a api) listWorkspaces(w http.ResponseWriter, r *http.Request) {
-	rep, ok := httpx.Call[protocol.WorkspaceListReply](a.d, w, r, protocol.SubjWorkspaceList, protocol.Empty{})
+	rep, ok := forward.Call(a.d, w, r, protocol.ListWorkspaces, protocol.Empty{})
 	if !ok {
 		return
 	}
 	if rep.Workspaces == nil {
 		rep.Workspaces = []json.RawMessage{}
 	}
-	httpx.WriteJSON(w, http.StatusOK, rep.Workspaces)
+	respond.JSON(w, http.StatusOK, rep.Workspaces)
 }
 
 func (a api) createWorkspace(w http.ResponseWriter, r *http.Request) {
@@ -74,9 +76,9 @@ func (a api) createWorkspace(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	rep, ok := httpx.Call[protocol.WorkspaceDocReply](a.d, w, r, protocol.SubjWorkspaceCreate, protocol.WorkspaceCreateRequest{Fields: fields})
+	rep, ok := forward.Call(a.d, w, r, protocol.CreateWorkspace, protocol.WorkspaceCreateRequest{Fields: fields})
 	if ok {
-		httpx.WriteJSON(w, http.StatusCreated, rep.Workspace)
+		respond.JSON(w, http.StatusCreated, rep.Workspace)
 	}
 }
 
@@ -86,9 +88,9 @@ func (a api) getWorkspace(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	rep, ok := httpx.Call[protocol.WorkspaceDocReply](a.d, w, r, protocol.SubjWorkspaceDoc, protocol.WorkspaceRequest{Workspace: id})
+	rep, ok := forward.Call(a.d, w, r, protocol.GetWorkspaceDoc, protocol.WorkspaceRequest{Workspace: id})
 	if ok {
-		httpx.WriteJSON(w, http.StatusOK, rep.Workspace)
+		respond.JSON(w, http.StatusOK, rep.Workspace)
 	}
 }
 
@@ -103,9 +105,9 @@ func (a api) updateWorkspace(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	rep, ok := httpx.Call[protocol.WorkspaceDocReply](a.d, w, r, protocol.SubjWorkspaceUpdate, protocol.WorkspaceUpdateRequest{Workspace: id, Fields: fields})
+	rep, ok := forward.Call(a.d, w, r, protocol.UpdateWorkspace, protocol.WorkspaceUpdateRequest{Workspace: id, Fields: fields})
 	if ok {
-		httpx.WriteJSON(w, http.StatusOK, rep.Workspace)
+		respond.JSON(w, http.StatusOK, rep.Workspace)
 	}
 }
 
@@ -115,15 +117,15 @@ func (a api) deleteWorkspace(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	rep, ok := httpx.Call[protocol.DeletedReply](a.d, w, r, protocol.SubjWorkspaceDelete, protocol.WorkspaceRequest{Workspace: id})
+	rep, ok := forward.Call(a.d, w, r, protocol.DeleteWorkspace, protocol.WorkspaceRequest{Workspace: id})
 	if ok {
-		httpx.WriteJSON(w, http.StatusOK, rep)
+		respond.JSON(w, http.StatusOK, rep)
 	}
 }
 
 // bodyObject decodes the body (empty is {}) and re-encodes it for the store.
 func (a api) bodyObject(w http.ResponseWriter, r *http.Request) (json.RawMessage, error) {
-	f, err := httpx.DecodeBody(w, r, a.d.BodyLimit)
+	f, err := input.Decode(w, r, a.d.BodyLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -139,14 +141,14 @@ func (a api) listSessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := protocol.SessionListRequest{Workspace: ws, HideEmpty: r.URL.Query().Get("hideEmpty") == "true"}
-	rep, ok := httpx.Call[protocol.SessionListReply](a.d, w, r, protocol.SubjSessionList, req)
+	rep, ok := forward.Call(a.d, w, r, protocol.ListSessions, req)
 	if !ok {
 		return
 	}
 	if rep.Sessions == nil {
 		rep.Sessions = []protocol.SessionInfo{}
 	}
-	httpx.WriteJSON(w, http.StatusOK, rep.Sessions)
+	respond.JSON(w, http.StatusOK, rep.Sessions)
 }
 
 func (a api) createSession(w http.ResponseWriter, r *http.Request) {
@@ -155,14 +157,14 @@ func (a api) createSession(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	f, err := httpx.DecodeBody(w, r, a.d.BodyLimit)
+	f, err := input.Decode(w, r, a.d.BodyLimit)
 	if err != nil {
 		a.fail(w, err)
 		return
 	}
-	rep, ok := httpx.Call[protocol.SessionInfo](a.d, w, r, protocol.SubjSessionCreate, protocol.SessionCreateRequest{Workspace: ws, Title: f["title"]})
+	rep, ok := forward.Call(a.d, w, r, protocol.CreateSession, protocol.SessionCreateRequest{Workspace: ws, Title: f["title"]})
 	if ok {
-		httpx.WriteJSON(w, http.StatusCreated, rep)
+		respond.JSON(w, http.StatusCreated, rep)
 	}
 }
 
@@ -174,14 +176,14 @@ func (a api) searchSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	req := protocol.SessionSearchRequest{Workspace: ws, Query: q.Get("q"), Limit: parseLimit(q.Get("limit"))}
-	rep, ok := httpx.Call[protocol.SessionSearchReply](a.d, w, r, protocol.SubjSessionSearch, req)
+	rep, ok := forward.Call(a.d, w, r, protocol.SearchSessions, req)
 	if !ok {
 		return
 	}
 	if rep.Results == nil {
 		rep.Results = []protocol.SessionSearchResult{}
 	}
-	httpx.WriteJSON(w, http.StatusOK, rep.Results)
+	respond.JSON(w, http.StatusOK, rep.Results)
 }
 
 // parseLimit reads the search limit like JavaScript's parseInt (leading
@@ -222,7 +224,7 @@ func (a api) exportSession(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	rep, ok := httpx.Call[protocol.SessionExportReply](a.d, w, r, protocol.SubjSessionExport, ref)
+	rep, ok := forward.Call(a.d, w, r, protocol.ExportSession, ref)
 	if !ok {
 		return
 	}
@@ -237,14 +239,14 @@ func (a api) timeline(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	rep, ok := httpx.Call[protocol.SessionTimelineReply](a.d, w, r, protocol.SubjSessionTimeline, ref)
+	rep, ok := forward.Call(a.d, w, r, protocol.GetTimeline, ref)
 	if !ok {
 		return
 	}
 	if len(rep.Events) == 0 {
 		rep.Events = json.RawMessage("[]")
 	}
-	httpx.WriteJSON(w, http.StatusOK, rep.Events)
+	respond.JSON(w, http.StatusOK, rep.Events)
 }
 
 // ---- sessions by id ----
@@ -258,7 +260,7 @@ func (a api) locator(r *http.Request) (protocol.SessionLocator, error) {
 	loc := protocol.SessionLocator{Session: s}
 	if q := r.URL.Query(); q.Has("workspace") {
 		loc.Workspace = q.Get("workspace")
-		if err := httpx.CheckSegment("workspace", loc.Workspace); err != nil {
+		if err := input.CheckSegment("workspace", loc.Workspace); err != nil {
 			return loc, err
 		}
 	}
@@ -271,7 +273,7 @@ func (a api) renameSession(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	f, err := httpx.DecodeBody(w, r, a.d.BodyLimit)
+	f, err := input.Decode(w, r, a.d.BodyLimit)
 	if err != nil {
 		a.fail(w, err)
 		return
@@ -282,12 +284,12 @@ func (a api) renameSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if title == "" {
-		a.fail(w, protocol.Errorf(http.StatusBadRequest, "title is required"))
+		a.fail(w, protocol.Errorf(protocol.Invalid, "title is required"))
 		return
 	}
-	rep, ok := httpx.Call[protocol.SessionRenameReply](a.d, w, r, protocol.SubjSessionRename, protocol.SessionRenameRequest{SessionLocator: loc, Title: title})
+	rep, ok := forward.Call(a.d, w, r, protocol.RenameSession, protocol.SessionRenameRequest{SessionLocator: loc, Title: title})
 	if ok {
-		httpx.WriteJSON(w, http.StatusOK, rep)
+		respond.JSON(w, http.StatusOK, rep)
 	}
 }
 
@@ -297,9 +299,9 @@ func (a api) deleteSession(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	rep, ok := httpx.Call[protocol.DeletedReply](a.d, w, r, protocol.SubjSessionDelete, loc)
+	rep, ok := forward.Call(a.d, w, r, protocol.DeleteSession, loc)
 	if ok {
-		httpx.WriteJSON(w, http.StatusOK, rep)
+		respond.JSON(w, http.StatusOK, rep)
 	}
 }
 
@@ -309,8 +311,8 @@ func (a api) sessionSummary(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	rep, ok := httpx.Call[protocol.SessionSummary](a.d, w, r, protocol.SubjSessionSummary, loc)
+	rep, ok := forward.Call(a.d, w, r, protocol.SummarizeSession, loc)
 	if ok {
-		httpx.WriteJSON(w, http.StatusOK, rep)
+		respond.JSON(w, http.StatusOK, rep)
 	}
 }

@@ -5,7 +5,7 @@
 // user and route, with the windows shared by every gateway replica.
 //
 // The decisions themselves are made by the session store's teams service
-// (protocol.SubjTeamsAuthenticate); this package finds out which workspace
+// (protocol.Authenticate.Subject); this package finds out which workspace
 // a request concerns — from the path, the query or the JSON body — and
 // which action it takes, before any handler runs, so a refused chat never
 // starts a stream.
@@ -20,18 +20,19 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/forward"
+	"github.com/waggle-os/core/services/gateway/internal/ratelimit"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
+	"github.com/waggle-os/core/services/gateway/internal/routematch"
 )
 
 // Config configures team-server authentication.
 type Config struct {
 	// Limits configures per-user rate limiting (defaults: 100 requests per
 	// route per minute, /api/chat 120).
-	Limits LimitConfig
+	Limits ratelimit.Config
 	// PersonalWorkspaces lets every authenticated user use workspaces of
 	// no team. It must match the teams service's setting. Default false.
 	PersonalWorkspaces bool
@@ -70,22 +71,22 @@ func WithUser(ctx context.Context, u User) context.Context {
 }
 
 var (
-	errMissingToken  = &protocol.Error{Status: http.StatusUnauthorized, Message: "Unauthorized", Code: protocol.CodeMissingToken}
-	errInvalidToken  = &protocol.Error{Status: http.StatusUnauthorized, Message: "Unauthorized", Code: protocol.CodeInvalidToken}
-	errViewerWrite   = &protocol.Error{Status: http.StatusForbidden, Message: protocol.MsgViewerWrite, Code: protocol.CodeViewerReadOnly}
-	errTeamRequired  = &protocol.Error{Status: http.StatusBadRequest, Message: "teamId is required on a team server", Code: "TEAM_REQUIRED"}
-	errNeedWorkspace = &protocol.Error{Status: http.StatusBadRequest, Message: "workspace is required on a team server", Code: "WORKSPACE_REQUIRED"}
+	errMissingToken  = &protocol.Error{Kind: protocol.Unauthenticated, Message: "Unauthorized", Code: protocol.CodeMissingToken}
+	errInvalidToken  = &protocol.Error{Kind: protocol.Unauthenticated, Message: "Unauthorized", Code: protocol.CodeInvalidToken}
+	errViewerWrite   = &protocol.Error{Kind: protocol.Forbidden, Message: protocol.MsgViewerWrite, Code: protocol.CodeViewerReadOnly}
+	errTeamRequired  = &protocol.Error{Kind: protocol.Invalid, Message: "teamId is required on a team server", Code: "TEAM_REQUIRED"}
+	errNeedWorkspace = &protocol.Error{Kind: protocol.Invalid, Message: "workspace is required on a team server", Code: "WORKSPACE_REQUIRED"}
 )
 
 // Middleware authenticates and authorizes every request except OPTIONS and
 // /health, then rate limits it per user and route. It must run inside the
 // chi router (r.Use) so it can match the request's route. It panics when
 // cfg does not Validate: check the config when parsing flags.
-func Middleware(d httpx.Deps, cfg Config) func(http.Handler) http.Handler {
+func Middleware(d forward.Deps, cfg Config) func(http.Handler) http.Handler {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
-	lim, err := NewLimiter(d.NC, cfg.Limits, d.Log)
+	lim, err := ratelimit.NewLimiter(d.NC, cfg.Limits, d.Log)
 	if err != nil {
 		panic(err)
 	}
@@ -96,12 +97,12 @@ func Middleware(d httpx.Deps, cfg Config) func(http.Handler) http.Handler {
 }
 
 type guard struct {
-	d   httpx.Deps
+	d   forward.Deps
 	cfg Config
-	lim *Limiter
+	lim *ratelimit.Limiter
 }
 
-func (g *guard) fail(w http.ResponseWriter, err error) { httpx.WriteError(w, g.d.Log, err) }
+func (g *guard) fail(w http.ResponseWriter, err error) { respond.Error(w, g.d.Log, err) }
 
 func (g *guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	if r.Method == http.MethodOptions || r.URL.Path == "/health" {
@@ -118,7 +119,7 @@ func (g *guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		g.fail(w, errInvalidToken)
 		return
 	}
-	pattern, params := route(r)
+	pattern, params := routematch.Match(r)
 	rule := ruleFor(r.Method, pattern)
 	target, err := g.target(w, r, rule, params)
 	if err != nil {
@@ -130,7 +131,7 @@ func (g *guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		req.Workspace, req.Action = target.workspace, rule.action
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), g.d.Timeout)
-	rep, err := bus.Request[protocol.AuthenticateReply](ctx, g.d.NC, protocol.SubjTeamsAuthenticate, req)
+	rep, err := bus.Call(ctx, g.d.NC, protocol.Authenticate, req)
 	cancel()
 	if err != nil {
 		g.fail(w, err)
@@ -141,7 +142,7 @@ func (g *guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		g.fail(w, err)
 		return
 	}
-	if g.lim.Enabled() && !g.lim.apply(w, r, "user:"+user.ID, patternOrUnmatched(pattern)) {
+	if g.lim.Enabled() && !g.lim.Apply(w, r, "user:"+user.ID, patternOrUnmatched(pattern)) {
 		return
 	}
 	r = r.WithContext(WithUser(r.Context(), user))
@@ -157,29 +158,6 @@ func patternOrUnmatched(p string) string {
 		return "unmatched"
 	}
 	return p
-}
-
-// route matches r against the router it runs in: its route pattern and
-// path parameters ("" when nothing matches).
-func route(r *http.Request) (string, map[string]string) {
-	rc := chi.RouteContext(r.Context())
-	if rc == nil || rc.Routes == nil {
-		return "", nil
-	}
-	tctx := chi.NewRouteContext()
-	path := r.URL.RawPath
-	if path == "" {
-		path = r.URL.Path
-	}
-	pattern := rc.Routes.Find(tctx, r.Method, path)
-	if pattern == "" {
-		return "", nil
-	}
-	params := make(map[string]string, len(tctx.URLParams.Keys))
-	for i, k := range tctx.URLParams.Keys {
-		params[k] = tctx.URLParams.Values[i]
-	}
-	return pattern, params
 }
 
 // target is what a request acts on, as far as the middleware must know.
@@ -269,9 +247,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (bodyFields, 
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, &httpx.RequestError{Status: http.StatusRequestEntityTooLarge, Code: "FST_ERR_CTP_BODY_TOO_LARGE", Message: "Request body is too large"}
+			return nil, &respond.RequestError{Kind: protocol.TooLarge, Code: "FST_ERR_CTP_BODY_TOO_LARGE", Message: "Request body is too large"}
 		}
-		return nil, &httpx.RequestError{Status: http.StatusBadRequest, Message: "Could not read the request body"}
+		return nil, &respond.RequestError{Kind: protocol.Invalid, Message: "Could not read the request body"}
 	}
 	r.Body = io.NopCloser(bytes.NewReader(data))
 	var f bodyFields
@@ -320,7 +298,7 @@ func (g *guard) check(ctx context.Context, u User, rule rule, t target) error {
 func (g *guard) authorizeTeam(ctx context.Context, u User, team, action string) error {
 	ctx, cancel := context.WithTimeout(ctx, g.d.Timeout)
 	defer cancel()
-	_, err := bus.Request[protocol.AuthorizeReply](ctx, g.d.NC, protocol.SubjTeamsAuthorize,
+	_, err := bus.Call(ctx, g.d.NC, protocol.Authorize,
 		protocol.AuthorizeRequest{User: u.ID, Team: team, Action: action})
 	return err
 }
@@ -351,7 +329,7 @@ func (g *guard) filterWorkspaces(w http.ResponseWriter, r *http.Request, next ht
 		} else {
 			// Not the expected shape: show nothing rather than everything.
 			g.d.Log.Error("teamauth: workspace list has an unexpected shape", "err", err)
-			httpx.WriteError(w, g.d.Log, protocol.ErrInternal)
+			respond.Error(w, g.d.Log, protocol.ErrInternal)
 			return
 		}
 	}

@@ -16,12 +16,13 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/embednats"
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/forward"
+	"github.com/waggle-os/core/services/gateway/internal/ratelimit"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
 
 // teamsFake answers the teams subjects from a table: tokens → users,
@@ -50,30 +51,30 @@ func (f *teamsFake) authorize(user, ws, action string) (string, string, error) {
 	team, ok := f.workspaces[ws]
 	role := f.roles[[2]string{team, user}]
 	if !ok || team == "" || role == "" {
-		return "", "", &protocol.Error{Status: 404, Message: "Workspace not found"}
+		return "", "", &protocol.Error{Kind: protocol.NotFound, Message: "Workspace not found"}
 	}
 	if role == "viewer" && action == "chat" {
-		return "", "", &protocol.Error{Status: 403, Message: protocol.MsgViewerChat, Code: protocol.CodeViewerReadOnly}
+		return "", "", &protocol.Error{Kind: protocol.Forbidden, Message: protocol.MsgViewerChat, Code: protocol.CodeViewerReadOnly}
 	}
 	if role == "viewer" && action != "read" {
-		return "", "", &protocol.Error{Status: 403, Message: protocol.MsgViewerWrite, Code: protocol.CodeViewerReadOnly}
+		return "", "", &protocol.Error{Kind: protocol.Forbidden, Message: protocol.MsgViewerWrite, Code: protocol.CodeViewerReadOnly}
 	}
 	return team, role, nil
 }
 
 func (f *teamsFake) register(t *testing.T, nc *nats.Conn) {
-	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: "teams-fake"})
+	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceSessionStore})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
-	err = bus.AddEndpoint(svc, "auth", protocol.SubjTeamsAuthenticate, func(_ context.Context, req protocol.AuthenticateRequest) (protocol.AuthenticateReply, error) {
+	err = bus.Handle(svc, protocol.Authenticate, func(_ context.Context, req protocol.AuthenticateRequest) (protocol.AuthenticateReply, error) {
 		f.calls.Add(1)
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		user, ok := f.tokens[req.Token]
 		if !ok {
-			return protocol.AuthenticateReply{}, &protocol.Error{Status: 401, Message: "Unauthorized", Code: protocol.CodeInvalidToken}
+			return protocol.AuthenticateReply{}, &protocol.Error{Kind: protocol.Unauthenticated, Message: "Unauthorized", Code: protocol.CodeInvalidToken}
 		}
 		rep := protocol.AuthenticateReply{User: user, Teams: f.memberships(user)}
 		if req.Workspace == "" {
@@ -86,15 +87,15 @@ func (f *teamsFake) register(t *testing.T, nc *nats.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = bus.AddEndpoint(svc, "authz", protocol.SubjTeamsAuthorize, func(_ context.Context, req protocol.AuthorizeRequest) (protocol.AuthorizeReply, error) {
+	err = bus.Handle(svc, protocol.Authorize, func(_ context.Context, req protocol.AuthorizeRequest) (protocol.AuthorizeReply, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		role := f.roles[[2]string{req.Team, req.User}]
 		if role == "" {
-			return protocol.AuthorizeReply{}, &protocol.Error{Status: 404, Message: "Team not found"}
+			return protocol.AuthorizeReply{}, &protocol.Error{Kind: protocol.NotFound, Message: "Team not found"}
 		}
 		if role == "viewer" && req.Action != "read" {
-			return protocol.AuthorizeReply{}, &protocol.Error{Status: 403, Message: protocol.MsgViewerWrite, Code: protocol.CodeViewerReadOnly}
+			return protocol.AuthorizeReply{}, &protocol.Error{Kind: protocol.Forbidden, Message: protocol.MsgViewerWrite, Code: protocol.CodeViewerReadOnly}
 		}
 		return protocol.AuthorizeReply{Team: req.Team, Role: role}, nil
 	})
@@ -150,7 +151,7 @@ func newEnv(t *testing.T) *env {
 // middleware, whose handlers echo what they got.
 func (e *env) server(t *testing.T, cfg Config) *httptest.Server {
 	t.Helper()
-	d := httpx.Deps{NC: e.nc, Log: slog.New(slog.DiscardHandler), BodyLimit: 1 << 10, Timeout: 5 * time.Second}
+	d := forward.Deps{NC: e.nc, Log: slog.New(slog.DiscardHandler), BodyLimit: 1 << 10, Timeout: 5 * time.Second}
 	r := chi.NewRouter()
 	r.Use(Middleware(d, cfg))
 	r.Get("/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(200) })
@@ -158,13 +159,13 @@ func (e *env) server(t *testing.T, cfg Config) *httptest.Server {
 		body, _ := io.ReadAll(r.Body)
 		u, _ := UserFrom(r.Context())
 		e.seen.add(r.Method + " " + r.URL.Path + " " + string(body))
-		httpx.WriteJSON(w, 200, map[string]string{"user": u.ID, "body": string(body)})
+		respond.JSON(w, 200, map[string]string{"user": u.ID, "body": string(body)})
 	}
 	r.Route("/api", func(r chi.Router) {
 		r.Post("/chat", echo)
 		r.Get("/history", echo)
 		r.Get("/workspaces", func(w http.ResponseWriter, _ *http.Request) {
-			httpx.WriteJSON(w, 200, []map[string]any{
+			respond.JSON(w, 200, []map[string]any{
 				{"id": "acme-ws", "teamId": "acme"}, {"id": "globex-ws", "teamId": "globex"}, {"id": "default"},
 			})
 		})
@@ -309,7 +310,7 @@ func TestRateLimitSharedAcrossReplicas(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	cfg := Config{Limits: LimitConfig{Limit: 3, RouteLimits: map[string]int{"/api/chat": 4}, Now: clock}}
+	cfg := Config{Limits: ratelimit.Config{Limit: 3, RouteLimits: map[string]int{"/api/chat": 4}, Now: clock}}
 	a, b := e.server(t, cfg), e.server(t, cfg)
 	olga := "Bearer tok-olga"
 
@@ -350,7 +351,7 @@ func TestRateLimitSharedAcrossReplicas(t *testing.T) {
 
 func TestConcurrentRequestsAreAllCounted(t *testing.T) {
 	e := newEnv(t)
-	cfg := Config{Limits: LimitConfig{Limit: 10}}
+	cfg := Config{Limits: ratelimit.Config{Limit: 10}}
 	a, b := e.server(t, cfg), e.server(t, cfg)
 	var ok, limited atomic.Int64
 	var wg sync.WaitGroup
@@ -371,35 +372,5 @@ func TestConcurrentRequestsAreAllCounted(t *testing.T) {
 	wg.Wait()
 	if ok.Load() != 10 || limited.Load() != 6 {
 		t.Fatalf("ok=%d limited=%d, want 10 and 6", ok.Load(), limited.Load())
-	}
-}
-
-// TestRateLimitBucketRecreated: the rate-limit bucket is in memory, so a
-// NATS restart loses it; the limiter lets the request that finds it gone
-// through and counts again from the next one on.
-func TestRateLimitBucketRecreated(t *testing.T) {
-	e := newEnv(t)
-	l, err := NewLimiter(e.nc, LimitConfig{Limit: 2}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if d, err := l.Take(ctx, "olga", "GET", "/api/x"); err != nil || !d.Allowed || d.Remaining != 1 {
-		t.Fatalf("first take: %+v %v", d, err)
-	}
-	js, _ := jetstream.New(e.nc)
-	if err := js.DeleteKeyValue(ctx, protocol.BucketRateLimits); err != nil {
-		t.Fatal(err)
-	}
-	if d, err := l.Take(ctx, "olga", "GET", "/api/x"); err == nil || !d.Allowed {
-		t.Fatalf("take with the bucket gone: %+v %v, want an error and the request let through", d, err)
-	}
-	for i, want := range []int{1, 0} {
-		if d, err := l.Take(ctx, "olga", "GET", "/api/x"); err != nil || !d.Allowed || d.Remaining != want {
-			t.Fatalf("take %d after the bucket was re-created: %+v %v", i, d, err)
-		}
-	}
-	if d, err := l.Take(ctx, "olga", "GET", "/api/x"); err != nil || d.Allowed {
-		t.Fatalf("take over the limit: %+v %v", d, err)
 	}
 }

@@ -13,12 +13,14 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/forward"
+	"github.com/waggle-os/core/services/gateway/internal/input"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 )
 
 // Mount adds the teams routes to r (mounted under /api).
-func Mount(r chi.Router, d httpx.Deps) {
+func Mount(r chi.Router, d forward.Deps) {
 	h := handlers{d: d}
 	r.Get("/teams", h.list)
 	r.Post("/teams", h.create)
@@ -34,7 +36,7 @@ func Mount(r chi.Router, d httpx.Deps) {
 	r.Delete("/tokens/{id}", h.revokeToken)
 }
 
-type handlers struct{ d httpx.Deps }
+type handlers struct{ d forward.Deps }
 
 func actor(r *http.Request) string {
 	if u, ok := teamauth.UserFrom(r.Context()); ok {
@@ -49,14 +51,14 @@ func (h handlers) ref(r *http.Request) protocol.TeamRef {
 
 // body decodes a JSON object body into v with the gateway's body rules.
 func (h handlers) body(w http.ResponseWriter, r *http.Request, v any) bool {
-	f, err := httpx.DecodeBody(w, r, h.d.BodyLimit)
+	f, err := input.Decode(w, r, h.d.BodyLimit)
 	if err != nil {
-		httpx.WriteError(w, h.d.Log, err)
+		respond.Error(w, h.d.Log, err)
 		return false
 	}
 	raw, _ := json.Marshal(f)
 	if err := json.Unmarshal(raw, v); err != nil {
-		httpx.WriteError(w, h.d.Log, protocol.Errorf(http.StatusBadRequest, "invalid body: %s", fieldError(err)))
+		respond.Error(w, h.d.Log, protocol.Errorf(protocol.Invalid, "invalid body: %s", fieldError(err)))
 		return false
 	}
 	return true
@@ -69,15 +71,8 @@ func fieldError(err error) string {
 	return "wrong field types"
 }
 
-func forward[Rep any](h handlers, w http.ResponseWriter, r *http.Request, status int, subject string, req any) {
-	rep, ok := httpx.Call[Rep](h.d, w, r, subject, req)
-	if ok {
-		httpx.WriteJSON(w, status, rep)
-	}
-}
-
 func (h handlers) list(w http.ResponseWriter, r *http.Request) {
-	forward[protocol.TeamListReply](h, w, r, http.StatusOK, protocol.SubjTeamsList, protocol.TeamListRequest{Actor: actor(r)})
+	forward.Reply(h.d, w, r, http.StatusOK, protocol.ListTeams, protocol.TeamListRequest{Actor: actor(r)})
 }
 
 func (h handlers) create(w http.ResponseWriter, r *http.Request) {
@@ -89,12 +84,12 @@ func (h handlers) create(w http.ResponseWriter, r *http.Request) {
 	if !h.body(w, r, &body) {
 		return
 	}
-	forward[protocol.Team](h, w, r, http.StatusCreated, protocol.SubjTeamsCreate,
+	forward.Reply(h.d, w, r, http.StatusCreated, protocol.CreateTeam,
 		protocol.TeamCreateRequest{Actor: actor(r), ID: body.ID, Name: body.Name, Owner: body.Owner})
 }
 
 func (h handlers) get(w http.ResponseWriter, r *http.Request) {
-	forward[protocol.TeamDetail](h, w, r, http.StatusOK, protocol.SubjTeamsGet, h.ref(r))
+	forward.Reply(h.d, w, r, http.StatusOK, protocol.GetTeam, h.ref(r))
 }
 
 func (h handlers) update(w http.ResponseWriter, r *http.Request) {
@@ -105,12 +100,12 @@ func (h handlers) update(w http.ResponseWriter, r *http.Request) {
 	if !h.body(w, r, &body) {
 		return
 	}
-	forward[protocol.Team](h, w, r, http.StatusOK, protocol.SubjTeamsUpdate,
+	forward.Reply(h.d, w, r, http.StatusOK, protocol.UpdateTeam,
 		protocol.TeamUpdateRequest{TeamRef: h.ref(r), Name: body.Name, CodeTools: body.CodeTools})
 }
 
 func (h handlers) remove(w http.ResponseWriter, r *http.Request) {
-	forward[protocol.DeletedReply](h, w, r, http.StatusOK, protocol.SubjTeamsDelete, h.ref(r))
+	forward.Reply(h.d, w, r, http.StatusOK, protocol.DeleteTeam, h.ref(r))
 }
 
 func (h handlers) putMember(w http.ResponseWriter, r *http.Request) {
@@ -120,26 +115,26 @@ func (h handlers) putMember(w http.ResponseWriter, r *http.Request) {
 	if !h.body(w, r, &body) {
 		return
 	}
-	forward[protocol.TeamMember](h, w, r, http.StatusOK, protocol.SubjTeamsMemberPut,
+	forward.Reply(h.d, w, r, http.StatusOK, protocol.PutMember,
 		protocol.MemberPutRequest{TeamRef: h.ref(r), User: chi.URLParam(r, "user"), Role: body.Role})
 }
 
 func (h handlers) removeMember(w http.ResponseWriter, r *http.Request) {
-	forward[protocol.DeletedReply](h, w, r, http.StatusOK, protocol.SubjTeamsMemberRemove,
+	forward.Reply(h.d, w, r, http.StatusOK, protocol.RemoveMember,
 		protocol.MemberRef{TeamRef: h.ref(r), User: chi.URLParam(r, "user")})
 }
 
 // policies is GET /api/teams/{team}/capability-policies: the original's
 // governance URL, answering [{role, blockedTools}].
 func (h handlers) policies(w http.ResponseWriter, r *http.Request) {
-	d, ok := httpx.Call[protocol.TeamDetail](h.d, w, r, protocol.SubjTeamsGet, h.ref(r))
+	d, ok := forward.Call(h.d, w, r, protocol.GetTeam, h.ref(r))
 	if !ok {
 		return
 	}
 	if d.Policies == nil {
 		d.Policies = []protocol.TeamPolicy{}
 	}
-	httpx.WriteJSON(w, http.StatusOK, d.Policies)
+	respond.JSON(w, http.StatusOK, d.Policies)
 }
 
 func (h handlers) setPolicy(w http.ResponseWriter, r *http.Request) {
@@ -149,12 +144,12 @@ func (h handlers) setPolicy(w http.ResponseWriter, r *http.Request) {
 	if !h.body(w, r, &body) {
 		return
 	}
-	forward[protocol.TeamPolicy](h, w, r, http.StatusOK, protocol.SubjTeamsPolicySet,
+	forward.Reply(h.d, w, r, http.StatusOK, protocol.SetPolicy,
 		protocol.PolicySetRequest{TeamRef: h.ref(r), Role: chi.URLParam(r, "role"), BlockedTools: body.BlockedTools})
 }
 
 func (h handlers) tokens(w http.ResponseWriter, r *http.Request) {
-	forward[protocol.TokenListReply](h, w, r, http.StatusOK, protocol.SubjTeamsTokenList,
+	forward.Reply(h.d, w, r, http.StatusOK, protocol.ListTokens,
 		protocol.TokenListRequest{Actor: actor(r), User: r.URL.Query().Get("user")})
 }
 
@@ -166,11 +161,11 @@ func (h handlers) createToken(w http.ResponseWriter, r *http.Request) {
 	if !h.body(w, r, &body) {
 		return
 	}
-	forward[protocol.TokenCreated](h, w, r, http.StatusCreated, protocol.SubjTeamsTokenCreate,
+	forward.Reply(h.d, w, r, http.StatusCreated, protocol.CreateToken,
 		protocol.TokenCreateRequest{Actor: actor(r), User: body.User, Name: body.Name})
 }
 
 func (h handlers) revokeToken(w http.ResponseWriter, r *http.Request) {
-	forward[protocol.TokenInfo](h, w, r, http.StatusOK, protocol.SubjTeamsTokenRevoke,
+	forward.Reply(h.d, w, r, http.StatusOK, protocol.RevokeToken,
 		protocol.TokenRevokeRequest{Actor: actor(r), ID: chi.URLParam(r, "id")})
 }

@@ -104,19 +104,19 @@ func teamCmd(args []string, stdout, stderr io.Writer) int {
 	return runCLI("team", args, want, teamUsage, stdout, stderr, func(ctx context.Context, nc *nats.Conn, f *cliFlags, a []string) (any, error) {
 		switch args[0] {
 		case "create":
-			return bus.Request[protocol.Team](ctx, nc, protocol.SubjTeamsCreate, protocol.TeamCreateRequest{ID: a[0], Name: f.name, Owner: f.owner})
+			return bus.Call(ctx, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: a[0], Name: f.name, Owner: f.owner})
 		case "list":
-			return bus.Request[protocol.TeamListReply](ctx, nc, protocol.SubjTeamsList, protocol.TeamListRequest{})
+			return bus.Call(ctx, nc, protocol.ListTeams, protocol.TeamListRequest{})
 		case "show":
-			return bus.Request[protocol.TeamDetail](ctx, nc, protocol.SubjTeamsGet, protocol.TeamRef{Team: a[0]})
+			return bus.Call(ctx, nc, protocol.GetTeam, protocol.TeamRef{Team: a[0]})
 		case "add-member":
-			return bus.Request[protocol.TeamMember](ctx, nc, protocol.SubjTeamsMemberPut,
+			return bus.Call(ctx, nc, protocol.PutMember,
 				protocol.MemberPutRequest{TeamRef: protocol.TeamRef{Team: a[0]}, User: a[1], Role: f.role})
 		case "remove-member":
-			return bus.Request[protocol.DeletedReply](ctx, nc, protocol.SubjTeamsMemberRemove,
+			return bus.Call(ctx, nc, protocol.RemoveMember,
 				protocol.MemberRef{TeamRef: protocol.TeamRef{Team: a[0]}, User: a[1]})
 		case "set-role":
-			return bus.Request[protocol.TeamMember](ctx, nc, protocol.SubjTeamsMemberPut,
+			return bus.Call(ctx, nc, protocol.PutMember,
 				protocol.MemberPutRequest{TeamRef: protocol.TeamRef{Team: a[0]}, User: a[1], Role: a[2]})
 		case "set-policy":
 			return setPolicy(ctx, nc, f, a[0], a[1])
@@ -137,12 +137,12 @@ func setPolicy(ctx context.Context, nc *nats.Conn, f *cliFlags, team, role strin
 		if !on && f.codeTools != "off" {
 			return nil, errors.New("--code-tools must be on or off")
 		}
-		if _, err := bus.Request[protocol.Team](ctx, nc, protocol.SubjTeamsUpdate,
+		if _, err := bus.Call(ctx, nc, protocol.UpdateTeam,
 			protocol.TeamUpdateRequest{TeamRef: protocol.TeamRef{Team: team}, CodeTools: &on}); err != nil {
 			return nil, err
 		}
 	}
-	return bus.Request[protocol.TeamPolicy](ctx, nc, protocol.SubjTeamsPolicySet,
+	return bus.Call(ctx, nc, protocol.SetPolicy,
 		protocol.PolicySetRequest{TeamRef: protocol.TeamRef{Team: team}, Role: role, BlockedTools: tools})
 }
 
@@ -156,11 +156,11 @@ func tokenCmd(args []string, stdout, stderr io.Writer) int {
 	return runCLI("token", args, want, tokenUsage, stdout, stderr, func(ctx context.Context, nc *nats.Conn, f *cliFlags, a []string) (any, error) {
 		switch args[0] {
 		case "create":
-			return bus.Request[protocol.TokenCreated](ctx, nc, protocol.SubjTeamsTokenCreate, protocol.TokenCreateRequest{User: a[0], Name: f.name})
+			return bus.Call(ctx, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: a[0], Name: f.name})
 		case "list":
-			return bus.Request[protocol.TokenListReply](ctx, nc, protocol.SubjTeamsTokenList, protocol.TokenListRequest{User: a[0]})
+			return bus.Call(ctx, nc, protocol.ListTokens, protocol.TokenListRequest{User: a[0]})
 		case "revoke":
-			return bus.Request[protocol.TokenInfo](ctx, nc, protocol.SubjTeamsTokenRevoke, protocol.TokenRevokeRequest{ID: a[0]})
+			return bus.Call(ctx, nc, protocol.RevokeToken, protocol.TokenRevokeRequest{ID: a[0]})
 		}
 		return nil, nil
 	})
@@ -205,7 +205,7 @@ func runCLI(group string, args []string, want map[string]int, usage string, stdo
 	defer cancel()
 	rep, err := fn(ctx, nc, f, pos)
 	if err != nil {
-		if e := protocol.AsError(err); e != nil && e.Status == 503 {
+		if e := protocol.AsError(err); e != nil && e.Kind == protocol.Unavailable {
 			fmt.Fprintf(stderr, "waggle %s: no teams service answered (is the server running with WAGGLE_POSTGRES_URL?)\n", group)
 			return 1
 		}

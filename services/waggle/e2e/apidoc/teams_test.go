@@ -38,7 +38,7 @@ func TestTeamTrafficMatchesDescription(t *testing.T) {
 	}
 	defer nc.Close()
 	token := func(user string) []string {
-		rep, err := bus.Request[protocol.TokenCreated](context.Background(), nc, protocol.SubjTeamsTokenCreate, protocol.TokenCreateRequest{User: user})
+		rep, err := bus.Call(context.Background(), nc, protocol.CreateToken, protocol.TokenCreateRequest{User: user})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -285,10 +285,10 @@ func TestChatTeamToken(t *testing.T) {
 	}
 	defer nc.Close()
 	ctx := context.Background()
-	if _, err := bus.Request[protocol.Team](ctx, nc, protocol.SubjTeamsCreate, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"}); err != nil {
+	if _, err := bus.Call(ctx, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"}); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := bus.Request[protocol.TokenCreated](ctx, nc, protocol.SubjTeamsTokenCreate, protocol.TokenCreateRequest{User: "olga"})
+	tok, err := bus.Call(ctx, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func TestUsageLedger(t *testing.T) {
 		{Workspace: "default", Session: "s1", TurnID: "t1", Model: "claude-sonnet-4-6", InputTokens: 1200, OutputTokens: 300, Cost: 0.0081},
 		{Workspace: "default", Session: "s1", TurnID: "t2", Model: "gpt-5.4", InputTokens: 800, OutputTokens: 200, Cost: 0.00126},
 	} {
-		busRequest[protocol.Empty](t, nc, protocol.SubjStoreUsageRecord, r)
+		busRequest(t, nc, protocol.RecordUsage, r)
 	}
 	check := func(when string, in, out, turns int, cost float64, summary string) {
 		t.Helper()
@@ -113,7 +113,7 @@ func TestUsageLedger(t *testing.T) {
 	srv.Restart()
 	check("reset survives restart", 0, 0, 0, 0, "Tokens: 0 in / 0 out (0 turns) | Est. cost: $0.0000")
 	nc = connect()
-	busRequest[protocol.Empty](t, nc, protocol.SubjStoreUsageRecord,
+	busRequest(t, nc, protocol.RecordUsage,
 		protocol.UsageRecord{Model: "m", InputTokens: 10, OutputTokens: 5, Cost: 0.5})
 	check("record after reset", 10, 5, 1, 0.5, "Tokens: 10 in / 5 out (1 turns) | Est. cost: $0.5000")
 }

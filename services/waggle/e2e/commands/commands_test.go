@@ -250,13 +250,13 @@ func startWithBus(t *testing.T, opts ...waggletest.Option) (*waggletest.Server, 
 	return srv, connect
 }
 
-func busRequest[Rep any](t *testing.T, nc *nats.Conn, subject string, req any) Rep {
+func busRequest[Req, Rep any](t *testing.T, nc *nats.Conn, ep protocol.Endpoint[Req, Rep], req Req) Rep {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	rep, err := bus.Request[Rep](ctx, nc, subject, req)
+	rep, err := bus.Call(ctx, nc, ep, req)
 	if err != nil {
-		t.Fatalf("%s: %v", subject, err)
+		t.Fatalf("%s: %v", ep.Subject, err)
 	}
 	return rep
 }
@@ -268,9 +268,9 @@ func TestMemorySearchInCommands(t *testing.T) {
 	nc := connect()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := bus.Request[protocol.MemorySaveReply](ctx, nc, protocol.SubjStoreMemorySave,
+	_, err := bus.Call(ctx, nc, protocol.SaveMemory,
 		protocol.MemorySaveRequest{Workspace: "mem-ws", Content: "We chose PostgreSQL for the architecture decisions log"})
-	if protocol.StatusOf(err) == 503 {
+	if protocol.KindOf(err) == protocol.Unavailable {
 		t.Skip("the session store does not serve memories yet")
 	}
 	if err != nil {

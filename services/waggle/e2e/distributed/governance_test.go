@@ -65,20 +65,14 @@ func TestGovernance(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	op := func(subject string, req any) {
-		t.Helper()
-		if _, err := bus.Request[map[string]any](context.Background(), nc, subject, req); err != nil {
-			t.Fatalf("%s: %v", subject, err)
-		}
-	}
-	op(protocol.SubjTeamsCreate, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
-	tok, err := bus.Request[protocol.TokenCreated](context.Background(), nc, protocol.SubjTeamsTokenCreate, protocol.TokenCreateRequest{User: "greg"})
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
+	tok, err := bus.Call(context.Background(), nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "greg"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	op(protocol.SubjTeamsMemberPut, protocol.MemberPutRequest{TeamRef: protocol.TeamRef{Team: "acme"}, User: "greg", Role: "member"})
-	op(protocol.SubjTeamsPolicySet, protocol.PolicySetRequest{TeamRef: protocol.TeamRef{Team: "acme"}, Role: "member", BlockedTools: []string{"write_file"}})
-	olga, err := bus.Request[protocol.TokenCreated](context.Background(), nc, protocol.SubjTeamsTokenCreate, protocol.TokenCreateRequest{User: "olga"})
+	waggletest.Operate(t, nc, protocol.PutMember, protocol.MemberPutRequest{TeamRef: protocol.TeamRef{Team: "acme"}, User: "greg", Role: "member"})
+	waggletest.Operate(t, nc, protocol.SetPolicy, protocol.PolicySetRequest{TeamRef: protocol.TeamRef{Team: "acme"}, Role: "member", BlockedTools: []string{"write_file"}})
+	olga, err := bus.Call(context.Background(), nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +103,7 @@ func TestGovernance(t *testing.T) {
 	}
 
 	// Unblock: the change reaches the runner's cache within seconds.
-	op(protocol.SubjTeamsPolicySet, protocol.PolicySetRequest{TeamRef: protocol.TeamRef{Team: "acme"}, Role: "member", BlockedTools: []string{}})
+	waggletest.Operate(t, nc, protocol.SetPolicy, protocol.PolicySetRequest{TeamRef: protocol.TeamRef{Team: "acme"}, Role: "member", BlockedTools: []string{}})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		n := len(reqs())

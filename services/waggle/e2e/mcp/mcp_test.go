@@ -451,20 +451,14 @@ func TestTeamPolicyBlocksServer(t *testing.T) {
 	}
 	t.Cleanup(nc.Close)
 	ctx := context.Background()
-	op := func(subject string, req any) {
-		t.Helper()
-		if _, err := bus.Request[map[string]any](ctx, nc, subject, req); err != nil {
-			t.Fatalf("%s: %v", subject, err)
-		}
-	}
-	op(protocol.SubjTeamsCreate, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
-	op(protocol.SubjTeamsMemberPut, protocol.MemberPutRequest{TeamRef: protocol.TeamRef{Team: "acme"}, User: "greg", Role: "member"})
-	op(protocol.SubjTeamsPolicySet, protocol.PolicySetRequest{TeamRef: protocol.TeamRef{Team: "acme"}, Role: "member", BlockedTools: []string{"mcp__remote"}})
-	greg, err := bus.Request[protocol.TokenCreated](ctx, nc, protocol.SubjTeamsTokenCreate, protocol.TokenCreateRequest{User: "greg"})
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
+	waggletest.Operate(t, nc, protocol.PutMember, protocol.MemberPutRequest{TeamRef: protocol.TeamRef{Team: "acme"}, User: "greg", Role: "member"})
+	waggletest.Operate(t, nc, protocol.SetPolicy, protocol.PolicySetRequest{TeamRef: protocol.TeamRef{Team: "acme"}, Role: "member", BlockedTools: []string{"mcp__remote"}})
+	greg, err := bus.Call(ctx, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "greg"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	olga, err := bus.Request[protocol.TokenCreated](ctx, nc, protocol.SubjTeamsTokenCreate, protocol.TokenCreateRequest{User: "olga"})
+	olga, err := bus.Call(ctx, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@
 package memory
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
@@ -223,15 +221,6 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func operator[Rep any](t *testing.T, nc *nats.Conn, subject string, req any) Rep {
-	t.Helper()
-	rep, err := bus.Request[Rep](context.Background(), nc, subject, req)
-	if err != nil {
-		t.Fatalf("%s: %v", subject, err)
-	}
-	return rep
-}
-
 func bearer(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
 
 func TestTeamMinds(t *testing.T) {
@@ -246,11 +235,11 @@ func TestTeamMinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	operator[protocol.Team](t, nc, protocol.SubjTeamsCreate, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
-	operator[protocol.Team](t, nc, protocol.SubjTeamsCreate, protocol.TeamCreateRequest{ID: "globex", Owner: "greg"})
-	olga := operator[protocol.TokenCreated](t, nc, protocol.SubjTeamsTokenCreate, protocol.TokenCreateRequest{User: "olga"}).Token
-	greg := operator[protocol.TokenCreated](t, nc, protocol.SubjTeamsTokenCreate, protocol.TokenCreateRequest{User: "greg"}).Token
-	vic := operator[protocol.TokenCreated](t, nc, protocol.SubjTeamsTokenCreate, protocol.TokenCreateRequest{User: "vic"}).Token
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "globex", Owner: "greg"})
+	olga := waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"}).Token
+	greg := waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "greg"}).Token
+	vic := waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "vic"}).Token
 	if st := srv.JSON("PUT", "/api/teams/acme/members/vic", obj{"role": "viewer"}, nil, bearer(olga)...); st != 200 {
 		t.Fatalf("add viewer: %d", st)
 	}

@@ -36,23 +36,23 @@ func startWithBus(t *testing.T) (*waggletest.Server, *nats.Conn) {
 	return srv, nc
 }
 
-func request[Rep any](t *testing.T, nc *nats.Conn, subject string, req any) (Rep, error) {
+func request[Req, Rep any](t *testing.T, nc *nats.Conn, ep protocol.Endpoint[Req, Rep], req Req) (Rep, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return bus.Request[Rep](ctx, nc, subject, req)
+	return bus.Call(ctx, nc, ep, req)
 }
 
 func TestMemoryOverBus(t *testing.T) {
 	srv, nc := startWithBus(t)
 	for _, c := range []string{"The deploy window is Friday 4pm", "Alice owns the billing service", "Billing deploys need Alice's approval"} {
-		rep, err := request[protocol.MemorySaveReply](t, nc, protocol.SubjStoreMemorySave, protocol.MemorySaveRequest{Workspace: "default", Content: c})
+		rep, err := request(t, nc, protocol.SaveMemory, protocol.MemorySaveRequest{Workspace: "default", Content: c})
 		if err != nil || rep.ID == "" {
 			t.Fatalf("save %q: %+v %v", c, rep, err)
 		}
 	}
 	search := func(q string, limit int) []string {
-		rep, err := request[protocol.MemorySearchReply](t, nc, protocol.SubjStoreMemorySearch, protocol.MemorySearchRequest{Workspace: "default", Query: q, Limit: limit})
+		rep, err := request(t, nc, protocol.SearchMemory, protocol.MemorySearchRequest{Workspace: "default", Query: q, Limit: limit})
 		if err != nil {
 			t.Fatalf("search %q: %v", q, err)
 		}
@@ -80,19 +80,19 @@ func TestMemoryOverBus(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc2.Close()
-	rep, err := request[protocol.MemorySearchReply](t, nc2, protocol.SubjStoreMemorySearch, protocol.MemorySearchRequest{Workspace: "default", Query: "friday"})
+	rep, err := request(t, nc2, protocol.SearchMemory, protocol.MemorySearchRequest{Workspace: "default", Query: "friday"})
 	if err != nil || len(rep.Memories) != 1 {
 		t.Fatalf("after restart: %+v %v", rep, err)
 	}
-	_, err = request[protocol.MemorySaveReply](t, nc2, protocol.SubjStoreMemorySave, protocol.MemorySaveRequest{Workspace: "../etc", Content: "x"})
-	if protocol.StatusOf(err) != 400 {
+	_, err = request(t, nc2, protocol.SaveMemory, protocol.MemorySaveRequest{Workspace: "../etc", Content: "x"})
+	if protocol.KindOf(err) != protocol.Invalid {
 		t.Fatalf("unsafe workspace: %v", err)
 	}
 }
 
 func TestWorkspaceGetOverBus(t *testing.T) {
 	srv, nc := startWithBus(t)
-	ws, err := request[protocol.Workspace](t, nc, protocol.SubjStoreWorkspaceGet, protocol.WorkspaceRequest{Workspace: "default"})
+	ws, err := request(t, nc, protocol.GetWorkspace, protocol.WorkspaceRequest{Workspace: "default"})
 	if err != nil || ws.ID != "default" || ws.Name != "Default Workspace" {
 		t.Fatalf("default workspace: %+v %v", ws, err)
 	}
@@ -100,12 +100,12 @@ func TestWorkspaceGetOverBus(t *testing.T) {
 	if st := srv.JSON("POST", "/api/workspaces", map[string]any{"name": "Team Space", "model": "gpt-4o", "persona": "analyst", "teamId": "t1", "budget": 12.5}, &created); st != 201 {
 		t.Fatalf("create: %d %v", st, created)
 	}
-	ws, err = request[protocol.Workspace](t, nc, protocol.SubjStoreWorkspaceGet, protocol.WorkspaceRequest{Workspace: "team-space"})
+	ws, err = request(t, nc, protocol.GetWorkspace, protocol.WorkspaceRequest{Workspace: "team-space"})
 	if err != nil || ws.Model != "gpt-4o" || ws.Persona != "analyst" || ws.TeamID != "t1" || ws.Budget != 12.5 {
 		t.Fatalf("team-space: %+v %v", ws, err)
 	}
-	_, err = request[protocol.Workspace](t, nc, protocol.SubjStoreWorkspaceGet, protocol.WorkspaceRequest{Workspace: "nope"})
-	if e := protocol.AsError(err); e == nil || e.Status != 404 || e.Message != "Workspace not found" {
+	_, err = request(t, nc, protocol.GetWorkspace, protocol.WorkspaceRequest{Workspace: "nope"})
+	if e := protocol.AsError(err); e == nil || e.Kind != protocol.NotFound || e.Message != "Workspace not found" {
 		t.Fatalf("missing workspace: %v", err)
 	}
 }

@@ -48,7 +48,7 @@ func TestAppendsRacingRewritesLoseNothing(t *testing.T) {
 			wg.Go(func() {
 				for i := range appendsEach {
 					m := protocol.Message{Role: "user", Content: fmt.Sprintf("append %d-%d", a, i)}
-					if _, err := request[protocol.AppendReply](t, nc, protocol.SubjStoreAppend, protocol.AppendRequest{SessionRef: protocol.SessionRef{Workspace: "default", Session: id}, Message: &m}); err != nil {
+					if _, err := request(t, nc, protocol.AppendToSession, protocol.AppendRequest{SessionRef: protocol.SessionRef{Workspace: "default", Session: id}, Message: &m}); err != nil {
 						t.Errorf("append: %v", err)
 					}
 				}
@@ -114,7 +114,7 @@ func TestAppendsRacingRewritesLoseNothing(t *testing.T) {
 func TestDeleteEvictsEverywhere(t *testing.T) {
 	srv, nc := startWithBus(t)
 	evicted := make(chan protocol.SessionEvicted, 4)
-	sub, err := nc.Subscribe(protocol.SubjSessionEvicted, func(m *nats.Msg) {
+	sub, err := nc.Subscribe(protocol.SessionEvictions.Subject, func(m *nats.Msg) {
 		var ev protocol.SessionEvicted
 		if json.Unmarshal(m.Data, &ev) == nil {
 			evicted <- ev

@@ -37,10 +37,10 @@ func TestApprovalsAreTeamScoped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	operator[protocol.Team](t, nc, protocol.SubjTeamsCreate, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
-	operator[protocol.Team](t, nc, protocol.SubjTeamsCreate, protocol.TeamCreateRequest{ID: "rival", Owner: "rita"})
-	olga := operator[protocol.TokenCreated](t, nc, protocol.SubjTeamsTokenCreate, protocol.TokenCreateRequest{User: "olga"}).Token
-	rita := operator[protocol.TokenCreated](t, nc, protocol.SubjTeamsTokenCreate, protocol.TokenCreateRequest{User: "rita"}).Token
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "rival", Owner: "rita"})
+	olga := waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"}).Token
+	rita := waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "rita"}).Token
 	var ws map[string]any
 	if st := srv.JSON("POST", "/api/workspaces", map[string]any{"name": "Acme Ops", "teamId": "acme"}, &ws, bearer(olga)...); st != 201 && st != 200 {
 		t.Fatalf("create workspace: %d %v", st, ws)

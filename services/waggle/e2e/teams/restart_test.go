@@ -36,8 +36,8 @@ func TestPostgresRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	operator[protocol.Team](t, nc, protocol.SubjTeamsCreate, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
-	olga := bearer(operator[protocol.TokenCreated](t, nc, protocol.SubjTeamsTokenCreate, protocol.TokenCreateRequest{User: "olga"}).Token)
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
+	olga := bearer(waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"}).Token)
 
 	// Before the outage: a team workspace and a finished turn in it.
 	var ws map[string]any

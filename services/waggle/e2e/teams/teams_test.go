@@ -3,7 +3,6 @@
 package teams_test
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/waggle/app"
@@ -44,23 +42,14 @@ func teamServer(t *testing.T) (*waggletest.Server, *nats.Conn) {
 	return srv, nc
 }
 
-func operator[Rep any](t *testing.T, nc *nats.Conn, subject string, req any) Rep {
-	t.Helper()
-	rep, err := bus.Request[Rep](context.Background(), nc, subject, req)
-	if err != nil {
-		t.Fatalf("%s: %v", subject, err)
-	}
-	return rep
-}
-
 func bearer(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
 
 func TestTeamServer(t *testing.T) {
 	srv, nc := teamServer(t)
-	operator[protocol.Team](t, nc, protocol.SubjTeamsCreate, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
-	olga := operator[protocol.TokenCreated](t, nc, protocol.SubjTeamsTokenCreate, protocol.TokenCreateRequest{User: "olga"}).Token
-	greg := operator[protocol.TokenCreated](t, nc, protocol.SubjTeamsTokenCreate, protocol.TokenCreateRequest{User: "greg"}).Token
-	vic := operator[protocol.TokenCreated](t, nc, protocol.SubjTeamsTokenCreate, protocol.TokenCreateRequest{User: "vic"})
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
+	olga := waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"}).Token
+	greg := waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "greg"}).Token
+	vic := waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "vic"})
 
 	var body map[string]any
 	if st := srv.JSON("GET", "/api/workspaces", nil, &body); st != http.StatusUnauthorized || body["code"] != "MISSING_TOKEN" {
@@ -97,7 +86,7 @@ func TestTeamServer(t *testing.T) {
 		t.Fatalf("greg's list: %d %v", st, list)
 	}
 	// Revoke takes effect at once.
-	operator[protocol.TokenInfo](t, nc, protocol.SubjTeamsTokenRevoke, protocol.TokenRevokeRequest{ID: vic.ID})
+	waggletest.Operate(t, nc, protocol.RevokeToken, protocol.TokenRevokeRequest{ID: vic.ID})
 	if st := srv.JSON("GET", "/api/workspaces", nil, &body, bearer(vic.Token)...); st != 401 || body["code"] != "INVALID_TOKEN" {
 		t.Fatalf("revoked token: %d %v", st, body)
 	}
@@ -111,10 +100,10 @@ func TestTeamServer(t *testing.T) {
 
 func TestMigrationsTwiceThroughRestart(t *testing.T) {
 	srv, nc := teamServer(t)
-	operator[protocol.Team](t, nc, protocol.SubjTeamsCreate, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
 	srv.Restart()
 	// The operator connection reconnects to the restarted embedded NATS.
-	rep := operator[protocol.TeamListReply](t, nc, protocol.SubjTeamsList, protocol.TeamListRequest{})
+	rep := waggletest.Operate(t, nc, protocol.ListTeams, protocol.TeamListRequest{})
 	if len(rep.Teams) != 1 || rep.Teams[0].ID != "acme" {
 		t.Fatalf("teams after restart: %+v", rep.Teams)
 	}

@@ -1,4 +1,8 @@
-package teamauth
+// Package ratelimit limits requests per client and route over a sliding
+// window shared by every gateway replica (a JetStream KV bucket): per user
+// in team-server mode (teamauth applies it after authenticating), per
+// client IP in local mode (Middleware).
+package ratelimit
 
 import (
 	"context"
@@ -19,15 +23,17 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/gateway/internal/httpx"
+	"github.com/waggle-os/core/services/gateway/internal/forward"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
+	"github.com/waggle-os/core/services/gateway/internal/routematch"
 )
 
 // DefaultRouteLimits are the original's per-route overrides (reference
 // §0.2) that exist in this server.
 var DefaultRouteLimits = map[string]int{"/api/chat": 120}
 
-// LimitConfig configures rate limiting.
-type LimitConfig struct {
+// Config configures rate limiting.
+type Config struct {
 	// Limit is the number of requests one client may make to one route
 	// (method and route pattern) per Window. Default 100; negative turns
 	// rate limiting off.
@@ -44,7 +50,7 @@ type LimitConfig struct {
 }
 
 // Validate checks c and fills defaults.
-func (c *LimitConfig) Validate() error {
+func (c *Config) Validate() error {
 	if c.Limit == 0 {
 		c.Limit = 100
 	}
@@ -55,7 +61,7 @@ func (c *LimitConfig) Validate() error {
 		c.Window = time.Minute
 	}
 	if c.Window < time.Second {
-		return errors.New("teamauth: rate-limit window must be at least 1s")
+		return errors.New("ratelimit: window must be at least 1s")
 	}
 	if c.Replicas <= 0 {
 		c.Replicas = 1
@@ -71,7 +77,7 @@ func (c *LimitConfig) Validate() error {
 // Each key holds the times of the requests in its current window; a
 // request is one compare-and-set, retried on conflict.
 type Limiter struct {
-	cfg LimitConfig
+	cfg Config
 	nc  *nats.Conn
 	log *slog.Logger
 
@@ -80,7 +86,7 @@ type Limiter struct {
 }
 
 // NewLimiter returns a limiter on nc; the bucket is created on first use.
-func NewLimiter(nc *nats.Conn, cfg LimitConfig, log *slog.Logger) (*Limiter, error) {
+func NewLimiter(nc *nats.Conn, cfg Config, log *slog.Logger) (*Limiter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -101,7 +107,7 @@ func (l *Limiter) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	}
 	js, err := jetstream.New(l.nc)
 	if err != nil {
-		return nil, fmt.Errorf("teamauth: jetstream: %w", err)
+		return nil, fmt.Errorf("ratelimit: jetstream: %w", err)
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      protocol.BucketRateLimits,
@@ -113,7 +119,7 @@ func (l *Limiter) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 		Replicas: l.cfg.Replicas,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("teamauth: rate-limit bucket: %w", err)
+		return nil, fmt.Errorf("ratelimit: bucket: %w", err)
 	}
 	l.kv = kv
 	return kv, nil
@@ -171,7 +177,7 @@ func (l *Limiter) Take(ctx context.Context, client, method, pattern string) (Dec
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 		case err != nil:
 			l.forget(kv)
-			return d, fmt.Errorf("teamauth: rate-limit read: %w", err)
+			return d, fmt.Errorf("ratelimit: read: %w", err)
 		default:
 			rev = entry.Revision()
 			times = decodeTimes(entry.Value())
@@ -200,10 +206,10 @@ func (l *Limiter) Take(ctx context.Context, client, method, pattern string) (Dec
 		}
 		if !isConflict(err) {
 			l.forget(kv)
-			return d, fmt.Errorf("teamauth: rate-limit write: %w", err)
+			return d, fmt.Errorf("ratelimit: write: %w", err)
 		}
 	}
-	return d, errors.New("teamauth: rate-limit write: too much contention")
+	return d, errors.New("ratelimit: write: too much contention")
 }
 
 func isConflict(err error) bool {
@@ -231,14 +237,14 @@ func decodeTimes(b []byte) []int64 {
 	return ts
 }
 
-// apply checks the limit and writes the headers; it answers 429 and
+// Apply checks the limit and writes the headers; it answers 429 and
 // returns false when the request must stop. A broken bucket lets the
 // request through: losing rate limiting for a moment beats losing the
 // service.
-func (l *Limiter) apply(w http.ResponseWriter, r *http.Request, client, pattern string) bool {
+func (l *Limiter) Apply(w http.ResponseWriter, r *http.Request, client, pattern string) bool {
 	d, err := l.Take(r.Context(), client, r.Method, pattern)
 	if err != nil {
-		l.log.Warn("teamauth: rate limit unavailable; request let through", "err", err)
+		l.log.Warn("ratelimit: unavailable; request let through", "err", err)
 		return true
 	}
 	h := w.Header()
@@ -249,17 +255,17 @@ func (l *Limiter) apply(w http.ResponseWriter, r *http.Request, client, pattern 
 	}
 	ms := d.RetryAfter.Milliseconds()
 	h.Set("Retry-After", strconv.FormatInt(int64(math.Ceil(float64(ms)/1000)), 10))
-	httpx.WriteJSON(w, http.StatusTooManyRequests, struct {
+	respond.JSON(w, respond.Status(protocol.RateLimited), struct {
 		Error        string `json:"error"`
 		RetryAfterMs int64  `json:"retryAfterMs"`
 	}{"Too Many Requests", ms})
 	return false
 }
 
-// RateLimit limits every request by client IP (or authenticated user,
-// when Middleware ran first) and route pattern: for local mode, where it
-// is off unless configured. It panics when cfg does not Validate.
-func RateLimit(d httpx.Deps, cfg LimitConfig) func(http.Handler) http.Handler {
+// Middleware limits every request by client IP and route pattern: for
+// local mode, where it is off unless configured. It panics when cfg does
+// not Validate.
+func Middleware(d forward.Deps, cfg Config) func(http.Handler) http.Handler {
 	l, err := NewLimiter(d.NC, cfg, d.Log)
 	if err != nil {
 		panic(err)
@@ -273,12 +279,8 @@ func RateLimit(d httpx.Deps, cfg LimitConfig) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			client := "ip:" + clientIP(r)
-			if u, ok := UserFrom(r.Context()); ok {
-				client = "user:" + u.ID
-			}
-			pattern, _ := route(r)
-			if !l.apply(w, r, client, pattern) {
+			pattern, _ := routematch.Match(r)
+			if !l.Apply(w, r, "ip:"+clientIP(r), pattern) {
 				return
 			}
 			next.ServeHTTP(w, r)

@@ -1,4 +1,4 @@
-// Package gate decides whether a tool call may run without a human
+// Package rules decides whether a tool call may run without a human
 // approval: the original Waggle confirmation rules (which tools are always
 // gated, which bash commands are harmless, which connector actions write),
 // relaxed by the turn's autonomy level but never for the critical commands
@@ -6,7 +6,7 @@
 // outcome and the target keys that "always allow" grants are stored under.
 //
 // Everything here is pure: no I/O, no clock, safe for concurrent use.
-package gate
+package rules
 
 import (
 	"regexp"

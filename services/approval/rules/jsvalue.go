@@ -1,4 +1,4 @@
-package gate
+package rules
 
 import (
 	"encoding/json"
