@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/waggle-os/core/libs/protocol"
 )
 
 // Info is a session's listing entry (SessionInfo of the contract).
@@ -73,17 +75,17 @@ func (f *File) derivedTitle() (string, bool) {
 
 func shortTitle(content string) string {
 	raw := jsTrim(content)
-	if jsLen(raw) <= 50 {
+	if protocol.UTF16Len(raw) <= 50 {
 		return raw
 	}
-	head := jsSlice(raw, 0, 50)
+	head := protocol.SliceUTF16(raw, 0, 50)
 	cut := 50
 	if i := strings.LastIndexByte(head, ' '); i >= 0 {
-		if u := jsLen(head[:i]); u > 20 {
+		if u := protocol.UTF16Len(head[:i]); u > 20 {
 			cut = u
 		}
 	}
-	return jsSlice(raw, 0, cut) + "..."
+	return protocol.SliceUTF16(raw, 0, cut) + "..."
 }
 
 var (
@@ -136,7 +138,7 @@ func GenerateSummary(f File) (string, bool) {
 	topic := ""
 	var from *chatLine
 	for i := range users {
-		if jsLen(users[i].content) > 15 && !greetingRe.MatchString(jsTrim(users[i].content)) {
+		if protocol.UTF16Len(users[i].content) > 15 && !greetingRe.MatchString(jsTrim(users[i].content)) {
 			from = &users[i]
 			break
 		}
@@ -156,7 +158,7 @@ func GenerateSummary(f File) (string, bool) {
 		}
 		for _, span := range boldRe.FindAllString(m.content, 2) {
 			term := jsTrim(strings.ReplaceAll(span, "**", ""))
-			if n := jsLen(term); n > 2 && n < 30 && !slices.Contains(terms, term) {
+			if n := protocol.UTF16Len(term); n > 2 && n < 30 && !slices.Contains(terms, term) {
 				terms = append(terms, term)
 			}
 		}
@@ -203,7 +205,7 @@ func GenerateSummary(f File) (string, bool) {
 
 func anyLonger(msgs []chatLine, n int) bool {
 	for _, m := range msgs {
-		if jsLen(m.content) > n {
+		if protocol.UTF16Len(m.content) > n {
 			return true
 		}
 	}

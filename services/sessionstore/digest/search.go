@@ -1,6 +1,9 @@
 package digest
 
-import "strings"
+import (
+	"github.com/waggle-os/core/libs/protocol"
+	"strings"
+)
 
 // Snippet is one search hit's context; Role is the message role, or
 // "summary" for a hit in the session summary.
@@ -45,15 +48,15 @@ func snippet(text, lq string) string {
 	lower := strings.ToLower(text)
 	at := strings.Index(lower, lq)
 	if at < 0 {
-		return jsSlice(text, 0, 120)
+		return protocol.SliceUTF16(text, 0, 120)
 	}
 	// Go's ToLower maps rune to rune within the same UTF-16 width, so an
 	// offset in the lowered text is an offset in the original.
-	idx := jsLen(lower[:at])
-	n := jsLen(text)
+	idx := protocol.UTF16Len(lower[:at])
+	n := protocol.UTF16Len(text)
 	start := max(0, idx-40)
-	end := min(n, idx+jsLen(lq)+80)
-	s := strings.ReplaceAll(jsSlice(text, start, end), "\n", " ")
+	end := min(n, idx+protocol.UTF16Len(lq)+80)
+	s := strings.ReplaceAll(protocol.SliceUTF16(text, start, end), "\n", " ")
 	if start > 0 {
 		s = "..." + s
 	}

@@ -151,7 +151,7 @@ func toolEvent(n int, t protocol.ToolEvent) TimelineEvent {
 		if json.Unmarshal(in, &fields) == nil {
 			for _, k := range inputKeys {
 				if s := stringField(fields, k); s != "" {
-					e.InputPreview = jsSlice(s, 0, 120)
+					e.InputPreview = protocol.SliceUTF16(s, 0, 120)
 					break
 				}
 			}
@@ -273,7 +273,7 @@ func heuristicTimeline(f File, now time.Time) []TimelineEvent {
 			}
 			n++
 			if capture != "" {
-				e.InputPreview = jsSlice(capture, 0, 120)
+				e.InputPreview = protocol.SliceUTF16(capture, 0, 120)
 				e.FullInput = map[string]string{"query": capture}
 			}
 			switch {

@@ -379,7 +379,7 @@ func (s *Store) Search(ctx context.Context, ws, q string, limit int) ([]protocol
 // CheckQuery returns ErrQueryTooShort for a query under MinQueryLength
 // UTF-16 units.
 func CheckQuery(q string) error {
-	if utf16Len(q) < MinQueryLength {
+	if protocol.UTF16Len(q) < MinQueryLength {
 		return ErrQueryTooShort
 	}
 	return nil
@@ -617,16 +617,4 @@ func parallel(ctx context.Context, workers, n int, fn func(i int) error) error {
 	}
 	wg.Wait()
 	return ferr
-}
-
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
 }
