@@ -326,7 +326,7 @@ func (t *turn) recordUsage(res agent.Result) {
 	_, err := storeRequest[protocol.Empty](t.svc, protocol.SubjStoreUsageRecord, protocol.UsageRecord{
 		Workspace: t.req.Workspace, Session: t.req.Session, TurnID: t.req.TurnID, Model: res.Model,
 		InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, Cost: res.Cost,
-		Timestamp: time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
+		Timestamp: protocol.Timestamp(time.Now()),
 	})
 	if err != nil && !errors.Is(err, protocol.ErrUnavailable) {
 		t.svc.log.Warn("record usage", "turn", t.req.TurnID, "err", err)

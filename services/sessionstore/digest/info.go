@@ -32,8 +32,8 @@ func SessionInfo(id string, f File, mtime time.Time) Info {
 		ID:           id,
 		Title:        id,
 		MessageCount: f.Count,
-		LastActive:   isoMillis(mtime),
-		Created:      isoMillis(mtime),
+		LastActive:   protocol.Timestamp(mtime),
+		Created:      protocol.Timestamp(mtime),
 	}
 	if f.Meta != nil {
 		if f.meta.title != nil {

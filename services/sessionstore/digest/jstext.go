@@ -32,11 +32,6 @@ func truncateEllipsis(s string, limit, keep int) string {
 	return s
 }
 
-// isoMillis formats t like Date.prototype.toISOString.
-func isoMillis(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05.000Z")
-}
-
 // jsonString encodes s as JSON.stringify does: only '"', '\\' and control
 // characters are escaped (no HTML or U+2028 escaping, unlike encoding/json).
 func jsonString(s string) string {

@@ -143,7 +143,7 @@ func toolEvent(n int, t protocol.ToolEvent) TimelineEvent {
 		FullOutput:    map[string]string{"content": t.Result},
 	}
 	if e.Timestamp == "" {
-		e.Timestamp = isoMillis(time.Now())
+		e.Timestamp = protocol.Timestamp(time.Now())
 	}
 	if in := bytes.TrimSpace(t.Input); len(in) > 0 && in[0] == '{' {
 		e.FullInput = json.RawMessage(in)
@@ -242,7 +242,7 @@ func heuristicTimeline(f File, now time.Time) []TimelineEvent {
 		}
 		ts := l.timestamp
 		if !l.hasTimestamp {
-			ts = isoMillis(now)
+			ts = protocol.Timestamp(now)
 		}
 		status := StatusSuccess
 		if toolErrorRe.MatchString(l.content) {

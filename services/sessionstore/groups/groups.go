@@ -163,7 +163,7 @@ func (s *Store) Create(fields map[string]json.RawMessage) (protocol.AgentGroup, 
 		return g, err
 	}
 	g.ID = s.cfg.NewID()
-	g.CreatedAt = s.cfg.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	g.CreatedAt = protocol.Timestamp(s.cfg.Now())
 	ctx, cancel := opContext()
 	defer cancel()
 	return g, s.store.insert(ctx, g)

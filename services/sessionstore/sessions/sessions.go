@@ -295,8 +295,8 @@ func (s *Store) writeSummary(ws, id string, fallbackCreated time.Time) (entry, b
 		return entry{}, false, err
 	}
 	e.state = st
-	e.info.LastActive = jsonl.Timestamp(st.ModTime)
-	if e.info.Created == jsonl.Timestamp(time.Time{}) {
+	e.info.LastActive = protocol.Timestamp(st.ModTime)
+	if e.info.Created == protocol.Timestamp(time.Time{}) {
 		e.info.Created = e.info.LastActive
 	}
 	return e, true, nil
@@ -362,7 +362,7 @@ func (s *Store) Search(ctx context.Context, ws, q string, limit int) ([]protocol
 	for i, h := range found {
 		r := protocol.SessionSearchResult{
 			SessionID: h.id, Title: h.id, MatchCount: h.count,
-			Snippets: make([]protocol.SearchSnippet, len(h.snippets)), LastActive: jsonl.Timestamp(h.mtime),
+			Snippets: make([]protocol.SearchSnippet, len(h.snippets)), LastActive: protocol.Timestamp(h.mtime),
 		}
 		for j, sn := range h.snippets {
 			r.Snippets[j] = protocol.SearchSnippet(sn)
@@ -464,7 +464,7 @@ func (s *Store) Create(ws string, title json.RawMessage) (protocol.SessionInfo, 
 // null: no title).
 func NewSession(title json.RawMessage, now time.Time) (protocol.SessionInfo, []byte, error) {
 	id := "session-" + protocol.NewUUID()
-	ts := jsonl.Timestamp(now)
+	ts := protocol.Timestamp(now)
 	info := protocol.SessionInfo{ID: id, Title: id, LastActive: ts, Created: ts}
 	rawTitle := json.RawMessage("null")
 	if len(title) > 0 && string(title) != "null" {

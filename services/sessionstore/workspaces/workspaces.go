@@ -126,7 +126,7 @@ func (s *Store) Exists(id string) bool {
 
 // DefaultDoc is the default workspace's doc, created now.
 func DefaultDoc(now time.Time) Doc {
-	return Doc{"id": jsonValue(DefaultID), "name": jsonValue(DefaultName), "created": jsonValue(jsonl.Timestamp(now))}
+	return Doc{"id": jsonValue(DefaultID), "name": jsonValue(DefaultName), "created": jsonValue(protocol.Timestamp(now))}
 }
 
 // EnsureDefault creates the default workspace when it does not exist.
@@ -248,7 +248,7 @@ func NewDoc(id string, fields Doc, now time.Time) Doc {
 		}
 	}
 	doc["id"] = jsonValue(id)
-	doc["created"] = jsonValue(jsonl.Timestamp(now))
+	doc["created"] = jsonValue(protocol.Timestamp(now))
 	return doc
 }
 

@@ -478,5 +478,3 @@ func joinNonEmpty(a, b string) string {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
-
-func nowStamp() string { return time.Now().UTC().Format("2006-01-02T15:04:05.000Z") }

@@ -223,7 +223,7 @@ func (r *run) finishTiming(name string) *int64 {
 }
 
 func (r *run) record(ev protocol.ToolEvent) {
-	ev.Timestamp = nowStamp()
+	ev.Timestamp = protocol.Timestamp(time.Now())
 	r.res.Tools = append(r.res.Tools, ev)
 	if r.req.OnToolEvent != nil {
 		r.req.OnToolEvent(ev)
