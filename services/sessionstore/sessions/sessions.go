@@ -9,7 +9,7 @@
 // entry explicitly, so coarse file-system timestamps cannot serve a stale
 // entry. Search cannot be cached that way (it reads message text), so it
 // reads files in parallel, decodes only the lines whose raw bytes may hold
-// the query (digest.SearchData), and fully reads only the sessions that
+// the query (transcript.SearchData), and fully reads only the sessions that
 // make the result page.
 package sessions
 
@@ -29,8 +29,8 @@ import (
 	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/sessionstore/digest"
 	"github.com/waggle-os/core/services/sessionstore/jsonl"
+	"github.com/waggle-os/core/services/sessionstore/transcript"
 )
 
 // Search bounds of the contract.
@@ -98,7 +98,7 @@ type Store struct {
 // entry is a cached listing entry, valid while the file has this state.
 type entry struct {
 	state jsonl.FileState
-	info  digest.Info
+	info  transcript.Info
 }
 
 // New returns a store over files. cfg is validated (defaults filled).
@@ -178,7 +178,7 @@ func (s *Store) List(ctx context.Context, ws string, hideEmpty bool) ([]protocol
 	if err != nil {
 		return nil, err
 	}
-	infos := make([]digest.Info, len(files))
+	infos := make([]transcript.Info, len(files))
 	ok := make([]bool, len(files))
 	var misses []int
 	s.mu.Lock()
@@ -254,11 +254,11 @@ func (s *Store) load(ws, id string) (entry, error) {
 	if err != nil {
 		return entry{}, err
 	}
-	e := entry{state: jsonl.FileState{Size: int64(len(data)), ModTime: mtime}, info: digest.QuickInfo(id, data, mtime)}
+	e := entry{state: jsonl.FileState{Size: int64(len(data)), ModTime: mtime}, info: transcript.QuickInfo(id, data, mtime)}
 	if e.info.Summary != nil || e.info.MessageCount < 4 {
 		return e, nil
 	}
-	summary, ok := digest.GenerateSummary(digest.Parse(data))
+	summary, ok := transcript.GenerateSummary(transcript.Parse(data))
 	if !ok {
 		return e, nil
 	}
@@ -279,16 +279,16 @@ func (s *Store) load(ws, id string) (entry, error) {
 func (s *Store) writeSummary(ws, id string, fallbackCreated time.Time) (entry, bool, error) {
 	var e entry
 	st, wrote, err := s.files.RewriteQuiet(ws, id, func(data []byte) ([]byte, error) {
-		f := digest.Parse(data)
+		f := transcript.Parse(data)
 		if f.Meta != nil && f.Meta.Summary != nil {
 			return nil, nil // someone else wrote one meanwhile
 		}
-		summary, ok := digest.GenerateSummary(f)
+		summary, ok := transcript.GenerateSummary(f)
 		if !ok {
 			return nil, nil
 		}
-		out := digest.WithSummary(data, summary, fallbackCreated)
-		e.info = digest.SessionInfo(id, digest.Parse(out), time.Time{})
+		out := transcript.WithSummary(data, summary, fallbackCreated)
+		e.info = transcript.SessionInfo(id, transcript.Parse(out), time.Time{})
 		return out, nil
 	})
 	if err != nil || !wrote {
@@ -324,7 +324,7 @@ func (s *Store) Search(ctx context.Context, ws, q string, limit int) ([]protocol
 	type hit struct {
 		id       string
 		count    int
-		snippets []digest.Snippet
+		snippets []transcript.Snippet
 		mtime    time.Time
 	}
 	hits := make([]*hit, len(files))
@@ -333,7 +333,7 @@ func (s *Store) Search(ctx context.Context, ws, q string, limit int) ([]protocol
 		if err != nil {
 			return nil // deleted or unreadable: not a match
 		}
-		if count, snippets := digest.SearchData(data, q); count > 0 {
+		if count, snippets := transcript.SearchData(data, q); count > 0 {
 			hits[i] = &hit{id: files[i].id, count: count, snippets: snippets, mtime: mtime}
 		}
 		return nil
@@ -368,7 +368,7 @@ func (s *Store) Search(ctx context.Context, ws, q string, limit int) ([]protocol
 			r.Snippets[j] = protocol.SearchSnippet(sn)
 		}
 		if data, mtime, err := s.files.Read(ws, h.id); err == nil {
-			info := digest.QuickInfo(h.id, data, mtime)
+			info := transcript.QuickInfo(h.id, data, mtime)
 			r.Title, r.Summary = info.Title, info.Summary
 		}
 		out[i] = r
@@ -415,7 +415,7 @@ func (s *Store) Export(ref protocol.SessionRef) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return digest.ExportMarkdown(ref.Session, digest.Parse(data), s.cfg.Location), nil
+	return transcript.ExportMarkdown(ref.Session, transcript.Parse(data), s.cfg.Location), nil
 }
 
 // Timeline returns a session's tool timeline as a JSON array.
@@ -424,9 +424,9 @@ func (s *Store) Timeline(ref protocol.SessionRef) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	events := digest.Timeline(digest.Parse(data))
+	events := transcript.Timeline(transcript.Parse(data))
 	if events == nil {
-		events = []digest.TimelineEvent{}
+		events = []transcript.TimelineEvent{}
 	}
 	b, err := json.Marshal(events)
 	if err != nil {
@@ -520,7 +520,7 @@ func (s *Store) Rename(loc protocol.SessionLocator, title string) (protocol.Sess
 		return protocol.SessionRenameReply{}, err
 	}
 	err = s.files.Rewrite(ref.Workspace, ref.Session, false, func(data []byte) ([]byte, error) {
-		return digest.WithTitle(data, title, s.now()), nil
+		return transcript.WithTitle(data, title, s.now()), nil
 	})
 	s.Invalidate(ref.Workspace, ref.Session)
 	if errors.Is(err, jsonl.ErrNotFound) {
@@ -567,7 +567,7 @@ func (s *Store) Summary(loc protocol.SessionLocator) (protocol.SessionSummary, e
 	if err != nil {
 		return protocol.SessionSummary{}, fmt.Errorf("sessions: summary %s/%s: %w", ref.Workspace, ref.Session, err)
 	}
-	return protocol.SessionSummary(digest.SessionSummary(ref.Session, digest.Parse(data), e.info)), nil
+	return protocol.SessionSummary(transcript.SessionSummary(ref.Session, transcript.Parse(data), e.info)), nil
 }
 
 // parallel runs fn(0..n-1) on at most workers goroutines and returns the

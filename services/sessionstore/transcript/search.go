@@ -1,4 +1,4 @@
-package digest
+package transcript
 
 import (
 	"github.com/waggle-os/core/libs/protocol"
