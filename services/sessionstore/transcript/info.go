@@ -112,6 +112,35 @@ func GenerateSummary(f File) (string, bool) {
 	if f.Count < 4 {
 		return "", false
 	}
+	msgs := summaryMessages(f)
+	if len(msgs) < 2 {
+		return "", false
+	}
+	users, assistants := splitByRole(msgs)
+	topic := summaryTopic(users)
+	terms := boldTerms(assistants)
+	activities := summaryActivities(msgs, assistants)
+
+	var parts []string
+	switch {
+	case topic != "" && !greetingRe.MatchString(topic):
+		parts = append(parts, topic)
+	case len(terms) > 0:
+		parts = append(parts, strings.Join(terms[:min(3, len(terms))], ", "))
+	case topic != "":
+		parts = append(parts, topic)
+	}
+	tail := strconv.Itoa(len(msgs)) + " messages"
+	if len(activities) > 0 {
+		tail += " · " + strings.Join(activities, ", ")
+	}
+	parts = append(parts, tail)
+	return strings.Join(parts, " — "), true
+}
+
+// summaryMessages is the messages among the first 30 message lines: the
+// original looks no further.
+func summaryMessages(f File) []chatLine {
 	var msgs []chatLine
 	seen := 0
 	f.messageLines(func(l *lineInfo) bool {
@@ -121,11 +150,10 @@ func GenerateSummary(f File) (string, bool) {
 		seen++
 		return seen < 30
 	})
-	if len(msgs) < 2 {
-		return "", false
-	}
+	return msgs
+}
 
-	var users, assistants []chatLine
+func splitByRole(msgs []chatLine) (users, assistants []chatLine) {
 	for _, m := range msgs {
 		switch m.role {
 		case "user":
@@ -134,8 +162,13 @@ func GenerateSummary(f File) (string, bool) {
 			assistants = append(assistants, m)
 		}
 	}
+	return users, assistants
+}
 
-	topic := ""
+// summaryTopic is the first sentence of the first user message that is
+// more than a greeting (else of the first user message), cut to 80 units;
+// "" without user messages.
+func summaryTopic(users []chatLine) string {
 	var from *chatLine
 	for i := range users {
 		if protocol.UTF16Len(users[i].content) > 15 && !greetingRe.MatchString(jsTrim(users[i].content)) {
@@ -146,11 +179,17 @@ func GenerateSummary(f File) (string, bool) {
 	if from == nil && len(users) > 0 {
 		from = &users[0]
 	}
-	if from != nil {
-		first := jsTrim(sentenceRe.Split(from.content, 2)[0])
-		topic = truncateEllipsis(first, 80, 77)
+	if from == nil {
+		return ""
 	}
+	first := jsTrim(sentenceRe.Split(from.content, 2)[0])
+	return truncateEllipsis(first, 80, 77)
+}
 
+// boldTerms is the distinct **bold** terms (3 to 29 units) of the first
+// five assistant messages, two per message at most, stopping once there
+// are three.
+func boldTerms(assistants []chatLine) []string {
 	var terms []string
 	for i, m := range assistants {
 		if i == 5 {
@@ -166,7 +205,12 @@ func GenerateSummary(f File) (string, bool) {
 			break
 		}
 	}
+	return terms
+}
 
+// summaryActivities names what the conversation did (decisions, files,
+// research, drafting), judged on all its messages' text.
+func summaryActivities(msgs, assistants []chatLine) []string {
 	all := make([]string, len(msgs))
 	for i, m := range msgs {
 		all[i] = m.content
@@ -185,22 +229,7 @@ func GenerateSummary(f File) (string, bool) {
 	if draftingRe.MatchString(joined) && anyLonger(assistants, 500) {
 		activities = append(activities, "drafting")
 	}
-
-	var parts []string
-	switch {
-	case topic != "" && !greetingRe.MatchString(topic):
-		parts = append(parts, topic)
-	case len(terms) > 0:
-		parts = append(parts, strings.Join(terms[:min(3, len(terms))], ", "))
-	case topic != "":
-		parts = append(parts, topic)
-	}
-	tail := strconv.Itoa(len(msgs)) + " messages"
-	if len(activities) > 0 {
-		tail += " · " + strings.Join(activities, ", ")
-	}
-	parts = append(parts, tail)
-	return strings.Join(parts, " — "), true
+	return activities
 }
 
 func anyLonger(msgs []chatLine, n int) bool {
