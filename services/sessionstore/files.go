@@ -24,8 +24,8 @@ import (
 type Files struct {
 	dataDir string
 	files   *jsonl.Store
-	wss     *workspaces.Store
-	sess    *sessions.Store
+	wss     *workspaces.Registry
+	sess    *sessions.Catalog
 	log     *slog.Logger
 	// damaged remembers the session files already reported as holding
 	// lines that are not JSON (by path, with their size).

@@ -84,8 +84,10 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Store serves the sessions API.
-type Store struct {
+// Catalog serves the sessions API from a catalog of the session files:
+// each session's listing entry (title, summary, counts), cached while its
+// file is unchanged, and the listing, search and export built from them.
+type Catalog struct {
 	cfg   Config
 	files *jsonl.Store
 	wss   Workspaces
@@ -102,21 +104,21 @@ type entry struct {
 }
 
 // New returns a store over files. cfg is validated (defaults filled).
-func New(files *jsonl.Store, wss Workspaces, cfg Config) *Store {
+func New(files *jsonl.Store, wss Workspaces, cfg Config) *Catalog {
 	_ = cfg.Validate()
-	return &Store{cfg: cfg, files: files, wss: wss, now: time.Now, index: map[string]map[string]entry{}}
+	return &Catalog{cfg: cfg, files: files, wss: wss, now: time.Now, index: map[string]map[string]entry{}}
 }
 
 // Invalidate drops the cached entry of a session; every write to a session
 // file goes through here.
-func (s *Store) Invalidate(ws, session string) {
+func (s *Catalog) Invalidate(ws, session string) {
 	s.mu.Lock()
 	delete(s.index[ws], session)
 	s.mu.Unlock()
 }
 
 // ForgetWorkspace drops every cached entry of a workspace.
-func (s *Store) ForgetWorkspace(ws string) {
+func (s *Catalog) ForgetWorkspace(ws string) {
 	s.mu.Lock()
 	delete(s.index, ws)
 	s.mu.Unlock()
@@ -130,13 +132,13 @@ type sessionFile struct {
 
 // files lists a workspace's session files in name order. Files whose name
 // is not a valid session id are skipped: no route could address them.
-func (s *Store) sessionFiles(ws string) ([]sessionFile, error) {
+func (s *Catalog) sessionFiles(ws string) ([]sessionFile, error) {
 	return s.listFiles(ws, true)
 }
 
 // listFiles is sessionFiles; without stat, states are left zero (a search
 // takes the mtime from its own read and saves one system call per file).
-func (s *Store) listFiles(ws string, stat bool) ([]sessionFile, error) {
+func (s *Catalog) listFiles(ws string, stat bool) ([]sessionFile, error) {
 	ents, err := os.ReadDir(s.files.SessionsDir(ws))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -170,7 +172,7 @@ func (s *Store) listFiles(ws string, stat bool) ([]sessionFile, error) {
 // List returns a workspace's listing entries, most recently active first
 // (ties by id). An unknown workspace lists as empty. Sessions with at
 // least 4 messages and no summary get one generated and written back.
-func (s *Store) List(ctx context.Context, ws string, hideEmpty bool) ([]protocol.SessionInfo, error) {
+func (s *Catalog) List(ctx context.Context, ws string, hideEmpty bool) ([]protocol.SessionInfo, error) {
 	if !s.wss.Exists(ws) {
 		return []protocol.SessionInfo{}, nil
 	}
@@ -249,7 +251,7 @@ func (s *Store) List(ctx context.Context, ws string, hideEmpty bool) ([]protocol
 // load reads one session and builds its listing entry, writing a lazily
 // generated summary back first when one is due. Only a session that needs
 // a summary is fully parsed.
-func (s *Store) load(ws, id string) (entry, error) {
+func (s *Catalog) load(ws, id string) (entry, error) {
 	data, mtime, err := s.files.Read(ws, id)
 	if err != nil {
 		return entry{}, err
@@ -276,7 +278,7 @@ func (s *Store) load(ws, id string) (entry, error) {
 // summary from the file as it is under the lock, so lines appended since
 // the caller read it are both kept and counted. The returned entry
 // describes exactly the written file.
-func (s *Store) writeSummary(ws, id string, fallbackCreated time.Time) (entry, bool, error) {
+func (s *Catalog) writeSummary(ws, id string, fallbackCreated time.Time) (entry, bool, error) {
 	var e entry
 	st, wrote, err := s.files.RewriteQuiet(ws, id, func(data []byte) ([]byte, error) {
 		f := transcript.Parse(data)
@@ -306,7 +308,7 @@ func (s *Store) writeSummary(ws, id string, fallbackCreated time.Time) (entry, b
 // and first 50 message lines. Results are sorted by match count, then by
 // lastActive, both descending, and only then cut to limit (the original
 // cut before sorting and so could drop the best matches).
-func (s *Store) Search(ctx context.Context, ws, q string, limit int) ([]protocol.SessionSearchResult, error) {
+func (s *Catalog) Search(ctx context.Context, ws, q string, limit int) ([]protocol.SessionSearchResult, error) {
 	if !s.wss.Exists(ws) {
 		return nil, ErrWorkspaceNotFound
 	}
@@ -395,7 +397,7 @@ func SearchLimit(limit int) int {
 
 // read returns a session of an existing workspace, with the contract's
 // 404s.
-func (s *Store) read(ref protocol.SessionRef) ([]byte, time.Time, error) {
+func (s *Catalog) read(ref protocol.SessionRef) ([]byte, time.Time, error) {
 	if !s.wss.Exists(ref.Workspace) {
 		return nil, time.Time{}, ErrWorkspaceNotFound
 	}
@@ -410,7 +412,7 @@ func (s *Store) read(ref protocol.SessionRef) ([]byte, time.Time, error) {
 }
 
 // Export renders a session as Markdown.
-func (s *Store) Export(ref protocol.SessionRef) (string, error) {
+func (s *Catalog) Export(ref protocol.SessionRef) (string, error) {
 	data, _, err := s.read(ref)
 	if err != nil {
 		return "", err
@@ -419,7 +421,7 @@ func (s *Store) Export(ref protocol.SessionRef) (string, error) {
 }
 
 // Timeline returns a session's tool timeline as a JSON array.
-func (s *Store) Timeline(ref protocol.SessionRef) (json.RawMessage, error) {
+func (s *Catalog) Timeline(ref protocol.SessionRef) (json.RawMessage, error) {
 	data, _, err := s.read(ref)
 	if err != nil {
 		return nil, err
@@ -437,7 +439,7 @@ func (s *Store) Timeline(ref protocol.SessionRef) (json.RawMessage, error) {
 
 // Create writes a new session's meta line. title is stored as given (any
 // JSON value; absent or null means no title, and the id stands in).
-func (s *Store) Create(ws string, title json.RawMessage) (protocol.SessionInfo, error) {
+func (s *Catalog) Create(ws string, title json.RawMessage) (protocol.SessionInfo, error) {
 	if !s.wss.Exists(ws) {
 		return protocol.SessionInfo{}, ErrWorkspaceNotFound
 	}
@@ -480,7 +482,7 @@ func NewSession(title json.RawMessage, now time.Time) (protocol.SessionInfo, []b
 
 // Locate finds a session: in loc.Workspace when given, else in every
 // workspace directory in name order, first match winning.
-func (s *Store) Locate(loc protocol.SessionLocator) (protocol.SessionRef, error) {
+func (s *Catalog) Locate(loc protocol.SessionLocator) (protocol.SessionRef, error) {
 	if !protocol.ValidID(loc.Session) || loc.Workspace != "" && !protocol.ValidID(loc.Workspace) {
 		return protocol.SessionRef{}, ErrSessionNotFound
 	}
@@ -511,7 +513,7 @@ func (s *Store) Locate(loc protocol.SessionLocator) (protocol.SessionRef, error)
 }
 
 // Rename sets a session's title, keeping every other line.
-func (s *Store) Rename(loc protocol.SessionLocator, title string) (protocol.SessionRenameReply, error) {
+func (s *Catalog) Rename(loc protocol.SessionLocator, title string) (protocol.SessionRenameReply, error) {
 	if title == "" {
 		return protocol.SessionRenameReply{}, ErrTitleRequired
 	}
@@ -533,7 +535,7 @@ func (s *Store) Rename(loc protocol.SessionLocator, title string) (protocol.Sess
 }
 
 // Delete removes a session file and returns which one it was.
-func (s *Store) Delete(loc protocol.SessionLocator) (protocol.SessionRef, error) {
+func (s *Catalog) Delete(loc protocol.SessionLocator) (protocol.SessionRef, error) {
 	ref, err := s.Locate(loc)
 	if err != nil {
 		return ref, err
@@ -551,7 +553,7 @@ func (s *Store) Delete(loc protocol.SessionLocator) (protocol.SessionRef, error)
 
 // Summary builds a session's post-session summary (writing a lazy summary
 // back like the listing does).
-func (s *Store) Summary(loc protocol.SessionLocator) (protocol.SessionSummary, error) {
+func (s *Catalog) Summary(loc protocol.SessionLocator) (protocol.SessionSummary, error) {
 	ref, err := s.Locate(loc)
 	if err != nil {
 		return protocol.SessionSummary{}, err

@@ -24,7 +24,7 @@ func (d dirWorkspaces) Exists(id string) bool {
 	return err == nil
 }
 
-func newStore(t testing.TB, dataDir string, workspaces ...string) (*Store, *jsonl.Store) {
+func newStore(t testing.TB, dataDir string, workspaces ...string) (*Catalog, *jsonl.Store) {
 	t.Helper()
 	for _, ws := range workspaces {
 		dir := filepath.Join(dataDir, "workspaces", ws)
