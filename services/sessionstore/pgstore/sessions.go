@@ -37,7 +37,7 @@ type row struct {
 // info builds the listing entry exactly as transcript.QuickInfo builds it
 // from the file: the meta line and the first message line decide title,
 // summary and created; the count is kept in the row.
-func (r row) info() transcript.Info {
+func (r row) info() protocol.SessionInfo {
 	data := []byte(r.meta)
 	if r.firstLine != nil {
 		data = append(append(data, '\n'), *r.firstLine...)
@@ -199,7 +199,7 @@ func (s *Store) ListSessions(ctx context.Context, req protocol.SessionListReques
 		if info.Summary == nil && info.MessageCount >= 4 {
 			info = s.lazySummary(ctx, protocol.SessionRef{Workspace: req.Workspace, Session: r.id}, info)
 		}
-		out = append(out, protocol.SessionInfo(info))
+		out = append(out, info)
 	}
 	slices.SortFunc(out, func(a, b protocol.SessionInfo) int {
 		if c := strings.Compare(b.LastActive, a.LastActive); c != 0 {
@@ -213,7 +213,7 @@ func (s *Store) ListSessions(ctx context.Context, req protocol.SessionListReques
 // lazySummary writes a generated summary into a session's meta line and
 // returns the updated entry; on failure it logs and returns info with the
 // summary it would have written.
-func (s *Store) lazySummary(ctx context.Context, ref protocol.SessionRef, info transcript.Info) transcript.Info {
+func (s *Store) lazySummary(ctx context.Context, ref protocol.SessionRef, info protocol.SessionInfo) protocol.SessionInfo {
 	out, err := s.writeSummary(ctx, ref)
 	if err != nil {
 		s.cfg.Logger.Warn("lazy summary write-back failed", "workspace", ref.Workspace, "session", ref.Session, "err", err)
@@ -225,8 +225,8 @@ func (s *Store) lazySummary(ctx context.Context, ref protocol.SessionRef, info t
 // writeSummary generates and stores the summary of a session that has
 // none, under the session's row lock, from the lines as they are then; a
 // summary is not activity, so last_active stays.
-func (s *Store) writeSummary(ctx context.Context, ref protocol.SessionRef) (transcript.Info, error) {
-	var info transcript.Info
+func (s *Store) writeSummary(ctx context.Context, ref protocol.SessionRef) (protocol.SessionInfo, error) {
+	var info protocol.SessionInfo
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM sessions WHERE workspace = $1 AND id = $2 FOR UPDATE`, ref.Workspace, ref.Session).Scan(&one)
@@ -377,11 +377,7 @@ func (s *Store) SessionTimeline(ctx context.Context, ref protocol.SessionRef) (j
 	if err != nil {
 		return nil, err
 	}
-	events := transcript.Timeline(transcript.Parse(data))
-	if events == nil {
-		events = []transcript.TimelineEvent{}
-	}
-	b, err := json.Marshal(events)
+	b, err := transcript.TimelineJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: encode timeline of %s/%s: %w", ref.Workspace, ref.Session, err)
 	}
@@ -485,7 +481,7 @@ func (s *Store) SessionSummary(ctx context.Context, ref protocol.SessionRef) (pr
 		}
 		f = transcript.Parse(data)
 	}
-	return protocol.SessionSummary(transcript.SessionSummary(ref.Session, f, info)), nil
+	return transcript.SessionSummary(ref.Session, f, info), nil
 }
 
 func cmpErr(err error, ok bool) error {

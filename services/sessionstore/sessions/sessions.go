@@ -100,7 +100,7 @@ type Catalog struct {
 // entry is a cached listing entry, valid while the file has this state.
 type entry struct {
 	state jsonl.FileState
-	info  transcript.Info
+	info  protocol.SessionInfo
 }
 
 // New returns a store over files. cfg is validated (defaults filled).
@@ -180,7 +180,7 @@ func (s *Catalog) List(ctx context.Context, ws string, hideEmpty bool) ([]protoc
 	if err != nil {
 		return nil, err
 	}
-	infos := make([]transcript.Info, len(files))
+	infos := make([]protocol.SessionInfo, len(files))
 	ok := make([]bool, len(files))
 	var misses []int
 	s.mu.Lock()
@@ -237,7 +237,7 @@ func (s *Catalog) List(ctx context.Context, ws string, hideEmpty bool) ([]protoc
 		if !ok[i] || hideEmpty && infos[i].MessageCount == 0 {
 			continue
 		}
-		out = append(out, protocol.SessionInfo(infos[i]))
+		out = append(out, infos[i])
 	}
 	slices.SortFunc(out, func(a, b protocol.SessionInfo) int {
 		if c := strings.Compare(b.LastActive, a.LastActive); c != 0 {
@@ -426,11 +426,7 @@ func (s *Catalog) Timeline(ref protocol.SessionRef) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	events := transcript.Timeline(transcript.Parse(data))
-	if events == nil {
-		events = []transcript.TimelineEvent{}
-	}
-	b, err := json.Marshal(events)
+	b, err := transcript.TimelineJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("sessions: encode timeline of %s/%s: %w", ref.Workspace, ref.Session, err)
 	}
@@ -569,7 +565,7 @@ func (s *Catalog) Summary(loc protocol.SessionLocator) (protocol.SessionSummary,
 	if err != nil {
 		return protocol.SessionSummary{}, fmt.Errorf("sessions: summary %s/%s: %w", ref.Workspace, ref.Session, err)
 	}
-	return protocol.SessionSummary(transcript.SessionSummary(ref.Session, transcript.Parse(data), e.info)), nil
+	return transcript.SessionSummary(ref.Session, transcript.Parse(data), e.info), nil
 }
 
 // parallel runs fn(0..n-1) on at most workers goroutines and returns the

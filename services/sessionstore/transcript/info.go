@@ -10,25 +10,14 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 )
 
-// Info is a session's listing entry (SessionInfo of the contract).
-type Info struct {
-	ID string `json:"id"`
-	// Title is a string, except when a meta line holds a truthy non-string
-	// title: the original passed that value through as-is, and so do we (as
-	// its raw JSON).
-	Title        any     `json:"title"`
-	Summary      *string `json:"summary"`
-	MessageCount int     `json:"messageCount"`
-	LastActive   string  `json:"lastActive"`
-	Created      string  `json:"created"`
-}
-
 // SessionInfo builds the listing entry of session id from its parsed file
-// and modification time. created is the meta line's created, not the file's
+// and modification time. Its Title is a string, except when a meta line
+// holds a truthy non-string title: the original passed that value through
+// as-is, and so do we (as its raw JSON). created is the meta line's created, not the file's
 // birth time (which Go cannot read portably and the original often reported
 // as the epoch); without one it falls back to mtime.
-func SessionInfo(id string, f File, mtime time.Time) Info {
-	info := Info{
+func SessionInfo(id string, f File, mtime time.Time) protocol.SessionInfo {
+	info := protocol.SessionInfo{
 		ID:           id,
 		Title:        id,
 		MessageCount: f.Count,

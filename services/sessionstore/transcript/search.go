@@ -1,8 +1,9 @@
 package transcript
 
 import (
-	"github.com/waggle-os/core/libs/protocol"
 	"strings"
+
+	"github.com/waggle-os/core/libs/protocol"
 )
 
 // Snippet is one search hit's context; Role is the message role, or
@@ -24,22 +25,42 @@ const searchLines = 50
 // caller enforces the 2-character minimum on q.
 func Search(f File, q string) (matchCount int, snippets []Snippet) {
 	lq := strings.ToLower(q)
-	if s := f.meta.summary; f.Meta != nil && s != "" && strings.Contains(strings.ToLower(s), lq) {
-		matchCount++
-		snippets = append(snippets, Snippet{Text: snippet(s, lq), Role: "summary"})
+	var h hits
+	if f.Meta != nil {
+		h.summary(f.meta.summary, lq)
 	}
 	seen := 0
 	f.messageLines(func(l *lineInfo) bool {
 		seen++
-		if l.isMessage() && strings.Contains(strings.ToLower(l.content), lq) {
-			matchCount++
-			if len(snippets) < maxSnippets {
-				snippets = append(snippets, Snippet{Text: snippet(l.content, lq), Role: l.role})
-			}
-		}
+		h.message(l, lq)
 		return seen < searchLines
 	})
-	return matchCount, snippets
+	return h.count, h.snippets
+}
+
+// hits collects one session's search hits: every hit counts, the first
+// maxSnippets give snippets (a summary hit, the first, always does).
+type hits struct {
+	count    int
+	snippets []Snippet
+}
+
+// summary looks for lq in the meta line's summary s.
+func (h *hits) summary(s, lq string) {
+	if s != "" && strings.Contains(strings.ToLower(s), lq) {
+		h.count++
+		h.snippets = append(h.snippets, Snippet{Text: snippet(s, lq), Role: "summary"})
+	}
+}
+
+// message looks for lq in a message line's content.
+func (h *hits) message(l *lineInfo, lq string) {
+	if l.isMessage() && strings.Contains(strings.ToLower(l.content), lq) {
+		h.count++
+		if len(h.snippets) < maxSnippets {
+			h.snippets = append(h.snippets, Snippet{Text: snippet(l.content, lq), Role: l.role})
+		}
+	}
 }
 
 // snippet is the text from 40 units before the first hit to 80 units after

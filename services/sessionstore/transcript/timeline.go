@@ -60,6 +60,16 @@ func Timeline(f File) []TimelineEvent {
 	return heuristicTimeline(f, time.Now())
 }
 
+// TimelineJSON is the timeline of a session file's bytes as the JSON
+// array the API returns ([] for none): both session stores answer with it.
+func TimelineJSON(data []byte) (json.RawMessage, error) {
+	events := Timeline(Parse(data))
+	if events == nil {
+		events = []TimelineEvent{}
+	}
+	return json.Marshal(events)
+}
+
 // inputKeys are tried in order for an event's inputPreview: the argument
 // that says what the call was about.
 var inputKeys = []string{"query", "path", "file_path", "command", "url", "pattern", "name", "title", "task", "prompt"}
