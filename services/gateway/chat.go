@@ -32,7 +32,7 @@ func (s *Service) parseChat(f input.Fields) (protocol.TurnRequest, error) {
 		return req, protocol.Errorf(protocol.Invalid, "message is required")
 	}
 	if max := s.cfg.MaxMessageLength; max > 0 {
-		if n := input.UTF16Len(msg); n > max {
+		if n := protocol.UTF16Len(msg); n > max {
 			return req, protocol.Errorf(protocol.Invalid, "Message too long (%d chars, max %d)", n, max).WithCode("MESSAGE_TOO_LONG")
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
 
@@ -41,14 +42,12 @@ type storageHealth struct {
 	Since  string `json:"since,omitempty"`
 }
 
-func isoMillis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
-
 // health is GET /health: 200 once every service of this process is ready
 // and the bus is connected, 503 before (or while shutting down), and 503
 // "degraded" with the store and reason while a store is full.
 func (s *Service) health(w http.ResponseWriter, r *http.Request) {
 	st := s.probe.Check(r.Context())
-	resp := healthResponse{Status: "ok", Mode: s.cfg.Mode, Timestamp: isoMillis(time.Now()), DefaultModel: s.cfg.DefaultModel}
+	resp := healthResponse{Status: "ok", Mode: s.cfg.Mode, Timestamp: protocol.Timestamp(time.Now()), DefaultModel: s.cfg.DefaultModel}
 	if s.cfg.Mode == "local" {
 		// The desktop web client reads its bearer token here (reference §6.1).
 		resp.WSToken = s.cfg.Token
@@ -58,7 +57,7 @@ func (s *Service) health(w http.ResponseWriter, r *http.Request) {
 		resp.LLM.Health = "healthy"
 	}
 	if !st.CheckedAt.IsZero() {
-		resp.LLM.CheckedAt, resp.LLM.LastCheck = isoMillis(st.CheckedAt), isoMillis(st.CheckedAt)
+		resp.LLM.CheckedAt, resp.LLM.LastCheck = protocol.Timestamp(st.CheckedAt), protocol.Timestamp(st.CheckedAt)
 	}
 	resp.Offline = !st.Reachable
 	resp.NATS.Connected = s.nc.IsConnected()
@@ -78,7 +77,7 @@ func (s *Service) health(w http.ResponseWriter, r *http.Request) {
 		// log, not here.
 		resp.Storage = &storageHealth{Full: true, Source: st.Source, Reason: "storage is full: the " + st.Source + " store is out of disk space"}
 		if st.Since > 0 {
-			resp.Storage.Since = isoMillis(time.UnixMilli(st.Since))
+			resp.Storage.Since = protocol.Timestamp(time.UnixMilli(st.Since))
 		}
 	}
 	respond.JSON(w, status, resp)

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/sessionstore/digest"
 	"github.com/waggle-os/core/services/sessionstore/jsonl"
 	"github.com/waggle-os/core/services/sessionstore/sessions"
+	"github.com/waggle-os/core/services/sessionstore/transcript"
 	"github.com/waggle-os/core/services/sessionstore/workspaces"
 )
 
@@ -24,8 +24,8 @@ import (
 type Files struct {
 	dataDir string
 	files   *jsonl.Store
-	wss     *workspaces.Store
-	sess    *sessions.Store
+	wss     *workspaces.Registry
+	sess    *sessions.Catalog
 	log     *slog.Logger
 	// damaged remembers the session files already reported as holding
 	// lines that are not JSON (by path, with their size).
@@ -151,7 +151,7 @@ func (f *Files) History(_ context.Context, req protocol.HistoryRequest) (protoco
 	if err != nil {
 		return protocol.HistoryReply{}, fmt.Errorf("sessionstore: history %s/%s: %w", req.Workspace, req.Session, err)
 	}
-	parsed := digest.Parse(data)
+	parsed := transcript.Parse(data)
 	f.reportDamaged(req.SessionRef, parsed.Malformed, len(data))
 	return historyReply(parsed, req.Tools), nil
 }
@@ -174,7 +174,7 @@ func (f *Files) reportDamaged(ref protocol.SessionRef, malformed, size int) {
 }
 
 // historyReply is the reply for a parsed session.
-func historyReply(f digest.File, tools bool) protocol.HistoryReply {
+func historyReply(f transcript.File, tools bool) protocol.HistoryReply {
 	rep := protocol.HistoryReply{Messages: f.Messages}
 	if rep.Messages == nil {
 		rep.Messages = []protocol.Message{}

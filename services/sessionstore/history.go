@@ -6,7 +6,6 @@ import (
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/sessionstore/jsonl"
 )
 
 func (s *Service) history(ctx context.Context, req protocol.HistoryRequest) (protocol.HistoryReply, error) {
@@ -20,7 +19,7 @@ func (s *Service) append(ctx context.Context, req protocol.AppendRequest) (proto
 	if err := validRef(req.SessionRef); err != nil {
 		return protocol.AppendReply{}, err
 	}
-	now := jsonl.Timestamp(time.Now())
+	now := protocol.Timestamp(time.Now())
 	switch {
 	case req.Message != nil && req.Tool == nil:
 		m := *req.Message

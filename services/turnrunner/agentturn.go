@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/turnrunner/agent"
 	"github.com/waggle-os/core/services/turnrunner/approvalgate"
+	"github.com/waggle-os/core/services/turnrunner/mcp"
 	"github.com/waggle-os/core/services/turnrunner/tools"
 )
 
@@ -39,71 +41,17 @@ const governanceText = "Could not check your team's tool policy. Try again in a 
 // a slash command rerouted to the model) and ends the turn. resume, when
 // set, continues from another runner's checkpoint.
 func (t *turn) runAgent(message string, resume *agent.Resume) {
-	s := t.svc
 	log := t.logger()
-	mc, in, err := t.agentInputs()
-	if err != nil {
-		if t.ctx.Err() != nil {
-			t.abortWith(t.resumedText(resume))
-			return
-		}
-		log.Error("load turn context", "err", err)
-		t.failPersisted(t.resumedText(resume), "Could not load this conversation. Try sending your message again.")
+	mc, in, policy, ok := t.prepareAgent(log, resume)
+	if !ok {
 		return
-	}
-	var policy protocol.ToolPolicy
-	if t.req.User != "" {
-		policy, err = s.policies.get(t.ctx, t.req.User, t.req.Workspace, time.Now())
-		if err != nil {
-			if t.ctx.Err() != nil {
-				t.abortWith(t.resumedText(resume))
-				return
-			}
-			// Fail closed: without the policy no tool may run.
-			log.Error("tool policy unavailable", "user", t.req.User, "err", err)
-			t.failPersisted(t.resumedText(resume), governanceText)
-			return
-		}
-	}
-	if resume != nil {
-		resume.Results = in.turnTools
-	} else {
-		t.warnWorkspaceBudget(in.workspace)
 	}
 	choice := agent.ResolveModel(mc, t.req.Model, in.workspace.Model, message, in.spent)
 	persona := firstNonEmpty(t.req.Persona, in.workspace.Persona)
-
-	mem := busMemory{s: s, user: t.req.User}
-	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem}
-	bound := s.tools.Bind(env, nil)
-	agentTools := make([]agent.Tool, 0, len(bound))
-	var blocked []string
-	for _, b := range bound {
-		if policy.Blocks(b.Name()) || !personaAllows(persona, b.Name()) {
-			continue
-		}
-		agentTools = append(agentTools, b)
-	}
-	if policy.Governed {
-		blocked = policy.BlockedTools
-	}
-	mcpSet, agentTools, blocked := t.mcpTools(agentTools, blocked, policy)
-
-	gateCfg := s.cfg.Approval
-	if gateCfg.Logger == nil {
-		gateCfg.Logger = s.log
-	}
-	gate := approvalgate.New(s.nc, approvalgate.Turn{
-		TurnID: t.req.TurnID, Workspace: t.req.Workspace, Session: t.req.Session, Autonomy: t.req.Autonomy,
-	}, t.pub, gateCfg)
-	defer func() {
-		if t.silent() {
-			return // the turn goes on elsewhere: its approvals are not ours to deny
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.StoreTimeout)
-		defer cancel()
-		gate.Close(ctx)
-	}()
+	mem := busMemory{s: t.svc, user: t.req.User}
+	mcpSet, agentTools, blocked := t.agentTools(mem, persona, policy)
+	gate := t.openGate()
+	defer t.closeGate(gate)
 
 	areq := agent.Request{
 		TurnID:       t.req.TurnID,
@@ -124,10 +72,96 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		Log:          log,
 	}
 	t.loopOptions(&areq, mc, in.history, message)
-	res, err := s.agent.Run(t.ctx, areq)
+	res, err := t.svc.agent.Run(t.ctx, areq)
 	if t.silent() {
 		return
 	}
+	t.endAgentTurn(log, message, persona, res, err)
+}
+
+// prepareAgent loads what the agent needs before the model is called: the
+// turn's inputs and the user's tool policy. It ends the turn itself and
+// reports !ok when either cannot be read; a resumed turn gets the finished
+// calls of its checkpoint, a fresh one the workspace budget warning.
+func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.ModelConfig, agentInputs, protocol.ToolPolicy, bool) {
+	var policy protocol.ToolPolicy
+	mc, in, err := t.agentInputs()
+	if err != nil {
+		if t.ctx.Err() != nil {
+			t.abortWith(t.resumedText(resume))
+			return mc, in, policy, false
+		}
+		log.Error("load turn context", "err", err)
+		t.failPersisted(t.resumedText(resume), "Could not load this conversation. Try sending your message again.")
+		return mc, in, policy, false
+	}
+	if t.req.User != "" {
+		policy, err = t.svc.policies.get(t.ctx, t.req.User, t.req.Workspace, time.Now())
+		if err != nil {
+			if t.ctx.Err() != nil {
+				t.abortWith(t.resumedText(resume))
+				return mc, in, policy, false
+			}
+			// Fail closed: without the policy no tool may run.
+			log.Error("tool policy unavailable", "user", t.req.User, "err", err)
+			t.failPersisted(t.resumedText(resume), governanceText)
+			return mc, in, policy, false
+		}
+	}
+	if resume != nil {
+		resume.Results = in.turnTools
+	} else {
+		t.warnWorkspaceBudget(in.workspace)
+	}
+	return mc, in, policy, true
+}
+
+// agentTools is the tools the turn offers the model: the built-ins bound
+// to this turn that policy and persona allow, then the MCP servers' tools;
+// blocked is what the model is told it may not use.
+func (t *turn) agentTools(mem busMemory, persona string, policy protocol.ToolPolicy) (*mcp.ToolSet, []agent.Tool, []string) {
+	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem}
+	bound := t.svc.tools.Bind(env, nil)
+	agentTools := make([]agent.Tool, 0, len(bound))
+	var blocked []string
+	for _, b := range bound {
+		if policy.Blocks(b.Name()) || !personaAllows(persona, b.Name()) {
+			continue
+		}
+		agentTools = append(agentTools, b)
+	}
+	if policy.Governed {
+		blocked = policy.BlockedTools
+	}
+	return t.mcpTools(agentTools, blocked, policy)
+}
+
+// openGate is the turn's approval gate.
+func (t *turn) openGate() *approvalgate.Gate {
+	s := t.svc
+	gateCfg := s.cfg.Approval
+	if gateCfg.Logger == nil {
+		gateCfg.Logger = s.log
+	}
+	return approvalgate.New(s.nc, approvalgate.Turn{
+		TurnID: t.req.TurnID, Workspace: t.req.Workspace, Session: t.req.Session, Autonomy: t.req.Autonomy,
+	}, t.pub, gateCfg)
+}
+
+// closeGate denies the gate's pending approvals, unless the turn goes on
+// elsewhere: then its approvals are not ours to deny.
+func (t *turn) closeGate(gate *approvalgate.Gate) {
+	if t.silent() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), t.svc.cfg.StoreTimeout)
+	defer cancel()
+	gate.Close(ctx)
+}
+
+// endAgentTurn records the run's usage and ends the turn by its outcome:
+// aborted, failed, or done with the reply persisted first.
+func (t *turn) endAgentTurn(log *slog.Logger, message, persona string, res agent.Result, err error) {
 	t.recordUsage(res)
 	t.recordExtraUsage(res)
 	switch {
@@ -326,7 +360,7 @@ func (t *turn) recordUsage(res agent.Result) {
 	_, err := bus.Call(context.Background(), t.svc.nc, protocol.RecordUsage, protocol.UsageRecord{
 		Workspace: t.req.Workspace, Session: t.req.Session, TurnID: t.req.TurnID, Model: res.Model,
 		InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, Cost: res.Cost,
-		Timestamp: time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
+		Timestamp: protocol.Timestamp(time.Now()),
 	}, bus.Within(t.svc.cfg.StoreTimeout))
 	if err != nil && !errors.Is(err, protocol.ErrUnavailable) {
 		t.svc.log.Warn("record usage", "turn", t.req.TurnID, "err", err)

@@ -30,6 +30,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/approval/rules"
 )
 
@@ -38,9 +39,6 @@ const FileName = "approval-grants.json"
 
 // fileVersion is the only file format version this store reads and writes.
 const fileVersion = 1
-
-// isoMillis is JavaScript's Date.prototype.toISOString layout (always UTC).
-const isoMillis = "2006-01-02T15:04:05.000Z"
 
 // Config configures a Store.
 type Config struct {
@@ -225,10 +223,10 @@ func (s *Store) add(tool string, args map[string]any, source *string, ttl time.D
 		TargetKey:         key,
 		SourceWorkspaceID: cloneString(source),
 		Description:       rules.DescribeGrant(tool, key, source),
-		GrantedAt:         now.UTC().Format(isoMillis),
+		GrantedAt:         protocol.Timestamp(now),
 	}
 	if ttl > 0 {
-		exp := now.Add(ttl).UTC().Format(isoMillis)
+		exp := protocol.Timestamp(now.Add(ttl))
 		g.ExpiresAt = &exp
 	}
 	ctx, cancel := opContext()

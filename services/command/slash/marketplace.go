@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/waggle-os/core/libs/protocol"
 )
 
 // ErrMarketplaceUnavailable is the error every /marketplace sub-command
@@ -271,7 +273,7 @@ func orDash(s string) string {
 // shorten cuts descriptions longer than 60 UTF-16 units (the original's
 // string length) to 57 units plus "...", never splitting a character.
 func shorten(s string) string {
-	if utf16Len(s) <= 60 {
+	if protocol.UTF16Len(s) <= 60 {
 		return s
 	}
 	units := 0
@@ -284,14 +286,6 @@ func shorten(s string) string {
 		}
 	}
 	return s
-}
-
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r)
-	}
-	return n
 }
 
 func formatSearch(res SearchResult) string {

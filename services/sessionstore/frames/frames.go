@@ -56,7 +56,7 @@ type Frame struct {
 	Tags        []string
 	Importance  string
 	Source      string
-	Created     string // jsonl.Timestamp format: lexical order is time order
+	Created     string // protocol.TimestampLayout: lexical order is time order
 	Updated     string
 	AccessCount int
 	// Vector is the embedding of Content by VectorModel (nil: none yet).

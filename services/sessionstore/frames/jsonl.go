@@ -299,12 +299,8 @@ func (j *JSONL) Add(_ context.Context, m Mind, f Frame) (Frame, bool, error) {
 	fm.mu.Lock()
 	defer fm.mu.Unlock()
 	if id, ok := fm.dupes[f.Content]; ok {
-		old := fm.frames[id]
-		if err := fm.appendRecords(record{Op: opAccess, ID: id, AccessCount: old.AccessCount + 1}); err != nil {
-			return Frame{}, false, err
-		}
-		old.AccessCount++
-		return *old, true, nil
+		f, err := fm.access(id, fm.frames[id])
+		return f, err == nil, err
 	}
 	if err := fm.appendRecords(fullRecord(f)); err != nil {
 		return Frame{}, false, err
@@ -339,18 +335,31 @@ func (j *JSONL) Get(_ context.Context, m Mind, id string) (Frame, error) {
 	return *f, nil
 }
 
-// Update implements Backend.
-func (j *JSONL) Update(_ context.Context, m Mind, id, content, importance, now string) (Frame, error) {
+// withFrame runs fn on frame id of mind m under the mind's write lock;
+// ErrNotFound when the mind has no such frame.
+func (j *JSONL) withFrame(m Mind, id string, fn func(fm *fileMind, f *Frame) (Frame, error)) (Frame, error) {
 	fm, err := j.mind(m)
 	if err != nil {
 		return Frame{}, err
 	}
 	fm.mu.Lock()
 	defer fm.mu.Unlock()
-	old := fm.frames[id]
-	if old == nil {
+	f := fm.frames[id]
+	if f == nil {
 		return Frame{}, ErrNotFound
 	}
+	return fn(fm, f)
+}
+
+// Update implements Backend.
+func (j *JSONL) Update(_ context.Context, m Mind, id, content, importance, now string) (Frame, error) {
+	return j.withFrame(m, id, func(fm *fileMind, old *Frame) (Frame, error) {
+		return fm.update(id, old, content, importance, now)
+	})
+}
+
+// update replaces frame id's (old's) content and importance (fm.mu held).
+func (fm *fileMind) update(id string, old *Frame, content, importance, now string) (Frame, error) {
 	nf := *old
 	if nf.Content != content {
 		nf.Content, nf.Vector, nf.VectorModel = content, nil, ""
@@ -374,37 +383,26 @@ func (j *JSONL) Update(_ context.Context, m Mind, id, content, importance, now s
 
 // Delete implements Backend.
 func (j *JSONL) Delete(_ context.Context, m Mind, id string) (Frame, error) {
-	fm, err := j.mind(m)
-	if err != nil {
-		return Frame{}, err
-	}
-	fm.mu.Lock()
-	defer fm.mu.Unlock()
-	old := fm.frames[id]
-	if old == nil {
-		return Frame{}, ErrNotFound
-	}
-	if err := fm.appendRecords(record{Op: opDelete, ID: id}); err != nil {
-		return Frame{}, err
-	}
-	delete(fm.frames, id)
-	delete(fm.dupes, old.Content)
-	fm.index.Delete(id)
-	return *old, nil
+	return j.withFrame(m, id, func(fm *fileMind, old *Frame) (Frame, error) {
+		if err := fm.appendRecords(record{Op: opDelete, ID: id}); err != nil {
+			return Frame{}, err
+		}
+		delete(fm.frames, id)
+		delete(fm.dupes, old.Content)
+		fm.index.Delete(id)
+		return *old, nil
+	})
 }
 
 // Access implements Backend.
 func (j *JSONL) Access(_ context.Context, m Mind, id string) (Frame, error) {
-	fm, err := j.mind(m)
-	if err != nil {
-		return Frame{}, err
-	}
-	fm.mu.Lock()
-	defer fm.mu.Unlock()
-	f := fm.frames[id]
-	if f == nil {
-		return Frame{}, ErrNotFound
-	}
+	return j.withFrame(m, id, func(fm *fileMind, f *Frame) (Frame, error) {
+		return fm.access(id, f)
+	})
+}
+
+// access counts one more access of frame id, f (fm.mu held).
+func (fm *fileMind) access(id string, f *Frame) (Frame, error) {
 	if err := fm.appendRecords(record{Op: opAccess, ID: id, AccessCount: f.AccessCount + 1}); err != nil {
 		return Frame{}, err
 	}

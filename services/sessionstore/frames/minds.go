@@ -307,7 +307,7 @@ func (m *Minds) now() string {
 		t = m.last.Add(time.Millisecond)
 	}
 	m.last = t
-	return t.Format("2006-01-02T15:04:05.000Z")
+	return protocol.Timestamp(t)
 }
 
 // Add stores one frame (see protocol.MemoryAddRequest); source defaults

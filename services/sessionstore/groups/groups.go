@@ -93,7 +93,7 @@ func Register(svc *bus.Service, cfg Config, log *slog.Logger) error {
 var ErrNotFound = &protocol.Error{Kind: protocol.NotFound, Message: "Group not found"}
 
 // backend keeps the groups: the file under DataDir, or PostgreSQL when
-// Config.Pool is set. Validation stays in Store, so both answer alike.
+// Config.Pool is set. Validation stays in Roster, so both answer alike.
 type backend interface {
 	// list returns every group in creation order (never nil).
 	list(ctx context.Context) ([]protocol.AgentGroup, error)
@@ -106,9 +106,10 @@ type backend interface {
 	remove(ctx context.Context, id string) error
 }
 
-// Store is the agent groups of one data directory (or one PostgreSQL
+// Roster is the roster of agent groups (each a named line-up of agents
+// with a strategy) of one data directory (or one PostgreSQL
 // database). It is safe for concurrent use; writes are serialised.
-type Store struct {
+type Roster struct {
 	cfg   Config
 	log   *slog.Logger
 	store backend
@@ -116,14 +117,14 @@ type Store struct {
 
 // New returns a store for cfg.DataDir (the file is created on first write)
 // or, with cfg.Pool, for PostgreSQL after applying the groups migrations.
-func New(cfg Config, log *slog.Logger) (*Store, error) {
+func New(cfg Config, log *slog.Logger) (*Roster, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Store{cfg: cfg, log: log}
+	s := &Roster{cfg: cfg, log: log}
 	if cfg.Pool != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
 		defer cancel()
@@ -138,14 +139,14 @@ func New(cfg Config, log *slog.Logger) (*Store, error) {
 }
 
 // List returns every group in creation order ([] when there is none).
-func (s *Store) List() ([]protocol.AgentGroup, error) {
+func (s *Roster) List() ([]protocol.AgentGroup, error) {
 	ctx, cancel := opContext()
 	defer cancel()
 	return s.store.list(ctx)
 }
 
 // Get returns one group.
-func (s *Store) Get(id string) (protocol.AgentGroup, error) {
+func (s *Roster) Get(id string) (protocol.AgentGroup, error) {
 	gs, err := s.List()
 	if err != nil {
 		return protocol.AgentGroup{}, err
@@ -157,20 +158,20 @@ func (s *Store) Get(id string) (protocol.AgentGroup, error) {
 }
 
 // Create validates fields (a client's JSON body) and stores a new group.
-func (s *Store) Create(fields map[string]json.RawMessage) (protocol.AgentGroup, error) {
+func (s *Roster) Create(fields map[string]json.RawMessage) (protocol.AgentGroup, error) {
 	g, err := Parse(protocol.AgentGroup{}, fields, true)
 	if err != nil {
 		return g, err
 	}
 	g.ID = s.cfg.NewID()
-	g.CreatedAt = s.cfg.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	g.CreatedAt = protocol.Timestamp(s.cfg.Now())
 	ctx, cancel := opContext()
 	defer cancel()
 	return g, s.store.insert(ctx, g)
 }
 
 // Update applies the fields present in fields to group id.
-func (s *Store) Update(id string, fields map[string]json.RawMessage) (protocol.AgentGroup, error) {
+func (s *Roster) Update(id string, fields map[string]json.RawMessage) (protocol.AgentGroup, error) {
 	ctx, cancel := opContext()
 	defer cancel()
 	return s.store.update(ctx, id, func(g protocol.AgentGroup) (protocol.AgentGroup, error) {
@@ -179,7 +180,7 @@ func (s *Store) Update(id string, fields map[string]json.RawMessage) (protocol.A
 }
 
 // Delete removes group id.
-func (s *Store) Delete(id string) error {
+func (s *Roster) Delete(id string) error {
 	ctx, cancel := opContext()
 	defer cancel()
 	return s.store.remove(ctx, id)

@@ -118,10 +118,10 @@ func TestParseUpdate(t *testing.T) {
 // implementations runs fn once per storage: the file under a data
 // directory and a PostgreSQL database. reopen opens the store again on the
 // same storage; dir is the data directory ("" for PostgreSQL).
-func implementations(t *testing.T, fn func(t *testing.T, reopen func() *Store, dir string)) {
+func implementations(t *testing.T, fn func(t *testing.T, reopen func() *Roster, dir string)) {
 	t.Run("files", func(t *testing.T) {
 		dir := t.TempDir()
-		fn(t, func() *Store { return mustNew(t, Config{DataDir: dir}) }, dir)
+		fn(t, func() *Roster { return mustNew(t, Config{DataDir: dir}) }, dir)
 	})
 	t.Run("postgres", func(t *testing.T) {
 		pool, err := pgxpool.New(context.Background(), pgtest.URL(t))
@@ -129,11 +129,11 @@ func implementations(t *testing.T, fn func(t *testing.T, reopen func() *Store, d
 			t.Fatal(err)
 		}
 		t.Cleanup(pool.Close)
-		fn(t, func() *Store { return mustNew(t, Config{Pool: pool}) }, "")
+		fn(t, func() *Roster { return mustNew(t, Config{Pool: pool}) }, "")
 	})
 }
 
-func mustNew(t *testing.T, cfg Config) *Store {
+func mustNew(t *testing.T, cfg Config) *Roster {
 	t.Helper()
 	s, err := New(cfg, nil)
 	if err != nil {
@@ -146,7 +146,7 @@ func TestStoreCRUDAndFileFormat(t *testing.T) {
 	implementations(t, testCRUD)
 }
 
-func testCRUD(t *testing.T, reopen func() *Store, dir string) {
+func testCRUD(t *testing.T, reopen func() *Roster, dir string) {
 	s := reopen()
 	if gs, err := s.List(); err != nil || gs == nil || len(gs) != 0 {
 		t.Fatalf("List on no file = %v, %v", gs, err)
@@ -204,10 +204,10 @@ func testCRUD(t *testing.T, reopen func() *Store, dir string) {
 }
 
 func TestStoreConcurrentCreatesKeepEveryGroup(t *testing.T) {
-	implementations(t, func(t *testing.T, reopen func() *Store, _ string) { testConcurrentCreates(t, reopen()) })
+	implementations(t, func(t *testing.T, reopen func() *Roster, _ string) { testConcurrentCreates(t, reopen()) })
 }
 
-func testConcurrentCreates(t *testing.T, s *Store) {
+func testConcurrentCreates(t *testing.T, s *Roster) {
 	const n = 40
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {

@@ -86,11 +86,8 @@ func (s *Store) unlock(path string, l *fileLock) {
 
 // NewMeta returns a fresh meta line value.
 func NewMeta(title *string, now time.Time) protocol.SessionMeta {
-	return protocol.SessionMeta{Type: "meta", Title: title, Created: Timestamp(now)}
+	return protocol.SessionMeta{Type: "meta", Title: title, Created: protocol.Timestamp(now)}
 }
-
-// Timestamp formats t like JavaScript's Date.toISOString.
-func Timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // Append appends one JSON line to a session, creating the file with a meta
 // line first when it does not exist. It returns once the data is fsynced.

@@ -6,7 +6,7 @@
 // plus one row per line in session_lines, each line kept as the exact JSON
 // the JSONL store would write. Reads that need a whole session (history,
 // export, timeline, summary) reassemble the JSONL bytes and run the same
-// digest algorithms, so both stores answer alike by construction. Listing
+// transcript algorithms, so both stores answer alike by construction. Listing
 // reads only the sessions rows. Search matches lower-cased columns with
 // LIKE through pg_trgm GIN indexes (the message index covers only the
 // first 50 message lines of each session, the only ones searched), so it

@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/sessionstore/digest"
 	"github.com/waggle-os/core/services/sessionstore/jsonl"
 	"github.com/waggle-os/core/services/sessionstore/sessions"
+	"github.com/waggle-os/core/services/sessionstore/transcript"
 )
 
 // querier is what reads need of a pool or a transaction.
@@ -34,15 +34,15 @@ type row struct {
 	lastActive   time.Time
 }
 
-// info builds the listing entry exactly as digest.QuickInfo builds it
+// info builds the listing entry exactly as transcript.QuickInfo builds it
 // from the file: the meta line and the first message line decide title,
 // summary and created; the count is kept in the row.
-func (r row) info() digest.Info {
+func (r row) info() protocol.SessionInfo {
 	data := []byte(r.meta)
 	if r.firstLine != nil {
 		data = append(append(data, '\n'), *r.firstLine...)
 	}
-	info := digest.QuickInfo(r.id, data, r.lastActive)
+	info := transcript.QuickInfo(r.id, data, r.lastActive)
 	info.MessageCount = r.messageCount
 	return info
 }
@@ -102,7 +102,7 @@ func (s *Store) History(ctx context.Context, req protocol.HistoryRequest) (proto
 	if err != nil {
 		return protocol.HistoryReply{}, fmt.Errorf("pgstore: history %s/%s: %w", req.Workspace, req.Session, err)
 	}
-	f := digest.Parse(data)
+	f := transcript.Parse(data)
 	rep := protocol.HistoryReply{Messages: f.Messages}
 	if rep.Messages == nil {
 		rep.Messages = []protocol.Message{}
@@ -199,7 +199,7 @@ func (s *Store) ListSessions(ctx context.Context, req protocol.SessionListReques
 		if info.Summary == nil && info.MessageCount >= 4 {
 			info = s.lazySummary(ctx, protocol.SessionRef{Workspace: req.Workspace, Session: r.id}, info)
 		}
-		out = append(out, protocol.SessionInfo(info))
+		out = append(out, info)
 	}
 	slices.SortFunc(out, func(a, b protocol.SessionInfo) int {
 		if c := strings.Compare(b.LastActive, a.LastActive); c != 0 {
@@ -213,7 +213,7 @@ func (s *Store) ListSessions(ctx context.Context, req protocol.SessionListReques
 // lazySummary writes a generated summary into a session's meta line and
 // returns the updated entry; on failure it logs and returns info with the
 // summary it would have written.
-func (s *Store) lazySummary(ctx context.Context, ref protocol.SessionRef, info digest.Info) digest.Info {
+func (s *Store) lazySummary(ctx context.Context, ref protocol.SessionRef, info protocol.SessionInfo) protocol.SessionInfo {
 	out, err := s.writeSummary(ctx, ref)
 	if err != nil {
 		s.cfg.Logger.Warn("lazy summary write-back failed", "workspace", ref.Workspace, "session", ref.Session, "err", err)
@@ -225,8 +225,8 @@ func (s *Store) lazySummary(ctx context.Context, ref protocol.SessionRef, info d
 // writeSummary generates and stores the summary of a session that has
 // none, under the session's row lock, from the lines as they are then; a
 // summary is not activity, so last_active stays.
-func (s *Store) writeSummary(ctx context.Context, ref protocol.SessionRef) (digest.Info, error) {
-	var info digest.Info
+func (s *Store) writeSummary(ctx context.Context, ref protocol.SessionRef) (protocol.SessionInfo, error) {
+	var info protocol.SessionInfo
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM sessions WHERE workspace = $1 AND id = $2 FOR UPDATE`, ref.Workspace, ref.Session).Scan(&one)
@@ -240,18 +240,18 @@ func (s *Store) writeSummary(ctx context.Context, ref protocol.SessionRef) (dige
 		if err != nil {
 			return err
 		}
-		f := digest.Parse(data)
-		info = digest.SessionInfo(ref.Session, f, mtime)
+		f := transcript.Parse(data)
+		info = transcript.SessionInfo(ref.Session, f, mtime)
 		if f.Meta != nil && f.Meta.Summary != nil {
 			return nil // written meanwhile
 		}
-		summary, ok := digest.GenerateSummary(f)
+		summary, ok := transcript.GenerateSummary(f)
 		if !ok {
 			return nil
 		}
-		out := digest.WithSummary(data, summary, mtime)
+		out := transcript.WithSummary(data, summary, mtime)
 		meta, _, _ := bytes.Cut(out, []byte{'\n'})
-		info = digest.SessionInfo(ref.Session, digest.Parse(out), mtime)
+		info = transcript.SessionInfo(ref.Session, transcript.Parse(out), mtime)
 		_, err = tx.Exec(ctx, `UPDATE sessions SET meta = $3, summary = $4, lsummary = $5 WHERE workspace = $1 AND id = $2`,
 			ref.Workspace, ref.Session, string(meta), summary, strings.ToLower(summary))
 		return err
@@ -318,7 +318,7 @@ func (s *Store) SearchSessions(ctx context.Context, req protocol.SessionSearchRe
 			Snippets: []protocol.SearchSnippet{}, LastActive: info.LastActive,
 		}
 		if f.summary != nil && strings.Contains(strings.ToLower(*f.summary), lq) {
-			out[i].Snippets = append(out[i].Snippets, protocol.SearchSnippet{Text: digest.SnippetText(*f.summary, req.Query), Role: "summary"})
+			out[i].Snippets = append(out[i].Snippets, protocol.SearchSnippet{Text: transcript.SnippetText(*f.summary, req.Query), Role: "summary"})
 		}
 		ids[i] = f.id
 		index[f.id] = i
@@ -330,19 +330,19 @@ func (s *Store) SearchSessions(ctx context.Context, req protocol.SessionSearchRe
 			SELECT session, line, row_number() OVER (PARTITION BY session ORDER BY seq) AS rn
 			FROM session_lines
 			WHERE workspace = $1 AND session = ANY($2) AND mline <= `+searchedLines+` AND lcontent LIKE $3
-		) x WHERE rn <= $4 ORDER BY session, rn`, req.Workspace, ids, pattern, digest.MaxSnippets)
+		) x WHERE rn <= $4 ORDER BY session, rn`, req.Workspace, ids, pattern, transcript.MaxSnippets)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: search snippets %s: %w", req.Workspace, err)
 	}
 	var id, line string
 	_, err = pgx.ForEachRow(rows, []any{&id, &line}, func() error {
 		res := &out[index[id]]
-		if len(res.Snippets) >= digest.MaxSnippets {
+		if len(res.Snippets) >= transcript.MaxSnippets {
 			return nil
 		}
 		var m protocol.Message
 		if json.Unmarshal([]byte(line), &m) == nil {
-			res.Snippets = append(res.Snippets, protocol.SearchSnippet{Text: digest.SnippetText(m.Content, req.Query), Role: m.Role})
+			res.Snippets = append(res.Snippets, protocol.SearchSnippet{Text: transcript.SnippetText(m.Content, req.Query), Role: m.Role})
 		}
 		return nil
 	})
@@ -352,10 +352,10 @@ func (s *Store) SearchSessions(ctx context.Context, req protocol.SessionSearchRe
 	return out, nil
 }
 
-// searchedLines is digest.SearchedLines as SQL text. It must be a literal
+// searchedLines is transcript.SearchedLines as SQL text. It must be a literal
 // in the query, not a parameter: only then can the planner (generic plans
 // included) prove the partial index's predicate mline <= 50.
-var searchedLines = strconv.Itoa(digest.SearchedLines)
+var searchedLines = strconv.Itoa(transcript.SearchedLines)
 
 // likeEscape quotes LIKE's metacharacters (backslash is the escape).
 func likeEscape(s string) string {
@@ -368,7 +368,7 @@ func (s *Store) ExportSession(ctx context.Context, ref protocol.SessionRef) (str
 	if err != nil {
 		return "", err
 	}
-	return digest.ExportMarkdown(ref.Session, digest.Parse(data), s.cfg.Location), nil
+	return transcript.ExportMarkdown(ref.Session, transcript.Parse(data), s.cfg.Location), nil
 }
 
 // SessionTimeline returns a session's tool timeline as a JSON array.
@@ -377,11 +377,7 @@ func (s *Store) SessionTimeline(ctx context.Context, ref protocol.SessionRef) (j
 	if err != nil {
 		return nil, err
 	}
-	events := digest.Timeline(digest.Parse(data))
-	if events == nil {
-		events = []digest.TimelineEvent{}
-	}
-	b, err := json.Marshal(events)
+	b, err := transcript.TimelineJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: encode timeline of %s/%s: %w", ref.Workspace, ref.Session, err)
 	}
@@ -444,7 +440,7 @@ func (s *Store) RenameSession(ctx context.Context, ref protocol.SessionRef, titl
 			return err
 		}
 		now := s.now()
-		out, _, _ := bytes.Cut(digest.WithTitle([]byte(meta), title, now), []byte{'\n'})
+		out, _, _ := bytes.Cut(transcript.WithTitle([]byte(meta), title, now), []byte{'\n'})
 		_, err = tx.Exec(ctx, `UPDATE sessions SET meta = $3, last_active = GREATEST(last_active, $4) WHERE workspace = $1 AND id = $2`,
 			ref.Workspace, ref.Session, string(out), now)
 		return err
@@ -474,8 +470,8 @@ func (s *Store) SessionSummary(ctx context.Context, ref protocol.SessionRef) (pr
 	if !ok {
 		return protocol.SessionSummary{}, sessions.ErrSessionNotFound
 	}
-	f := digest.Parse(data)
-	info := digest.SessionInfo(ref.Session, f, mtime)
+	f := transcript.Parse(data)
+	info := transcript.SessionInfo(ref.Session, f, mtime)
 	if info.Summary == nil && info.MessageCount >= 4 {
 		info = s.lazySummary(ctx, ref, info)
 		// The summary was computed from the lines under the lock; read
@@ -483,9 +479,9 @@ func (s *Store) SessionSummary(ctx context.Context, ref protocol.SessionRef) (pr
 		if data, _, ok, err = read(ctx, s.pool, ref); err != nil || !ok {
 			return protocol.SessionSummary{}, wrap(cmpErr(err, ok), "summary %s/%s", ref.Workspace, ref.Session)
 		}
-		f = digest.Parse(data)
+		f = transcript.Parse(data)
 	}
-	return protocol.SessionSummary(digest.SessionSummary(ref.Session, f, info)), nil
+	return transcript.SessionSummary(ref.Session, f, info), nil
 }
 
 func cmpErr(err error, ok bool) error {

@@ -9,7 +9,7 @@
 // entry explicitly, so coarse file-system timestamps cannot serve a stale
 // entry. Search cannot be cached that way (it reads message text), so it
 // reads files in parallel, decodes only the lines whose raw bytes may hold
-// the query (digest.SearchData), and fully reads only the sessions that
+// the query (transcript.SearchData), and fully reads only the sessions that
 // make the result page.
 package sessions
 
@@ -28,8 +28,8 @@ import (
 	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/sessionstore/digest"
 	"github.com/waggle-os/core/services/sessionstore/jsonl"
+	"github.com/waggle-os/core/services/sessionstore/transcript"
 )
 
 // Search bounds of the contract.
@@ -83,8 +83,10 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Store serves the sessions API.
-type Store struct {
+// Catalog serves the sessions API from a catalog of the session files:
+// each session's listing entry (title, summary, counts), cached while its
+// file is unchanged, and the listing, search and export built from them.
+type Catalog struct {
 	cfg   Config
 	files *jsonl.Store
 	wss   Workspaces
@@ -97,25 +99,25 @@ type Store struct {
 // entry is a cached listing entry, valid while the file has this state.
 type entry struct {
 	state jsonl.FileState
-	info  digest.Info
+	info  protocol.SessionInfo
 }
 
 // New returns a store over files. cfg is validated (defaults filled).
-func New(files *jsonl.Store, wss Workspaces, cfg Config) *Store {
+func New(files *jsonl.Store, wss Workspaces, cfg Config) *Catalog {
 	_ = cfg.Validate()
-	return &Store{cfg: cfg, files: files, wss: wss, now: time.Now, index: map[string]map[string]entry{}}
+	return &Catalog{cfg: cfg, files: files, wss: wss, now: time.Now, index: map[string]map[string]entry{}}
 }
 
 // Invalidate drops the cached entry of a session; every write to a session
 // file goes through here.
-func (s *Store) Invalidate(ws, session string) {
+func (s *Catalog) Invalidate(ws, session string) {
 	s.mu.Lock()
 	delete(s.index[ws], session)
 	s.mu.Unlock()
 }
 
 // ForgetWorkspace drops every cached entry of a workspace.
-func (s *Store) ForgetWorkspace(ws string) {
+func (s *Catalog) ForgetWorkspace(ws string) {
 	s.mu.Lock()
 	delete(s.index, ws)
 	s.mu.Unlock()
@@ -129,13 +131,13 @@ type sessionFile struct {
 
 // files lists a workspace's session files in name order. Files whose name
 // is not a valid session id are skipped: no route could address them.
-func (s *Store) sessionFiles(ws string) ([]sessionFile, error) {
+func (s *Catalog) sessionFiles(ws string) ([]sessionFile, error) {
 	return s.listFiles(ws, true)
 }
 
 // listFiles is sessionFiles; without stat, states are left zero (a search
 // takes the mtime from its own read and saves one system call per file).
-func (s *Store) listFiles(ws string, stat bool) ([]sessionFile, error) {
+func (s *Catalog) listFiles(ws string, stat bool) ([]sessionFile, error) {
 	ents, err := os.ReadDir(s.files.SessionsDir(ws))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -169,7 +171,7 @@ func (s *Store) listFiles(ws string, stat bool) ([]sessionFile, error) {
 // List returns a workspace's listing entries, most recently active first
 // (ties by id). An unknown workspace lists as empty. Sessions with at
 // least 4 messages and no summary get one generated and written back.
-func (s *Store) List(ctx context.Context, ws string, hideEmpty bool) ([]protocol.SessionInfo, error) {
+func (s *Catalog) List(ctx context.Context, ws string, hideEmpty bool) ([]protocol.SessionInfo, error) {
 	if !s.wss.Exists(ws) {
 		return []protocol.SessionInfo{}, nil
 	}
@@ -177,7 +179,7 @@ func (s *Store) List(ctx context.Context, ws string, hideEmpty bool) ([]protocol
 	if err != nil {
 		return nil, err
 	}
-	infos := make([]digest.Info, len(files))
+	infos := make([]protocol.SessionInfo, len(files))
 	ok := make([]bool, len(files))
 	var misses []int
 	s.mu.Lock()
@@ -234,7 +236,7 @@ func (s *Store) List(ctx context.Context, ws string, hideEmpty bool) ([]protocol
 		if !ok[i] || hideEmpty && infos[i].MessageCount == 0 {
 			continue
 		}
-		out = append(out, protocol.SessionInfo(infos[i]))
+		out = append(out, infos[i])
 	}
 	slices.SortFunc(out, func(a, b protocol.SessionInfo) int {
 		if c := strings.Compare(b.LastActive, a.LastActive); c != 0 {
@@ -248,16 +250,16 @@ func (s *Store) List(ctx context.Context, ws string, hideEmpty bool) ([]protocol
 // load reads one session and builds its listing entry, writing a lazily
 // generated summary back first when one is due. Only a session that needs
 // a summary is fully parsed.
-func (s *Store) load(ws, id string) (entry, error) {
+func (s *Catalog) load(ws, id string) (entry, error) {
 	data, mtime, err := s.files.Read(ws, id)
 	if err != nil {
 		return entry{}, err
 	}
-	e := entry{state: jsonl.FileState{Size: int64(len(data)), ModTime: mtime}, info: digest.QuickInfo(id, data, mtime)}
+	e := entry{state: jsonl.FileState{Size: int64(len(data)), ModTime: mtime}, info: transcript.QuickInfo(id, data, mtime)}
 	if e.info.Summary != nil || e.info.MessageCount < 4 {
 		return e, nil
 	}
-	summary, ok := digest.GenerateSummary(digest.Parse(data))
+	summary, ok := transcript.GenerateSummary(transcript.Parse(data))
 	if !ok {
 		return e, nil
 	}
@@ -275,27 +277,27 @@ func (s *Store) load(ws, id string) (entry, error) {
 // summary from the file as it is under the lock, so lines appended since
 // the caller read it are both kept and counted. The returned entry
 // describes exactly the written file.
-func (s *Store) writeSummary(ws, id string, fallbackCreated time.Time) (entry, bool, error) {
+func (s *Catalog) writeSummary(ws, id string, fallbackCreated time.Time) (entry, bool, error) {
 	var e entry
 	st, wrote, err := s.files.RewriteQuiet(ws, id, func(data []byte) ([]byte, error) {
-		f := digest.Parse(data)
+		f := transcript.Parse(data)
 		if f.Meta != nil && f.Meta.Summary != nil {
 			return nil, nil // someone else wrote one meanwhile
 		}
-		summary, ok := digest.GenerateSummary(f)
+		summary, ok := transcript.GenerateSummary(f)
 		if !ok {
 			return nil, nil
 		}
-		out := digest.WithSummary(data, summary, fallbackCreated)
-		e.info = digest.SessionInfo(id, digest.Parse(out), time.Time{})
+		out := transcript.WithSummary(data, summary, fallbackCreated)
+		e.info = transcript.SessionInfo(id, transcript.Parse(out), time.Time{})
 		return out, nil
 	})
 	if err != nil || !wrote {
 		return entry{}, false, err
 	}
 	e.state = st
-	e.info.LastActive = jsonl.Timestamp(st.ModTime)
-	if e.info.Created == jsonl.Timestamp(time.Time{}) {
+	e.info.LastActive = protocol.Timestamp(st.ModTime)
+	if e.info.Created == protocol.Timestamp(time.Time{}) {
 		e.info.Created = e.info.LastActive
 	}
 	return e, true, nil
@@ -305,7 +307,7 @@ func (s *Store) writeSummary(ws, id string, fallbackCreated time.Time) (entry, b
 // and first 50 message lines. Results are sorted by match count, then by
 // lastActive, both descending, and only then cut to limit (the original
 // cut before sorting and so could drop the best matches).
-func (s *Store) Search(ctx context.Context, ws, q string, limit int) ([]protocol.SessionSearchResult, error) {
+func (s *Catalog) Search(ctx context.Context, ws, q string, limit int) ([]protocol.SessionSearchResult, error) {
 	if !s.wss.Exists(ws) {
 		return nil, ErrWorkspaceNotFound
 	}
@@ -323,7 +325,7 @@ func (s *Store) Search(ctx context.Context, ws, q string, limit int) ([]protocol
 	type hit struct {
 		id       string
 		count    int
-		snippets []digest.Snippet
+		snippets []transcript.Snippet
 		mtime    time.Time
 	}
 	hits := make([]*hit, len(files))
@@ -332,7 +334,7 @@ func (s *Store) Search(ctx context.Context, ws, q string, limit int) ([]protocol
 		if err != nil {
 			return nil // deleted or unreadable: not a match
 		}
-		if count, snippets := digest.SearchData(data, q); count > 0 {
+		if count, snippets := transcript.SearchData(data, q); count > 0 {
 			hits[i] = &hit{id: files[i].id, count: count, snippets: snippets, mtime: mtime}
 		}
 		return nil
@@ -361,13 +363,13 @@ func (s *Store) Search(ctx context.Context, ws, q string, limit int) ([]protocol
 	for i, h := range found {
 		r := protocol.SessionSearchResult{
 			SessionID: h.id, Title: h.id, MatchCount: h.count,
-			Snippets: make([]protocol.SearchSnippet, len(h.snippets)), LastActive: jsonl.Timestamp(h.mtime),
+			Snippets: make([]protocol.SearchSnippet, len(h.snippets)), LastActive: protocol.Timestamp(h.mtime),
 		}
 		for j, sn := range h.snippets {
 			r.Snippets[j] = protocol.SearchSnippet(sn)
 		}
 		if data, mtime, err := s.files.Read(ws, h.id); err == nil {
-			info := digest.QuickInfo(h.id, data, mtime)
+			info := transcript.QuickInfo(h.id, data, mtime)
 			r.Title, r.Summary = info.Title, info.Summary
 		}
 		out[i] = r
@@ -378,7 +380,7 @@ func (s *Store) Search(ctx context.Context, ws, q string, limit int) ([]protocol
 // CheckQuery returns ErrQueryTooShort for a query under MinQueryLength
 // UTF-16 units.
 func CheckQuery(q string) error {
-	if utf16Len(q) < MinQueryLength {
+	if protocol.UTF16Len(q) < MinQueryLength {
 		return ErrQueryTooShort
 	}
 	return nil
@@ -394,7 +396,7 @@ func SearchLimit(limit int) int {
 
 // read returns a session of an existing workspace, with the contract's
 // 404s.
-func (s *Store) read(ref protocol.SessionRef) ([]byte, time.Time, error) {
+func (s *Catalog) read(ref protocol.SessionRef) ([]byte, time.Time, error) {
 	if !s.wss.Exists(ref.Workspace) {
 		return nil, time.Time{}, ErrWorkspaceNotFound
 	}
@@ -409,25 +411,21 @@ func (s *Store) read(ref protocol.SessionRef) ([]byte, time.Time, error) {
 }
 
 // Export renders a session as Markdown.
-func (s *Store) Export(ref protocol.SessionRef) (string, error) {
+func (s *Catalog) Export(ref protocol.SessionRef) (string, error) {
 	data, _, err := s.read(ref)
 	if err != nil {
 		return "", err
 	}
-	return digest.ExportMarkdown(ref.Session, digest.Parse(data), s.cfg.Location), nil
+	return transcript.ExportMarkdown(ref.Session, transcript.Parse(data), s.cfg.Location), nil
 }
 
 // Timeline returns a session's tool timeline as a JSON array.
-func (s *Store) Timeline(ref protocol.SessionRef) (json.RawMessage, error) {
+func (s *Catalog) Timeline(ref protocol.SessionRef) (json.RawMessage, error) {
 	data, _, err := s.read(ref)
 	if err != nil {
 		return nil, err
 	}
-	events := digest.Timeline(digest.Parse(data))
-	if events == nil {
-		events = []digest.TimelineEvent{}
-	}
-	b, err := json.Marshal(events)
+	b, err := transcript.TimelineJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("sessions: encode timeline of %s/%s: %w", ref.Workspace, ref.Session, err)
 	}
@@ -436,7 +434,7 @@ func (s *Store) Timeline(ref protocol.SessionRef) (json.RawMessage, error) {
 
 // Create writes a new session's meta line. title is stored as given (any
 // JSON value; absent or null means no title, and the id stands in).
-func (s *Store) Create(ws string, title json.RawMessage) (protocol.SessionInfo, error) {
+func (s *Catalog) Create(ws string, title json.RawMessage) (protocol.SessionInfo, error) {
 	if !s.wss.Exists(ws) {
 		return protocol.SessionInfo{}, ErrWorkspaceNotFound
 	}
@@ -463,7 +461,7 @@ func (s *Store) Create(ws string, title json.RawMessage) (protocol.SessionInfo, 
 // null: no title).
 func NewSession(title json.RawMessage, now time.Time) (protocol.SessionInfo, []byte, error) {
 	id := "session-" + protocol.NewUUID()
-	ts := jsonl.Timestamp(now)
+	ts := protocol.Timestamp(now)
 	info := protocol.SessionInfo{ID: id, Title: id, LastActive: ts, Created: ts}
 	rawTitle := json.RawMessage("null")
 	if len(title) > 0 && string(title) != "null" {
@@ -479,7 +477,7 @@ func NewSession(title json.RawMessage, now time.Time) (protocol.SessionInfo, []b
 
 // Locate finds a session: in loc.Workspace when given, else in every
 // workspace directory in name order, first match winning.
-func (s *Store) Locate(loc protocol.SessionLocator) (protocol.SessionRef, error) {
+func (s *Catalog) Locate(loc protocol.SessionLocator) (protocol.SessionRef, error) {
 	if !protocol.ValidID(loc.Session) || loc.Workspace != "" && !protocol.ValidID(loc.Workspace) {
 		return protocol.SessionRef{}, ErrSessionNotFound
 	}
@@ -510,7 +508,7 @@ func (s *Store) Locate(loc protocol.SessionLocator) (protocol.SessionRef, error)
 }
 
 // Rename sets a session's title, keeping every other line.
-func (s *Store) Rename(loc protocol.SessionLocator, title string) (protocol.SessionRenameReply, error) {
+func (s *Catalog) Rename(loc protocol.SessionLocator, title string) (protocol.SessionRenameReply, error) {
 	if title == "" {
 		return protocol.SessionRenameReply{}, ErrTitleRequired
 	}
@@ -519,7 +517,7 @@ func (s *Store) Rename(loc protocol.SessionLocator, title string) (protocol.Sess
 		return protocol.SessionRenameReply{}, err
 	}
 	err = s.files.Rewrite(ref.Workspace, ref.Session, false, func(data []byte) ([]byte, error) {
-		return digest.WithTitle(data, title, s.now()), nil
+		return transcript.WithTitle(data, title, s.now()), nil
 	})
 	s.Invalidate(ref.Workspace, ref.Session)
 	if errors.Is(err, jsonl.ErrNotFound) {
@@ -532,7 +530,7 @@ func (s *Store) Rename(loc protocol.SessionLocator, title string) (protocol.Sess
 }
 
 // Delete removes a session file and returns which one it was.
-func (s *Store) Delete(loc protocol.SessionLocator) (protocol.SessionRef, error) {
+func (s *Catalog) Delete(loc protocol.SessionLocator) (protocol.SessionRef, error) {
 	ref, err := s.Locate(loc)
 	if err != nil {
 		return ref, err
@@ -550,7 +548,7 @@ func (s *Store) Delete(loc protocol.SessionLocator) (protocol.SessionRef, error)
 
 // Summary builds a session's post-session summary (writing a lazy summary
 // back like the listing does).
-func (s *Store) Summary(loc protocol.SessionLocator) (protocol.SessionSummary, error) {
+func (s *Catalog) Summary(loc protocol.SessionLocator) (protocol.SessionSummary, error) {
 	ref, err := s.Locate(loc)
 	if err != nil {
 		return protocol.SessionSummary{}, err
@@ -566,7 +564,7 @@ func (s *Store) Summary(loc protocol.SessionLocator) (protocol.SessionSummary, e
 	if err != nil {
 		return protocol.SessionSummary{}, fmt.Errorf("sessions: summary %s/%s: %w", ref.Workspace, ref.Session, err)
 	}
-	return protocol.SessionSummary(digest.SessionSummary(ref.Session, digest.Parse(data), e.info)), nil
+	return transcript.SessionSummary(ref.Session, transcript.Parse(data), e.info), nil
 }
 
 // parallel runs fn(0..n-1) on at most workers goroutines and returns the
@@ -616,16 +614,4 @@ func parallel(ctx context.Context, workers, n int, fn func(i int) error) error {
 	}
 	wg.Wait()
 	return ferr
-}
-
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
 }

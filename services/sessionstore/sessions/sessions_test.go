@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/sessionstore/digest"
 	"github.com/waggle-os/core/services/sessionstore/jsonl"
+	"github.com/waggle-os/core/services/sessionstore/transcript"
 )
 
 // dirWorkspaces treats every directory with a workspace.json as a workspace.
@@ -24,7 +24,7 @@ func (d dirWorkspaces) Exists(id string) bool {
 	return err == nil
 }
 
-func newStore(t testing.TB, dataDir string, workspaces ...string) (*Store, *jsonl.Store) {
+func newStore(t testing.TB, dataDir string, workspaces ...string) (*Catalog, *jsonl.Store) {
 	t.Helper()
 	for _, ws := range workspaces {
 		dir := filepath.Join(dataDir, "workspaces", ws)
@@ -87,7 +87,7 @@ func TestLazySummaryKeepsLastActive(t *testing.T) {
 		t.Fatalf("write-back moved mtime to %v", fi.ModTime())
 	}
 	data, _ := os.ReadFile(p)
-	f := digest.Parse(data)
+	f := transcript.Parse(data)
 	if f.Meta == nil || f.Meta.Summary == nil || *f.Meta.Summary != *got[0].Summary || f.Count != 4 {
 		t.Fatalf("file after write-back: %s", data)
 	}

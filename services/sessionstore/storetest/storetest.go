@@ -108,7 +108,7 @@ func ref(ws, id string) protocol.SessionRef { return protocol.SessionRef{Workspa
 
 func appendMsg(t *testing.T, s sessionstore.Store, ws, id, role, content string) {
 	t.Helper()
-	m := protocol.Message{Role: role, Content: content, Timestamp: time.Now().UTC().Format("2006-01-02T15:04:05.000Z")}
+	m := protocol.Message{Role: role, Content: content, Timestamp: protocol.Timestamp(time.Now())}
 	if err := s.Append(ctx, protocol.AppendRequest{SessionRef: ref(ws, id), Message: &m}); err != nil {
 		t.Fatalf("append to %s/%s: %v", ws, id, err)
 	}
@@ -117,7 +117,7 @@ func appendMsg(t *testing.T, s sessionstore.Store, ws, id, role, content string)
 func appendTool(t *testing.T, s sessionstore.Store, ws, id string, ev protocol.ToolEvent) {
 	t.Helper()
 	if ev.Timestamp == "" {
-		ev.Timestamp = time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+		ev.Timestamp = protocol.Timestamp(time.Now())
 	}
 	if err := s.Append(ctx, protocol.AppendRequest{SessionRef: ref(ws, id), Tool: &ev}); err != nil {
 		t.Fatalf("append tool to %s/%s: %v", ws, id, err)

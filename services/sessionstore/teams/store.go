@@ -55,19 +55,20 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 	return nil
 }
 
-// Store reads and writes teams, members, tokens and policies. Permission
+// Directory is the team directory: teams, their members and roles, API
+// tokens and per-role tool policies, in PostgreSQL. Permission
 // checks live in Authorizer and the handlers, not here.
-type Store struct {
+type Directory struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
 }
 
-// NewStore returns a store on pool (migrated with Migrate).
-func NewStore(pool *pgxpool.Pool, now func() time.Time) *Store {
+// NewDirectory returns a directory on pool (migrated with Migrate).
+func NewDirectory(pool *pgxpool.Pool, now func() time.Time) *Directory {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{pool: pool, now: now}
+	return &Directory{pool: pool, now: now}
 }
 
 var (
@@ -84,7 +85,7 @@ func isUniqueViolation(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
-func (s *Store) ensureUser(ctx context.Context, q querier, id string) error {
+func (s *Directory) ensureUser(ctx context.Context, q querier, id string) error {
 	if _, err := q.Exec(ctx, `INSERT INTO team_users (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, id, s.now()); err != nil {
 		return fmt.Errorf("teams: ensure user %s: %w", id, err)
 	}
@@ -100,7 +101,7 @@ type querier interface {
 
 // CreateTeam creates team id with owner as its first owner (no owner for
 // an empty owner).
-func (s *Store) CreateTeam(ctx context.Context, id, name, owner string) (protocol.Team, error) {
+func (s *Directory) CreateTeam(ctx context.Context, id, name, owner string) (protocol.Team, error) {
 	t := protocol.Team{ID: id, Name: name, Created: s.now().UTC()}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO teams (id, name, created_at) VALUES ($1, $2, $3)`, id, name, t.Created); err != nil {
@@ -134,7 +135,7 @@ func wrap(op, id string, err error) error {
 }
 
 // Team reads one team.
-func (s *Store) Team(ctx context.Context, id string) (protocol.Team, error) {
+func (s *Directory) Team(ctx context.Context, id string) (protocol.Team, error) {
 	var t protocol.Team
 	err := s.pool.QueryRow(ctx, `SELECT id, name, code_tools, created_at FROM teams WHERE id = $1`, id).
 		Scan(&t.ID, &t.Name, &t.CodeTools, &t.Created)
@@ -148,7 +149,7 @@ func (s *Store) Team(ctx context.Context, id string) (protocol.Team, error) {
 }
 
 // Teams lists every team, by id.
-func (s *Store) Teams(ctx context.Context) ([]protocol.Team, error) {
+func (s *Directory) Teams(ctx context.Context) ([]protocol.Team, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, name, code_tools, created_at FROM teams ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("teams: list teams: %w", err)
@@ -160,7 +161,7 @@ func (s *Store) Teams(ctx context.Context) ([]protocol.Team, error) {
 }
 
 // UpdateTeam changes a team's name and code-tools switch (nil: unchanged).
-func (s *Store) UpdateTeam(ctx context.Context, id string, name *string, codeTools *bool) (protocol.Team, error) {
+func (s *Directory) UpdateTeam(ctx context.Context, id string, name *string, codeTools *bool) (protocol.Team, error) {
 	var t protocol.Team
 	err := s.pool.QueryRow(ctx, `UPDATE teams SET name = COALESCE($2, name), code_tools = COALESCE($3, code_tools)
 		WHERE id = $1 RETURNING id, name, code_tools, created_at`, id, name, codeTools).
@@ -175,7 +176,7 @@ func (s *Store) UpdateTeam(ctx context.Context, id string, name *string, codeToo
 }
 
 // DeleteTeam deletes a team with its members and policies.
-func (s *Store) DeleteTeam(ctx context.Context, id string) error {
+func (s *Directory) DeleteTeam(ctx context.Context, id string) error {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM teams WHERE id = $1`, id)
 	if err != nil {
 		return wrap("delete team", id, err)
@@ -187,7 +188,7 @@ func (s *Store) DeleteTeam(ctx context.Context, id string) error {
 }
 
 // Memberships lists the teams user belongs to, by team id.
-func (s *Store) Memberships(ctx context.Context, user string) ([]protocol.TeamMembership, error) {
+func (s *Directory) Memberships(ctx context.Context, user string) ([]protocol.TeamMembership, error) {
 	rows, err := s.pool.Query(ctx, `SELECT team_id, role FROM team_members WHERE user_id = $1 ORDER BY team_id`, user)
 	if err != nil {
 		return nil, fmt.Errorf("teams: memberships of %s: %w", user, err)
@@ -203,7 +204,7 @@ func (s *Store) Memberships(ctx context.Context, user string) ([]protocol.TeamMe
 }
 
 // Role is user's role in team, "" when they are not a member.
-func (s *Store) Role(ctx context.Context, team, user string) (string, error) {
+func (s *Directory) Role(ctx context.Context, team, user string) (string, error) {
 	var role string
 	err := s.pool.QueryRow(ctx, `SELECT role FROM team_members WHERE team_id = $1 AND user_id = $2`, team, user).Scan(&role)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -216,7 +217,7 @@ func (s *Store) Role(ctx context.Context, team, user string) (string, error) {
 }
 
 // Members lists a team's members, by user id.
-func (s *Store) Members(ctx context.Context, team string) ([]protocol.TeamMember, error) {
+func (s *Directory) Members(ctx context.Context, team string) ([]protocol.TeamMember, error) {
 	rows, err := s.pool.Query(ctx, `SELECT team_id, user_id, role, created_at FROM team_members WHERE team_id = $1 ORDER BY user_id`, team)
 	if err != nil {
 		return nil, fmt.Errorf("teams: members of %s: %w", team, err)
@@ -229,7 +230,7 @@ func (s *Store) Members(ctx context.Context, team string) ([]protocol.TeamMember
 
 // PutMember adds user to team with role or changes their role, creating
 // the user when needed. Demoting the last owner is refused.
-func (s *Store) PutMember(ctx context.Context, team, user, role string) (protocol.TeamMember, error) {
+func (s *Directory) PutMember(ctx context.Context, team, user, role string) (protocol.TeamMember, error) {
 	m := protocol.TeamMember{Team: team, User: user, Role: role}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := lockTeam(ctx, tx, team); err != nil {
@@ -254,7 +255,7 @@ func (s *Store) PutMember(ctx context.Context, team, user, role string) (protoco
 }
 
 // RemoveMember removes user from team; removing the last owner is refused.
-func (s *Store) RemoveMember(ctx context.Context, team, user string) error {
+func (s *Directory) RemoveMember(ctx context.Context, team, user string) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := lockTeam(ctx, tx, team); err != nil {
 			return err
@@ -300,7 +301,7 @@ func keepAnOwner(ctx context.Context, tx pgx.Tx, team, user string) error {
 }
 
 // Policies lists a team's policies, by role rank.
-func (s *Store) Policies(ctx context.Context, team string) ([]protocol.TeamPolicy, error) {
+func (s *Directory) Policies(ctx context.Context, team string) ([]protocol.TeamPolicy, error) {
 	rows, err := s.pool.Query(ctx, `SELECT team_id, role, blocked_tools, updated_at FROM team_policies WHERE team_id = $1`, team)
 	if err != nil {
 		return nil, fmt.Errorf("teams: policies of %s: %w", team, err)
@@ -317,7 +318,7 @@ func (s *Store) Policies(ctx context.Context, team string) ([]protocol.TeamPolic
 }
 
 // BlockedTools is the policy of role in team (nil when none is set).
-func (s *Store) BlockedTools(ctx context.Context, team, role string) ([]string, error) {
+func (s *Directory) BlockedTools(ctx context.Context, team, role string) ([]string, error) {
 	var tools []string
 	err := s.pool.QueryRow(ctx, `SELECT blocked_tools FROM team_policies WHERE team_id = $1 AND role = $2`, team, role).Scan(&tools)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -330,7 +331,7 @@ func (s *Store) BlockedTools(ctx context.Context, team, role string) ([]string, 
 }
 
 // SetPolicy replaces the blocked tools of role in team.
-func (s *Store) SetPolicy(ctx context.Context, team, role string, tools []string) (protocol.TeamPolicy, error) {
+func (s *Directory) SetPolicy(ctx context.Context, team, role string, tools []string) (protocol.TeamPolicy, error) {
 	p := protocol.TeamPolicy{Team: team, Role: role, BlockedTools: tools, Updated: s.now().UTC()}
 	if p.BlockedTools == nil {
 		p.BlockedTools = []string{}
@@ -356,7 +357,7 @@ func hashToken(token string) []byte {
 
 // CreateToken issues a new token for user (created when missing) and
 // returns its secret, which is never stored.
-func (s *Store) CreateToken(ctx context.Context, user, name string) (protocol.TokenCreated, error) {
+func (s *Directory) CreateToken(ctx context.Context, user, name string) (protocol.TokenCreated, error) {
 	var secret [32]byte
 	var id [8]byte
 	if _, err := rand.Read(secret[:]); err != nil {
@@ -384,7 +385,7 @@ func (s *Store) CreateToken(ctx context.Context, user, name string) (protocol.To
 }
 
 // Verify returns the user of a live token, or a 401 INVALID_TOKEN.
-func (s *Store) Verify(ctx context.Context, token string) (string, error) {
+func (s *Directory) Verify(ctx context.Context, token string) (string, error) {
 	var id, user string
 	var last sql.NullTime
 	err := s.pool.QueryRow(ctx, `SELECT id, user_id, last_used_at FROM team_tokens WHERE hash = $1 AND revoked_at IS NULL`,
@@ -413,7 +414,7 @@ func scanToken(r pgx.Row) (protocol.TokenInfo, error) {
 }
 
 // Tokens lists user's tokens, newest first.
-func (s *Store) Tokens(ctx context.Context, user string) ([]protocol.TokenInfo, error) {
+func (s *Directory) Tokens(ctx context.Context, user string) ([]protocol.TokenInfo, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+tokenColumns+` FROM team_tokens WHERE user_id = $1 ORDER BY created_at DESC, id`, user)
 	if err != nil {
 		return nil, fmt.Errorf("teams: tokens of %s: %w", user, err)
@@ -422,7 +423,7 @@ func (s *Store) Tokens(ctx context.Context, user string) ([]protocol.TokenInfo, 
 }
 
 // Token reads one token's description.
-func (s *Store) Token(ctx context.Context, id string) (protocol.TokenInfo, error) {
+func (s *Directory) Token(ctx context.Context, id string) (protocol.TokenInfo, error) {
 	t, err := scanToken(s.pool.QueryRow(ctx, `SELECT `+tokenColumns+` FROM team_tokens WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, errTokenNotFound
@@ -431,7 +432,7 @@ func (s *Store) Token(ctx context.Context, id string) (protocol.TokenInfo, error
 }
 
 // RevokeToken revokes a token; revoking it again keeps the first time.
-func (s *Store) RevokeToken(ctx context.Context, id string) (protocol.TokenInfo, error) {
+func (s *Directory) RevokeToken(ctx context.Context, id string) (protocol.TokenInfo, error) {
 	t, err := scanToken(s.pool.QueryRow(ctx, `UPDATE team_tokens SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1
 		RETURNING `+tokenColumns, id, s.now()))
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -79,7 +79,7 @@ func (c *Config) Validate() error {
 // Teams answers the teams subjects.
 type Teams struct {
 	cfg   Config
-	store *Store
+	store *Directory
 	log   *slog.Logger
 }
 
@@ -91,7 +91,7 @@ func New(cfg Config, log *slog.Logger) (*Teams, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Teams{cfg: cfg, store: NewStore(cfg.Pool, cfg.Now), log: log.With("component", "teams")}, nil
+	return &Teams{cfg: cfg, store: NewDirectory(cfg.Pool, cfg.Now), log: log.With("component", "teams")}, nil
 }
 
 // Register migrates the teams schema and adds the teams endpoints to svc.

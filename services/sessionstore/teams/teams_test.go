@@ -31,7 +31,7 @@ func TestMigrateTwiceAndConcurrentlyIsHarmless(t *testing.T) {
 			t.Fatalf("concurrent migrate: %v", err)
 		}
 	}
-	s := NewStore(pool, nil)
+	s := NewDirectory(pool, nil)
 	if _, err := s.CreateTeam(ctx, "acme", "Acme", "alice"); err != nil {
 		t.Fatal(err)
 	}

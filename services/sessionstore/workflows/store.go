@@ -55,14 +55,15 @@ type backend interface {
 	update(ctx context.Context, workspace string, fn func(*state)) error
 }
 
-// Store is the workflow-capture state of every workspace.
-type Store struct {
+// Patterns holds the captured workflow patterns of every workspace, with
+// the recent tool sequences they are detected from.
+type Patterns struct {
 	cfg Config
 	b   backend
 }
 
 // Open returns a store; with a pool it applies the package's migrations.
-func Open(cfg Config) (*Store, error) {
+func Open(cfg Config) (*Patterns, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -72,12 +73,12 @@ func Open(cfg Config) (*Store, error) {
 		if _, err := pgmigrate.Up(ctx, cfg.Pool, pgmigrate.Set{FS: pgmigrate.Sub(migrations, "migrations"), Table: schemaTable, LockID: migrationLockID}); err != nil {
 			return nil, fmt.Errorf("workflows: migrate: %w", err)
 		}
-		return &Store{cfg: cfg, b: &pgBackend{pool: cfg.Pool}}, nil
+		return &Patterns{cfg: cfg, b: &pgBackend{pool: cfg.Pool}}, nil
 	}
 	if cfg.DataDir == "" {
 		return nil, errors.New("workflows: DataDir is required")
 	}
-	return &Store{cfg: cfg, b: &fileBackend{dir: cfg.DataDir}}, nil
+	return &Patterns{cfg: cfg, b: &fileBackend{dir: cfg.DataDir}}, nil
 }
 
 // Register opens the store and adds its endpoints to svc.
@@ -97,7 +98,7 @@ func Register(svc *bus.Service, cfg Config, _ *slog.Logger) error {
 
 // Observe records a turn's tool sequence and returns the pattern it
 // completes when it is new to the workspace.
-func (s *Store) Observe(ctx context.Context, r protocol.WorkflowObserveRequest) (protocol.WorkflowObserveReply, error) {
+func (s *Patterns) Observe(ctx context.Context, r protocol.WorkflowObserveRequest) (protocol.WorkflowObserveReply, error) {
 	if !protocol.ValidID(r.Workspace) || (r.Session != "" && !protocol.ValidID(r.Session)) {
 		return protocol.WorkflowObserveReply{}, protocol.Errorf(protocol.Invalid, "invalid workspace or session")
 	}
@@ -124,7 +125,7 @@ func (s *Store) Observe(ctx context.Context, r protocol.WorkflowObserveRequest) 
 }
 
 // List returns a workspace's captured patterns, oldest first.
-func (s *Store) List(ctx context.Context, workspace string) (protocol.WorkflowList, error) {
+func (s *Patterns) List(ctx context.Context, workspace string) (protocol.WorkflowList, error) {
 	if !protocol.ValidID(workspace) {
 		return protocol.WorkflowList{}, protocol.Errorf(protocol.Invalid, "invalid workspace")
 	}

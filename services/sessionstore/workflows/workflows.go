@@ -159,7 +159,7 @@ func (st *state) observe(session string, seq []string, now time.Time) (protocol.
 		earlier[i] = q.Tools
 	}
 	p, n, found := Detect(seq, earlier)
-	stamp := now.UTC().Format("2006-01-02T15:04:05.000Z")
+	stamp := protocol.Timestamp(now)
 	st.Sequences = append(st.Sequences, Sequence{Session: session, Tools: append([]string(nil), seq...), At: stamp})
 	if len(st.Sequences) > KeepSequences {
 		st.Sequences = st.Sequences[len(st.Sequences)-KeepSequences:]

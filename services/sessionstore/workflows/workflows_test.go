@@ -81,10 +81,10 @@ func TestNewPattern(t *testing.T) {
 }
 
 // implementations runs fn against the file store and the PostgreSQL one.
-func implementations(t *testing.T, fn func(t *testing.T, open func() *Store)) {
+func implementations(t *testing.T, fn func(t *testing.T, open func() *Patterns)) {
 	t.Run("files", func(t *testing.T) {
 		dir := t.TempDir()
-		fn(t, func() *Store { return mustOpen(t, Config{DataDir: dir}) })
+		fn(t, func() *Patterns { return mustOpen(t, Config{DataDir: dir}) })
 	})
 	t.Run("postgres", func(t *testing.T) {
 		pool, err := pgxpool.New(context.Background(), pgtest.URL(t))
@@ -92,11 +92,11 @@ func implementations(t *testing.T, fn func(t *testing.T, open func() *Store)) {
 			t.Fatal(err)
 		}
 		t.Cleanup(pool.Close)
-		fn(t, func() *Store { return mustOpen(t, Config{Pool: pool}) })
+		fn(t, func() *Patterns { return mustOpen(t, Config{Pool: pool}) })
 	})
 }
 
-func mustOpen(t *testing.T, cfg Config) *Store {
+func mustOpen(t *testing.T, cfg Config) *Patterns {
 	t.Helper()
 	cfg.Now = func() time.Time { return time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC) }
 	s, err := Open(cfg)
@@ -107,7 +107,7 @@ func mustOpen(t *testing.T, cfg Config) *Store {
 }
 
 func TestStoreReportsEachPatternOnce(t *testing.T) {
-	implementations(t, func(t *testing.T, open func() *Store) {
+	implementations(t, func(t *testing.T, open func() *Patterns) {
 		ctx := context.Background()
 		s := open()
 		seq := []string{"list_files", "read_file", "edit_file"}
@@ -144,7 +144,7 @@ func TestStoreReportsEachPatternOnce(t *testing.T) {
 }
 
 func TestStoreConcurrentObservesAllRecorded(t *testing.T) {
-	implementations(t, func(t *testing.T, open func() *Store) {
+	implementations(t, func(t *testing.T, open func() *Patterns) {
 		ctx := context.Background()
 		s := open()
 		seq := []string{"a_tool", "b_tool", "c_tool"}

@@ -66,8 +66,9 @@ func (d Doc) Workspace() protocol.Workspace {
 	return w
 }
 
-// Store reads and writes workspace configs.
-type Store struct {
+// Registry is the registry of workspaces: it reads and writes each
+// workspace's config (workspace.json) and knows its directory.
+type Registry struct {
 	dataDir string
 	now     func() time.Time
 
@@ -85,7 +86,7 @@ type Store struct {
 
 // damaged logs a damaged workspace.json once per version of the file and
 // returns the error for callers.
-func (s *Store) damaged(id string, data []byte, cause error) error {
+func (s *Registry) damaged(id string, data []byte, cause error) error {
 	key := fmt.Sprint(len(data))
 	if st, err := os.Stat(s.file(id)); err == nil {
 		key += st.ModTime().String()
@@ -102,20 +103,20 @@ func (s *Store) damaged(id string, data []byte, cause error) error {
 }
 
 // New returns a store rooted at dataDir.
-func New(dataDir string) *Store {
-	return &Store{dataDir: dataDir, now: time.Now}
+func New(dataDir string) *Registry {
+	return &Registry{dataDir: dataDir, now: time.Now}
 }
 
 // Root is the directory holding every workspace.
-func (s *Store) Root() string { return filepath.Join(s.dataDir, "workspaces") }
+func (s *Registry) Root() string { return filepath.Join(s.dataDir, "workspaces") }
 
 // Dir is a workspace's directory.
-func (s *Store) Dir(id string) string { return filepath.Join(s.Root(), id) }
+func (s *Registry) Dir(id string) string { return filepath.Join(s.Root(), id) }
 
-func (s *Store) file(id string) string { return filepath.Join(s.Dir(id), "workspace.json") }
+func (s *Registry) file(id string) string { return filepath.Join(s.Dir(id), "workspace.json") }
 
 // Exists reports whether workspace id exists.
-func (s *Store) Exists(id string) bool {
+func (s *Registry) Exists(id string) bool {
 	if !protocol.ValidID(id) {
 		return false
 	}
@@ -125,11 +126,11 @@ func (s *Store) Exists(id string) bool {
 
 // DefaultDoc is the default workspace's doc, created now.
 func DefaultDoc(now time.Time) Doc {
-	return Doc{"id": jsonValue(DefaultID), "name": jsonValue(DefaultName), "created": jsonValue(jsonl.Timestamp(now))}
+	return Doc{"id": jsonValue(DefaultID), "name": jsonValue(DefaultName), "created": jsonValue(protocol.Timestamp(now))}
 }
 
 // EnsureDefault creates the default workspace when it does not exist.
-func (s *Store) EnsureDefault() error {
+func (s *Registry) EnsureDefault() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.Exists(DefaultID) {
@@ -139,7 +140,7 @@ func (s *Store) EnsureDefault() error {
 }
 
 // Get reads workspace id; ErrNotFound when it does not exist.
-func (s *Store) Get(id string) (Doc, error) {
+func (s *Registry) Get(id string) (Doc, error) {
 	if !protocol.ValidID(id) {
 		return nil, ErrNotFound
 	}
@@ -172,7 +173,7 @@ func (s *Store) Get(id string) (Doc, error) {
 
 // List returns every workspace, oldest first (ties by id). Unreadable or
 // damaged configs are skipped (and logged).
-func (s *Store) List() ([]Doc, error) {
+func (s *Registry) List() ([]Doc, error) {
 	ents, err := os.ReadDir(s.Root())
 	if errors.Is(err, fs.ErrNotExist) {
 		return []Doc{}, nil
@@ -198,7 +199,7 @@ func (s *Store) List() ([]Doc, error) {
 // Create adds a workspace from the given fields. Its id is the slug of the
 // name, with "-2", "-3"… on collision with a workspace here or one taken
 // reports (another store's; nil: none); id and created are set here.
-func (s *Store) Create(fields Doc, taken func(id string) (bool, error)) (Doc, error) {
+func (s *Registry) Create(fields Doc, taken func(id string) (bool, error)) (Doc, error) {
 	if err := Validate(fields, true); err != nil {
 		return nil, err
 	}
@@ -247,7 +248,7 @@ func NewDoc(id string, fields Doc, now time.Time) Doc {
 		}
 	}
 	doc["id"] = jsonValue(id)
-	doc["created"] = jsonValue(jsonl.Timestamp(now))
+	doc["created"] = jsonValue(protocol.Timestamp(now))
 	return doc
 }
 
@@ -280,7 +281,7 @@ func SortDocs(docs []Doc) {
 
 // Update merges fields into workspace id: a null value removes the field,
 // id and created never change, other fields are kept.
-func (s *Store) Update(id string, fields Doc) (Doc, error) {
+func (s *Registry) Update(id string, fields Doc) (Doc, error) {
 	if err := Validate(fields, false); err != nil {
 		return nil, err
 	}
@@ -299,7 +300,7 @@ func (s *Store) Update(id string, fields Doc) (Doc, error) {
 
 // Delete removes workspace id and everything in its directory (sessions
 // and memories included). It returns the ids of the sessions it removed.
-func (s *Store) Delete(id string) ([]string, error) {
+func (s *Registry) Delete(id string) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.Exists(id) {
@@ -323,7 +324,7 @@ func (s *Store) Delete(id string) ([]string, error) {
 	return sessions, nil
 }
 
-func (s *Store) write(id string, doc Doc) error {
+func (s *Registry) write(id string, doc Doc) error {
 	if err := os.MkdirAll(s.Dir(id), 0o755); err != nil {
 		return fmt.Errorf("workspaces: create %s: %w", id, err)
 	}

@@ -331,13 +331,13 @@ func (r *run) loop(ctx context.Context) error {
 
 	for step := r.steps + 1; ; step++ {
 		sr, err := r.callModel(ctx, msgs)
-		r.content.WriteString(sr.content)
-		r.res.Usage.InputTokens += sr.usage.PromptTokens
-		r.res.Usage.OutputTokens += sr.usage.CompletionTokens
+		r.content.WriteString(sr.Content)
+		r.res.Usage.InputTokens += sr.Usage.PromptTokens
+		r.res.Usage.OutputTokens += sr.Usage.CompletionTokens
 		if err != nil {
 			return err
 		}
-		if len(sr.calls) == 0 {
+		if len(sr.Calls) == 0 {
 			return nil
 		}
 		if err := r.checkpointStep(ctx, sr); err != nil {
@@ -363,11 +363,11 @@ func (r *run) checkpointStep(ctx context.Context, sr stepResult) error {
 		return nil
 	}
 	cp := protocol.StepCheckpoint{
-		Step: r.steps, Model: r.model, Content: sr.content,
+		Step: r.steps, Model: r.model, Content: sr.Content,
 		InputTokens: r.res.Usage.InputTokens, OutputTokens: r.res.Usage.OutputTokens,
 	}
-	for _, pc := range sr.calls {
-		cp.Calls = append(cp.Calls, protocol.CheckpointCall{ID: pc.id, Name: pc.name, Args: string(pc.args)})
+	for _, pc := range sr.Calls {
+		cp.Calls = append(cp.Calls, protocol.CheckpointCall{ID: pc.ID, Name: pc.Name, Args: string(pc.Args)})
 	}
 	if err := r.req.Checkpoint.Step(ctx, cp); err != nil {
 		return fmt.Errorf("agent: checkpoint step %d: %w", r.steps, err)
@@ -387,11 +387,11 @@ func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage
 		if ctx.Err() != nil {
 			return sr, ctx.Err()
 		}
-		if !sr.streamed && r.rotateKey(err) {
+		if !sr.Streamed && r.rotateKey(err) {
 			r.step(RotatedKeyText)
 			continue
 		}
-		if sr.streamed || !retryable(err) {
+		if sr.Streamed || !retryable(err) {
 			return sr, r.modelError(err)
 		}
 		if retries < r.a.cfg.MaxRetries {
@@ -478,5 +478,3 @@ func joinNonEmpty(a, b string) string {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
-
-func nowStamp() string { return time.Now().UTC().Format("2006-01-02T15:04:05.000Z") }

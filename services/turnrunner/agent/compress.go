@@ -123,18 +123,18 @@ func EstimateTokens(text string) int {
 	if text == "" {
 		return 0
 	}
-	return int(math.Ceil(float64(utf16Len(text)) / charsPerToken(text)))
+	return int(math.Ceil(float64(protocol.UTF16Len(text)) / charsPerToken(text)))
 }
 
 func charsPerToken(text string) float64 {
-	if utf16Len(text) < 20 {
+	if protocol.UTF16Len(text) < 20 {
 		return 4
 	}
 	sample := text
 	if u := []rune(text); len(u) > 2000 {
 		sample = string(u[:2000])
 	}
-	n := float64(utf16Len(sample))
+	n := float64(protocol.UTF16Len(sample))
 	switch t := strings.TrimLeft(sample, " \t\r\n"); {
 	case strings.HasPrefix(t, "{") || strings.HasPrefix(t, "["):
 		return 3.5

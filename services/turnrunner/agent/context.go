@@ -51,18 +51,18 @@ func ApplyContextWindow(history []protocol.Message, max int) []protocol.Message 
 func SummarizeDroppedContext(dropped []protocol.Message) string {
 	var decisions, requests []string
 	for _, m := range dropped {
-		if m.Content == "" || utf16Len(m.Content) < 10 {
+		if m.Content == "" || protocol.UTF16Len(m.Content) < 10 {
 			continue
 		}
 		if isDecision(m.Content) {
 			first := strings.TrimSpace(sentenceEnd.Split(m.Content, 2)[0])
-			if n := utf16Len(first); n > 10 && n < 200 {
+			if n := protocol.UTF16Len(first); n > 10 && n < 200 {
 				decisions = append(decisions, first)
 			}
 		}
 		if m.Role == protocol.RoleUser {
 			line := strings.TrimSpace(strings.SplitN(m.Content, "\n", 2)[0])
-			if n := utf16Len(line); n > 15 && n < 150 {
+			if n := protocol.UTF16Len(line); n > 15 && n < 150 {
 				requests = append(requests, line)
 			}
 		}

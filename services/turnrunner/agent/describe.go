@@ -3,7 +3,8 @@ package agent
 import (
 	"encoding/json"
 	"strconv"
-	"unicode/utf16"
+
+	"github.com/waggle-os/core/libs/protocol"
 )
 
 // bashPreviewUnits is how much of a bash command the step line shows, in
@@ -34,7 +35,7 @@ func DescribeToolUse(name string, input map[string]any) string {
 	case "correct_knowledge":
 		return "Updating knowledge graph..."
 	case "bash":
-		return "Running command: " + truncateUTF16(f("command"), bashPreviewUnits) + "..."
+		return "Running command: " + protocol.TruncateUTF16(f("command"), bashPreviewUnits) + "..."
 	case "read_file":
 		return "Reading file: " + f("path") + "..."
 	case "write_file":
@@ -145,26 +146,4 @@ func truthy(v any) bool {
 	default:
 		return true
 	}
-}
-
-// utf16Len is a string's length as JavaScript counts it.
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
-}
-
-// truncateUTF16 keeps the first n UTF-16 code units of s.
-func truncateUTF16(s string, n int) string {
-	if utf16Len(s) <= n {
-		return s
-	}
-	units := utf16.Encode([]rune(s))
-	return string(utf16.Decode(units[:n]))
 }

@@ -83,7 +83,7 @@ func wordSet(ws ...string) map[string]bool {
 func IsVague(message string) bool {
 	m := strings.TrimSpace(message)
 	switch {
-	case m == "", strings.HasPrefix(m, "/"), utf16Len(m) > 100, len(strings.Fields(m)) >= 10,
+	case m == "", strings.HasPrefix(m, "/"), protocol.UTF16Len(m) > 100, len(strings.Fields(m)) >= 10,
 		strings.Contains(m, "?"), pathLike.MatchString(m), urlLike.MatchString(m):
 		return false
 	}
@@ -127,7 +127,7 @@ func parseExpansion(original, answer string) (expansion, bool) {
 	e.Intent = strings.ToLower(strings.TrimSpace(e.Intent))
 	e.Expanded = strings.TrimSpace(e.Expanded)
 	if e.Intent == "greeting" || e.Intent == "question" || e.Expanded == "" ||
-		float64(utf16Len(e.Expanded)) <= float64(utf16Len(original))*1.5 {
+		float64(protocol.UTF16Len(e.Expanded)) <= float64(protocol.UTF16Len(original))*1.5 {
 		return expansion{}, false
 	}
 	if e.Intent == "" {
@@ -136,7 +136,7 @@ func parseExpansion(original, answer string) (expansion, bool) {
 	var qs []string
 	for _, q := range e.Questions {
 		q = strings.TrimSpace(q)
-		if utf16Len(q) > 5 && strings.Contains(q, "?") && len(qs) < 3 {
+		if protocol.UTF16Len(q) > 5 && strings.Contains(q, "?") && len(qs) < 3 {
 			qs = append(qs, q)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/waggle-os/core/libs/protocol"
 )
 
 // DefaultModel is the model used when neither the request, the workspace
@@ -134,7 +136,7 @@ var (
 // budget model: at most 500 characters and 80 words, no backtick, no URL,
 // fewer than 3 newlines and none of the words that signal real work.
 func IsSimpleMessage(message string) bool {
-	return utf16Len(message) <= 500 &&
+	return protocol.UTF16Len(message) <= 500 &&
 		len(strings.Fields(message)) <= 80 &&
 		!strings.Contains(message, "`") &&
 		!urlPattern.MatchString(message) &&

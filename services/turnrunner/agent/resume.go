@@ -9,6 +9,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/chatstream"
 )
 
 // Checkpointer makes a turn's progress durable before it has side effects,
@@ -103,7 +104,7 @@ func (r *run) resume(ctx context.Context) ([]openai.ChatCompletionMessage, error
 				result = r.interrupted(c)
 			default:
 				var err error
-				result, err = r.execute(ctx, &pendingCall{id: c.ID, name: c.Name, args: []byte(c.Args)})
+				result, err = r.execute(ctx, &chatstream.ToolCall{ID: c.ID, Name: c.Name, Args: []byte(c.Args)})
 				if err != nil {
 					return nil, err
 				}

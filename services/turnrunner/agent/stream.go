@@ -2,31 +2,18 @@ package agent
 
 import (
 	"context"
-	"errors"
-	"io"
 	"net/http"
-	"sort"
 
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/chatstream"
 )
 
 // stepResult is what one model call produced.
 type stepResult struct {
-	content    string
-	calls      []*pendingCall
-	usage      openai.Usage
-	streamed   bool   // a token reached the sink: the call must not be retried
-	retryAfter string // Retry-After of a failed answer
-}
-
-// pendingCall is a tool call assembled from its stream fragments.
-type pendingCall struct {
-	index int
-	id    string
-	name  string
-	args  []byte
+	chatstream.Reply        // Streamed: a token reached the sink, the call must not be retried
+	retryAfter       string // Retry-After of a failed answer
 }
 
 // stream makes one streamed model call, sending content deltas to sink as
@@ -47,59 +34,8 @@ func (a *Agent) stream(ctx context.Context, model string, msgs []openai.ChatComp
 		return sr, err
 	}
 	defer s.Close()
-
-	var content []byte
-	byIndex := map[int]*pendingCall{}
-	for {
-		chunk, err := s.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			sr.content = string(content)
-			return sr, err
-		}
-		if chunk.Usage != nil {
-			sr.usage = *chunk.Usage
-		}
-		for _, ch := range chunk.Choices {
-			if ch.Index != 0 {
-				continue
-			}
-			if d := ch.Delta.Content; d != "" {
-				content = append(content, d...)
-				sr.streamed = true
-				emitText(sink, protocol.EventToken, d)
-			}
-			for i, tc := range ch.Delta.ToolCalls {
-				idx := i
-				if tc.Index != nil {
-					idx = *tc.Index
-				}
-				pc := byIndex[idx]
-				if pc == nil {
-					pc = &pendingCall{index: idx}
-					byIndex[idx] = pc
-					sr.calls = append(sr.calls, pc)
-				}
-				if tc.ID != "" {
-					pc.id = tc.ID
-				}
-				if tc.Function.Name != "" {
-					pc.name += tc.Function.Name
-				}
-				pc.args = append(pc.args, tc.Function.Arguments...)
-			}
-		}
-	}
-	sr.content = string(content)
-	sort.SliceStable(sr.calls, func(i, j int) bool { return sr.calls[i].index < sr.calls[j].index })
-	for i, pc := range sr.calls {
-		if pc.id == "" {
-			pc.id = "call_" + itoa(i)
-		}
-	}
-	return sr, nil
+	sr.Reply, err = chatstream.Read(s, func(d string) { emitText(sink, protocol.EventToken, d) })
+	return sr, err
 }
 
 // responseMeta carries response headers the go-openai error types drop.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/waggle-os/core/libs/injection"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/chatstream"
 )
 
 // Tool is a function the model may call.
@@ -75,32 +76,32 @@ func isErrorText(s string) bool {
 // runTools runs a step's tool calls in order and returns the messages that
 // continue the transcript: the assistant's tool_calls and one result each.
 func (r *run) runTools(ctx context.Context, sr stepResult) ([]openai.ChatCompletionMessage, error) {
-	assistant := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: sr.content}
-	for _, pc := range sr.calls {
-		args := string(pc.args)
+	assistant := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: sr.Content}
+	for _, pc := range sr.Calls {
+		args := string(pc.Args)
 		if strings.TrimSpace(args) == "" {
 			args = "{}"
 		}
 		assistant.ToolCalls = append(assistant.ToolCalls, openai.ToolCall{
-			ID: pc.id, Type: openai.ToolTypeFunction,
-			Function: openai.FunctionCall{Name: pc.name, Arguments: args},
+			ID: pc.ID, Type: openai.ToolTypeFunction,
+			Function: openai.FunctionCall{Name: pc.Name, Arguments: args},
 		})
 	}
 	out := []openai.ChatCompletionMessage{assistant}
-	for _, pc := range sr.calls {
+	for _, pc := range sr.Calls {
 		result, err := r.execute(ctx, pc)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, toolMessage(pc.id, result))
+		out = append(out, toolMessage(pc.ID, result))
 	}
 	return out, nil
 }
 
 // execute runs one call and returns what the model receives. Only a
 // cancelled ctx is an error; every other failure is a result text.
-func (r *run) execute(ctx context.Context, pc *pendingCall) (string, error) {
-	raw := bytes.TrimSpace(pc.args)
+func (r *run) execute(ctx context.Context, pc *chatstream.ToolCall) (string, error) {
+	raw := bytes.TrimSpace(pc.Args)
 	if len(raw) == 0 {
 		raw = []byte("{}")
 	}
@@ -108,43 +109,43 @@ func (r *run) execute(ctx context.Context, pc *pendingCall) (string, error) {
 	var anyValue any
 	if err := json.Unmarshal(raw, &anyValue); err != nil {
 		// Like the original: the model learns its mistake, the client sees nothing.
-		return fmt.Sprintf("Error: Invalid arguments for %s: %v", pc.name, err), nil
+		return fmt.Sprintf("Error: Invalid arguments for %s: %v", pc.Name, err), nil
 	}
 	fields, _ = anyValue.(map[string]any)
 	var compact bytes.Buffer
 	_ = json.Compact(&compact, raw)
 	input := json.RawMessage(compact.Bytes())
 
-	r.step(DescribeToolUse(pc.name, fields))
-	r.emit(protocol.EventTool, ToolData{Name: pc.name, Input: input})
-	r.res.ToolsUsed = append(r.res.ToolsUsed, pc.name)
-	r.starts[pc.name] = append(r.starts[pc.name], time.Now())
-	ev := protocol.ToolEvent{TurnID: r.req.TurnID, CallID: pc.id, Name: pc.name, Input: input}
+	r.step(DescribeToolUse(pc.Name, fields))
+	r.emit(protocol.EventTool, ToolData{Name: pc.Name, Input: input})
+	r.res.ToolsUsed = append(r.res.ToolsUsed, pc.Name)
+	r.starts[pc.Name] = append(r.starts[pc.Name], time.Now())
+	ev := protocol.ToolEvent{TurnID: r.req.TurnID, CallID: pc.ID, Name: pc.Name, Input: input}
 
-	key := pc.name + "\x00" + string(input)
+	key := pc.Name + "\x00" + string(input)
 	r.repeats[key]++
-	tool, known := r.tools[pc.name]
+	tool, known := r.tools[pc.Name]
 	var result string
 	switch {
 	case r.repeats[key] > maxIdenticalCalls:
-		result = fmt.Sprintf("Error: Loop detected — called %s with identical arguments too many times. Try a different approach.", pc.name)
-	case r.blocked[pc.name]:
-		v := Verdict{ModelText: protocol.GovernanceBlockedText(pc.name), ToolResult: true}
+		result = fmt.Sprintf("Error: Loop detected — called %s with identical arguments too many times. Try a different approach.", pc.Name)
+	case r.blocked[pc.Name]:
+		v := Verdict{ModelText: protocol.GovernanceBlockedText(pc.Name), ToolResult: true}
 		r.deny(&ev, v)
 		return v.ModelText, nil
 	case !known:
-		result = fmt.Sprintf("Error: Unknown tool \"%s\". Available tools: %s", pc.name, strings.Join(r.names, ", "))
+		result = fmt.Sprintf("Error: Unknown tool \"%s\". Available tools: %s", pc.Name, strings.Join(r.names, ", "))
 	default:
 		v := Verdict{Allow: true}
 		if r.req.Gate != nil {
 			var err error
-			v, err = r.req.Gate.Check(ctx, ToolCall{ID: pc.id, Name: pc.name, Input: input})
+			v, err = r.req.Gate.Check(ctx, ToolCall{ID: pc.ID, Name: pc.Name, Input: input})
 			if ctx.Err() != nil {
 				return "", ctx.Err()
 			}
 			if err != nil {
 				// A gate that cannot decide must not let the call through.
-				v = Verdict{ModelText: "[BLOCKED] Could not get approval for " + pc.name}
+				v = Verdict{ModelText: "[BLOCKED] Could not get approval for " + pc.Name}
 			}
 		}
 		if !v.Allow {
@@ -152,11 +153,11 @@ func (r *run) execute(ctx context.Context, pc *pendingCall) (string, error) {
 			return v.ModelText, nil
 		}
 		if cp := r.req.Checkpoint; cp != nil {
-			if err := cp.Executing(ctx, protocol.ExecCheckpoint{Step: r.steps, CallID: pc.id}); err != nil {
+			if err := cp.Executing(ctx, protocol.ExecCheckpoint{Step: r.steps, CallID: pc.ID}); err != nil {
 				if ctx.Err() != nil {
 					return "", ctx.Err()
 				}
-				return "", fmt.Errorf("agent: checkpoint %s: %w", pc.name, err)
+				return "", fmt.Errorf("agent: checkpoint %s: %w", pc.Name, err)
 			}
 		}
 		out, err := callTool(ctx, tool, input)
@@ -164,7 +165,7 @@ func (r *run) execute(ctx context.Context, pc *pendingCall) (string, error) {
 			return "", ctx.Err()
 		}
 		if err != nil {
-			out = fmt.Sprintf("Error executing %s: %v", pc.name, err)
+			out = fmt.Sprintf("Error executing %s: %v", pc.Name, err)
 		}
 		result = out
 	}
@@ -176,12 +177,12 @@ func (r *run) execute(ctx context.Context, pc *pendingCall) (string, error) {
 	if ev.IsError {
 		ev.Status = "error"
 	}
-	ev.DurationMs = r.finishTiming(pc.name)
+	ev.DurationMs = r.finishTiming(pc.Name)
 	// Recorded (persisted) first: a runner that resumes this turn after a
 	// crash finds every result a client saw.
 	r.record(ev)
-	r.emit(protocol.EventToolResult, ToolResultData{Name: pc.name, Result: result, Duration: ev.DurationMs, IsError: ev.IsError})
-	if action, ok := fileActions[pc.name]; ok && truthy(fields["path"]) && !strings.HasPrefix(result, "Error") {
+	r.emit(protocol.EventToolResult, ToolResultData{Name: pc.Name, Result: result, Duration: ev.DurationMs, IsError: ev.IsError})
+	if action, ok := fileActions[pc.Name]; ok && truthy(fields["path"]) && !strings.HasPrefix(result, "Error") {
 		r.emit(protocol.EventFileCreated, FileCreatedData{FilePath: jsString(fields["path"]), FileAction: action})
 	}
 	return result, nil
@@ -223,7 +224,7 @@ func (r *run) finishTiming(name string) *int64 {
 }
 
 func (r *run) record(ev protocol.ToolEvent) {
-	ev.Timestamp = nowStamp()
+	ev.Timestamp = protocol.Timestamp(time.Now())
 	r.res.Tools = append(r.res.Tools, ev)
 	if r.req.OnToolEvent != nil {
 		r.req.OnToolEvent(ev)

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/waggle-os/core/libs/protocol"
 )
 
 // Fact is one frame to save.
@@ -78,19 +80,6 @@ func compile(patterns ...string) []*regexp.Regexp {
 	return out
 }
 
-// utf16Len counts as JavaScript's length does; the original's thresholds
-// are in those units.
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n++
-		if r >= 0x10000 {
-			n++
-		}
-	}
-	return n
-}
-
 // cut is JavaScript's s.slice(0, n) for the lengths used here (runes;
 // exact for text without astral characters).
 func cut(s string, n int) string {
@@ -121,7 +110,7 @@ func Extract(user, assistant string) []Fact {
 	save := func(content, importance string, personal bool) {
 		out = append(out, Fact{Content: content, Importance: importance, Personal: personal})
 	}
-	ulen, alen := utf16Len(user), utf16Len(assistant)
+	ulen, alen := protocol.UTF16Len(user), protocol.UTF16Len(assistant)
 	if ulen < 20 && alen < 100 {
 		return nil
 	}
@@ -169,7 +158,7 @@ func Extract(user, assistant string) []Fact {
 		if urls := first(urlRe.FindAllString(assistant, -1), 3); len(urls) > 0 {
 			parts = append(parts, "Sources: "+strings.Join(urls, ", "))
 		}
-		if summary := strings.Join(parts, ". "); utf16Len(summary) > 20 {
+		if summary := strings.Join(parts, ". "); protocol.UTF16Len(summary) > 20 {
 			save("Research findings: "+cut(summary, 400), "important", false)
 		}
 	}
@@ -177,7 +166,7 @@ func Extract(user, assistant string) []Fact {
 	if alen > 200 {
 		var lines []string
 		for l := range strings.SplitSeq(assistant, "\n") {
-			if utf16Len(strings.TrimSpace(l)) > 5 {
+			if protocol.UTF16Len(strings.TrimSpace(l)) > 5 {
 				lines = append(lines, l)
 			}
 		}
@@ -191,7 +180,7 @@ func Extract(user, assistant string) []Fact {
 				}
 			}
 			if hit != "" && len(out) < most {
-				if text := strings.TrimSpace(listMark.ReplaceAllString(hit, "")); utf16Len(text) > 20 {
+				if text := strings.TrimSpace(listMark.ReplaceAllString(hit, "")); protocol.UTF16Len(text) > 20 {
 					save("Recommendation: "+cut(text, 300), "important", false)
 					structured = true
 					break
@@ -224,7 +213,7 @@ func Extract(user, assistant string) []Fact {
 					continue
 				}
 				b := strings.TrimSpace(bulletMark.ReplaceAllString(l, ""))
-				if n := utf16Len(b); n > 15 && n < 300 {
+				if n := protocol.UTF16Len(b); n > 15 && n < 300 {
 					bullets = append(bullets, b)
 				}
 			}
@@ -240,7 +229,7 @@ func Extract(user, assistant string) []Fact {
 		if !structured && alen > 500 && len(out) == 0 {
 			meaningful := ""
 			for _, l := range lines {
-				if !strings.HasPrefix(l, "#") && utf16Len(l) > 20 {
+				if !strings.HasPrefix(l, "#") && protocol.UTF16Len(l) > 20 {
 					meaningful = strings.TrimSpace(l)
 					break
 				}

@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +14,7 @@ import (
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
+	"github.com/waggle-os/core/services/turnrunner/chatstream"
 )
 
 // Defaults of a run and of Config.
@@ -280,20 +278,20 @@ func (ru *run) loop(ctx context.Context) (Finalized, error) {
 			return fin, err
 		}
 		fin.StepsTaken = step + 1
-		fin.TotalTokensIn += sr.usage.PromptTokens
-		fin.TotalTokensOut += sr.usage.CompletionTokens
-		if Normalize(sr.content) != "" {
-			best = sr.content
+		fin.TotalTokensIn += sr.Usage.PromptTokens
+		fin.TotalTokensOut += sr.Usage.CompletionTokens
+		if Normalize(sr.Content) != "" {
+			best = sr.Content
 		}
-		if len(sr.calls) == 0 {
-			if err := ru.stepCompleted(step, sr.usage); err != nil {
+		if len(sr.Calls) == 0 {
+			if err := ru.stepCompleted(step, sr.Usage); err != nil {
 				return fin, err
 			}
-			fin.RawResponse = sr.content
+			fin.RawResponse = sr.Content
 			return ru.finish(fin, step, ProgressFinalized, "")
 		}
 		msgs = append(msgs, assistantMessage(sr))
-		for i, c := range sr.calls {
+		for i, c := range sr.Calls {
 			text, searched, err := ru.retrieve(ctx, step, i, c)
 			if err != nil {
 				return fin, err
@@ -301,9 +299,9 @@ func (ru *run) loop(ctx context.Context) (Finalized, error) {
 			if searched {
 				fin.RetrievalCalls++
 			}
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, Content: text, ToolCallID: c.id})
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, Content: text, ToolCallID: c.ID})
 		}
-		if err := ru.stepCompleted(step, sr.usage); err != nil {
+		if err := ru.stepCompleted(step, sr.Usage); err != nil {
 			return fin, err
 		}
 	}
@@ -335,9 +333,9 @@ func (ru *run) finish(fin Finalized, step int, kind, message string) (Finalized,
 // gets back; searched reports whether a search ran. Only a cancelled ctx or
 // a gone stream is an error: a bad call or a failed search is told to the
 // model, which can try again.
-func (ru *run) retrieve(ctx context.Context, step, i int, c toolCall) (text string, searched bool, err error) {
-	if c.name != ToolName {
-		return fmt.Sprintf("Error: unknown tool %q; the only tool is %q.", c.name, ToolName), false, nil
+func (ru *run) retrieve(ctx context.Context, step, i int, c *chatstream.ToolCall) (text string, searched bool, err error) {
+	if c.Name != ToolName {
+		return fmt.Sprintf("Error: unknown tool %q; the only tool is %q.", c.Name, ToolName), false, nil
 	}
 	if i >= ru.maxRetrievals {
 		return fmt.Sprintf("Not run: the limit of %d retrievals per step was reached. Use the results you have, or retrieve again in the next step.", ru.maxRetrievals), false, nil
@@ -346,7 +344,7 @@ func (ru *run) retrieve(ctx context.Context, step, i int, c toolCall) (text stri
 		Query any `json:"query"`
 	}
 	query := ""
-	if json.Unmarshal([]byte(c.args), &args) == nil {
+	if json.Unmarshal(c.Args, &args) == nil {
 		query, _ = args.Query.(string)
 	}
 	query = strings.TrimSpace(query)
@@ -368,27 +366,17 @@ func (ru *run) retrieve(ctx context.Context, step, i int, c toolCall) (text stri
 	return text, true, ru.progress(p)
 }
 
-// toolCall is one tool call assembled from its stream fragments.
-type toolCall struct {
-	index          int
-	id, name, args string
-}
-
 // stepResult is what one model call produced.
-type stepResult struct {
-	content string
-	calls   []toolCall
-	usage   openai.Usage
-}
+type stepResult = chatstream.Reply
 
 // assistantMessage is a step's reply as it goes back to the model; its
 // reasoning (<think> blocks) is left out.
 func assistantMessage(sr stepResult) openai.ChatCompletionMessage {
-	m := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: Normalize(sr.content)}
-	for _, c := range sr.calls {
+	m := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: Normalize(sr.Content)}
+	for _, c := range sr.Calls {
 		m.ToolCalls = append(m.ToolCalls, openai.ToolCall{
-			ID: c.id, Type: openai.ToolTypeFunction,
-			Function: openai.FunctionCall{Name: c.name, Arguments: c.args},
+			ID: c.ID, Type: openai.ToolTypeFunction,
+			Function: openai.FunctionCall{Name: c.Name, Arguments: string(c.Args)},
 		})
 	}
 	return m
@@ -432,57 +420,14 @@ func temperature(model string) float32 {
 
 // call makes one streamed model call. ctx cancels the HTTP request.
 func (r *Runner) call(ctx context.Context, model string, msgs []openai.ChatCompletionMessage) (stepResult, error) {
-	var sr stepResult
 	s, err := r.client.CreateChatCompletionStream(ctx, chatRequest(model, msgs))
 	if err != nil {
-		return sr, &agent.ModelError{Model: model, Err: err}
+		return stepResult{}, &agent.ModelError{Model: model, Err: err}
 	}
 	defer s.Close()
-	var content strings.Builder
-	byIndex := map[int]*toolCall{}
-	for {
-		chunk, err := s.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return sr, &agent.ModelError{Model: model, Err: err}
-		}
-		if chunk.Usage != nil {
-			sr.usage = *chunk.Usage
-		}
-		for _, ch := range chunk.Choices {
-			if ch.Index != 0 {
-				continue
-			}
-			content.WriteString(ch.Delta.Content)
-			for i, tc := range ch.Delta.ToolCalls {
-				idx := i
-				if tc.Index != nil {
-					idx = *tc.Index
-				}
-				c := byIndex[idx]
-				if c == nil {
-					c = &toolCall{index: idx}
-					byIndex[idx] = c
-				}
-				if tc.ID != "" {
-					c.id = tc.ID
-				}
-				c.name += tc.Function.Name
-				c.args += tc.Function.Arguments
-			}
-		}
-	}
-	sr.content = content.String()
-	for _, c := range byIndex {
-		sr.calls = append(sr.calls, *c)
-	}
-	sort.Slice(sr.calls, func(i, j int) bool { return sr.calls[i].index < sr.calls[j].index })
-	for i := range sr.calls {
-		if sr.calls[i].id == "" {
-			sr.calls[i].id = "call_" + strconv.Itoa(i)
-		}
+	sr, err := chatstream.Read(s, nil)
+	if err != nil {
+		return stepResult{}, &agent.ModelError{Model: model, Err: err}
 	}
 	return sr, nil
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -43,11 +42,8 @@ func (t generateDocxTool) Run(_ context.Context, env Env, input json.RawMessage)
 	if err := decode(input, &in); err != nil {
 		return "", err
 	}
-	if strings.TrimSpace(in.Path) == "" {
-		return "", errors.New("path is required")
-	}
-	if in.Content == nil {
-		return "", errors.New("content is required")
+	if err := requireFileInput(in.Path, in.Content); err != nil {
+		return "", err
 	}
 	p := strings.TrimSpace(in.Path)
 	if !strings.HasSuffix(strings.ToLower(p), ".docx") {

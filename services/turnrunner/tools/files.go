@@ -77,11 +77,7 @@ func (t readFileTool) Run(ctx context.Context, env Env, input json.RawMessage) (
 		}
 		limit = int(*in.Limit)
 	}
-	rel, err := resolve(env.FilesDir, in.Path)
-	if err != nil {
-		return "", err
-	}
-	ws, err := openWorkspace(env)
+	ws, rel, err := openPath(env, in.Path)
 	if err != nil {
 		return "", err
 	}
@@ -197,11 +193,8 @@ func (writeFileTool) Run(_ context.Context, env Env, input json.RawMessage) (str
 	if err := decode(input, &in); err != nil {
 		return "", err
 	}
-	if strings.TrimSpace(in.Path) == "" {
-		return "", errors.New("path is required")
-	}
-	if in.Content == nil {
-		return "", errors.New("content is required")
+	if err := requireFileInput(in.Path, in.Content); err != nil {
+		return "", err
 	}
 	rel, err := resolve(env.FilesDir, in.Path)
 	if err != nil {
@@ -219,6 +212,18 @@ func (writeFileTool) Run(_ context.Context, env Env, input json.RawMessage) (str
 		return "", err
 	}
 	return fmt.Sprintf("Wrote %d bytes to %s", len(*in.Content), rel), nil
+}
+
+// requireFileInput is the input rule of the tools that write a file
+// (write_file, generate_docx): a path and a content, which may be empty.
+func requireFileInput(p string, content *string) error {
+	if strings.TrimSpace(p) == "" {
+		return errors.New("path is required")
+	}
+	if content == nil {
+		return errors.New("content is required")
+	}
+	return nil
 }
 
 // writeFile creates rel's parent directories and writes data, refusing to
@@ -279,11 +284,7 @@ func (editFileTool) Run(_ context.Context, env Env, input json.RawMessage) (stri
 	case *in.NewString == in.OldString:
 		return "", errors.New("old_string and new_string are identical; nothing to change")
 	}
-	rel, err := resolve(env.FilesDir, in.Path)
-	if err != nil {
-		return "", err
-	}
-	ws, err := openWorkspace(env)
+	ws, rel, err := openPath(env, in.Path)
 	if err != nil {
 		return "", err
 	}

@@ -59,11 +59,7 @@ func (t searchContentTool) Run(ctx context.Context, env Env, input json.RawMessa
 		}
 		filter = &g
 	}
-	rel, err := resolve(env.FilesDir, in.Path)
-	if err != nil {
-		return "", err
-	}
-	ws, err := openWorkspace(env)
+	ws, rel, err := openPath(env, in.Path)
 	if err != nil {
 		return "", err
 	}

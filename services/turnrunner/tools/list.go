@@ -36,18 +36,11 @@ func (t listFilesTool) Run(ctx context.Context, env Env, input json.RawMessage) 
 	if err := decode(input, &in); err != nil {
 		return "", err
 	}
-	rel, err := resolve(env.FilesDir, in.Path)
-	if err != nil {
-		return "", err
-	}
-	ws, err := openWorkspace(env)
+	ws, rel, err := openDir(env, in.Path)
 	if err != nil {
 		return "", err
 	}
 	defer ws.Close()
-	if err := requireDir(ws, rel); err != nil {
-		return "", err
-	}
 
 	limit := t.cfg.ListLimit
 	var lines []string
@@ -88,6 +81,19 @@ func (t listFilesTool) Run(ctx context.Context, env Env, input json.RawMessage) 
 		out += fmt.Sprintf("\n\n[truncated: showing the first %d entries; list a subdirectory to see more]", limit)
 	}
 	return out, nil
+}
+
+// openDir is openPath for a path that must be a directory.
+func openDir(env Env, p string) (*workspace, string, error) {
+	ws, rel, err := openPath(env, p)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := requireDir(ws, rel); err != nil {
+		ws.Close()
+		return nil, "", err
+	}
+	return ws, rel, nil
 }
 
 // requireDir checks rel is a directory, so that a file or a missing path
@@ -139,18 +145,11 @@ func (t searchFilesTool) Run(ctx context.Context, env Env, input json.RawMessage
 	if err != nil {
 		return "", err
 	}
-	rel, err := resolve(env.FilesDir, in.Path)
-	if err != nil {
-		return "", err
-	}
-	ws, err := openWorkspace(env)
+	ws, rel, err := openDir(env, in.Path)
 	if err != nil {
 		return "", err
 	}
 	defer ws.Close()
-	if err := requireDir(ws, rel); err != nil {
-		return "", err
-	}
 
 	limit := t.cfg.SearchLimit
 	var hits []string

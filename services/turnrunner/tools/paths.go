@@ -40,6 +40,21 @@ func openWorkspace(env Env) (*workspace, error) {
 
 func (w *workspace) Close() error { return w.root.Close() }
 
+// openPath resolves a model-supplied path (see resolve), then opens the
+// workspace; the caller closes ws. Tools that must refuse a path before
+// anything is created (write_file, generate_docx) resolve first instead.
+func openPath(env Env, p string) (ws *workspace, rel string, err error) {
+	rel, err = resolve(env.FilesDir, p)
+	if err != nil {
+		return nil, "", err
+	}
+	ws, err = openWorkspace(env)
+	if err != nil {
+		return nil, "", err
+	}
+	return ws, rel, nil
+}
+
 // resolve turns a model-supplied path into a clean slash-separated path
 // relative to FilesDir ("." for FilesDir itself). It rejects lexical escapes
 // up front so that nothing is touched; symlink escapes are caught by os.Root

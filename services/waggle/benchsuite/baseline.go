@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/sse"
 )
 
@@ -103,7 +104,7 @@ func (b *turnBaseline) appendMessage(session, role, content string) error {
 		}
 		b.files[session] = f
 	}
-	line, _ := json.Marshal(map[string]string{"role": role, "content": content, "timestamp": stamp(time.Now())})
+	line, _ := json.Marshal(map[string]string{"role": role, "content": content, "timestamp": protocol.Timestamp(time.Now())})
 	if _, err := f.Write(append(line, '\n')); err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/waggle-os/core/libs/protocol"
 )
 
 // BenchWorkspace is the workspace the seeded sessions live in.
@@ -31,7 +33,7 @@ func SeedSessions(dataDir, ws string, n int) error {
 		return fmt.Errorf("benchsuite: seed: %w", err)
 	}
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	meta, _ := json.Marshal(map[string]string{"id": ws, "name": "Bench " + ws, "created": stamp(base)})
+	meta, _ := json.Marshal(map[string]string{"id": ws, "name": "Bench " + ws, "created": protocol.Timestamp(base)})
 	if err := os.WriteFile(filepath.Join(wsDir, "workspace.json"), meta, 0o644); err != nil {
 		return fmt.Errorf("benchsuite: seed workspace: %w", err)
 	}
@@ -40,7 +42,7 @@ func SeedSessions(dataDir, ws string, n int) error {
 	for i := range n {
 		buf.Reset()
 		at := base.Add(time.Duration(i) * time.Minute)
-		_ = enc.Encode(map[string]any{"type": "meta", "title": nil, "created": stamp(at)})
+		_ = enc.Encode(map[string]any{"type": "meta", "title": nil, "created": protocol.Timestamp(at)})
 		topic := fmt.Sprintf("topic %d about deployments, budgets and release notes", i)
 		if i%NeedleEvery == 0 {
 			topic += " with the " + Needle
@@ -52,7 +54,7 @@ func SeedSessions(dataDir, ws string, n int) error {
 			{"assistant", "Review the open risks, confirm the dates with the owners and write the release note."},
 		}
 		for j, m := range msgs {
-			_ = enc.Encode(map[string]string{"role": m.role, "content": m.content, "timestamp": stamp(at.Add(time.Duration(j) * time.Second))})
+			_ = enc.Encode(map[string]string{"role": m.role, "content": m.content, "timestamp": protocol.Timestamp(at.Add(time.Duration(j) * time.Second))})
 		}
 		name := filepath.Join(dir, fmt.Sprintf("s%05d.jsonl", i))
 		if err := os.WriteFile(name, buf.Bytes(), 0o644); err != nil {
@@ -61,8 +63,6 @@ func SeedSessions(dataDir, ws string, n int) error {
 	}
 	return nil
 }
-
-func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // scanSessions is the baseline of listing and search: read every session
 // file of workspace ws from disk, look at each line (the meta line and

@@ -88,16 +88,3 @@ func (f Fields) OptString(key string) (string, bool, error) {
 	}
 	return v, present, nil
 }
-
-// UTF16Len is the length of s in UTF-16 code units, as JavaScript counts.
-func UTF16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
-}

@@ -1,6 +1,10 @@
-package digest
+package transcript
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/waggle-os/core/libs/protocol"
+)
 
 // Snippet is one search hit's context; Role is the message role, or
 // "summary" for a hit in the session summary.
@@ -21,22 +25,42 @@ const searchLines = 50
 // caller enforces the 2-character minimum on q.
 func Search(f File, q string) (matchCount int, snippets []Snippet) {
 	lq := strings.ToLower(q)
-	if s := f.meta.summary; f.Meta != nil && s != "" && strings.Contains(strings.ToLower(s), lq) {
-		matchCount++
-		snippets = append(snippets, Snippet{Text: snippet(s, lq), Role: "summary"})
+	var h hits
+	if f.Meta != nil {
+		h.summary(f.meta.summary, lq)
 	}
 	seen := 0
 	f.messageLines(func(l *lineInfo) bool {
 		seen++
-		if l.isMessage() && strings.Contains(strings.ToLower(l.content), lq) {
-			matchCount++
-			if len(snippets) < maxSnippets {
-				snippets = append(snippets, Snippet{Text: snippet(l.content, lq), Role: l.role})
-			}
-		}
+		h.message(l, lq)
 		return seen < searchLines
 	})
-	return matchCount, snippets
+	return h.count, h.snippets
+}
+
+// hits collects one session's search hits: every hit counts, the first
+// maxSnippets give snippets (a summary hit, the first, always does).
+type hits struct {
+	count    int
+	snippets []Snippet
+}
+
+// summary looks for lq in the meta line's summary s.
+func (h *hits) summary(s, lq string) {
+	if s != "" && strings.Contains(strings.ToLower(s), lq) {
+		h.count++
+		h.snippets = append(h.snippets, Snippet{Text: snippet(s, lq), Role: "summary"})
+	}
+}
+
+// message looks for lq in a message line's content.
+func (h *hits) message(l *lineInfo, lq string) {
+	if l.isMessage() && strings.Contains(strings.ToLower(l.content), lq) {
+		h.count++
+		if len(h.snippets) < maxSnippets {
+			h.snippets = append(h.snippets, Snippet{Text: snippet(l.content, lq), Role: l.role})
+		}
+	}
 }
 
 // snippet is the text from 40 units before the first hit to 80 units after
@@ -45,15 +69,15 @@ func snippet(text, lq string) string {
 	lower := strings.ToLower(text)
 	at := strings.Index(lower, lq)
 	if at < 0 {
-		return jsSlice(text, 0, 120)
+		return protocol.SliceUTF16(text, 0, 120)
 	}
 	// Go's ToLower maps rune to rune within the same UTF-16 width, so an
 	// offset in the lowered text is an offset in the original.
-	idx := jsLen(lower[:at])
-	n := jsLen(text)
+	idx := protocol.UTF16Len(lower[:at])
+	n := protocol.UTF16Len(text)
 	start := max(0, idx-40)
-	end := min(n, idx+jsLen(lq)+80)
-	s := strings.ReplaceAll(jsSlice(text, start, end), "\n", " ")
+	end := min(n, idx+protocol.UTF16Len(lq)+80)
+	s := strings.ReplaceAll(protocol.SliceUTF16(text, start, end), "\n", " ")
 	if start > 0 {
 		s = "..." + s
 	}

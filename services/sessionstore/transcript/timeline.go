@@ -1,4 +1,4 @@
-package digest
+package transcript
 
 import (
 	"bytes"
@@ -58,6 +58,16 @@ func Timeline(f File) []TimelineEvent {
 		return toolTimeline(f.Tools)
 	}
 	return heuristicTimeline(f, time.Now())
+}
+
+// TimelineJSON is the timeline of a session file's bytes as the JSON
+// array the API returns ([] for none): both session stores answer with it.
+func TimelineJSON(data []byte) (json.RawMessage, error) {
+	events := Timeline(Parse(data))
+	if events == nil {
+		events = []TimelineEvent{}
+	}
+	return json.Marshal(events)
 }
 
 // inputKeys are tried in order for an event's inputPreview: the argument
@@ -143,7 +153,7 @@ func toolEvent(n int, t protocol.ToolEvent) TimelineEvent {
 		FullOutput:    map[string]string{"content": t.Result},
 	}
 	if e.Timestamp == "" {
-		e.Timestamp = isoMillis(time.Now())
+		e.Timestamp = protocol.Timestamp(time.Now())
 	}
 	if in := bytes.TrimSpace(t.Input); len(in) > 0 && in[0] == '{' {
 		e.FullInput = json.RawMessage(in)
@@ -151,7 +161,7 @@ func toolEvent(n int, t protocol.ToolEvent) TimelineEvent {
 		if json.Unmarshal(in, &fields) == nil {
 			for _, k := range inputKeys {
 				if s := stringField(fields, k); s != "" {
-					e.InputPreview = jsSlice(s, 0, 120)
+					e.InputPreview = protocol.SliceUTF16(s, 0, 120)
 					break
 				}
 			}
@@ -242,7 +252,7 @@ func heuristicTimeline(f File, now time.Time) []TimelineEvent {
 		}
 		ts := l.timestamp
 		if !l.hasTimestamp {
-			ts = isoMillis(now)
+			ts = protocol.Timestamp(now)
 		}
 		status := StatusSuccess
 		if toolErrorRe.MatchString(l.content) {
@@ -273,7 +283,7 @@ func heuristicTimeline(f File, now time.Time) []TimelineEvent {
 			}
 			n++
 			if capture != "" {
-				e.InputPreview = jsSlice(capture, 0, 120)
+				e.InputPreview = protocol.SliceUTF16(capture, 0, 120)
 				e.FullInput = map[string]string{"query": capture}
 			}
 			switch {

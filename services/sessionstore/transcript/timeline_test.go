@@ -1,10 +1,12 @@
-package digest
+package transcript
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waggle-os/core/libs/protocol"
 )
 
 // toolLine is one tool-event line.
@@ -152,7 +154,7 @@ func TestTimelineHeuristics(t *testing.T) {
 		{"long content preview is cut to 197 + ...", []string{metaLine,
 			msg("assistant", "Saving to memory "+strings.Repeat("m", 300), ts)},
 			func(t *testing.T, ev []TimelineEvent) {
-				if len(ev) != 1 || jsLen(ev[0].OutputPreview) != 200 || !strings.HasSuffix(ev[0].OutputPreview, "m...") {
+				if len(ev) != 1 || protocol.UTF16Len(ev[0].OutputPreview) != 200 || !strings.HasSuffix(ev[0].OutputPreview, "m...") {
 					t.Errorf("outputPreview = %q", ev[0].OutputPreview)
 				}
 			}},

@@ -1,27 +1,13 @@
-package digest
+package transcript
 
 import (
 	"regexp"
+
+	"github.com/waggle-os/core/libs/protocol"
 )
 
 // noSummary is the summary field of a session that has none.
 const noSummary = "No summary available"
-
-// Summary is the body of GET /api/sessions/:id/summary, fields in the
-// contract's order.
-type Summary struct {
-	SessionID         string `json:"sessionId"`
-	Title             any    `json:"title"`
-	MessageCount      int    `json:"messageCount"`
-	UserMessages      int    `json:"userMessages"`
-	AssistantMessages int    `json:"assistantMessages"`
-	ToolsUsed         int    `json:"toolsUsed"`
-	MemoriesSaved     int    `json:"memoriesSaved"`
-	DocumentsCreated  int    `json:"documentsCreated"`
-	Summary           string `json:"summary"`
-	LastActive        string `json:"lastActive"`
-	Created           string `json:"created"`
-}
 
 var (
 	savingMemoryRe = regexp.MustCompile(`(?i)Saving to memory`)
@@ -32,8 +18,8 @@ var (
 // listing entry (after any lazy summary was written, so info.Summary is the
 // summary to show). Tool counts come from the recorded tool events; only a
 // file without any falls back to the original's text patterns.
-func SessionSummary(id string, f File, info Info) Summary {
-	s := Summary{
+func SessionSummary(id string, f File, info protocol.SessionInfo) protocol.SessionSummary {
+	s := protocol.SessionSummary{
 		SessionID:    id,
 		Title:        info.Title,
 		MessageCount: info.MessageCount,

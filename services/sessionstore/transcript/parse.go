@@ -1,4 +1,4 @@
-package digest
+package transcript
 
 import (
 	"bytes"
@@ -76,18 +76,8 @@ func (l *lineInfo) isMessage() bool {
 // message or tool event.
 func Parse(data []byte) File {
 	var f File
-	body := jsTrimBytes(data)
 	first := true
-	for len(body) > 0 {
-		var ln []byte
-		if i := bytes.IndexByte(body, '\n'); i >= 0 {
-			ln, body = body[:i], body[i+1:]
-		} else {
-			ln, body = body, nil
-		}
-		if len(jsTrimBytes(ln)) == 0 {
-			continue
-		}
+	eachLine(data, func(ln []byte) bool {
 		li, w, whole := decodeLine(ln)
 		if first {
 			first = false
@@ -95,7 +85,7 @@ func Parse(data []byte) File {
 				f.metaRaw = ln
 				f.meta = li.meta
 				f.Meta = sessionMeta(w)
-				continue
+				return true
 			}
 		}
 		f.Lines = append(f.Lines, ln)
@@ -108,7 +98,7 @@ func Parse(data []byte) File {
 			if whole {
 				f.Tools = append(f.Tools, w.toolEvent())
 			}
-			continue
+			return true
 		case li.kind == lineValue && !li.isMeta && li.role != "" && li.hasContent:
 			f.Messages = append(f.Messages, protocol.Message{
 				Role:      li.role,
@@ -119,7 +109,8 @@ func Parse(data []byte) File {
 			})
 		}
 		f.Count++
-	}
+		return true
+	})
 	return f
 }
 

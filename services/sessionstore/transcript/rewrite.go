@@ -1,10 +1,12 @@
-package digest
+package transcript
 
 import (
 	"bytes"
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/waggle-os/core/libs/protocol"
 )
 
 // WithSummary returns the file with its meta line's summary set to summary.
@@ -22,7 +24,7 @@ func WithSummary(data []byte, summary string, fallbackCreated time.Time) []byte 
 	if t, ok := f.derivedTitle(); ok {
 		title = jsonString(t)
 	}
-	created := isoMillis(fallbackCreated)
+	created := protocol.Timestamp(fallbackCreated)
 	if len(f.info) > 0 && f.info[0].timestamp != "" {
 		if _, ok := parseJSDate(f.info[0].timestamp, time.UTC); ok {
 			created = f.info[0].timestamp
@@ -41,7 +43,7 @@ func WithTitle(data []byte, title string, now time.Time) []byte {
 	if f.Meta != nil {
 		return assemble(setKey(f.metaRaw, "title", title), f.Lines)
 	}
-	meta := `{"type":"meta","title":` + jsonString(title) + `,"created":` + jsonString(isoMillis(now)) + `}`
+	meta := `{"type":"meta","title":` + jsonString(title) + `,"created":` + jsonString(protocol.Timestamp(now)) + `}`
 	return assemble([]byte(meta), f.Lines)
 }
 

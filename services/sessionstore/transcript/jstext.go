@@ -1,12 +1,12 @@
-package digest
+package transcript
 
 import (
 	"bytes"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/waggle-os/core/libs/protocol"
 )
 
 // isJSSpace reports whether r is whitespace for String.prototype.trim, which
@@ -23,65 +23,13 @@ func jsTrim(s string) string { return strings.TrimFunc(s, isJSSpace) }
 
 func jsTrimBytes(b []byte) []byte { return bytes.TrimFunc(b, isJSSpace) }
 
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
-
-// jsLen is len(s) in UTF-16 code units, as JavaScript's String.length.
-func jsLen(s string) int {
-	if isASCII(s) {
-		return len(s)
-	}
-	n := 0
-	for _, r := range s {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
-}
-
-// jsSlice is s.slice(start, end) with indices in UTF-16 code units, clamped
-// to the string. A cut through a surrogate pair leaves U+FFFD, where
-// JavaScript would leave a lone surrogate.
-func jsSlice(s string, start, end int) string {
-	if isASCII(s) {
-		start, end = clamp(start, end, len(s))
-		return s[start:end]
-	}
-	u := utf16.Encode([]rune(s))
-	start, end = clamp(start, end, len(u))
-	return string(utf16.Decode(u[start:end]))
-}
-
-func clamp(start, end, n int) (int, int) {
-	start = min(max(start, 0), n)
-	end = min(max(end, 0), n)
-	if end < start {
-		end = start
-	}
-	return start, end
-}
-
 // truncateEllipsis cuts s to keep units, appending "...", when s is longer
 // than limit UTF-16 units (the 80→77 and 200→197 rules).
 func truncateEllipsis(s string, limit, keep int) string {
-	if jsLen(s) > limit {
-		return jsSlice(s, 0, keep) + "..."
+	if protocol.UTF16Len(s) > limit {
+		return protocol.SliceUTF16(s, 0, keep) + "..."
 	}
 	return s
-}
-
-// isoMillis formats t like Date.prototype.toISOString.
-func isoMillis(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
 // jsonString encodes s as JSON.stringify does: only '"', '\\' and control

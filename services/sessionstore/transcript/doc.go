@@ -1,4 +1,4 @@
-// Package digest holds the pure algorithms behind the sessions API: it
+// Package transcript holds the pure algorithms behind the sessions API: it
 // parses a session file's bytes (JSONL: an optional meta line, then message
 // and tool-event lines) and derives from them what the HTTP routes return —
 // the session listing entry, the heuristic summary, search hits, the
@@ -12,4 +12,4 @@
 // Text lengths, truncations and snippet windows are counted in UTF-16 code
 // units because the clients were written against JavaScript string lengths;
 // counting runes or bytes would move every cut point on non-ASCII text.
-package digest
+package transcript

@@ -1,4 +1,4 @@
-package digest
+package transcript
 
 import (
 	"regexp"
@@ -6,32 +6,23 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/waggle-os/core/libs/protocol"
 )
 
-// Info is a session's listing entry (SessionInfo of the contract).
-type Info struct {
-	ID string `json:"id"`
-	// Title is a string, except when a meta line holds a truthy non-string
-	// title: the original passed that value through as-is, and so do we (as
-	// its raw JSON).
-	Title        any     `json:"title"`
-	Summary      *string `json:"summary"`
-	MessageCount int     `json:"messageCount"`
-	LastActive   string  `json:"lastActive"`
-	Created      string  `json:"created"`
-}
-
 // SessionInfo builds the listing entry of session id from its parsed file
-// and modification time. created is the meta line's created, not the file's
+// and modification time. Its Title is a string, except when a meta line
+// holds a truthy non-string title: the original passed that value through
+// as-is, and so do we (as its raw JSON). created is the meta line's created, not the file's
 // birth time (which Go cannot read portably and the original often reported
 // as the epoch); without one it falls back to mtime.
-func SessionInfo(id string, f File, mtime time.Time) Info {
-	info := Info{
+func SessionInfo(id string, f File, mtime time.Time) protocol.SessionInfo {
+	info := protocol.SessionInfo{
 		ID:           id,
 		Title:        id,
 		MessageCount: f.Count,
-		LastActive:   isoMillis(mtime),
-		Created:      isoMillis(mtime),
+		LastActive:   protocol.Timestamp(mtime),
+		Created:      protocol.Timestamp(mtime),
 	}
 	if f.Meta != nil {
 		if f.meta.title != nil {
@@ -73,17 +64,17 @@ func (f *File) derivedTitle() (string, bool) {
 
 func shortTitle(content string) string {
 	raw := jsTrim(content)
-	if jsLen(raw) <= 50 {
+	if protocol.UTF16Len(raw) <= 50 {
 		return raw
 	}
-	head := jsSlice(raw, 0, 50)
+	head := protocol.SliceUTF16(raw, 0, 50)
 	cut := 50
 	if i := strings.LastIndexByte(head, ' '); i >= 0 {
-		if u := jsLen(head[:i]); u > 20 {
+		if u := protocol.UTF16Len(head[:i]); u > 20 {
 			cut = u
 		}
 	}
-	return jsSlice(raw, 0, cut) + "..."
+	return protocol.SliceUTF16(raw, 0, cut) + "..."
 }
 
 var (
@@ -110,79 +101,14 @@ func GenerateSummary(f File) (string, bool) {
 	if f.Count < 4 {
 		return "", false
 	}
-	var msgs []chatLine
-	seen := 0
-	f.messageLines(func(l *lineInfo) bool {
-		if l.isMessage() {
-			msgs = append(msgs, chatLine{l.role, l.content})
-		}
-		seen++
-		return seen < 30
-	})
+	msgs := summaryMessages(f)
 	if len(msgs) < 2 {
 		return "", false
 	}
-
-	var users, assistants []chatLine
-	for _, m := range msgs {
-		switch m.role {
-		case "user":
-			users = append(users, m)
-		case "assistant":
-			assistants = append(assistants, m)
-		}
-	}
-
-	topic := ""
-	var from *chatLine
-	for i := range users {
-		if jsLen(users[i].content) > 15 && !greetingRe.MatchString(jsTrim(users[i].content)) {
-			from = &users[i]
-			break
-		}
-	}
-	if from == nil && len(users) > 0 {
-		from = &users[0]
-	}
-	if from != nil {
-		first := jsTrim(sentenceRe.Split(from.content, 2)[0])
-		topic = truncateEllipsis(first, 80, 77)
-	}
-
-	var terms []string
-	for i, m := range assistants {
-		if i == 5 {
-			break
-		}
-		for _, span := range boldRe.FindAllString(m.content, 2) {
-			term := jsTrim(strings.ReplaceAll(span, "**", ""))
-			if n := jsLen(term); n > 2 && n < 30 && !slices.Contains(terms, term) {
-				terms = append(terms, term)
-			}
-		}
-		if len(terms) >= 3 {
-			break
-		}
-	}
-
-	all := make([]string, len(msgs))
-	for i, m := range msgs {
-		all[i] = m.content
-	}
-	joined := strings.Join(all, " ")
-	var activities []string
-	if decisionRes[0].MatchString(joined) || decisionRes[1].MatchString(joined) {
-		activities = append(activities, "decisions")
-	}
-	if filesRe.MatchString(joined) {
-		activities = append(activities, "files")
-	}
-	if researchRe.MatchString(joined) {
-		activities = append(activities, "research")
-	}
-	if draftingRe.MatchString(joined) && anyLonger(assistants, 500) {
-		activities = append(activities, "drafting")
-	}
+	users, assistants := splitByRole(msgs)
+	topic := summaryTopic(users)
+	terms := boldTerms(assistants)
+	activities := summaryActivities(msgs, assistants)
 
 	var parts []string
 	switch {
@@ -201,9 +127,103 @@ func GenerateSummary(f File) (string, bool) {
 	return strings.Join(parts, " — "), true
 }
 
+// summaryMessages is the messages among the first 30 message lines: the
+// original looks no further.
+func summaryMessages(f File) []chatLine {
+	var msgs []chatLine
+	seen := 0
+	f.messageLines(func(l *lineInfo) bool {
+		if l.isMessage() {
+			msgs = append(msgs, chatLine{l.role, l.content})
+		}
+		seen++
+		return seen < 30
+	})
+	return msgs
+}
+
+func splitByRole(msgs []chatLine) (users, assistants []chatLine) {
+	for _, m := range msgs {
+		switch m.role {
+		case "user":
+			users = append(users, m)
+		case "assistant":
+			assistants = append(assistants, m)
+		}
+	}
+	return users, assistants
+}
+
+// summaryTopic is the first sentence of the first user message that is
+// more than a greeting (else of the first user message), cut to 80 units;
+// "" without user messages.
+func summaryTopic(users []chatLine) string {
+	var from *chatLine
+	for i := range users {
+		if protocol.UTF16Len(users[i].content) > 15 && !greetingRe.MatchString(jsTrim(users[i].content)) {
+			from = &users[i]
+			break
+		}
+	}
+	if from == nil && len(users) > 0 {
+		from = &users[0]
+	}
+	if from == nil {
+		return ""
+	}
+	first := jsTrim(sentenceRe.Split(from.content, 2)[0])
+	return truncateEllipsis(first, 80, 77)
+}
+
+// boldTerms is the distinct **bold** terms (3 to 29 units) of the first
+// five assistant messages, two per message at most, stopping once there
+// are three.
+func boldTerms(assistants []chatLine) []string {
+	var terms []string
+	for i, m := range assistants {
+		if i == 5 {
+			break
+		}
+		for _, span := range boldRe.FindAllString(m.content, 2) {
+			term := jsTrim(strings.ReplaceAll(span, "**", ""))
+			if n := protocol.UTF16Len(term); n > 2 && n < 30 && !slices.Contains(terms, term) {
+				terms = append(terms, term)
+			}
+		}
+		if len(terms) >= 3 {
+			break
+		}
+	}
+	return terms
+}
+
+// summaryActivities names what the conversation did (decisions, files,
+// research, drafting), judged on all its messages' text.
+func summaryActivities(msgs, assistants []chatLine) []string {
+	all := make([]string, len(msgs))
+	for i, m := range msgs {
+		all[i] = m.content
+	}
+	joined := strings.Join(all, " ")
+	var activities []string
+	if decisionRes[0].MatchString(joined) || decisionRes[1].MatchString(joined) {
+		activities = append(activities, "decisions")
+	}
+	if filesRe.MatchString(joined) {
+		activities = append(activities, "files")
+	}
+	if researchRe.MatchString(joined) {
+		activities = append(activities, "research")
+	}
+	if draftingRe.MatchString(joined) && anyLonger(assistants, 500) {
+		activities = append(activities, "drafting")
+	}
+	return activities
+}
+
 func anyLonger(msgs []chatLine, n int) bool {
 	for _, m := range msgs {
-		if jsLen(m.content) > n {
+		if protocol.UTF16Len(m.content) > n {
 			return true
 		}
 	}

@@ -1,10 +1,12 @@
-package digest
+package transcript
 
 import (
 	"bytes"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/waggle-os/core/libs/protocol"
 )
 
 // The fast paths below give exactly the results of the Parse-based
@@ -48,7 +50,7 @@ func eachLine(data []byte, fn func(ln []byte) bool) {
 // QuickInfo is SessionInfo(id, Parse(data), mtime) without decoding every
 // line: only the meta line, the first message line and lines that may be
 // tool events are decoded.
-func QuickInfo(id string, data []byte, mtime time.Time) Info {
+func QuickInfo(id string, data []byte, mtime time.Time) protocol.SessionInfo {
 	var f File
 	first, titled := true, false
 	eachLine(data, func(ln []byte) bool {
@@ -93,6 +95,7 @@ func SearchData(data []byte, q string) (matchCount int, snippets []Snippet) {
 	lq := strings.ToLower(q)
 	lqb := []byte(lq)
 	var lowered []byte
+	var h hits
 	first := true
 	seen := 0
 	eachLine(data, func(ln []byte) bool {
@@ -100,10 +103,7 @@ func SearchData(data []byte, q string) (matchCount int, snippets []Snippet) {
 			first = false
 			li, _, _ := decodeLine(ln)
 			if li.isMeta {
-				if s := li.meta.summary; s != "" && strings.Contains(strings.ToLower(s), lq) {
-					matchCount++
-					snippets = append(snippets, Snippet{Text: snippet(s, lq), Role: "summary"})
-				}
+				h.summary(li.meta.summary, lq)
 				return true
 			}
 		}
@@ -118,15 +118,10 @@ func SearchData(data []byte, q string) (matchCount int, snippets []Snippet) {
 			return true
 		}
 		seen++
-		if li.isMessage() && strings.Contains(strings.ToLower(li.content), lq) {
-			matchCount++
-			if len(snippets) < maxSnippets {
-				snippets = append(snippets, Snippet{Text: snippet(li.content, lq), Role: li.role})
-			}
-		}
+		h.message(&li, lq)
 		return seen < searchLines
 	})
-	return matchCount, snippets
+	return h.count, h.snippets
 }
 
 // containsLower reports whether the lower-cased ln contains lq, lowering

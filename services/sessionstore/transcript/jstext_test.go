@@ -1,33 +1,9 @@
-package digest
+package transcript
 
 import (
 	"testing"
 	"time"
 )
-
-func TestJSLenAndSlice(t *testing.T) {
-	tests := []struct {
-		s          string
-		len        int
-		start, end int
-		slice      string
-	}{
-		{"hello", 5, 1, 3, "el"},
-		{"héllo", 5, 0, 2, "hé"},
-		{"a😀b", 4, 0, 3, "a😀"},
-		{"a😀b", 4, 3, 4, "b"},
-		{"abc", 3, -1, 10, "abc"},
-		{"abc", 3, 2, 1, ""},
-	}
-	for _, tt := range tests {
-		if got := jsLen(tt.s); got != tt.len {
-			t.Errorf("jsLen(%q) = %d, want %d", tt.s, got, tt.len)
-		}
-		if got := jsSlice(tt.s, tt.start, tt.end); got != tt.slice {
-			t.Errorf("jsSlice(%q,%d,%d) = %q, want %q", tt.s, tt.start, tt.end, got, tt.slice)
-		}
-	}
-}
 
 func TestJSONStringMatchesJSONStringify(t *testing.T) {
 	tests := map[string]string{
