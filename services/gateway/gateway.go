@@ -28,7 +28,6 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/agentapi"
 	"github.com/waggle-os/core/services/gateway/internal/approvalapi"
 	"github.com/waggle-os/core/services/gateway/internal/commandapi"
-	"github.com/waggle-os/core/services/gateway/internal/forward"
 	"github.com/waggle-os/core/services/gateway/internal/mcpapi"
 	"github.com/waggle-os/core/services/gateway/internal/memoryapi"
 	"github.com/waggle-os/core/services/gateway/internal/openapi"
@@ -347,7 +346,7 @@ func (s *Service) Stop(ctx context.Context) error {
 
 func (s *Service) routes() http.Handler {
 	r := chi.NewRouter()
-	deps := forward.Deps{NC: s.nc, Log: s.log, BodyLimit: s.cfg.BodyLimit, Timeout: s.cfg.RequestTimeout, DataDir: s.cfg.DataDir}
+	deps := s.deps()
 	// The Host check comes before CORS, auth and every route (/health
 	// too: it reports the token).
 	r.Use(metrics, s.recoverer, securityHeaders, s.hostCheck, s.cors)

@@ -1,12 +1,11 @@
 package gateway
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 
-	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/gateway/internal/forward"
 	"github.com/waggle-os/core/services/gateway/internal/input"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
@@ -14,7 +13,7 @@ import (
 // sessionQuery reads ?workspace= and ?session= with the chat defaults
 // (session defaults to the workspace, the workspace to "default"), both
 // checked with the safe-segment rule.
-func sessionQuery(r *http.Request) (protocol.SessionRef, error) {
+func sessionQuery(_ http.ResponseWriter, r *http.Request) (protocol.SessionRef, error) {
 	q := r.URL.Query()
 	ref := protocol.SessionRef{Workspace: "default", Session: "default"}
 	if q.Has("workspace") {
@@ -49,16 +48,13 @@ type historyResponse struct {
 // history is GET /api/history: the session's messages with the timestamps
 // they were stored with.
 func (s *Service) history(w http.ResponseWriter, r *http.Request) {
-	ref, err := sessionQuery(r)
+	ref, err := sessionQuery(w, r)
 	if err != nil {
 		respond.Error(w, s.log, err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
-	defer cancel()
-	rep, err := bus.Call(ctx, s.nc, protocol.ReadHistory, protocol.HistoryRequest{SessionRef: ref})
-	if err != nil {
-		respond.Error(w, s.log, err)
+	rep, ok := forward.Call(s.deps(), w, r, protocol.ReadHistory, protocol.HistoryRequest{SessionRef: ref})
+	if !ok {
 		return
 	}
 	out := historyResponse{SessionID: ref.Session, Messages: make([]historyMessage, 0, len(rep.Messages))}
@@ -71,23 +67,22 @@ func (s *Service) history(w http.ResponseWriter, r *http.Request) {
 	respond.JSON(w, http.StatusOK, out)
 }
 
+// deps is what the route groups (and the routes here that only forward to
+// an endpoint) need from the gateway.
+func (s *Service) deps() forward.Deps {
+	return forward.Deps{NC: s.nc, Log: s.log, BodyLimit: s.cfg.BodyLimit, Timeout: s.cfg.RequestTimeout, DataDir: s.cfg.DataDir}
+}
+
 // clearHistory is DELETE /api/chat/history: every cached copy of the
 // session is dropped on every process; the file stays (contract §1).
 func (s *Service) clearHistory(w http.ResponseWriter, r *http.Request) {
-	ref, err := sessionQuery(r)
-	if err != nil {
-		respond.Error(w, s.log, err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
-	defer cancel()
-	rep, err := bus.Call(ctx, s.nc, protocol.EvictSession, protocol.ClearRequest{SessionRef: ref})
-	if err != nil {
-		respond.Error(w, s.log, err)
-		return
-	}
-	respond.JSON(w, http.StatusOK, struct {
-		OK      bool   `json:"ok"`
-		Cleared string `json:"cleared"`
-	}{true, rep.Cleared})
+	forward.Serve(s.deps(), w, r, func(w http.ResponseWriter, r *http.Request) (protocol.ClearRequest, error) {
+		ref, err := sessionQuery(w, r)
+		return protocol.ClearRequest{SessionRef: ref}, err
+	}, protocol.EvictSession, http.StatusOK, func(rep protocol.ClearReply) any {
+		return struct {
+			OK      bool   `json:"ok"`
+			Cleared string `json:"cleared"`
+		}{true, rep.Cleared}
+	})
 }

@@ -97,20 +97,23 @@ func (s *Service) turnEvents(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, s.log, protocol.Errorf(protocol.Invalid, "Last-Event-ID must be a decimal event id"))
 		return
 	}
-	ok, err := s.turnExists(r.Context(), id)
-	if err != nil {
-		respond.Error(w, s.log, err)
-		return
-	}
-	if !ok {
-		respond.Error(w, s.log, errTurnNotFound)
-		return
-	}
-	if err := s.authorizeTurn(r, id, protocol.ActionRead); err != nil {
+	if err := s.reachTurn(r, id, protocol.ActionRead); err != nil {
 		respond.Error(w, s.log, err)
 		return
 	}
 	s.relay(w, r, id, relaySource{after: after}, false)
+}
+
+// reachTurn checks that turn id exists and that the request may act on it.
+func (s *Service) reachTurn(r *http.Request, id, action string) error {
+	ok, err := s.turnExists(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errTurnNotFound
+	}
+	return s.authorizeTurn(r, id, action)
 }
 
 // cancelTurnRoute is POST /api/chat/turns/{turnId}/cancel: stop a turn from
@@ -121,16 +124,7 @@ func (s *Service) cancelTurnRoute(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, s.log, err)
 		return
 	}
-	ok, err := s.turnExists(r.Context(), id)
-	if err != nil {
-		respond.Error(w, s.log, err)
-		return
-	}
-	if !ok {
-		respond.Error(w, s.log, errTurnNotFound)
-		return
-	}
-	if err := s.authorizeTurn(r, id, protocol.ActionWrite); err != nil {
+	if err := s.reachTurn(r, id, protocol.ActionWrite); err != nil {
 		respond.Error(w, s.log, err)
 		return
 	}

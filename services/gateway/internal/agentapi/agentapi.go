@@ -39,10 +39,6 @@ type handlers struct{ d forward.Deps }
 
 func (h handlers) fail(w http.ResponseWriter, err error) { respond.Error(w, h.d.Log, err) }
 
-func (h handlers) badRequest(w http.ResponseWriter, msg string) {
-	respond.Fail(w, protocol.Invalid, "", msg)
-}
-
 type statusReply struct {
 	Running       bool                  `json:"running"`
 	Model         string                `json:"model"`
@@ -81,11 +77,13 @@ func costSummary(u protocol.UsageSummary) string {
 }
 
 func (h handlers) cost(w http.ResponseWriter, r *http.Request) {
-	u, ok := forward.Call(h.d, w, r, protocol.SummarizeUsage, protocol.UsageSummaryRequest{})
-	if !ok {
-		return
-	}
-	respond.JSON(w, http.StatusOK, costReply{Summary: costSummary(u), UsageSummary: withByModel(u)})
+	forward.Serve(h.d, w, r, usageTotals, protocol.SummarizeUsage, http.StatusOK, func(u protocol.UsageSummary) any {
+		return costReply{Summary: costSummary(u), UsageSummary: withByModel(u)}
+	})
+}
+
+func usageTotals(http.ResponseWriter, *http.Request) (protocol.UsageSummaryRequest, error) {
+	return protocol.UsageSummaryRequest{}, nil
 }
 
 func withByModel(u protocol.UsageSummary) protocol.UsageSummary {
@@ -104,19 +102,13 @@ type resetReply struct {
 // costReset really resets the totals (the original's was a no-op whose
 // message said so); the records stay in the ledger.
 func (h handlers) costReset(w http.ResponseWriter, r *http.Request) {
-	rep, ok := forward.Call(h.d, w, r, protocol.ResetUsage, protocol.Empty{})
-	if !ok {
-		return
-	}
-	respond.JSON(w, http.StatusOK, resetReply{OK: true, Message: "Cost tracking reset", ResetAt: rep.ResetAt})
+	forward.Serve(h.d, w, r, forward.NoInput, protocol.ResetUsage, http.StatusOK, func(rep protocol.UsageReset) any {
+		return resetReply{OK: true, Message: "Cost tracking reset", ResetAt: rep.ResetAt}
+	})
 }
 
 func (h handlers) getModel(w http.ResponseWriter, r *http.Request) {
-	m, ok := forward.Call(h.d, w, r, protocol.GetModel, protocol.Empty{})
-	if !ok {
-		return
-	}
-	respond.JSON(w, http.StatusOK, m)
+	forward.Serve(h.d, w, r, forward.NoInput, protocol.GetModel, http.StatusOK, nil)
 }
 
 type modelReply struct {
@@ -125,111 +117,80 @@ type modelReply struct {
 }
 
 func (h handlers) putModel(w http.ResponseWriter, r *http.Request) {
+	forward.Serve(h.d, w, r, h.modelChoice, protocol.SetModel, http.StatusOK, func(m protocol.AgentModel) any {
+		return modelReply{OK: true, Model: m.Model}
+	})
+}
+
+func (h handlers) modelChoice(w http.ResponseWriter, r *http.Request) (protocol.AgentModel, error) {
 	f, err := input.Decode(w, r, h.d.BodyLimit)
 	if err != nil {
-		h.fail(w, err)
-		return
+		return protocol.AgentModel{}, err
 	}
 	model, _, ok := f.Str("model")
 	if !ok || model == "" {
-		h.badRequest(w, "model is required")
-		return
+		return protocol.AgentModel{}, protocol.Errorf(protocol.Invalid, "model is required")
 	}
-	m, ok := forward.Call(h.d, w, r, protocol.SetModel, protocol.AgentModel{Model: model})
-	if !ok {
-		return
-	}
-	respond.JSON(w, http.StatusOK, modelReply{OK: true, Model: m.Model})
+	return protocol.AgentModel{Model: model}, nil
 }
 
 func (h handlers) active(w http.ResponseWriter, r *http.Request) {
-	rep, ok := forward.Call(h.d, w, r, protocol.ListActiveAgents, protocol.Empty{})
-	if !ok {
-		return
-	}
-	if rep.Workers == nil {
-		rep.Workers = []protocol.ActiveAgent{}
-	}
-	if rep.Active == nil {
-		rep.Active = []protocol.ActiveAgent{}
-	}
-	respond.JSON(w, http.StatusOK, rep)
+	forward.Serve(h.d, w, r, forward.NoInput, protocol.ListActiveAgents, http.StatusOK, func(rep protocol.ActiveAgents) any {
+		rep.Workers, rep.Active = forward.OrEmpty(rep.Workers), forward.OrEmpty(rep.Active)
+		return rep
+	})
 }
 
 func (h handlers) listGroups(w http.ResponseWriter, r *http.Request) {
-	rep, ok := forward.Call(h.d, w, r, protocol.ListGroups, protocol.Empty{})
-	if !ok {
-		return
-	}
-	if rep.Groups == nil {
-		rep.Groups = []protocol.AgentGroup{}
-	}
-	respond.JSON(w, http.StatusOK, rep.Groups)
+	forward.Serve(h.d, w, r, forward.NoInput, protocol.ListGroups, http.StatusOK,
+		func(rep protocol.AgentGroupList) any { return forward.OrEmpty(rep.Groups) })
 }
 
 func (h handlers) createGroup(w http.ResponseWriter, r *http.Request) {
-	f, err := input.Decode(w, r, h.d.BodyLimit)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	g, ok := forward.Call(h.d, w, r, protocol.CreateGroup, protocol.AgentGroupWrite{Fields: f})
-	if !ok {
-		return
-	}
-	respond.JSON(w, http.StatusCreated, g)
+	forward.Serve(h.d, w, r, h.groupWrite(false), protocol.CreateGroup, http.StatusCreated, nil)
 }
 
-// groupID reads {id}. An id that is not a safe segment cannot name a
-// stored group, so it is a 404 like any unknown id.
-func (h handlers) groupID(w http.ResponseWriter, r *http.Request) (string, bool) {
+// groupWrite reads a group's fields from the body, and its {id} when
+// withID.
+func (h handlers) groupWrite(withID bool) forward.Reader[protocol.AgentGroupWrite] {
+	return func(w http.ResponseWriter, r *http.Request) (protocol.AgentGroupWrite, error) {
+		var gw protocol.AgentGroupWrite
+		if withID {
+			ref, err := groupRef(w, r)
+			if err != nil {
+				return gw, err
+			}
+			gw.ID = ref.ID
+		}
+		f, err := input.Decode(w, r, h.d.BodyLimit)
+		gw.Fields = f
+		return gw, err
+	}
+}
+
+// errGroupNotFound is the answer for an id that cannot name a stored group
+// (not a safe segment): NotFound like any unknown id.
+var errGroupNotFound = protocol.Errorf(protocol.NotFound, "Group not found")
+
+// groupRef reads {id}.
+func groupRef(_ http.ResponseWriter, r *http.Request) (protocol.AgentGroupRef, error) {
 	id := chi.URLParam(r, "id")
 	if !protocol.ValidID(id) {
-		respond.Fail(w, protocol.NotFound, "", "Group not found")
-		return "", false
+		return protocol.AgentGroupRef{}, errGroupNotFound
 	}
-	return id, true
+	return protocol.AgentGroupRef{ID: id}, nil
 }
 
 func (h handlers) getGroup(w http.ResponseWriter, r *http.Request) {
-	id, ok := h.groupID(w, r)
-	if !ok {
-		return
-	}
-	g, ok := forward.Call(h.d, w, r, protocol.GetGroup, protocol.AgentGroupRef{ID: id})
-	if !ok {
-		return
-	}
-	respond.JSON(w, http.StatusOK, g)
+	forward.Serve(h.d, w, r, groupRef, protocol.GetGroup, http.StatusOK, nil)
 }
 
 func (h handlers) updateGroup(w http.ResponseWriter, r *http.Request) {
-	id, ok := h.groupID(w, r)
-	if !ok {
-		return
-	}
-	f, err := input.Decode(w, r, h.d.BodyLimit)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	g, ok := forward.Call(h.d, w, r, protocol.UpdateGroup, protocol.AgentGroupWrite{ID: id, Fields: f})
-	if !ok {
-		return
-	}
-	respond.JSON(w, http.StatusOK, g)
+	forward.Serve(h.d, w, r, h.groupWrite(true), protocol.UpdateGroup, http.StatusOK, nil)
 }
 
 func (h handlers) deleteGroup(w http.ResponseWriter, r *http.Request) {
-	id, ok := h.groupID(w, r)
-	if !ok {
-		return
-	}
-	rep, ok := forward.Call(h.d, w, r, protocol.DeleteGroup, protocol.AgentGroupRef{ID: id})
-	if !ok {
-		return
-	}
-	respond.JSON(w, http.StatusOK, rep)
+	forward.Serve(h.d, w, r, groupRef, protocol.DeleteGroup, http.StatusOK, nil)
 }
 
 // runReply is the queued job of contract §7.
@@ -246,21 +207,23 @@ type runReply struct {
 // runGroup answers 404 for an unknown group before it looks at the body
 // (reference §5.3), then queues the run and returns at once with 200.
 func (h handlers) runGroup(w http.ResponseWriter, r *http.Request) {
-	id, ok := h.groupID(w, r)
-	if !ok {
+	ref, err := groupRef(w, r)
+	if err != nil {
+		h.fail(w, err)
 		return
 	}
+	id := ref.ID
 	f, err := input.Decode(w, r, h.d.BodyLimit)
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	if _, ok := forward.Call(h.d, w, r, protocol.GetGroup, protocol.AgentGroupRef{ID: id}); !ok {
+	if _, ok := forward.Call(h.d, w, r, protocol.GetGroup, ref); !ok {
 		return
 	}
 	task, _, ok := f.Str("task")
 	if !ok || task == "" {
-		h.badRequest(w, "task is required")
+		h.fail(w, protocol.Errorf(protocol.Invalid, "task is required"))
 		return
 	}
 	teamID, _, err := f.OptString("teamId")
@@ -291,18 +254,17 @@ func (h handlers) runGroup(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h handlers) getJob(w http.ResponseWriter, r *http.Request) {
-	id, ok := h.groupID(w, r)
-	if !ok {
-		return
+	forward.Serve(h.d, w, r, jobRef, protocol.GetGroupJob, http.StatusOK, nil)
+}
+
+func jobRef(w http.ResponseWriter, r *http.Request) (protocol.GroupJobRequest, error) {
+	ref, err := groupRef(w, r)
+	if err != nil {
+		return protocol.GroupJobRequest{}, err
 	}
 	jobID := chi.URLParam(r, "jobId")
 	if !protocol.ValidID(jobID) {
-		respond.Fail(w, protocol.NotFound, "", "Job not found")
-		return
+		return protocol.GroupJobRequest{}, protocol.Errorf(protocol.NotFound, "Job not found")
 	}
-	job, ok := forward.Call(h.d, w, r, protocol.GetGroupJob, protocol.GroupJobRequest{GroupID: id, JobID: jobID})
-	if !ok {
-		return
-	}
-	respond.JSON(w, http.StatusOK, job)
+	return protocol.GroupJobRequest{GroupID: ref.ID, JobID: jobID}, nil
 }

@@ -53,3 +53,42 @@ func Reply[Req, Rep any](d Deps, w http.ResponseWriter, r *http.Request, status 
 		respond.JSON(w, status, rep)
 	}
 }
+
+// Reader builds an endpoint's request from an HTTP request; its error is
+// the response (a 4xx for bad input).
+type Reader[Req any] func(w http.ResponseWriter, r *http.Request) (Req, error)
+
+// Serve answers a route with one endpoint: read the request, call ep, and
+// write the reply as JSON with status, passed through shape when shape is
+// not nil (the contract's shape of the reply often differs from the bus
+// reply). Any failure is written as the error response.
+func Serve[Req, Rep any](d Deps, w http.ResponseWriter, r *http.Request, read Reader[Req], ep protocol.Endpoint[Req, Rep], status int, shape func(Rep) any) {
+	req, err := read(w, r)
+	if err != nil {
+		respond.Error(w, d.Log, err)
+		return
+	}
+	rep, ok := Call(d, w, r, ep, req)
+	if !ok {
+		return
+	}
+	if shape == nil {
+		respond.JSON(w, status, rep)
+		return
+	}
+	respond.JSON(w, status, shape(rep))
+}
+
+// NoInput is the Reader of an endpoint that takes protocol.Empty.
+func NoInput(http.ResponseWriter, *http.Request) (protocol.Empty, error) {
+	return protocol.Empty{}, nil
+}
+
+// OrEmpty is s, or an empty slice for nil: the contract's lists are [] when
+// empty, never null.
+func OrEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -16,7 +16,6 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/gateway/internal/forward"
 	"github.com/waggle-os/core/services/gateway/internal/input"
-	"github.com/waggle-os/core/services/gateway/internal/respond"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 )
 
@@ -39,8 +38,6 @@ func Mount(r chi.Router, d forward.Deps) {
 	r.Get("/memory/search", a.search)
 	r.Get("/memory/stats", a.stats)
 }
-
-func (a api) fail(w http.ResponseWriter, err error) { respond.Error(w, a.d.Log, err) }
 
 // owner is the minds a request reaches: ?workspace= (or ?workspaceId=,
 // as the original accepts) and, on a team server, the user's own personal
@@ -112,30 +109,47 @@ func list(fs []protocol.MemoryFrame, scored bool) results {
 
 // GET /api/memory/frames?workspace=&limit=&since=&until=
 func (a api) frames(w http.ResponseWriter, r *http.Request) {
+	forward.Serve(a.d, w, r, framesQuery, protocol.ListFrames, http.StatusOK,
+		func(rep protocol.MemoryFramesReply) any { return list(rep.Frames, false) })
+}
+
+func framesQuery(_ http.ResponseWriter, r *http.Request) (protocol.MemoryFramesRequest, error) {
 	o, err := owner(r, queryWorkspace(r))
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
 	q := r.URL.Query()
-	req := protocol.MemoryFramesRequest{MemoryOwner: o, Limit: parseLimit(q.Get("limit"), defaultFrames), Since: q.Get("since"), Until: q.Get("until")}
-	rep, ok := forward.Call(a.d, w, r, protocol.ListFrames, req)
-	if ok {
-		respond.JSON(w, http.StatusOK, list(rep.Frames, false))
-	}
+	return protocol.MemoryFramesRequest{MemoryOwner: o, Limit: parseLimit(q.Get("limit"), defaultFrames), Since: q.Get("since"), Until: q.Get("until")}, err
 }
 
 // POST /api/memory/frames {content, workspace|workspaceId, importance?, source?}
 func (a api) add(w http.ResponseWriter, r *http.Request) {
+	forward.Serve(a.d, w, r, a.addition, protocol.AddFrame, http.StatusOK, func(rep protocol.MemoryAddReply) any {
+		if rep.Duplicate {
+			return struct {
+				Saved     bool   `json:"saved"`
+				Duplicate bool   `json:"duplicate"`
+				FrameID   string `json:"frameId"`
+				Mind      string `json:"mind"`
+				Message   string `json:"message"`
+			}{false, true, rep.Frame.ID, rep.Frame.Mind, "Identical content already exists. Access count updated."}
+		}
+		return struct {
+			Saved      bool   `json:"saved"`
+			FrameID    string `json:"frameId"`
+			Mind       string `json:"mind"`
+			Importance string `json:"importance"`
+			Source     string `json:"source"`
+		}{true, rep.Frame.ID, rep.Frame.Mind, rep.Frame.Importance, rep.Frame.Source}
+	})
+}
+
+func (a api) addition(w http.ResponseWriter, r *http.Request) (protocol.MemoryAddRequest, error) {
+	var none protocol.MemoryAddRequest
 	f, err := input.Decode(w, r, a.d.BodyLimit)
 	if err != nil {
-		a.fail(w, err)
-		return
+		return none, err
 	}
-	content, _, ok := f.Str("content")
-	if !ok || strings.TrimSpace(content) == "" {
-		a.fail(w, protocol.Errorf(protocol.Invalid, "content is required"))
-		return
+	content, err := contentField(f)
+	if err != nil {
+		return none, err
 	}
 	ws, _, _ := f.Str("workspace")
 	if ws == "" {
@@ -143,44 +157,29 @@ func (a api) add(w http.ResponseWriter, r *http.Request) {
 	}
 	o, err := owner(r, ws)
 	if err != nil {
-		a.fail(w, err)
-		return
+		return none, err
 	}
 	importance, err := importanceField(f)
 	if err != nil {
-		a.fail(w, err)
-		return
+		return none, err
 	}
 	source, present, ok := f.Str("source")
 	if !ok {
-		a.fail(w, protocol.Errorf(protocol.Invalid, "Invalid source. Valid values: %s", strings.Join(protocol.Sources, ", ")))
-		return
+		return none, protocol.Errorf(protocol.Invalid, "Invalid source. Valid values: %s", strings.Join(protocol.Sources, ", "))
 	}
 	if !present {
 		source = protocol.SourceImport // the original's default for this route
 	}
-	req := protocol.MemoryAddRequest{MemoryOwner: o, Content: content, Importance: importance, Source: source}
-	rep, ok := forward.Call(a.d, w, r, protocol.AddFrame, req)
-	if !ok {
-		return
+	return protocol.MemoryAddRequest{MemoryOwner: o, Content: content, Importance: importance, Source: source}, nil
+}
+
+// contentField is the required, non-blank content of a frame.
+func contentField(f input.Fields) (string, error) {
+	content, _, ok := f.Str("content")
+	if !ok || strings.TrimSpace(content) == "" {
+		return "", protocol.Errorf(protocol.Invalid, "content is required")
 	}
-	if rep.Duplicate {
-		respond.JSON(w, http.StatusOK, struct {
-			Saved     bool   `json:"saved"`
-			Duplicate bool   `json:"duplicate"`
-			FrameID   string `json:"frameId"`
-			Mind      string `json:"mind"`
-			Message   string `json:"message"`
-		}{false, true, rep.Frame.ID, rep.Frame.Mind, "Identical content already exists. Access count updated."})
-		return
-	}
-	respond.JSON(w, http.StatusOK, struct {
-		Saved      bool   `json:"saved"`
-		FrameID    string `json:"frameId"`
-		Mind       string `json:"mind"`
-		Importance string `json:"importance"`
-		Source     string `json:"source"`
-	}{true, rep.Frame.ID, rep.Frame.Mind, rep.Frame.Importance, rep.Frame.Source})
+	return content, nil
 }
 
 // numericImportance maps the web client's numeric importance (1-4) onto
@@ -208,7 +207,7 @@ func importanceField(f input.Fields) (string, error) {
 }
 
 // frameRequest reads the {id} segment and the workspace query.
-func (a api) frameRequest(r *http.Request) (protocol.MemoryFrameRequest, error) {
+func frameRequest(_ http.ResponseWriter, r *http.Request) (protocol.MemoryFrameRequest, error) {
 	id := chi.URLParam(r, "id")
 	if !protocol.ValidID(id) {
 		return protocol.MemoryFrameRequest{}, protocol.Errorf(protocol.Invalid, "Invalid frame ID")
@@ -219,102 +218,83 @@ func (a api) frameRequest(r *http.Request) (protocol.MemoryFrameRequest, error) 
 
 // PUT /api/memory/frames/:id {content, importance?}
 func (a api) update(w http.ResponseWriter, r *http.Request) {
-	fr, err := a.frameRequest(r)
+	forward.Serve(a.d, w, r, a.edit, protocol.UpdateFrame, http.StatusOK, func(rep protocol.MemoryFrameReply) any {
+		return struct {
+			frame
+			Updated bool `json:"updated"`
+		}{shape(rep.Frame, false), true}
+	})
+}
+
+func (a api) edit(w http.ResponseWriter, r *http.Request) (protocol.MemoryUpdateRequest, error) {
+	var none protocol.MemoryUpdateRequest
+	fr, err := frameRequest(w, r)
 	if err != nil {
-		a.fail(w, err)
-		return
+		return none, err
 	}
 	f, err := input.Decode(w, r, a.d.BodyLimit)
 	if err != nil {
-		a.fail(w, err)
-		return
+		return none, err
 	}
-	content, _, ok := f.Str("content")
-	if !ok || strings.TrimSpace(content) == "" {
-		a.fail(w, protocol.Errorf(protocol.Invalid, "content is required"))
-		return
+	content, err := contentField(f)
+	if err != nil {
+		return none, err
 	}
 	importance, err := importanceField(f)
 	if err != nil {
-		a.fail(w, err)
-		return
+		return none, err
 	}
-	rep, ok := forward.Call(a.d, w, r, protocol.UpdateFrame,
-		protocol.MemoryUpdateRequest{MemoryFrameRequest: fr, Content: content, Importance: importance})
-	if ok {
-		respond.JSON(w, http.StatusOK, struct {
-			frame
-			Updated bool `json:"updated"`
-		}{shape(rep.Frame, false), true})
-	}
+	return protocol.MemoryUpdateRequest{MemoryFrameRequest: fr, Content: content, Importance: importance}, nil
 }
 
 // DELETE /api/memory/frames/:id
 func (a api) remove(w http.ResponseWriter, r *http.Request) {
-	fr, err := a.frameRequest(r)
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	rep, ok := forward.Call(a.d, w, r, protocol.DeleteFrame, fr)
-	if ok {
-		respond.JSON(w, http.StatusOK, struct {
+	forward.Serve(a.d, w, r, frameRequest, protocol.DeleteFrame, http.StatusOK, func(rep protocol.MemoryFrameReply) any {
+		return struct {
 			Deleted bool   `json:"deleted"`
 			FrameID string `json:"frameId"`
-		}{true, rep.Frame.ID})
-	}
+		}{true, rep.Frame.ID}
+	})
 }
 
 // PATCH /api/memory/frames/:id/access
 func (a api) access(w http.ResponseWriter, r *http.Request) {
-	fr, err := a.frameRequest(r)
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	rep, ok := forward.Call(a.d, w, r, protocol.AccessFrame, fr)
-	if ok {
-		respond.JSON(w, http.StatusOK, struct {
+	forward.Serve(a.d, w, r, frameRequest, protocol.AccessFrame, http.StatusOK, func(rep protocol.MemoryFrameReply) any {
+		return struct {
 			AccessCount int `json:"accessCount"`
-		}{rep.Frame.AccessCount})
-	}
+		}{rep.Frame.AccessCount}
+	})
 }
 
 // GET /api/memory/search?q=&scope=&workspace=&limit=&since=&until=
 func (a api) search(w http.ResponseWriter, r *http.Request) {
+	forward.Serve(a.d, w, r, searchQuery, protocol.QueryMemory, http.StatusOK,
+		func(rep protocol.MemoryFramesReply) any { return list(rep.Frames, true) })
+}
+
+func searchQuery(_ http.ResponseWriter, r *http.Request) (protocol.MemoryQueryRequest, error) {
 	q := r.URL.Query()
 	if q.Get("q") == "" {
-		a.fail(w, protocol.Errorf(protocol.Invalid, "q (query) parameter is required"))
-		return
+		return protocol.MemoryQueryRequest{}, protocol.Errorf(protocol.Invalid, "q (query) parameter is required")
 	}
 	o, err := owner(r, queryWorkspace(r))
 	if err != nil {
-		a.fail(w, err)
-		return
+		return protocol.MemoryQueryRequest{}, err
 	}
 	scope := q.Get("scope")
 	if scope != protocol.MindPersonal && scope != protocol.MindWorkspace {
 		scope = "all" // "global" and anything else, as the original
 	}
-	req := protocol.MemoryQueryRequest{MemoryOwner: o, Query: q.Get("q"), Scope: scope,
-		Limit: parseLimit(q.Get("limit"), defaultSearch), Since: q.Get("since"), Until: q.Get("until")}
-	rep, ok := forward.Call(a.d, w, r, protocol.QueryMemory, req)
-	if ok {
-		respond.JSON(w, http.StatusOK, list(rep.Frames, true))
-	}
+	return protocol.MemoryQueryRequest{MemoryOwner: o, Query: q.Get("q"), Scope: scope,
+		Limit: parseLimit(q.Get("limit"), defaultSearch), Since: q.Get("since"), Until: q.Get("until")}, nil
 }
 
 // GET /api/memory/stats?workspace=
 func (a api) stats(w http.ResponseWriter, r *http.Request) {
-	o, err := owner(r, queryWorkspace(r))
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	rep, ok := forward.Call(a.d, w, r, protocol.CountFrames, protocol.MemoryStatsRequest{MemoryOwner: o})
-	if ok {
-		respond.JSON(w, http.StatusOK, rep)
-	}
+	forward.Serve(a.d, w, r, func(_ http.ResponseWriter, r *http.Request) (protocol.MemoryStatsRequest, error) {
+		o, err := owner(r, queryWorkspace(r))
+		return protocol.MemoryStatsRequest{MemoryOwner: o}, err
+	}, protocol.CountFrames, http.StatusOK, nil)
 }
 
 // parseLimit reads a limit like JavaScript's parseInt (leading digits

@@ -60,67 +60,46 @@ func (a api) fail(w http.ResponseWriter, err error) { respond.Error(w, a.d.Log, 
 // ---- workspaces ----
 
 func (a api) listWorkspaces(w http.ResponseWriter, r *http.Request) {
-	rep, ok := forward.Call(a.d, w, r, protocol.ListWorkspaces, protocol.Empty{})
-	if !ok {
-		return
-	}
-	if rep.Workspaces == nil {
-		rep.Workspaces = []json.RawMessage{}
-	}
-	respond.JSON(w, http.StatusOK, rep.Workspaces)
+	forward.Serve(a.d, w, r, forward.NoInput, protocol.ListWorkspaces, http.StatusOK,
+		func(rep protocol.WorkspaceListReply) any { return forward.OrEmpty(rep.Workspaces) })
 }
 
 func (a api) createWorkspace(w http.ResponseWriter, r *http.Request) {
-	fields, err := a.bodyObject(w, r)
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	rep, ok := forward.Call(a.d, w, r, protocol.CreateWorkspace, protocol.WorkspaceCreateRequest{Fields: fields})
-	if ok {
-		respond.JSON(w, http.StatusCreated, rep.Workspace)
-	}
+	forward.Serve(a.d, w, r, a.workspaceCreation, protocol.CreateWorkspace, http.StatusCreated, workspaceDoc)
 }
 
 func (a api) getWorkspace(w http.ResponseWriter, r *http.Request) {
-	id, err := segment(r, "id", "id")
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	rep, ok := forward.Call(a.d, w, r, protocol.GetWorkspaceDoc, protocol.WorkspaceRequest{Workspace: id})
-	if ok {
-		respond.JSON(w, http.StatusOK, rep.Workspace)
-	}
+	forward.Serve(a.d, w, r, workspaceRef, protocol.GetWorkspaceDoc, http.StatusOK, workspaceDoc)
 }
 
 func (a api) updateWorkspace(w http.ResponseWriter, r *http.Request) {
-	id, err := segment(r, "id", "id")
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	fields, err := a.bodyObject(w, r)
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	rep, ok := forward.Call(a.d, w, r, protocol.UpdateWorkspace, protocol.WorkspaceUpdateRequest{Workspace: id, Fields: fields})
-	if ok {
-		respond.JSON(w, http.StatusOK, rep.Workspace)
-	}
+	forward.Serve(a.d, w, r, a.workspaceUpdate, protocol.UpdateWorkspace, http.StatusOK, workspaceDoc)
 }
 
 func (a api) deleteWorkspace(w http.ResponseWriter, r *http.Request) {
+	forward.Serve(a.d, w, r, workspaceRef, protocol.DeleteWorkspace, http.StatusOK, nil)
+}
+
+// workspaceDoc is the reply of the workspace routes: the document itself.
+func workspaceDoc(rep protocol.WorkspaceDocReply) any { return rep.Workspace }
+
+func workspaceRef(_ http.ResponseWriter, r *http.Request) (protocol.WorkspaceRequest, error) {
 	id, err := segment(r, "id", "id")
+	return protocol.WorkspaceRequest{Workspace: id}, err
+}
+
+func (a api) workspaceCreation(w http.ResponseWriter, r *http.Request) (protocol.WorkspaceCreateRequest, error) {
+	fields, err := a.bodyObject(w, r)
+	return protocol.WorkspaceCreateRequest{Fields: fields}, err
+}
+
+func (a api) workspaceUpdate(w http.ResponseWriter, r *http.Request) (protocol.WorkspaceUpdateRequest, error) {
+	ref, err := workspaceRef(w, r)
 	if err != nil {
-		a.fail(w, err)
-		return
+		return protocol.WorkspaceUpdateRequest{}, err
 	}
-	rep, ok := forward.Call(a.d, w, r, protocol.DeleteWorkspace, protocol.WorkspaceRequest{Workspace: id})
-	if ok {
-		respond.JSON(w, http.StatusOK, rep)
-	}
+	fields, err := a.bodyObject(w, r)
+	return protocol.WorkspaceUpdateRequest{Workspace: ref.Workspace, Fields: fields}, err
 }
 
 // bodyObject decodes the body (empty is {}) and re-encodes it for the store.
@@ -135,55 +114,37 @@ func (a api) bodyObject(w http.ResponseWriter, r *http.Request) (json.RawMessage
 // ---- sessions of a workspace ----
 
 func (a api) listSessions(w http.ResponseWriter, r *http.Request) {
-	ws, err := segment(r, "id", "workspaceId")
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	req := protocol.SessionListRequest{Workspace: ws, HideEmpty: r.URL.Query().Get("hideEmpty") == "true"}
-	rep, ok := forward.Call(a.d, w, r, protocol.ListSessions, req)
-	if !ok {
-		return
-	}
-	if rep.Sessions == nil {
-		rep.Sessions = []protocol.SessionInfo{}
-	}
-	respond.JSON(w, http.StatusOK, rep.Sessions)
+	forward.Serve(a.d, w, r, sessionListing, protocol.ListSessions, http.StatusOK,
+		func(rep protocol.SessionListReply) any { return forward.OrEmpty(rep.Sessions) })
 }
 
 func (a api) createSession(w http.ResponseWriter, r *http.Request) {
-	ws, err := segment(r, "id", "workspaceId")
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	f, err := input.Decode(w, r, a.d.BodyLimit)
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	rep, ok := forward.Call(a.d, w, r, protocol.CreateSession, protocol.SessionCreateRequest{Workspace: ws, Title: f["title"]})
-	if ok {
-		respond.JSON(w, http.StatusCreated, rep)
-	}
+	forward.Serve(a.d, w, r, a.sessionCreation, protocol.CreateSession, http.StatusCreated, nil)
 }
 
 func (a api) searchSessions(w http.ResponseWriter, r *http.Request) {
+	forward.Serve(a.d, w, r, sessionSearch, protocol.SearchSessions, http.StatusOK,
+		func(rep protocol.SessionSearchReply) any { return forward.OrEmpty(rep.Results) })
+}
+
+func sessionListing(_ http.ResponseWriter, r *http.Request) (protocol.SessionListRequest, error) {
+	ws, err := segment(r, "id", "workspaceId")
+	return protocol.SessionListRequest{Workspace: ws, HideEmpty: r.URL.Query().Get("hideEmpty") == "true"}, err
+}
+
+func (a api) sessionCreation(w http.ResponseWriter, r *http.Request) (protocol.SessionCreateRequest, error) {
 	ws, err := segment(r, "id", "workspaceId")
 	if err != nil {
-		a.fail(w, err)
-		return
+		return protocol.SessionCreateRequest{}, err
 	}
+	f, err := input.Decode(w, r, a.d.BodyLimit)
+	return protocol.SessionCreateRequest{Workspace: ws, Title: f["title"]}, err
+}
+
+func sessionSearch(_ http.ResponseWriter, r *http.Request) (protocol.SessionSearchRequest, error) {
+	ws, err := segment(r, "id", "workspaceId")
 	q := r.URL.Query()
-	req := protocol.SessionSearchRequest{Workspace: ws, Query: q.Get("q"), Limit: parseLimit(q.Get("limit"))}
-	rep, ok := forward.Call(a.d, w, r, protocol.SearchSessions, req)
-	if !ok {
-		return
-	}
-	if rep.Results == nil {
-		rep.Results = []protocol.SessionSearchResult{}
-	}
-	respond.JSON(w, http.StatusOK, rep.Results)
+	return protocol.SessionSearchRequest{Workspace: ws, Query: q.Get("q"), Limit: parseLimit(q.Get("limit"))}, err
 }
 
 // parseLimit reads the search limit like JavaScript's parseInt (leading
@@ -209,7 +170,7 @@ func parseLimit(s string) int {
 	return min(n, maxSearchLimit)
 }
 
-func (a api) sessionRef(r *http.Request) (protocol.SessionRef, error) {
+func sessionRef(_ http.ResponseWriter, r *http.Request) (protocol.SessionRef, error) {
 	ws, err := segment(r, "id", "workspaceId")
 	if err != nil {
 		return protocol.SessionRef{}, err
@@ -219,7 +180,7 @@ func (a api) sessionRef(r *http.Request) (protocol.SessionRef, error) {
 }
 
 func (a api) exportSession(w http.ResponseWriter, r *http.Request) {
-	ref, err := a.sessionRef(r)
+	ref, err := sessionRef(w, r)
 	if err != nil {
 		a.fail(w, err)
 		return
@@ -234,25 +195,18 @@ func (a api) exportSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a api) timeline(w http.ResponseWriter, r *http.Request) {
-	ref, err := a.sessionRef(r)
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	rep, ok := forward.Call(a.d, w, r, protocol.GetTimeline, ref)
-	if !ok {
-		return
-	}
-	if len(rep.Events) == 0 {
-		rep.Events = json.RawMessage("[]")
-	}
-	respond.JSON(w, http.StatusOK, rep.Events)
+	forward.Serve(a.d, w, r, sessionRef, protocol.GetTimeline, http.StatusOK, func(rep protocol.SessionTimelineReply) any {
+		if len(rep.Events) == 0 {
+			return json.RawMessage("[]")
+		}
+		return rep.Events
+	})
 }
 
 // ---- sessions by id ----
 
 // locator reads :sessionId and the optional ?workspace=, both checked.
-func (a api) locator(r *http.Request) (protocol.SessionLocator, error) {
+func locator(_ http.ResponseWriter, r *http.Request) (protocol.SessionLocator, error) {
 	s, err := segment(r, "sessionId", "sessionId")
 	if err != nil {
 		return protocol.SessionLocator{}, err
@@ -268,51 +222,29 @@ func (a api) locator(r *http.Request) (protocol.SessionLocator, error) {
 }
 
 func (a api) renameSession(w http.ResponseWriter, r *http.Request) {
-	loc, err := a.locator(r)
+	forward.Serve(a.d, w, r, a.renaming, protocol.RenameSession, http.StatusOK, nil)
+}
+
+func (a api) renaming(w http.ResponseWriter, r *http.Request) (protocol.SessionRenameRequest, error) {
+	loc, err := locator(w, r)
 	if err != nil {
-		a.fail(w, err)
-		return
+		return protocol.SessionRenameRequest{}, err
 	}
 	f, err := input.Decode(w, r, a.d.BodyLimit)
 	if err != nil {
-		a.fail(w, err)
-		return
+		return protocol.SessionRenameRequest{}, err
 	}
 	title, _, err := f.OptString("title")
-	if err != nil {
-		a.fail(w, err)
-		return
+	if err == nil && title == "" {
+		err = protocol.Errorf(protocol.Invalid, "title is required")
 	}
-	if title == "" {
-		a.fail(w, protocol.Errorf(protocol.Invalid, "title is required"))
-		return
-	}
-	rep, ok := forward.Call(a.d, w, r, protocol.RenameSession, protocol.SessionRenameRequest{SessionLocator: loc, Title: title})
-	if ok {
-		respond.JSON(w, http.StatusOK, rep)
-	}
+	return protocol.SessionRenameRequest{SessionLocator: loc, Title: title}, err
 }
 
 func (a api) deleteSession(w http.ResponseWriter, r *http.Request) {
-	loc, err := a.locator(r)
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	rep, ok := forward.Call(a.d, w, r, protocol.DeleteSession, loc)
-	if ok {
-		respond.JSON(w, http.StatusOK, rep)
-	}
+	forward.Serve(a.d, w, r, locator, protocol.DeleteSession, http.StatusOK, nil)
 }
 
 func (a api) sessionSummary(w http.ResponseWriter, r *http.Request) {
-	loc, err := a.locator(r)
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	rep, ok := forward.Call(a.d, w, r, protocol.SummarizeSession, loc)
-	if ok {
-		respond.JSON(w, http.StatusOK, rep)
-	}
+	forward.Serve(a.d, w, r, locator, protocol.SummarizeSession, http.StatusOK, nil)
 }
