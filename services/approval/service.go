@@ -148,7 +148,7 @@ func (s *Service) Start(ctx context.Context) error {
 		s.Stop(ctx)
 		return err
 	}
-	s.pending = &pendingStore{kv: kv}
+	s.pending = &pendingStore{kv: kv, decided: s.announce}
 
 	sweepCtx, cancel := context.WithCancel(context.Background())
 	s.stopSweep = cancel
@@ -174,6 +174,7 @@ func (s *Service) Start(ctx context.Context) error {
 		func() error { return bus.AddEndpoint(svc, "check", protocol.SubjApprovalCheck, s.check) },
 		func() error { return bus.AddEndpoint(svc, "decide", protocol.SubjApprovalDecide, s.decide) },
 		func() error { return bus.AddEndpoint(svc, "resolve", protocol.SubjApprovalResolve, s.resolve) },
+		func() error { return bus.AddEndpoint(svc, "state", protocol.SubjApprovalState, s.state) },
 		func() error {
 			return bus.AddEndpoint(svc, "cancelturn", protocol.SubjApprovalCancelTurn, s.cancelTurn)
 		},
