@@ -366,6 +366,10 @@ func (s *Service) Start(ctx context.Context) error {
 		s.Stop(ctx)
 		return err
 	}
+	if err := bus.AddEndpoint(svc, "reap", protocol.SubjTurnReap, s.reapOrphan); err != nil {
+		s.Stop(ctx)
+		return err
+	}
 	// bus.AddEndpoint flushed the subscription: the first chat after
 	// start-up finds this runner.
 	return nil
