@@ -167,10 +167,10 @@ func TestReapVerdicts(t *testing.T) {
 		{name: "no lease and no event left is gone",
 			setup: func(string) uint64 { return 0 }, wantVerdict: protocol.ReapGone},
 		{name: "a lease whose runner beats reports the beat's revision",
-			setup: func(id string) uint64 { e.lease(id, "other", "inc-1"); e.event(id, "_start", ""); return 0 },
+			setup:       func(id string) uint64 { e.lease(id, "other", "inc-1"); e.event(id, "_start", ""); return 0 },
 			wantVerdict: protocol.ReapAlive, wantLive: func(uint64) uint64 { return beatRev }, wantLease: true},
 		{name: "a lease of an earlier incarnation reports the lease's revision",
-			setup: func(id string) uint64 { e.lease(id, "other", "inc-0"); e.event(id, "_start", ""); return 0 },
+			setup:       func(id string) uint64 { e.lease(id, "other", "inc-0"); e.event(id, "_start", ""); return 0 },
 			wantVerdict: protocol.ReapAlive, wantLive: func(rev uint64) uint64 { return rev }, wantLease: true},
 		{name: "an ended turn is not orphaned",
 			setup: func(id string) uint64 {
