@@ -210,13 +210,20 @@ type ExecCheckpoint struct {
 // is none or the bucket does not exist) — and whether the last message on
 // TurnEvents(turnID) is terminal (read the lease first, then the last
 // message: a runner stores the terminal event before it deletes the
-// lease). When Observe reports true the gateway
-//  1. deletes the lease with kv.Delete(key, jetstream.LastRevision(lease
+// lease). The runners own those buckets, so they read them: the gateway
+// gets both from SubjTurnReap (reap.go). When Observe reports true the
+// turn is ended — by a runner, asked with ReapRequest.End at that revision:
+//  1. it deletes the lease with kv.Delete(key, jetstream.LastRevision(lease
 //     revision)) (skipped when there is no lease); if that fails, a runner
 //     just claimed the turn: keep relaying and keep observing;
-//  2. publishes `error` {message: TurnOrphanedText} on TurnEvents(turnID)
+//  2. it publishes `error` {message: TurnOrphanedText} on TurnEvents(turnID)
 //     with header Nats-Msg-Id = TurnEndMsgID(turnID) (a runner finishing
 //     at the same moment uses the same id, so the stream keeps one end).
+//
+// With no runner subscribed to SubjTurnReap at all, the gateway observes
+// the sequence of the turn's last message instead and publishes step 2
+// itself, expecting that sequence as the subject's last; the lease stays
+// for the runner that claims the turn later, finds it ended and cleans up.
 //
 // A turn whose runner is alive (working, waiting for an approval or for
 // its session) is never orphaned however quiet the stream is.
