@@ -54,8 +54,8 @@ const (
 	// before any runner may claim its turns.
 	LeaseStaleAfter = 3 * time.Second
 	// LeaseOrphanAfter is how long a gateway waits on a turn whose
-	// liveness revision (see OrphanCheck) did not change before it ends the
-	// turn itself: no runner is left to take it over.
+	// liveness revision (see OrphanCheck) did not change before the turn is
+	// ended: no runner is left to take it over.
 	LeaseOrphanAfter = 10 * time.Second
 	// LeaseMaxAge is the lease bucket's MaxAge: a lease not written for
 	// this long is garbage. Runners rewrite their leases well within it.
@@ -100,7 +100,7 @@ const (
 	StepWaitingForSession = "Waiting for the previous turn in this session..."
 	// StepResumed is the step a turn shows when another runner took it over.
 	StepResumed = "Resumed on another runner"
-	// TurnOrphanedText is the error a gateway ends an orphaned turn with.
+	// TurnOrphanedText is the error an orphaned turn is ended with.
 	TurnOrphanedText = "This turn was interrupted and no server is available to finish it. Try sending your message again."
 )
 
