@@ -38,7 +38,7 @@ type fakeService struct {
 	checks    []protocol.ApprovalCheckRequest
 	cancelled []string
 	// onState, when set, runs in each state request before it is answered;
-	// it may replace the answer (stateAnswer).
+	// what it returns is the answer.
 	onState func(id string, stored protocol.ApprovalStateReply) protocol.ApprovalStateReply
 	states  int // state requests served
 }
