@@ -66,7 +66,7 @@ type Service struct {
 }
 
 // NewService registers a micro service on nc. Endpoints are added with
-// AddEndpoint before or after; requests are served until Stop.
+// Handle before or after; requests are served until Stop.
 func NewService(nc *nats.Conn, cfg ServiceConfig) (*Service, error) {
 	if cfg.Name == "" {
 		return nil, errors.New("bus: service name is required")

@@ -64,7 +64,7 @@ type AgentGroup struct {
 	CreatedAt   string             `json:"createdAt"`
 }
 
-// AgentGroupList answers SubjStoreGroupList, in creation order.
+// AgentGroupList answers ListGroups, in creation order.
 type AgentGroupList struct {
 	Groups []AgentGroup `json:"groups"`
 }
@@ -175,7 +175,7 @@ type ActiveAgent struct {
 	StartedAt      string `json:"startedAt,omitempty"`
 }
 
-// ActiveAgents answers SubjCommandAgentsActive: Workers are every step of
+// ActiveAgents answers ListActiveAgents: Workers are every step of
 // every running job, Active those whose turn is running now.
 type ActiveAgents struct {
 	Workers []ActiveAgent `json:"workers"`

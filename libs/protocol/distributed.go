@@ -39,8 +39,8 @@ const (
 	// before any runner may claim its turns.
 	LeaseStaleAfter = 3 * time.Second
 	// LeaseOrphanAfter is how long a gateway waits on a turn whose
-	// liveness revision (see OrphanCheck) did not change before it ends the
-	// turn itself: no runner is left to take it over.
+	// liveness revision (see OrphanCheck) did not change before the turn is
+	// ended: no runner is left to take it over.
 	LeaseOrphanAfter = 10 * time.Second
 	// LeaseMaxAge is the lease bucket's MaxAge: a lease not written for
 	// this long is garbage. Runners rewrite their leases well within it.
@@ -85,7 +85,7 @@ const (
 	StepWaitingForSession = "Waiting for the previous turn in this session..."
 	// StepResumed is the step a turn shows when another runner took it over.
 	StepResumed = "Resumed on another runner"
-	// TurnOrphanedText is the error a gateway ends an orphaned turn with.
+	// TurnOrphanedText is the error an orphaned turn is ended with.
 	TurnOrphanedText = "This turn was interrupted and no server is available to finish it. Try sending your message again."
 )
 
@@ -195,13 +195,20 @@ type ExecCheckpoint struct {
 // is none or the bucket does not exist) — and whether the last message on
 // TurnEvents(turnID) is terminal (read the lease first, then the last
 // message: a runner stores the terminal event before it deletes the
-// lease). When Observe reports true the gateway
-//  1. deletes the lease with kv.Delete(key, jetstream.LastRevision(lease
+// lease). The runners own those buckets, so they read them: the gateway
+// gets both from ReapTurn (reap.go). When Observe reports true the
+// turn is ended — by a runner, asked with ReapRequest.End at that revision:
+//  1. it deletes the lease with kv.Delete(key, jetstream.LastRevision(lease
 //     revision)) (skipped when there is no lease); if that fails, a runner
 //     just claimed the turn: keep relaying and keep observing;
-//  2. publishes `error` {message: TurnOrphanedText} on TurnEvents(turnID)
+//  2. it publishes `error` {message: TurnOrphanedText} on TurnEvents(turnID)
 //     with header Nats-Msg-Id = TurnEndMsgID(turnID) (a runner finishing
 //     at the same moment uses the same id, so the stream keeps one end).
+//
+// With no runner subscribed to ReapTurn at all, the gateway observes
+// the sequence of the turn's last message instead and publishes step 2
+// itself, expecting that sequence as the subject's last; the lease stays
+// for the runner that claims the turn later, finds it ended and cleans up.
 //
 // A turn whose runner is alive (working, waiting for an approval or for
 // its session) is never orphaned however quiet the stream is.

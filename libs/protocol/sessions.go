@@ -2,7 +2,7 @@ package protocol
 
 import "encoding/json"
 
-// WorkspaceListReply answers SubjWorkspaceList, oldest workspace first.
+// WorkspaceListReply answers ListWorkspaces, oldest workspace first.
 type WorkspaceListReply struct {
 	Workspaces []json.RawMessage `json:"workspaces"`
 }

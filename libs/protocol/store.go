@@ -93,7 +93,7 @@ type ClearReply struct {
 	Cleared string `json:"cleared"`
 }
 
-// SessionEvicted is published on SubjSessionEvicted.
+// SessionEvicted is published on SessionEvictions.
 type SessionEvicted struct {
 	SessionRef
 }

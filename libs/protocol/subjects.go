@@ -46,6 +46,9 @@ var (
 	// turn's, with the run's own names (AgentRunEvent*); only EventDone
 	// ends the stream.
 	StartAgentRun = Endpoint[AgentRunRequest, TurnStarted]{ServiceTurnRunner, "agentrun", "waggle.turn.cmd.agentrun"}
+	// ReapTurn looks at one quiet turn, and ends it when it is orphaned and
+	// the request says so (reap.go). A bad turn id is Invalid.
+	ReapTurn = Endpoint[ReapRequest, ReapReply]{ServiceTurnRunner, "reap", "waggle.turn.cmd.reap"}
 	// ListMCPServers lists the MCP servers a workspace's turns can use,
 	// with their state and tools.
 	ListMCPServers = Endpoint[MCPServersRequest, MCPServersReply]{ServiceMCP, "servers", "waggle.mcp.cmd.servers"}
@@ -201,6 +204,10 @@ var (
 	ResolveApproval = Endpoint[ApprovalResolveRequest, ApprovalResolveReply]{ServiceApproval, "resolve", "waggle.approval.cmd.resolve"}
 	// CancelTurnApprovals denies every still-pending approval of one turn.
 	CancelTurnApprovals = Endpoint[ApprovalCancelTurnRequest, ApprovalCancelTurnReply]{ServiceApproval, "cancelturn", "waggle.approval.cmd.cancelturn"}
+	// GetApprovalState reads one approval's state: NotFound when no entry
+	// is stored under the id (never created, or removed after its
+	// retention).
+	GetApprovalState = Endpoint[ApprovalStateRequest, ApprovalStateReply]{ServiceApproval, "state", "waggle.approval.cmd.state"}
 	// ListPendingApprovals lists what waits for a human, from every runner.
 	ListPendingApprovals = Endpoint[Empty, ApprovalPendingReply]{ServiceApproval, "pending", "waggle.approval.cmd.pending"}
 	// ListGrants lists the live grants, newest first.
@@ -273,6 +280,12 @@ func TurnIDOfEvent(subject string) string {
 // TurnControl is the subject that addresses the runner of one turn
 // (TurnControlMsg).
 func TurnControl(turnID string) string { return "waggle.turn.ctl." + turnID }
+
+// ApprovalDecided is where the final state of one approval is published
+// (approvaldecided.go). requestID must pass ValidID.
+func ApprovalDecided(requestID string) Event[ApprovalDecidedEvent] {
+	return Event[ApprovalDecidedEvent]{"waggle.approval.evt.decided." + requestID}
+}
 
 // PingSubject is the micro discovery subject every instance of a service
 // answers a PING on.

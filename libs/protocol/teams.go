@@ -156,7 +156,7 @@ func (p ToolPolicy) Blocks(tool string) bool {
 	return false
 }
 
-// TeamPolicyChanged is published on SubjTeamsPolicyChanged.
+// TeamPolicyChanged is published on PolicyChanges.
 type TeamPolicyChanged struct {
 	Team string `json:"team"`
 }

@@ -117,15 +117,15 @@ const (
 	// ControlDetach says a client stopped following the turn.
 	ControlDetach = "detach"
 	// ControlProbe, sent as a request, asks whether a runner runs the
-	// turn: only its owner answers. A gateway asks before it ends a turn it
-	// believes no runner is left to finish.
+	// turn: only its owner answers. It is asked before a turn believed to
+	// have no runner left is ended (by a runner, see ReapTurn).
 	ControlProbe = "probe"
 )
 
 // AttachInterval is how often a relay repeats ControlAttach.
 const AttachInterval = 5 * time.Second
 
-// AbortWorkspace is the body of SubjTurnAbortWorkspace.
+// AbortWorkspace is the body of WorkspaceAborts.
 type AbortWorkspace struct {
 	Workspace string `json:"workspace"`
 }

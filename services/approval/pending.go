@@ -24,6 +24,9 @@ const maxCASAttempts = 16
 // per request id, changed only by compare-and-set on its revision.
 type pendingStore struct {
 	kv jetstream.KeyValue
+	// decided is told of every entry this store made final, after the
+	// write: the service announces it to the runner that waits.
+	decided func(protocol.PendingApproval)
 }
 
 // entry is a decoded bucket value and the revision it was read at.
@@ -90,6 +93,9 @@ func (p *pendingStore) transition(ctx context.Context, id string, change func(e 
 		}
 		if err != nil {
 			return protocol.PendingApproval{}, fmt.Errorf("approval: update %s: %w", id, err)
+		}
+		if p.decided != nil && protocol.ApprovalFinal(next.State) && !protocol.ApprovalFinal(e.State) {
+			p.decided(next)
 		}
 		return next, nil
 	}

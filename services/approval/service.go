@@ -148,7 +148,7 @@ func (s *Service) Start(ctx context.Context) error {
 		s.Stop(ctx)
 		return err
 	}
-	s.pending = &pendingStore{kv: kv}
+	s.pending = &pendingStore{kv: kv, decided: s.announce}
 
 	sweepCtx, cancel := context.WithCancel(context.Background())
 	s.stopSweep = cancel
@@ -174,6 +174,7 @@ func (s *Service) Start(ctx context.Context) error {
 		func() error { return bus.Handle(svc, protocol.CheckApproval, s.check) },
 		func() error { return bus.Handle(svc, protocol.DecideApproval, s.decide) },
 		func() error { return bus.Handle(svc, protocol.ResolveApproval, s.resolve) },
+		func() error { return bus.Handle(svc, protocol.GetApprovalState, s.state) },
 		func() error {
 			return bus.Handle(svc, protocol.CancelTurnApprovals, s.cancelTurn)
 		},

@@ -9,105 +9,159 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 )
 
 // orphanWatch decides, for one relay, whether its turn has been left with
 // no runner (protocol.OrphanCheck). It only runs while the stream is idle,
 // so a flowing stream costs nothing.
+//
+// The turn's lease and its runner's heartbeat are the turn runners' state,
+// so the watch asks them (protocol.ReapTurn.Subject): any live runner reports
+// the turn's liveness revision, and once this relay's OrphanCheck saw it
+// unchanged for protocol.LeaseOrphanAfter, a runner checks again, probes
+// the owner and ends the turn (see protocol.ReapRequest). Only when no
+// runner answers at all — there is no owner to ask — does the gateway end
+// the turn itself, by the stream it relays (tickAlone).
 type orphanWatch struct {
-	s       *Service
-	turnID  string
-	check   protocol.OrphanCheck
-	leases  jetstream.KeyValue
-	runners jetstream.KeyValue
+	s      *Service
+	turnID string
+	// check runs over the liveness revisions the runners report.
+	check protocol.OrphanCheck
+	// alone runs over the sequence of the turn's last stored event while
+	// no runner answers.
+	alone protocol.OrphanCheck
+	// now is the watch's clock (nil: time.Now).
+	now func() time.Time
+}
+
+func (o *orphanWatch) clock() time.Time {
+	if o.now != nil {
+		return o.now()
+	}
+	return time.Now()
 }
 
 // orphanIdle is how long a stream must be quiet before the relay starts
-// looking at its turn's lease.
+// asking about its turn.
 const orphanIdle = protocol.LeaseStaleAfter
+
+// Timeouts of the questions to the runners: a look reads two buckets and
+// the stream; an end may also probe the owner (protocol.LeaseStaleAfter).
+const (
+	reapLookTimeout = 2 * time.Second
+	reapEndTimeout  = 2 * protocol.LeaseStaleAfter
+)
 
 // orphanVerdict is what one look found.
 type orphanVerdict int
 
 const (
 	orphanNo    orphanVerdict = iota // alive, or cannot tell yet
-	orphanEnded                      // ended here: the error is in the stream for every follower
+	orphanEnded                      // ended: the error is in the stream for every follower
 	// orphanGone: the turn ended long ago and none of its events is left
 	// (the stream's window moved on): there is nothing more to relay.
 	orphanGone
 )
 
-// tick looks once. It reports orphanEnded when it ended the turn: the
-// lease was removed (so no runner can claim the turn any more) and a
-// terminal error is in the stream for every follower.
+// tick looks once. It reports orphanEnded when the turn was ended: no
+// runner can claim it any more, and a terminal error is in the stream for
+// every follower.
 func (o *orphanWatch) tick(ctx context.Context) orphanVerdict {
-	if o.leases == nil {
-		kv, err := o.s.js.KeyValue(ctx, protocol.BucketTurnLeases)
-		if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
-			return orphanNo // cannot tell; try again later
-		}
-		o.leases = kv
+	rep, err := o.ask(ctx, protocol.ReapRequest{TurnID: o.turnID}, reapLookTimeout)
+	if errors.Is(err, protocol.ErrUnavailable) {
+		o.check = protocol.OrphanCheck{}
+		return o.tickAlone(ctx)
 	}
-	var leaseRev, live uint64
-	if o.leases != nil {
-		e, err := o.leases.Get(ctx, o.turnID)
-		switch {
-		case err == nil:
-			leaseRev, live = e.Revision(), e.Revision()
-			if r, ok := o.runnerRevision(ctx, e.Value()); ok {
-				live = r
-			}
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-		default:
-			return orphanNo
-		}
+	o.alone = protocol.OrphanCheck{}
+	if err != nil {
+		return orphanNo // cannot tell; try again later
 	}
-	terminal, any, err := o.s.lastEvent(ctx, o.turnID)
+	if rep.Verdict == protocol.ReapGone {
+		return orphanGone
+	}
+	if !o.check.Observe(rep.Liveness, rep.Terminal, o.clock()) {
+		return orphanNo
+	}
+	rep, err = o.ask(ctx, protocol.ReapRequest{TurnID: o.turnID, End: true, Liveness: rep.Liveness}, reapEndTimeout)
 	if err != nil {
 		return orphanNo
 	}
-	if leaseRev == 0 && !any {
-		// No lease (it ended, or was never accepted) and no event left.
+	switch rep.Verdict {
+	case protocol.ReapEnded:
+		o.s.log.Warn("a runner ended a turn no runner is left to finish", "turn", o.turnID)
+		return orphanEnded
+	case protocol.ReapGone:
 		return orphanGone
 	}
-	if !o.check.Observe(live, terminal, time.Now()) {
+	// Its owner answered, or a runner claimed it meanwhile: judge afresh.
+	o.check = protocol.OrphanCheck{}
+	return orphanNo
+}
+
+// tickAlone judges the turn while no turn runner is subscribed at all, so
+// none can be asked and none can claim the turn. The liveness the gateway
+// can see is the turn's own stream: when its last event has not changed
+// for protocol.LeaseOrphanAfter and the owner does not answer a probe,
+// the gateway publishes the terminal error itself, with the turn's end id
+// and on condition that the turn's last event is still the one it judged
+// (so it can never land after anything a runner published meanwhile). It
+// leaves the lease alone: a runner that starts later claims the turn,
+// finds it ended in its events and only cleans up (frees the lease and
+// the session), so the turn the client was told failed never resumes.
+func (o *orphanWatch) tickAlone(ctx context.Context) orphanVerdict {
+	terminal, seq, err := o.s.lastEvent(ctx, o.turnID)
+	if err != nil {
+		return orphanNo
+	}
+	if seq == 0 {
+		return orphanGone // none of its events is left
+	}
+	if !o.alone.Observe(seq, terminal, o.clock()) {
 		return orphanNo
 	}
 	if o.ownerAnswers(ctx) {
-		// A runner still runs it (its heartbeats are late: a loaded bus).
-		o.check = protocol.OrphanCheck{}
+		o.alone = protocol.OrphanCheck{}
 		return orphanNo
 	}
-	rev := leaseRev
-	if o.leases != nil && rev != 0 {
-		// Removing the lease at the revision we judged makes the verdict
-		// final: a runner that claimed the turn meanwhile changed it, and
-		// this delete fails.
-		if err := o.leases.Delete(ctx, o.turnID, jetstream.LastRevision(rev)); err != nil {
-			return orphanNo
-		}
+	// A runner that came up since the last look judges instead.
+	if _, err := o.ask(ctx, protocol.ReapRequest{TurnID: o.turnID}, reapLookTimeout); !errors.Is(err, protocol.ErrUnavailable) {
+		o.alone = protocol.OrphanCheck{}
+		return orphanNo
 	}
 	body, _ := marshalNoEscape(protocol.ErrorData{Message: protocol.TurnOrphanedText})
 	m := &nats.Msg{Subject: protocol.TurnEvents(o.turnID), Data: body, Header: nats.Header{}}
 	m.Header.Set(protocol.HeaderEvent, protocol.EventError)
 	m.Header.Set(jetstream.MsgIDHeader, protocol.TurnEndMsgID(o.turnID))
-	ack, err := o.s.js.PublishMsg(ctx, m)
-	if err != nil {
+	ack, err := o.s.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(seq))
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence:
+		// Something was published on the turn since: it is not orphaned.
+		o.alone = protocol.OrphanCheck{}
+		return orphanNo
+	case err != nil:
 		o.s.log.Warn("end orphaned turn", "turn", o.turnID, "err", err)
 		return orphanNo
-	}
-	if ack.Duplicate {
+	case ack.Duplicate:
 		// The turn's own end was stored already, and this relay never read
 		// it: it was discarded with the rest of the turn.
 		return orphanGone
 	}
-	o.s.log.Warn("ended a turn no runner is left to finish", "turn", o.turnID)
+	o.s.log.Warn("ended a turn no runner is left to finish (no turn runner answers)", "turn", o.turnID)
 	return orphanEnded
 }
 
-// ownerAnswers asks the turn's owner directly, the last check before a
-// turn is ended for want of a runner: only the runner that runs it answers.
+// ask puts one question to the turn runners. protocol.ErrUnavailable
+// itself (errors.Is) means none is subscribed; a runner that is stopping
+// answers with an Unavailable of its own.
+func (o *orphanWatch) ask(ctx context.Context, req protocol.ReapRequest, timeout time.Duration) (protocol.ReapReply, error) {
+	return bus.Call(ctx, o.s.nc, protocol.ReapTurn, req, bus.Within(timeout))
+}
+
+// ownerAnswers asks the turn's owner directly: only the runner that runs
+// it answers (a runner draining on shutdown still does).
 func (o *orphanWatch) ownerAnswers(ctx context.Context) bool {
 	body, _ := json.Marshal(protocol.TurnControlMsg{Action: protocol.ControlProbe})
 	rctx, cancel := context.WithTimeout(ctx, protocol.LeaseStaleAfter)
@@ -116,45 +170,19 @@ func (o *orphanWatch) ownerAnswers(ctx context.Context) bool {
 	return err == nil
 }
 
-// runnerRevision is the revision of the entry of the runner a lease names,
-// when that entry is of the lease's incarnation (the runner that took the
-// turn is the one alive).
-func (o *orphanWatch) runnerRevision(ctx context.Context, lease []byte) (uint64, bool) {
-	var l protocol.TurnLease
-	if json.Unmarshal(lease, &l) != nil || l.Runner == "" {
-		return 0, false
-	}
-	if o.runners == nil {
-		kv, err := o.s.js.KeyValue(ctx, protocol.BucketRunners)
-		if err != nil {
-			return 0, false
-		}
-		o.runners = kv
-	}
-	e, err := o.runners.Get(ctx, l.Runner)
-	if err != nil {
-		return 0, false
-	}
-	var b protocol.RunnerBeat
-	if json.Unmarshal(e.Value(), &b) != nil || b.Incarnation != l.Incarnation {
-		return 0, false
-	}
-	return e.Revision(), true
-}
-
-// lastEvent reports whether the turn's last stored event ends it, and
-// whether any of its events is stored at all.
-func (s *Service) lastEvent(ctx context.Context, turnID string) (terminal, any bool, err error) {
+// lastEvent reports whether the turn's last stored event ends it, and its
+// stream sequence (0 when none of its events is stored).
+func (s *Service) lastEvent(ctx context.Context, turnID string) (terminal bool, seq uint64, err error) {
 	st, err := s.js.Stream(ctx, protocol.StreamTurns)
 	if err != nil {
-		return false, false, err
+		return false, 0, err
 	}
 	m, err := st.GetLastMsgForSubject(ctx, protocol.TurnEvents(turnID))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return false, false, nil
+		return false, 0, nil
 	}
 	if err != nil {
-		return false, false, err
+		return false, 0, err
 	}
-	return protocol.IsTerminal(m.Header.Get(protocol.HeaderEvent)), true, nil
+	return protocol.IsTerminal(m.Header.Get(protocol.HeaderEvent)), m.Sequence, nil
 }

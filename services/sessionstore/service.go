@@ -194,7 +194,7 @@ func (s *Service) Start(ctx context.Context) error {
 			return fmt.Errorf("sessionstore: teams: %w", err)
 		}
 	}
-	// bus.AddEndpoint flushed each subscription: the store is reachable
+	// bus.Handle flushed each subscription: the store is reachable
 	// when Start returns.
 	return nil
 }

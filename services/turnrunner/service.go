@@ -372,7 +372,11 @@ func (s *Service) Start(ctx context.Context) error {
 		s.Stop(ctx)
 		return err
 	}
-	// bus.AddEndpoint flushed the subscription: the first chat after
+	if err := bus.Handle(svc, protocol.ReapTurn, s.reapOrphan); err != nil {
+		s.Stop(ctx)
+		return err
+	}
+	// bus.Handle flushed the subscription: the first chat after
 	// start-up finds this runner.
 	return nil
 }

@@ -2,11 +2,15 @@
 // implements agent.Gate by asking the approval service whether a tool call
 // may run, and waits for a human decision when one is needed.
 //
-// The wait is a KV watch on the pending entry in protocol.BucketApprovals,
-// not a subscription to a decision event: a watch delivers the entry's
-// current value first, so a decision taken before the watch started (or
-// while this runner was reconnecting) is never missed, and it keeps working
-// while the approval service restarts.
+// The pending entry is the approval service's (protocol.BucketApprovals),
+// so the wait asks the service rather than reading its bucket: the gate
+// subscribes to the approval's decision (protocol.ApprovalDecided) and
+// then asks the service for the entry's state (protocol.GetApprovalState.Subject).
+// In that order a decision taken before the subscription is in the answer
+// and one taken after it is delivered, so none is missed; asking again
+// every recheckEvery covers a notice lost while this runner was
+// reconnecting or never sent (the service died between its write and its
+// publish), and keeps working while the approval service restarts.
 package approvalgate
 
 import (
@@ -19,7 +23,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
@@ -78,6 +81,8 @@ type Gate struct {
 	turn Turn
 	emit Emitter
 	cfg  Config
+	// recheck is how often a wait asks for the state again (recheckEvery).
+	recheck time.Duration
 
 	mu sync.Mutex
 	// open counts approvals this gate asked for whose final state it has
@@ -89,8 +94,13 @@ type Gate struct {
 
 // New returns a gate for one turn.
 func New(nc *nats.Conn, turn Turn, emit Emitter, cfg Config) *Gate {
-	return &Gate{nc: nc, turn: turn, emit: emit, cfg: cfg.withDefaults()}
+	return &Gate{nc: nc, turn: turn, emit: emit, cfg: cfg.withDefaults(), recheck: recheckEvery}
 }
+
+// recheckEvery is how often a wait asks the approval service for the state
+// again, in case the decision's notice was lost: it bounds how late such a
+// decision arrives.
+const recheckEvery = 2 * time.Second
 
 // Check decides whether call may run, emitting the gate's step texts and,
 // when a human must decide, approval_required; it then waits for the
@@ -117,6 +127,10 @@ func (g *Gate) Check(ctx context.Context, call agent.ToolCall) (agent.Verdict, e
 		}
 		return agent.Verdict{Allow: true}, nil
 	case protocol.ApprovalAsk:
+		if !protocol.ValidID(rep.RequestID) {
+			// Its decision could not be followed: refuse rather than wait.
+			return agent.Verdict{}, fmt.Errorf("approvalgate: check %s: bad request id %q", call.Name, rep.RequestID)
+		}
 	default:
 		// An answer this runner does not understand must not let a call through.
 		return agent.Verdict{}, fmt.Errorf("approvalgate: check %s: unknown action %q", call.Name, rep.Action)
@@ -224,7 +238,7 @@ func (g *Gate) wait(ctx context.Context, id string, deadline time.Time) (string,
 	wctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	for {
-		state, err := g.watch(wctx, id)
+		state, err := g.follow(wctx, id)
 		if err == nil {
 			return state, nil
 		}
@@ -235,8 +249,8 @@ func (g *Gate) wait(ctx context.Context, id string, deadline time.Time) (string,
 		case wctx.Err() != nil:
 			return g.resolve(ctx, id, protocol.ApprovalStateTimedOut), nil
 		}
-		// The watch broke (NATS reconnecting); try again shortly.
-		g.cfg.Logger.Warn("approvalgate: watch approval", "request", id, "err", err)
+		// The subscription failed (NATS reconnecting); try again shortly.
+		g.cfg.Logger.Warn("approvalgate: follow approval", "request", id, "err", err)
 		select {
 		case <-wctx.Done():
 		case <-time.After(100 * time.Millisecond):
@@ -244,47 +258,59 @@ func (g *Gate) wait(ctx context.Context, id string, deadline time.Time) (string,
 	}
 }
 
-// watch follows the entry until it is final.
-func (g *Gate) watch(ctx context.Context, id string) (string, error) {
-	js, err := jetstream.New(g.nc)
+// follow waits until the approval is final. It subscribes to the decision
+// before it asks for the state, so a decision taken in between is in the
+// answer or on the subscription.
+func (g *Gate) follow(ctx context.Context, id string) (string, error) {
+	decided := make(chan protocol.ApprovalDecidedEvent, 4)
+	sub, err := bus.Subscribe(g.nc, protocol.ApprovalDecided(id), func(ev protocol.ApprovalDecidedEvent) {
+		select {
+		case decided <- ev:
+		default: // one final state is all a wait needs; the rest can go
+		}
+	})
 	if err != nil {
-		return "", fmt.Errorf("approvalgate: jetstream: %w", err)
+		return "", fmt.Errorf("approvalgate: follow %s: %w", id, err)
 	}
-	kv, err := js.KeyValue(ctx, protocol.BucketApprovals)
-	if err != nil {
-		return "", fmt.Errorf("approvalgate: bucket: %w", err)
-	}
-	w, err := kv.Watch(ctx, id)
-	if err != nil {
-		return "", fmt.Errorf("approvalgate: watch %s: %w", id, err)
-	}
-	defer w.Stop()
+	defer func() { _ = sub.Unsubscribe() }()
+	ask := time.NewTimer(0) // at once, then every g.recheck
+	defer ask.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
-		case kve, ok := <-w.Updates():
-			if !ok {
-				if ctx.Err() != nil {
-					return "", ctx.Err()
-				}
-				return "", fmt.Errorf("approvalgate: watch %s: closed", id)
+		case ev := <-decided:
+			if protocol.ApprovalFinal(ev.State) {
+				return ev.State, nil
 			}
-			if kve == nil {
-				continue // initial values delivered; wait for changes
+		case <-ask.C:
+			if state, final := g.state(ctx, id); final {
+				return state, nil
 			}
-			if kve.Operation() != jetstream.KeyValuePut {
-				// Removed: only final entries are, after their retention.
-				return protocol.ApprovalStateCancelled, nil
-			}
-			var e protocol.PendingApproval
-			if err := json.Unmarshal(kve.Value(), &e); err != nil {
-				return protocol.ApprovalStateCancelled, nil
-			}
-			if protocol.ApprovalFinal(e.State) {
-				return e.State, nil
-			}
+			ask.Reset(g.recheck)
 		}
+	}
+}
+
+// state asks the approval service for the approval's state and reports
+// whether it is final. No answer (the service restarting) is not final:
+// the wait goes on and asks again.
+func (g *Gate) state(ctx context.Context, id string) (string, bool) {
+	rctx, cancel := context.WithTimeout(ctx, g.cfg.RequestTimeout)
+	defer cancel()
+	rep, err := bus.Call(rctx, g.nc, protocol.GetApprovalState,
+		protocol.ApprovalStateRequest{RequestID: id})
+	switch {
+	case err == nil:
+		return rep.State, protocol.ApprovalFinal(rep.State)
+	case protocol.KindOf(err) == protocol.NotFound:
+		// Removed: only final entries are, after their retention.
+		return protocol.ApprovalStateCancelled, true
+	default:
+		if ctx.Err() == nil && !errors.Is(err, protocol.ErrUnavailable) {
+			g.cfg.Logger.Warn("approvalgate: approval state", "request", id, "err", err)
+		}
+		return "", false
 	}
 }
 

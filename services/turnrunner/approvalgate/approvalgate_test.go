@@ -22,7 +22,8 @@ import (
 // fakeService plays the approval service on a real embedded NATS server:
 // check answers with the reply the test sets (creating the pending entry
 // for an "ask", as the real service does), resolve and cancelturn
-// compare-and-set the entry. The real service's rules are tested in its own
+// compare-and-set the entry, a final state is announced on its decision
+// subject, and state reads the entry. The real service's rules are tested in its own
 // module; this tests the runner's side of the protocol.
 type fakeService struct {
 	t   *testing.T
@@ -35,6 +36,10 @@ type fakeService struct {
 	deadline  time.Duration
 	checks    []protocol.ApprovalCheckRequest
 	cancelled []string
+	// onState, when set, runs in each state request before it is answered;
+	// what it returns is the answer.
+	onState func(id string, stored protocol.ApprovalStateReply) protocol.ApprovalStateReply
+	states  int // state requests served
 }
 
 type env struct {
@@ -92,6 +97,7 @@ func (f *fakeService) startErr() error {
 	return errors.Join(
 		bus.Handle(svc, protocol.CheckApproval, f.check),
 		bus.Handle(svc, protocol.ResolveApproval, f.resolve),
+		bus.Handle(svc, protocol.GetApprovalState, f.state),
 		bus.Handle(svc, protocol.CancelTurnApprovals, f.cancelTurn),
 		f.nc.Flush(),
 	)
@@ -134,30 +140,64 @@ func (f *fakeService) check(ctx context.Context, req protocol.ApprovalCheckReque
 	return rep, nil
 }
 
-// setState is a compare-and-set of a non-final entry to state; it returns
-// the final state.
+// setState is a compare-and-set of a non-final entry to state, announced
+// as the real service does; it returns the final state.
 func (f *fakeService) setState(ctx context.Context, id, state string) (string, error) {
+	st, changed, err := f.writeState(ctx, id, state)
+	if err == nil && changed {
+		body, _ := json.Marshal(protocol.ApprovalDecidedEvent{RequestID: id, State: st})
+		err = errors.Join(f.nc.Publish(protocol.ApprovalDecided(id).Subject, body), f.nc.Flush())
+	}
+	return st, err
+}
+
+// writeState is setState without the announcement (a service that died
+// between its write and its publish); changed reports that it wrote.
+func (f *fakeService) writeState(ctx context.Context, id, state string) (final string, changed bool, err error) {
 	for {
 		kve, err := f.kv.Get(ctx, id)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		var e protocol.PendingApproval
 		if err := json.Unmarshal(kve.Value(), &e); err != nil {
-			return "", err
+			return "", false, err
 		}
 		if protocol.ApprovalFinal(e.State) {
-			return e.State, nil
+			return e.State, false, nil
 		}
 		e.State = state
 		data, _ := json.Marshal(e)
 		if _, err := f.kv.Update(ctx, id, data, kve.Revision()); errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			continue
 		} else if err != nil {
-			return "", err
+			return "", false, err
 		}
-		return state, nil
+		return state, true, nil
 	}
+}
+
+func (f *fakeService) state(ctx context.Context, req protocol.ApprovalStateRequest) (protocol.ApprovalStateReply, error) {
+	kve, err := f.kv.Get(ctx, req.RequestID)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return protocol.ApprovalStateReply{}, &protocol.Error{Kind: protocol.NotFound, Message: "No pending approval with that ID"}
+	}
+	if err != nil {
+		return protocol.ApprovalStateReply{}, err
+	}
+	var e protocol.PendingApproval
+	if err := json.Unmarshal(kve.Value(), &e); err != nil {
+		return protocol.ApprovalStateReply{}, err
+	}
+	rep := protocol.ApprovalStateReply{State: e.State}
+	f.mu.Lock()
+	f.states++
+	hook := f.onState
+	f.mu.Unlock()
+	if hook != nil {
+		rep = hook(req.RequestID, rep)
+	}
+	return rep, nil
 }
 
 func (f *fakeService) resolve(ctx context.Context, req protocol.ApprovalResolveRequest) (protocol.ApprovalResolveReply, error) {
@@ -526,4 +566,94 @@ func TestDecisionWhileServiceIsDown(t *testing.T) {
 	if r := await(t, ch); r.err != nil || !r.v.Allow {
 		t.Fatalf("verdict %+v %v", r.v, r.err)
 	}
+}
+
+// TestDecisionBetweenSubscribeAndStateIsSeen: the decision is taken after
+// the gate subscribed but the state it asked for was read before it (the
+// worst order): the notice on the subscription delivers it. The gate never
+// asks again here, so only the subscription can.
+func TestDecisionBetweenSubscribeAndStateIsSeen(t *testing.T) {
+	e := newEnv(t)
+	e.fake.set(protocol.ApprovalCheckReply{Action: protocol.ApprovalAsk})
+	e.fake.mu.Lock()
+	e.fake.onState = func(id string, stored protocol.ApprovalStateReply) protocol.ApprovalStateReply {
+		if _, err := e.fake.setState(context.Background(), id, protocol.ApprovalStateApproved); err != nil {
+			t.Errorf("decide %s: %v", id, err)
+		}
+		return stored // read before the decision: still pending
+	}
+	e.fake.mu.Unlock()
+	rec := newRecorder()
+	g := newGate(e, rec, Config{})
+	g.recheck = time.Hour
+	r := await(t, checkAsync(g, context.Background()))
+	if r.err != nil || !r.v.Allow {
+		t.Fatalf("verdict %+v %v", r.v, r.err)
+	}
+	e.fake.mu.Lock()
+	n := e.fake.states
+	e.fake.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d state requests, want 1", n)
+	}
+	if got, want := rec.log(), []string{"approval_required:write_file", "step:✔ write_file approved"}; !equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+}
+
+// TestLostNoticeIsFoundByAskingAgain: the service wrote the decision but
+// its notice never came (it died between the write and the publish, or
+// this runner was reconnecting): asking again finds it.
+func TestLostNoticeIsFoundByAskingAgain(t *testing.T) {
+	e := newEnv(t)
+	e.fake.set(protocol.ApprovalCheckReply{Action: protocol.ApprovalAsk})
+	e.fake.mu.Lock()
+	e.fake.onState = func(id string, stored protocol.ApprovalStateReply) protocol.ApprovalStateReply {
+		if stored.State == protocol.ApprovalStatePending {
+			if _, _, err := e.fake.writeState(context.Background(), id, protocol.ApprovalStateDenied); err != nil {
+				t.Errorf("decide %s: %v", id, err)
+			}
+		}
+		return stored
+	}
+	e.fake.mu.Unlock()
+	g := newGate(e, newRecorder(), Config{})
+	g.recheck = 20 * time.Millisecond
+	r := await(t, checkAsync(g, context.Background()))
+	if r.err != nil || r.v.Allow || r.v.ModelText != "[BLOCKED] User denied write_file" {
+		t.Fatalf("verdict %+v %v", r.v, r.err)
+	}
+	e.fake.mu.Lock()
+	n := e.fake.states
+	e.fake.mu.Unlock()
+	if n != 2 {
+		t.Fatalf("%d state requests, want 2 (the pending answer, then the decision)", n)
+	}
+}
+
+// TestRemovedEntryEndsTheWait: an entry the service no longer has (removed
+// after its retention) is over: the call does not run.
+func TestRemovedEntryEndsTheWait(t *testing.T) {
+	e := newEnv(t)
+	e.fake.set(protocol.ApprovalCheckReply{Action: protocol.ApprovalAsk})
+	rec := &recorder{asked: make(chan protocol.ApprovalRequiredData, 1)}
+	rm := &removingEmitter{rec: rec, kv: e.fake.kv}
+	g := New(e.nc, Turn{TurnID: "turn-1", Workspace: "ws"}, rm, Config{Logger: slog.New(slog.DiscardHandler)})
+	g.recheck = time.Hour
+	v, err := g.Check(context.Background(), writeCall)
+	if err != nil || v.Allow || v.ModelText != "[BLOCKED] User denied write_file" {
+		t.Fatalf("verdict %+v %v", v, err)
+	}
+}
+
+type removingEmitter struct {
+	rec *recorder
+	kv  jetstream.KeyValue
+}
+
+func (r *removingEmitter) Emit(event string, data any) error {
+	if a, ok := data.(protocol.ApprovalRequiredData); ok {
+		return r.kv.Purge(context.Background(), a.RequestID)
+	}
+	return nil
 }

@@ -1,0 +1,151 @@
+package turnrunner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+// Orphaned turns (protocol.ReapTurn.Subject). A gateway whose relay has gone
+// quiet asks any runner about the turn; the runner that answers reads the
+// lease and heartbeat buckets the runners own and, when the gateway's
+// OrphanCheck judged the turn's liveness unchanged for
+// protocol.LeaseOrphanAfter and the owner does not answer a probe, ends the
+// turn: it removes the lease at the revision it judged (a runner that
+// claimed the turn meanwhile changed it, and the removal fails) and
+// publishes the terminal error with the turn's end id, so the stream keeps
+// one end even if the turn's own runner finishes at the same moment.
+
+// reapTimeout bounds the bucket and stream reads and writes of one answer.
+const reapTimeout = 5 * time.Second
+
+// turnLook is one look at a quiet turn.
+type turnLook struct {
+	leaseRev uint64 // 0: no lease
+	live     uint64 // the liveness revision (protocol.ReapReply.Liveness)
+	terminal bool   // the last stored event ends the turn
+	any      bool   // any of its events is stored
+}
+
+// reapOrphan answers protocol.ReapTurn.
+func (s *Service) reapOrphan(ctx context.Context, req protocol.ReapRequest) (protocol.ReapReply, error) {
+	if !protocol.ValidID(req.TurnID) {
+		return protocol.ReapReply{}, &protocol.Error{Kind: protocol.Invalid, Message: "invalid turn id"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
+	defer cancel()
+	look, err := s.lookAt(ctx, req.TurnID)
+	if err != nil {
+		return protocol.ReapReply{}, err
+	}
+	rep := protocol.ReapReply{Verdict: protocol.ReapAlive, Liveness: look.live, Terminal: look.terminal}
+	if look.leaseRev == 0 && !look.any {
+		// No lease (it ended, or was never accepted) and no event left.
+		rep.Verdict = protocol.ReapGone
+		return rep, nil
+	}
+	if !req.End || look.terminal || look.live != req.Liveness {
+		return rep, nil
+	}
+	if s.owns(req.TurnID) || s.ownerAnswers(ctx, req.TurnID) {
+		// A runner still runs it (its heartbeats are late: a loaded bus).
+		return rep, nil
+	}
+	if look.leaseRev != 0 {
+		// Removing the lease at the revision judged makes the verdict
+		// final: no runner can claim the turn any more.
+		if err := s.leases.Delete(ctx, req.TurnID, jetstream.LastRevision(look.leaseRev)); err != nil {
+			if !isConflict(err) {
+				s.log.Warn("remove the lease of an orphaned turn", "turn", req.TurnID, "err", err)
+			}
+			return rep, nil
+		}
+	}
+	body, _ := json.Marshal(protocol.ErrorData{Message: protocol.TurnOrphanedText})
+	m := &nats.Msg{Subject: protocol.TurnEvents(req.TurnID), Data: body, Header: nats.Header{}}
+	m.Header.Set(protocol.HeaderEvent, protocol.EventError)
+	m.Header.Set(jetstream.MsgIDHeader, protocol.TurnEndMsgID(req.TurnID))
+	ack, err := s.js.PublishMsg(ctx, m)
+	if err != nil {
+		// The lease is gone, so the next look sees liveness 0 and the
+		// gateway judges (and asks) again.
+		s.log.Warn("end orphaned turn", "turn", req.TurnID, "err", err)
+		return rep, nil
+	}
+	if ack.Duplicate {
+		// The turn's own end was stored already, and the gateway never
+		// read it: it was discarded with the rest of the turn.
+		rep.Verdict = protocol.ReapGone
+		return rep, nil
+	}
+	s.log.Warn("ended a turn no runner is left to finish", "turn", req.TurnID)
+	rep.Verdict = protocol.ReapEnded
+	return rep, nil
+}
+
+// lookAt reads a turn's lease, its runner's entry and its last event, in
+// that order: a runner stores the terminal event before it deletes the
+// lease, so a lease read first and an end read second never miss both.
+func (s *Service) lookAt(ctx context.Context, turnID string) (turnLook, error) {
+	var look turnLook
+	e, err := s.leases.Get(ctx, turnID)
+	switch {
+	case err == nil:
+		look.leaseRev, look.live = e.Revision(), e.Revision()
+		if r, ok := s.runnerRevision(ctx, e.Value()); ok {
+			look.live = r
+		}
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	default:
+		return look, fmt.Errorf("turnrunner: lease of %s: %w", turnID, err)
+	}
+	st, err := s.js.Stream(ctx, protocol.StreamTurns)
+	if err != nil {
+		return look, fmt.Errorf("turnrunner: turn stream: %w", err)
+	}
+	m, err := st.GetLastMsgForSubject(ctx, protocol.TurnEvents(turnID))
+	switch {
+	case err == nil:
+		look.any, look.terminal = true, protocol.IsTerminal(m.Header.Get(protocol.HeaderEvent))
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+	default:
+		return look, fmt.Errorf("turnrunner: last event of %s: %w", turnID, err)
+	}
+	return look, nil
+}
+
+// runnerRevision is the revision of the entry of the runner a lease names,
+// when that entry is of the lease's incarnation (the runner that took the
+// turn is the one alive).
+func (s *Service) runnerRevision(ctx context.Context, lease []byte) (uint64, bool) {
+	var l protocol.TurnLease
+	if json.Unmarshal(lease, &l) != nil || l.Runner == "" {
+		return 0, false
+	}
+	e, err := s.runners.Get(ctx, l.Runner)
+	if err != nil {
+		return 0, false
+	}
+	var b protocol.RunnerBeat
+	if json.Unmarshal(e.Value(), &b) != nil || b.Incarnation != l.Incarnation {
+		return 0, false
+	}
+	return e.Revision(), true
+}
+
+// ownerAnswers asks the turn's owner directly, the last check before a
+// turn is ended for want of a runner: only the runner that runs it answers.
+func (s *Service) ownerAnswers(ctx context.Context, turnID string) bool {
+	body, _ := json.Marshal(protocol.TurnControlMsg{Action: protocol.ControlProbe})
+	rctx, cancel := context.WithTimeout(ctx, protocol.LeaseStaleAfter)
+	defer cancel()
+	_, err := s.nc.RequestWithContext(rctx, protocol.TurnControl(turnID), body)
+	return err == nil
+}
