@@ -35,7 +35,8 @@ type Emitter interface {
 type Config struct {
 	// Timeout is how long an approval may wait before it is denied as timed
 	// out. The approval service stores its own deadline with the pending
-	// entry; the gate stops waiting at whichever comes first. Default 5m.
+	// entry; the gate stops waiting at whichever comes first. Default
+	// protocol.DefaultApprovalTimeout.
 	Timeout time.Duration
 	// RequestTimeout bounds one request to the approval service. Default 10s.
 	RequestTimeout time.Duration
@@ -49,7 +50,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.Timeout <= 0 {
-		c.Timeout = 5 * time.Minute
+		c.Timeout = protocol.DefaultApprovalTimeout
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 10 * time.Second

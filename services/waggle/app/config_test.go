@@ -47,8 +47,8 @@ func TestListenAddressPrecedence(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.Addr != tt.want {
-				t.Fatalf("addr %q, want %q", c.Addr, tt.want)
+			if c.Gateway.Addr != tt.want {
+				t.Fatalf("addr %q, want %q", c.Gateway.Addr, tt.want)
 			}
 		})
 	}
@@ -74,8 +74,8 @@ func TestFrontendDirSetting(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.FrontendDir != tt.want {
-			t.Errorf("%v %v: frontend dir %q, want %q", tt.args, tt.env, c.FrontendDir, tt.want)
+		if c.Gateway.FrontendDir != tt.want {
+			t.Errorf("%v %v: frontend dir %q, want %q", tt.args, tt.env, c.Gateway.FrontendDir, tt.want)
 		}
 	}
 }
