@@ -25,64 +25,6 @@ import (
 	"github.com/waggle-os/core/services/approval/grants"
 )
 
-// Config configures the approval service.
-type Config struct {
-	// DataDir is the data directory; grants live in
-	// <DataDir>/approval-grants.json unless PostgresURL is set. Required.
-	DataDir string
-	// PostgresURL (WAGGLE_POSTGRES_URL), when set, keeps the grants in that
-	// PostgreSQL database instead of the file. Default "": the file.
-	PostgresURL string
-	// Timeout is how long an approval waits for a human before it is denied
-	// as timed out. Default 5m.
-	Timeout time.Duration
-	// SweepInterval is how often stale approvals are timed out and old
-	// decisions removed. Default Timeout/4, between 50ms and 1s.
-	SweepInterval time.Duration
-	// Retention is how long a decided entry stays in the bucket, so a runner
-	// that was reconnecting still reads its decision. Default 10m.
-	Retention time.Duration
-	// Bucket shapes the pending-approval KV bucket.
-	Bucket BucketConfig
-	// Now is the clock. Default time.Now.
-	Now func() time.Time
-}
-
-// BucketConfig shapes protocol.BucketApprovals.
-type BucketConfig struct {
-	// Replicas is the bucket's replica count on a cluster. Default 1.
-	Replicas int
-	// Memory keeps the bucket in memory. Default false: approvals are state
-	// that must survive a NATS restart, so they are on disk.
-	Memory bool
-}
-
-// Validate checks c and fills defaults.
-func (c *Config) Validate() error {
-	if c.DataDir == "" {
-		return errors.New("approval: DataDir is required")
-	}
-	if c.Timeout < 0 || c.SweepInterval < 0 || c.Retention < 0 {
-		return errors.New("approval: durations must not be negative")
-	}
-	if c.Timeout == 0 {
-		c.Timeout = 5 * time.Minute
-	}
-	if c.SweepInterval == 0 {
-		c.SweepInterval = min(max(c.Timeout/4, 50*time.Millisecond), time.Second)
-	}
-	if c.Retention == 0 {
-		c.Retention = 10 * time.Minute
-	}
-	if c.Bucket.Replicas <= 0 {
-		c.Bucket.Replicas = 1
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	return nil
-}
-
 // Service is the approval service.
 type Service struct {
 	cfg  Config
@@ -112,7 +54,7 @@ func New(cfg Config, dial bus.Dialer, log *slog.Logger) *Service {
 // Start opens the grant file, makes sure the approvals bucket exists,
 // starts the sweeper and serves.
 func (s *Service) Start(ctx context.Context) error {
-	if err := s.cfg.Validate(); err != nil {
+	if err := s.cfg.prepare(); err != nil {
 		return err
 	}
 	nc, err := s.dial(protocol.ServiceApproval)

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -20,44 +19,6 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/command/slash"
 )
-
-// Config configures the command service.
-type Config struct {
-	// DataDir is the data directory. Required.
-	DataDir string
-	// RequestTimeout bounds one request to another service (memory search,
-	// group lookup, starting a turn). Default 10s.
-	RequestTimeout time.Duration
-	// StepTimeout bounds one member turn of a group run; the turn is
-	// cancelled when it passes. Default 10m.
-	StepTimeout time.Duration
-	// JobTTL is how long a finished or unfinished group job stays
-	// readable. Default 7 days.
-	JobTTL time.Duration
-	// MaxHandoff bounds, in bytes, the previous output handed to the next
-	// member of a run. Default 16000.
-	MaxHandoff int
-}
-
-// Validate checks c and fills defaults.
-func (c *Config) Validate() error {
-	if c.DataDir == "" {
-		return errors.New("command: DataDir is required")
-	}
-	if c.RequestTimeout <= 0 {
-		c.RequestTimeout = 10 * time.Second
-	}
-	if c.StepTimeout <= 0 {
-		c.StepTimeout = 10 * time.Minute
-	}
-	if c.JobTTL <= 0 {
-		c.JobTTL = 7 * 24 * time.Hour
-	}
-	if c.MaxHandoff <= 0 {
-		c.MaxHandoff = 16000
-	}
-	return nil
-}
 
 // Service is the command service.
 type Service struct {
@@ -87,7 +48,7 @@ func New(cfg Config, dial bus.Dialer, log *slog.Logger) *Service {
 
 // Start connects, ensures the job bucket and serves.
 func (s *Service) Start(ctx context.Context) error {
-	if err := s.cfg.Validate(); err != nil {
+	if err := s.cfg.prepare(); err != nil {
 		return err
 	}
 	nc, err := s.dial(protocol.ServiceCommand)

@@ -6,14 +6,11 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -36,183 +33,7 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/sessionsapi"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 	"github.com/waggle-os/core/services/gateway/internal/teamsapi"
-	"github.com/waggle-os/core/services/gateway/spa"
 )
-
-// DefaultAllowedOrigins are the browser origins of the Waggle desktop and
-// web clients (reference §0.3), in the original's order: the first is the
-// fallback Access-Control-Allow-Origin of event streams.
-var DefaultAllowedOrigins = []string{
-	"http://localhost:1420", "http://127.0.0.1:1420", "tauri://localhost", "https://tauri.localhost",
-	"http://localhost:3333", "http://127.0.0.1:3333", "http://localhost:8080", "http://127.0.0.1:8080",
-	"http://localhost:8081", "http://localhost:8082", "http://localhost:5173", "http://127.0.0.1:5173",
-}
-
-// Config configures the gateway.
-type Config struct {
-	// Addr is the listen address. Default 127.0.0.1:3333.
-	Addr string
-	// DataDir is the data directory; an explicit workspacePath must resolve
-	// inside it. Required.
-	DataDir string
-	// MaxMessageLength is the longest chat message in UTF-16 code units.
-	// Default 50000; negative means no limit.
-	MaxMessageLength int
-	// BodyLimit is the largest request body in bytes. Default 1 MiB.
-	BodyLimit int64
-	// AllowedOrigins are the CORS origins (exact match). Default
-	// DefaultAllowedOrigins.
-	AllowedOrigins []string
-	// KeepAlive is the idle interval after which an event stream gets a
-	// comment line. Default 15s.
-	KeepAlive time.Duration
-	// Token is the bearer token non-loopback clients must send (reported as
-	// wsToken by /health). Default: random per start.
-	Token string
-	// Probe checks the model server for /health.
-	Probe llmprobe.Config
-	// DefaultModel is reported by /health. Default claude-sonnet-4-6.
-	DefaultModel string
-	// Mode is reported by /health: "local" (default) or "team".
-	Mode string
-	// ShutdownGrace is how long Stop lets open streams finish before
-	// cutting them. Default 5s.
-	ShutdownGrace time.Duration
-	// RequestTimeout bounds one bus request made for a JSON route.
-	// Default 10s.
-	RequestTimeout time.Duration
-	// StartTimeout bounds the wait for a runner to accept a turn; past it
-	// the chat is refused with 503 RUNNER_BUSY. Default 30s: under a burst
-	// a start waits its turn rather than failing.
-	StartTimeout time.Duration
-	// Auth is "local" (default: desktop trust — loopback clients pass,
-	// others need Token) or "required" (team server: every request carries
-	// a user's bearer token; workspaces are scoped to the user's teams).
-	Auth string
-	// RateLimit is requests per route per client per RateWindow. 0 means
-	// the mode's default: off in local mode (a desktop user only gets in
-	// their own way), 100 with Auth "required". Negative turns it off.
-	RateLimit int
-	// RateLimitChat overrides RateLimit for POST /api/chat. Default 120
-	// whenever rate limiting is on.
-	RateLimitChat int
-	// RateWindow is the sliding window of the rate limit. Default 60s.
-	RateWindow time.Duration
-	// Replicas is the replica count of the gateway's KV buckets (shared
-	// rate-limit counters). Default 1.
-	Replicas int
-	// FrontendDir, when set, is a built single-page app (the Waggle desktop
-	// app's dist) served at "/" with an index.html fallback; the web chat
-	// then lives at /chat/. Empty: the web chat is at "/".
-	FrontendDir string
-	// AllowedHosts are the names, besides localhost, the listen address and
-	// any IP literal, that a request's Host may carry (DNS rebinding
-	// protection): a team server's public names. ".example.com" allows a
-	// domain and its subdomains; "*" turns the check off.
-	AllowedHosts []string
-	// Stream shapes the turn-event stream; gateways and runners must agree
-	// (the composition root passes both the same).
-	Stream bus.TurnStreamConfig
-}
-
-// Auth modes.
-const (
-	AuthLocal    = "local"
-	AuthRequired = "required"
-)
-
-// limits is the rate-limit configuration for the mode, or ok=false when
-// rate limiting is off.
-func (c *Config) limits() (ratelimit.Config, bool) {
-	limit := c.RateLimit
-	if limit == 0 && c.Auth == AuthRequired {
-		limit = 100
-	}
-	if limit <= 0 {
-		return ratelimit.Config{Limit: -1}, false
-	}
-	chat := c.RateLimitChat
-	if chat <= 0 {
-		chat = ratelimit.DefaultRouteLimits["/api/chat"]
-	}
-	return ratelimit.Config{Limit: limit, RouteLimits: map[string]int{"/api/chat": chat}, Window: c.RateWindow, Replicas: c.Replicas}, true
-}
-
-// Validate checks c and fills defaults.
-func (c *Config) Validate() error {
-	if c.Addr == "" {
-		c.Addr = "127.0.0.1:3333"
-	}
-	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-		return fmt.Errorf("gateway: listen address %q: %w", c.Addr, err)
-	}
-	if c.DataDir == "" {
-		return errors.New("gateway: DataDir is required")
-	}
-	abs, err := filepath.Abs(c.DataDir)
-	if err != nil {
-		return fmt.Errorf("gateway: data dir: %w", err)
-	}
-	c.DataDir = abs
-	if c.MaxMessageLength == 0 {
-		c.MaxMessageLength = 50000
-	}
-	if c.BodyLimit <= 0 {
-		c.BodyLimit = 1 << 20
-	}
-	if c.AllowedOrigins == nil {
-		c.AllowedOrigins = DefaultAllowedOrigins
-	}
-	if c.KeepAlive <= 0 {
-		c.KeepAlive = 15 * time.Second
-	}
-	if c.Token == "" {
-		var b [24]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return fmt.Errorf("gateway: token: %w", err)
-		}
-		c.Token = hex.EncodeToString(b[:])
-	}
-	if err := c.Probe.Validate(); err != nil {
-		return fmt.Errorf("gateway: %w", err)
-	}
-	if c.DefaultModel == "" {
-		c.DefaultModel = "claude-sonnet-4-6"
-	}
-	switch c.Auth {
-	case "":
-		c.Auth = AuthLocal
-	case AuthLocal, AuthRequired:
-	default:
-		return fmt.Errorf("gateway: auth mode %q: want local or required", c.Auth)
-	}
-	if c.Mode == "" {
-		c.Mode = "local"
-		if c.Auth == AuthRequired {
-			c.Mode = "team"
-		}
-	}
-	if l, on := c.limits(); on {
-		if err := l.Validate(); err != nil {
-			return fmt.Errorf("gateway: %w", err)
-		}
-	}
-	if c.FrontendDir != "" {
-		if err := spa.Check(c.FrontendDir); err != nil {
-			return fmt.Errorf("gateway: %w", err)
-		}
-	}
-	if c.ShutdownGrace <= 0 {
-		c.ShutdownGrace = 5 * time.Second
-	}
-	if c.RequestTimeout <= 0 {
-		c.RequestTimeout = 10 * time.Second
-	}
-	if c.StartTimeout <= 0 {
-		c.StartTimeout = 30 * time.Second
-	}
-	return nil
-}
 
 // Service is the HTTP gateway.
 type Service struct {
@@ -264,7 +85,7 @@ func (s *Service) Token() string { return s.cfg.Token }
 
 // Start connects to the bus, binds the listen address and serves.
 func (s *Service) Start(ctx context.Context) error {
-	if err := s.cfg.Validate(); err != nil {
+	if err := s.cfg.prepare(); err != nil {
 		return err
 	}
 	s.probe = llmprobe.New(s.cfg.Probe)

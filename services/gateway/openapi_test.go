@@ -25,7 +25,7 @@ var notDescribed = map[string]string{}
 func routerRoutes(t *testing.T) map[string]http.Handler {
 	t.Helper()
 	cfg := Config{DataDir: t.TempDir(), Probe: llmprobe.Config{URL: "http://127.0.0.1:1/v1"}}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.prepare(); err != nil {
 		t.Fatal(err)
 	}
 	s := New(cfg, nil, nil, nil)

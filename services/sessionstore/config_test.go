@@ -18,9 +18,9 @@ func TestConfigValidate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.cfg.Validate()
+			err := tc.cfg.prepare()
 			if (err == nil) != tc.ok {
-				t.Fatalf("Validate() = %v, want ok=%v", err, tc.ok)
+				t.Fatalf("prepare() = %v, want ok=%v", err, tc.ok)
 			}
 			if tc.ok && tc.cfg.Store != tc.wantSet {
 				t.Errorf("Store = %q, want %q", tc.cfg.Store, tc.wantSet)

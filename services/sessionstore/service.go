@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
@@ -26,67 +25,6 @@ import (
 	"github.com/waggle-os/core/services/sessionstore/teams"
 	"github.com/waggle-os/core/services/sessionstore/workflows"
 )
-
-// Store names for Config.Store.
-const (
-	// StoreJSONL keeps personal workspaces in JSONL files (the default);
-	// team workspaces go to PostgreSQL when PostgresURL is set.
-	StoreJSONL = "jsonl"
-	// StorePostgres keeps every workspace in PostgreSQL.
-	StorePostgres = "postgres"
-)
-
-// Config configures the session store.
-type Config struct {
-	// DataDir is the root of all stored data (sessions under
-	// <DataDir>/workspaces/<ws>/sessions). Required.
-	DataDir string
-	// Concurrency bounds requests served at once. Default 64.
-	Concurrency int
-	// Location renders dates in session exports. Default: time.Local.
-	Location *time.Location
-	// PostgresURL (WAGGLE_POSTGRES_URL) is the PostgreSQL holding team
-	// workspaces (those created with a teamId). Empty: no PostgreSQL, every
-	// workspace is JSONL. Migrations are applied at start.
-	PostgresURL string
-	// Replicas is the replica count of the store's JetStream buckets.
-	// Default 1.
-	Replicas int
-	// Store (WAGGLE_STORE) is "jsonl" (default: personal workspaces in
-	// JSONL files) or "postgres" (every workspace in PostgreSQL; needs
-	// PostgresURL).
-	Store string
-	// LLMURL (WAGGLE_LLM_URL) is the OpenAI-compatible base URL whose
-	// POST /embeddings gives the minds their vectors; empty: keyword
-	// search only.
-	LLMURL    string
-	LLMAPIKey string
-	// EmbedRetry is how long embedding rests after the provider failed
-	// (default 30s); tests shorten it.
-	EmbedRetry time.Duration
-}
-
-// Validate checks c and fills defaults.
-func (c *Config) Validate() error {
-	if c.DataDir == "" {
-		return errors.New("sessionstore: DataDir is required")
-	}
-	if c.Concurrency <= 0 {
-		c.Concurrency = 64
-	}
-	switch c.Store {
-	case "":
-		c.Store = StoreJSONL
-	case StoreJSONL:
-	case StorePostgres:
-		if c.PostgresURL == "" {
-			return errors.New("sessionstore: Store postgres needs PostgresURL (WAGGLE_POSTGRES_URL)")
-		}
-	default:
-		return fmt.Errorf("sessionstore: Store must be %q or %q, not %q", StoreJSONL, StorePostgres, c.Store)
-	}
-	return nil
-}
 
 // Service is the session-store service.
 type Service struct {
@@ -116,7 +54,7 @@ func New(cfg Config, dial bus.Dialer, log *slog.Logger) *Service {
 
 // Start checks the data dir is writable, connects and serves.
 func (s *Service) Start(ctx context.Context) error {
-	if err := s.cfg.Validate(); err != nil {
+	if err := s.cfg.prepare(); err != nil {
 		return err
 	}
 	if err := checkWritable(filepath.Join(s.cfg.DataDir, "workspaces")); err != nil {

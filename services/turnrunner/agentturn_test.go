@@ -128,7 +128,7 @@ func TestModelConfigCacheChecksAtMostOncePerInterval(t *testing.T) {
 
 func TestConfigDefaults(t *testing.T) {
 	c := Config{DataDir: t.TempDir()}
-	if err := c.Validate(); err != nil {
+	if err := c.prepare(); err != nil {
 		t.Fatal(err)
 	}
 	tc := c.toolsConfig()
@@ -139,12 +139,12 @@ func TestConfigDefaults(t *testing.T) {
 	if ac.MaxSteps != 25 || ac.MaxRetries != 3 || ac.RetryBackoff != time.Second || ac.BaseURL != "http://localhost:4000/v1" {
 		t.Errorf("agent config %+v", ac)
 	}
-	off := Config{DataDir: t.TempDir(), DisableBash: true, BashTimeout: time.Hour, BashMaxTimeout: time.Minute}
-	if err := off.Validate(); err == nil {
+	off := Config{DataDir: t.TempDir(), EnableBash: BashOff, BashTimeout: time.Hour, BashMaxTimeout: time.Minute}
+	if err := off.prepare(); err == nil {
 		t.Errorf("bash timeout above its cap accepted")
 	}
 	off.BashMaxTimeout = 2 * time.Hour
-	if err := off.Validate(); err != nil || off.toolsConfig().EnableBash {
+	if err := off.prepare(); err != nil || off.toolsConfig().EnableBash {
 		t.Errorf("disable bash: err %v, config %+v", err, off.toolsConfig())
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -24,192 +23,10 @@ import (
 	"github.com/waggle-os/core/libs/llmprobe"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
-	"github.com/waggle-os/core/services/turnrunner/approvalgate"
 	"github.com/waggle-os/core/services/turnrunner/mcp"
 	"github.com/waggle-os/core/services/turnrunner/retrieval"
 	"github.com/waggle-os/core/services/turnrunner/tools"
 )
-
-// Config configures the turn runner.
-type Config struct {
-	// DataDir is the data directory (workspace files, config.json). Required.
-	DataDir string
-	// LLMURL is the OpenAI-compatible base URL including /v1.
-	// Default http://localhost:4000/v1.
-	LLMURL string
-	// LLMAPIKey is sent as a bearer token to the model server (optional).
-	LLMAPIKey string
-	// EchoDelay is the pause between echo-mode tokens. Default 15ms, as the
-	// original; 0 streams as fast as possible.
-	EchoDelay time.Duration
-	// EchoDelaySet marks EchoDelay as explicitly configured (so 0 is kept).
-	EchoDelaySet bool
-	// Probe configures the model-server availability probe (URL and key
-	// are taken from LLMURL and LLMAPIKey).
-	Probe llmprobe.Config
-	// Stream shapes the turn-event stream.
-	Stream bus.TurnStreamConfig
-	// MaxTurns bounds turns running (or queued) at once on this runner;
-	// past it a start is refused with 503 RUNNER_BUSY. Default: sized from
-	// the machine's memory (defaultMaxTurns: 1,024 to 100,000).
-	MaxTurns int
-	// StoreTimeout bounds one session-store request. Default 10s.
-	StoreTimeout time.Duration
-
-	// DisableBash leaves the bash tool out of the agent's tool set (team
-	// servers). Default false: local mode offers bash.
-	DisableBash bool
-	// BashSandbox is the bubblewrap binary bash runs under (team servers:
-	// the workspace is the only writable place, the data dir's other
-	// workspaces are hidden, no network). Empty runs bash directly.
-	BashSandbox string
-	// BashTimeout is a bash command's time limit when the model asks for
-	// none. Default 30s (tools.DefaultBashTimeout).
-	BashTimeout time.Duration
-	// BashMaxTimeout caps the time limit a model may ask for. Default 10m.
-	BashMaxTimeout time.Duration
-	// BashOutputLimit caps the bash output returned to the model, in bytes.
-	// Default 64 KiB.
-	BashOutputLimit int
-	// ReadFileLimit is the most bytes read_file returns in one call.
-	// Default 256 KiB.
-	ReadFileLimit int64
-
-	// AgentMaxSteps bounds the model calls of one agent turn. Default 25.
-	AgentMaxSteps int
-	// ModelRetries is how often a failing model call (429, 5xx, timeout,
-	// refused connection) is retried before the fallback model. Default 3.
-	ModelRetries int
-	// ModelRetryBackoff is the first retry's wait, doubled per retry (a
-	// short Retry-After from the server wins). Default 1s.
-	ModelRetryBackoff time.Duration
-	// ModelHeaderTimeout bounds the wait for a model's response headers.
-	// Default 2m.
-	ModelHeaderTimeout time.Duration
-	// ModelConfigCheck is how often <DataDir>/config.json is checked for
-	// changes (it is re-read only when it changed). Default 2s.
-	ModelConfigCheck time.Duration
-
-	// Approval configures each turn's tool-approval gate (timeout default 5m).
-	Approval approvalgate.Config
-	// MCP configures the MCP tool servers (DataDir and RunnerID are filled in).
-	MCP mcp.Config
-
-	// DisconnectGrace is how long a turn keeps running once every client
-	// that followed it is gone (detached, or silent for two attach
-	// intervals). Default 0: cancel at once, the original's behaviour.
-	DisconnectGrace time.Duration
-	// RunnerID names this runner in turn leases and logs. Default
-	// <host>-<pid>-<random>.
-	RunnerID string
-	// PolicyTTL is how long a team user's tool policy is cached. Default 5s.
-	PolicyTTL time.Duration
-	// PolicyTimeout bounds the teams service's answer about a tool policy;
-	// without an answer a team user's agent turn fails (closed). Default 5s.
-	PolicyTimeout time.Duration
-	// HandoverMargin is how much of the shutdown budget Stop keeps for
-	// handing unfinished turns to other runners: it lets turns finish until
-	// the budget's end minus the margin. Default 2s.
-	HandoverMargin time.Duration
-}
-
-// Validate checks c and fills defaults.
-func (c *Config) Validate() error {
-	if c.DataDir == "" {
-		return errors.New("turnrunner: DataDir is required")
-	}
-	if c.LLMURL == "" {
-		c.LLMURL = "http://localhost:4000/v1"
-	}
-	u, err := url.Parse(c.LLMURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("turnrunner: LLM URL %q must be an http(s) URL such as http://localhost:4000/v1", c.LLMURL)
-	}
-	c.LLMURL = strings.TrimRight(c.LLMURL, "/")
-	if !c.EchoDelaySet && c.EchoDelay == 0 {
-		c.EchoDelay = 15 * time.Millisecond
-	}
-	if c.EchoDelay < 0 {
-		return errors.New("turnrunner: echo delay must not be negative")
-	}
-	c.Probe.URL, c.Probe.APIKey = c.LLMURL, c.LLMAPIKey
-	if err := c.Probe.Validate(); err != nil {
-		return err
-	}
-	if c.MaxTurns <= 0 {
-		c.MaxTurns = defaultMaxTurns()
-	}
-	if c.StoreTimeout <= 0 {
-		c.StoreTimeout = 10 * time.Second
-	}
-	if c.BashTimeout <= 0 {
-		c.BashTimeout = tools.DefaultBashTimeout
-	}
-	if c.BashMaxTimeout <= 0 {
-		c.BashMaxTimeout = max(tools.DefaultBashMaxTimeout, c.BashTimeout)
-	}
-	if c.BashOutputLimit <= 0 {
-		c.BashOutputLimit = tools.DefaultBashOutputLimit
-	}
-	if c.ReadFileLimit <= 0 {
-		c.ReadFileLimit = tools.DefaultReadLimit
-	}
-	if c.AgentMaxSteps <= 0 {
-		c.AgentMaxSteps = agent.DefaultMaxSteps
-	}
-	if c.ModelRetries <= 0 {
-		c.ModelRetries = agent.DefaultMaxRetries
-	}
-	if c.ModelRetryBackoff <= 0 {
-		c.ModelRetryBackoff = agent.DefaultRetryBackoff
-	}
-	if c.ModelHeaderTimeout <= 0 {
-		c.ModelHeaderTimeout = agent.DefaultResponseHeaderTimeout
-	}
-	if c.ModelConfigCheck <= 0 {
-		c.ModelConfigCheck = 2 * time.Second
-	}
-	if c.DisconnectGrace < 0 {
-		return errors.New("turnrunner: disconnect grace must not be negative")
-	}
-	if c.RunnerID == "" {
-		c.RunnerID = defaultRunnerID()
-	}
-	if !protocol.ValidID(c.RunnerID) {
-		return fmt.Errorf("turnrunner: runner id %q: want letters, digits, '-' or '_'", c.RunnerID)
-	}
-	if c.PolicyTTL <= 0 {
-		c.PolicyTTL = 5 * time.Second
-	}
-	if c.PolicyTimeout <= 0 {
-		c.PolicyTimeout = 5 * time.Second
-	}
-	if c.HandoverMargin <= 0 {
-		c.HandoverMargin = 2 * time.Second
-	}
-	if err := c.toolsConfig().Validate(); err != nil {
-		return fmt.Errorf("turnrunner: %w", err)
-	}
-	return c.agentConfig().Validate()
-}
-
-// toolsConfig is the built-in tools' configuration: local-mode defaults
-// with the limits of c.
-func (c *Config) toolsConfig() tools.Config {
-	tc := tools.DefaultConfig()
-	tc.EnableBash = !c.DisableBash
-	tc.BashTimeout, tc.BashMaxTimeout, tc.BashOutputLimit = c.BashTimeout, c.BashMaxTimeout, c.BashOutputLimit
-	tc.ReadLimit = c.ReadFileLimit
-	tc.BashSandbox, tc.SandboxHide = c.BashSandbox, []string{c.DataDir}
-	return tc
-}
-
-func (c *Config) agentConfig() agent.Config {
-	return agent.Config{
-		BaseURL: c.LLMURL, APIKey: c.LLMAPIKey, MaxSteps: c.AgentMaxSteps, MaxRetries: c.ModelRetries,
-		RetryBackoff: c.ModelRetryBackoff, ResponseHeaderTimeout: c.ModelHeaderTimeout,
-	}
-}
 
 // Service is the turn-runner service.
 type Service struct {
@@ -283,7 +100,7 @@ func (s *Service) ID() string { return s.id }
 // buckets exist, and starts taking turns — new ones and those other
 // runners left behind.
 func (s *Service) Start(ctx context.Context) error {
-	if err := s.cfg.Validate(); err != nil {
+	if err := s.cfg.prepare(); err != nil {
 		return err
 	}
 	s.id = s.cfg.RunnerID

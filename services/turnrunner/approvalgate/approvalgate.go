@@ -38,7 +38,8 @@ type Emitter interface {
 type Config struct {
 	// Timeout is how long an approval may wait before it is denied as timed
 	// out. The approval service stores its own deadline with the pending
-	// entry; the gate stops waiting at whichever comes first. Default 5m.
+	// entry; the gate stops waiting at whichever comes first. Default
+	// protocol.DefaultApprovalTimeout.
 	Timeout time.Duration
 	// RequestTimeout bounds one request to the approval service. Default 10s.
 	RequestTimeout time.Duration
@@ -52,7 +53,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.Timeout <= 0 {
-		c.Timeout = 5 * time.Minute
+		c.Timeout = protocol.DefaultApprovalTimeout
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 10 * time.Second
@@ -140,6 +141,13 @@ func (g *Gate) Check(ctx context.Context, call agent.ToolCall) (agent.Verdict, e
 	g.open++
 	g.mu.Unlock()
 	workspace := g.turn.Workspace
+	// Listen for the decision before anyone is told to make one: a decision
+	// taken at once is then on the subscription even while the approval
+	// service cannot be asked. A failed subscription is tried again by wait.
+	decisions, err := g.listen(rep.RequestID)
+	if err != nil {
+		g.cfg.Logger.Warn("approvalgate: follow approval", "request", rep.RequestID, "err", err)
+	}
 	// The entry is durable (the service created it before replying), so a
 	// client that acts on this event at once finds it.
 	if err := g.emit.Emit(protocol.EventApprovalRequired, protocol.ApprovalRequiredData{
@@ -151,7 +159,7 @@ func (g *Gate) Check(ctx context.Context, call agent.ToolCall) (agent.Verdict, e
 	if rep.Deadline > 0 {
 		deadline = minTime(deadline, time.UnixMilli(rep.Deadline))
 	}
-	state, err := g.wait(ctx, rep.RequestID, deadline)
+	state, err := g.wait(ctx, rep.RequestID, deadline, decisions)
 	if err != nil {
 		return agent.Verdict{}, err
 	}
@@ -233,46 +241,76 @@ func (g *Gate) ask(ctx context.Context, req protocol.ApprovalCheckRequest) (prot
 
 // wait returns the final state of the approval id: the decision, or a
 // timeout once deadline passed. A cancelled ctx cancels the approval (so no
-// one approves a call that will never run) and returns ctx's error.
-func (g *Gate) wait(ctx context.Context, id string, deadline time.Time) (string, error) {
+// one approves a call that will never run) and returns ctx's error. It
+// follows decisions (nil: not subscribed yet) and ends the subscription.
+func (g *Gate) wait(ctx context.Context, id string, deadline time.Time, decisions *listener) (string, error) {
 	wctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	for {
-		state, err := g.follow(wctx, id)
-		if err == nil {
-			return state, nil
+	defer func() { decisions.close() }()
+	for decisions == nil {
+		var err error
+		if decisions, err = g.listen(id); err == nil {
+			break
 		}
-		switch {
-		case ctx.Err() != nil:
-			g.resolve(ctx, id, protocol.ApprovalStateCancelled)
-			return "", ctx.Err()
-		case wctx.Err() != nil:
-			return g.resolve(ctx, id, protocol.ApprovalStateTimedOut), nil
-		}
-		// The subscription failed (NATS reconnecting); try again shortly.
+		// NATS is reconnecting; try again shortly.
 		g.cfg.Logger.Warn("approvalgate: follow approval", "request", id, "err", err)
 		select {
 		case <-wctx.Done():
 		case <-time.After(100 * time.Millisecond):
 		}
+		if wctx.Err() != nil {
+			break
+		}
+	}
+	state, err := g.follow(wctx, id, decisions)
+	switch {
+	case err == nil:
+		return state, nil
+	case ctx.Err() != nil:
+		g.resolve(ctx, id, protocol.ApprovalStateCancelled)
+		return "", ctx.Err()
+	default: // the deadline passed
+		return g.resolve(ctx, id, protocol.ApprovalStateTimedOut), nil
 	}
 }
 
-// follow waits until the approval is final. It subscribes to the decision
-// before it asks for the state, so a decision taken in between is in the
-// answer or on the subscription.
-func (g *Gate) follow(ctx context.Context, id string) (string, error) {
-	decided := make(chan protocol.ApprovalDecidedEvent, 4)
+// listener holds a subscription to one approval's decision.
+type listener struct {
+	decided chan protocol.ApprovalDecidedEvent
+	sub     *nats.Subscription
+}
+
+// listen subscribes to the decision of approval id.
+func (g *Gate) listen(id string) (*listener, error) {
+	l := &listener{decided: make(chan protocol.ApprovalDecidedEvent, 4)}
 	sub, err := bus.Subscribe(g.nc, protocol.ApprovalDecided(id), func(ev protocol.ApprovalDecidedEvent) {
 		select {
-		case decided <- ev:
+		case l.decided <- ev:
 		default: // one final state is all a wait needs; the rest can go
 		}
 	})
 	if err != nil {
-		return "", fmt.Errorf("approvalgate: follow %s: %w", id, err)
+		return nil, fmt.Errorf("approvalgate: follow %s: %w", id, err)
 	}
-	defer func() { _ = sub.Unsubscribe() }()
+	l.sub = sub
+	return l, nil
+}
+
+func (l *listener) close() {
+	if l != nil {
+		_ = l.sub.Unsubscribe()
+	}
+}
+
+// follow waits until the approval is final or ctx ends. Its caller
+// subscribed to the decision (l, nil when that failed: then only asking
+// finds it) before anyone could take it, so a decision taken before the
+// first ask is in the answer or on the subscription.
+func (g *Gate) follow(ctx context.Context, id string, l *listener) (string, error) {
+	var decided <-chan protocol.ApprovalDecidedEvent
+	if l != nil {
+		decided = l.decided
+	}
 	ask := time.NewTimer(0) // at once, then every g.recheck
 	defer ask.Stop()
 	for {

@@ -53,7 +53,8 @@ type Config struct {
 	DataDir string
 	// RunnerID names the runner in status replies.
 	RunnerID string
-	// Stdio is StdioDirect (default), StdioSandbox or StdioOff.
+	// Stdio (--mcp-stdio) is StdioDirect (default), StdioSandbox or
+	// StdioOff; the runner resolves StdioAuto before the manager sees it.
 	Stdio string
 	// Sandbox is the bubblewrap binary for StdioSandbox; without it stdio
 	// servers are refused in that mode.
@@ -62,8 +63,8 @@ type Config struct {
 	// data directory); a workspace server gets its workspace's files
 	// directory back, writable.
 	SandboxHide []string
-	// CallTimeout is a call's limit when the server's entry sets none.
-	// Default 60s.
+	// CallTimeout (--mcp-call-timeout) is a call's limit when the server's
+	// entry sets none. Default DefaultCallTimeout.
 	CallTimeout time.Duration
 	// ConnectTimeout bounds starting a server and its handshake. Default 30s.
 	ConnectTimeout time.Duration
@@ -93,7 +94,7 @@ func (c Config) withDefaults() Config {
 			*d = v
 		}
 	}
-	def(&c.CallTimeout, 60*time.Second)
+	def(&c.CallTimeout, DefaultCallTimeout)
 	def(&c.ConnectTimeout, 30*time.Second)
 	def(&c.StartWait, 10*time.Second)
 	def(&c.RestartBackoff, time.Second)

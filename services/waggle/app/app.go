@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
@@ -30,8 +29,6 @@ import (
 	"github.com/waggle-os/core/services/gateway"
 	"github.com/waggle-os/core/services/sessionstore"
 	"github.com/waggle-os/core/services/turnrunner"
-	"github.com/waggle-os/core/services/turnrunner/approvalgate"
-	"github.com/waggle-os/core/services/turnrunner/mcp"
 )
 
 // Target names (DESIGN §7).
@@ -67,47 +64,36 @@ func New(cfg Config, log *slog.Logger) *App {
 	dial := bus.Dialer(func(name string) (*nats.Conn, error) { return a.dial(name) })
 	a.mgr.Register(lifecycle.Module{Name: moduleBus, Init: func() (lifecycle.Service, error) { return &busModule{app: a}, nil }})
 	a.mgr.Register(lifecycle.Module{Name: TargetSessionStore, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
-		return sessionstore.New(sessionstore.Config{DataDir: cfg.DataDir, PostgresURL: cfg.PostgresURL, Store: cfg.Store, Replicas: cfg.NATSReplicas,
-			LLMURL: cfg.LLMURL, LLMAPIKey: cfg.LLMAPIKey}, dial, log), nil
+		sc := cfg.SessionStore
+		sc.DataDir, sc.Replicas = cfg.DataDir, cfg.NATSReplicas
+		sc.LLMURL, sc.LLMAPIKey = cfg.TurnRunner.LLMURL, cfg.TurnRunner.LLMAPIKey
+		return sessionstore.New(sc, dial, log), nil
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetApproval, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
-		return approval.New(approval.Config{DataDir: cfg.DataDir, Timeout: cfg.ApprovalTimeout, PostgresURL: cfg.PostgresURL,
-			Bucket: approval.BucketConfig{Replicas: cfg.NATSReplicas}}, dial, log), nil
+		ac := cfg.Approval
+		ac.DataDir, ac.PostgresURL, ac.Bucket.Replicas = cfg.DataDir, cfg.SessionStore.PostgresURL, cfg.NATSReplicas
+		return approval.New(ac, dial, log), nil
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetCommand, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
-		return command.New(command.Config{DataDir: cfg.DataDir}, dial, log), nil
+		cc := cfg.Command
+		cc.DataDir = cfg.DataDir
+		return command.New(cc, dial, log), nil
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetTurnRunner, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
-		sandbox, err := bashSandbox(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return turnrunner.New(turnrunner.Config{
-			BashSandbox: sandbox,
-			DataDir:     cfg.DataDir, LLMURL: cfg.LLMURL, LLMAPIKey: cfg.LLMAPIKey,
-			EchoDelay: cfg.EchoDelay, EchoDelaySet: true,
-			Approval:      approvalgate.Config{Timeout: cfg.ApprovalTimeout},
-			Stream:        streamConfig(cfg),
-			MaxTurns:      cfg.MaxTurns,
-			DisableBash:   cfg.EnableBash == "false" || (cfg.EnableBash != "true" && cfg.Auth == gateway.AuthRequired),
-			AgentMaxSteps: cfg.AgentMaxSteps,
-			// waggletest leaves it 0 (cancel at once); waggle serve
-			// defaults to 30s.
-			DisconnectGrace: cfg.DisconnectGrace,
-			MCP:             mcpConfig(cfg),
-		}, dial, log), nil
+		tc := cfg.TurnRunner
+		tc.DataDir, tc.Stream = cfg.DataDir, streamConfig(cfg)
+		// The one rule tying the runner to the gateway's mode: a process
+		// whose gateway requires user tokens is a team server.
+		tc.TeamServer = cfg.Gateway.Auth == gateway.AuthRequired
+		tc.Approval.Timeout = cfg.Approval.Timeout
+		return turnrunner.New(tc, dial, log), nil
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetGateway, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
-		maxLen := cfg.MaxMessageLength
-		if maxLen == 0 {
-			maxLen = -1 // 0 on the command line means no limit
-		}
-		a.gateway = gateway.New(gateway.Config{
-			Addr: cfg.Addr, DataDir: cfg.DataDir, MaxMessageLength: maxLen, AllowedOrigins: cfg.AllowedOrigins, AllowedHosts: cfg.AllowedHosts,
-			Probe: probeConfig(cfg), ShutdownGrace: cfg.ShutdownTimeout / 3,
-			Auth: cfg.Auth, RateLimit: cfg.RateLimit, RateLimitChat: cfg.RateLimitChat, RateWindow: cfg.RateWindow,
-			Replicas: cfg.NATSReplicas, Stream: streamConfig(cfg), FrontendDir: cfg.FrontendDir,
-		}, dial, a.mgr.Ready, log)
+		gc := cfg.Gateway
+		gc.DataDir, gc.Replicas, gc.Stream = cfg.DataDir, cfg.NATSReplicas, streamConfig(cfg)
+		gc.Probe = llmprobe.Config{URL: cfg.TurnRunner.LLMURL, APIKey: cfg.TurnRunner.LLMAPIKey}
+		gc.ShutdownGrace = cfg.ShutdownTimeout / 3
+		a.gateway = gateway.New(gc, dial, a.mgr.Ready, log)
 		return a.gateway, nil
 	}})
 	return a
@@ -131,7 +117,7 @@ func (a *App) Start(ctx context.Context) error {
 		a.stopTracing = stop
 	}
 	if err := a.mgr.Start(ctx, targets); err != nil {
-		return portInUse(err, a.cfg.Addr)
+		return portInUse(err, a.cfg.Gateway.Addr)
 	}
 	if a.cfg.MetricsAddr != "" {
 		if err := a.startOps(); err != nil {
@@ -236,47 +222,12 @@ func (a *App) NATSURL() string {
 	return a.embed.ClientURL()
 }
 
-// bashSandbox resolves --bash-sandbox: team servers (auto) and "on" run
-// bash under bubblewrap, and refuse to start with bash enabled but no
-// sandbox, rather than run shared-server commands unconfined.
-func bashSandbox(c Config) (string, error) {
-	on := c.BashSandbox == "on" || (c.BashSandbox != "off" && c.Auth == gateway.AuthRequired)
-	bashOn := c.EnableBash == "true" || (c.EnableBash != "false" && c.Auth != gateway.AuthRequired)
-	if !on || !bashOn {
-		return "", nil
-	}
-	path, err := exec.LookPath("bwrap")
-	if err != nil {
-		return "", errors.New("bash needs its sandbox here but bubblewrap is not installed (apt-get install bubblewrap), or set --enable-bash=false / --bash-sandbox=off")
-	}
-	return path, nil
-}
-
-// mcpConfig resolves --mcp-stdio: auto runs stdio MCP servers directly on
-// a desktop and under bubblewrap on a team server, where they are refused
-// (not run unconfined) when bubblewrap is missing; direct is the admin's
-// explicit choice to run them unsandboxed.
-func mcpConfig(c Config) mcp.Config {
-	mode := c.MCPStdio
-	if mode == "" || mode == "auto" {
-		mode = mcp.StdioDirect
-		if c.Auth == gateway.AuthRequired {
-			mode = mcp.StdioSandbox
-		}
-	}
-	mc := mcp.Config{Stdio: mode, CallTimeout: c.MCPCallTimeout}
-	if mode == mcp.StdioSandbox {
-		mc.Sandbox, _ = exec.LookPath("bwrap")
-	}
-	return mc
-}
-
+// streamConfig is the turn stream's shape, which gateways and runners
+// must agree on.
 func streamConfig(c Config) bus.TurnStreamConfig {
-	return bus.TurnStreamConfig{Replicas: c.NATSReplicas, Storage: c.TurnStorage, MaxBytes: c.TurnStreamBytes}
-}
-
-func probeConfig(c Config) llmprobe.Config {
-	return llmprobe.Config{URL: c.LLMURL, APIKey: c.LLMAPIKey}
+	s := c.TurnStream
+	s.Replicas = c.NATSReplicas
+	return s
 }
 
 // Running lists the started modules.

@@ -14,7 +14,7 @@ import (
 )
 
 func benchServer(b *testing.B) *waggletest.Server {
-	return waggletest.Start(b, waggletest.WithConfig(func(c *appConfig) { c.EchoDelay = 0 }))
+	return waggletest.Start(b, waggletest.WithConfig(func(c *appConfig) { c.TurnRunner.EchoDelay = 0 }))
 }
 
 func postChat(b *testing.B, url string, i int) *http.Response {

@@ -174,7 +174,7 @@ func TestDeleteChatHistory(t *testing.T) {
 }
 
 func TestConcurrentTurnsOnTwoSessions(t *testing.T) {
-	srv := waggletest.Start(t, waggletest.WithConfig(func(c *appConfig) { c.EchoDelay = 2 * time.Millisecond }))
+	srv := waggletest.Start(t, waggletest.WithConfig(func(c *appConfig) { c.TurnRunner.EchoDelay = 2 * time.Millisecond }))
 	var wg sync.WaitGroup
 	results := make([][]waggletest.Event, 2)
 	for i := range 2 {
@@ -202,7 +202,7 @@ func TestConcurrentTurnsOnTwoSessions(t *testing.T) {
 // the partial reply is persisted with the reason, and neither the relay
 // nor the turn goroutine is left behind.
 func TestDisconnectCancelsTurn(t *testing.T) {
-	srv := waggletest.Start(t, waggletest.WithConfig(func(c *appConfig) { c.EchoDelay = 50 * time.Millisecond }))
+	srv := waggletest.Start(t, waggletest.WithConfig(func(c *appConfig) { c.TurnRunner.EchoDelay = 50 * time.Millisecond }))
 	st := srv.Chat(map[string]any{"message": "please stop me midway", "session": "gone"})
 	first, err := st.Next()
 	if err != nil || first.Name != "token" {

@@ -35,7 +35,7 @@ func withHost(t *testing.T, srv *waggletest.Server, method, path, host, body str
 // server's own gets 403 before any work — no stream, no turn, no token
 // from /health — while the server's own names and configured names pass.
 func TestDNSRebindingRefused(t *testing.T) {
-	srv := waggletest.Start(t, waggletest.WithConfig(func(c *appConfig) { c.AllowedHosts = []string{"waggle.test"} }))
+	srv := waggletest.Start(t, waggletest.WithConfig(func(c *appConfig) { c.Gateway.AllowedHosts = []string{"waggle.test"} }))
 	const want = `{"error":"Host not allowed: this server answers only to its own names (add others with --allowed-hosts)","code":"HOST_NOT_ALLOWED"}` + "\n"
 	chat := `{"message":"hello from a rebound page","workspace":"default","session":"rebind"}`
 

@@ -24,7 +24,7 @@ import (
 func TestDiskFull(t *testing.T) {
 	dir := tmpfstest.Mount(t, "16m")
 	srv := waggletest.Start(t, waggletest.WithDataDir(filepath.Join(dir, "data")), waggletest.WithConfig(func(c *appConfig) {
-		c.EchoDelay = 150 * time.Millisecond
+		c.TurnRunner.EchoDelay = 150 * time.Millisecond
 	}))
 	if evs := srv.Chat(map[string]any{"message": "before the disk fills", "session": "full"}).All(t); lastName(evs) != "done" {
 		t.Fatalf("chat before filling: %v", waggletest.Names(evs))
@@ -181,7 +181,7 @@ func checkJSONL(t *testing.T, dataDir string) {
 func TestDiskFullShutdown(t *testing.T) {
 	dir := tmpfstest.Mount(t, "16m")
 	srv := waggletest.Start(t, waggletest.WithDataDir(filepath.Join(dir, "data")), waggletest.WithConfig(func(c *appConfig) {
-		c.EchoDelay = 100 * time.Millisecond
+		c.TurnRunner.EchoDelay = 100 * time.Millisecond
 		c.ShutdownTimeout = 15 * time.Second
 	}))
 	streaming := srv.Chat(map[string]any{"message": strings.TrimSpace(strings.Repeat(strings.Repeat("w", 500)+" ", 40)), "session": "s"})

@@ -24,7 +24,7 @@ func followTurn(t *testing.T, srv *waggletest.Server, turnID, query string, head
 // same events; after the turn ends, replay from any Last-Event-ID returns
 // exactly the rest.
 func TestSecondTabAndReplay(t *testing.T) {
-	srv := waggletest.Start(t, waggletest.WithConfig(func(c *appConfig) { c.EchoDelay = 5 * time.Millisecond }))
+	srv := waggletest.Start(t, waggletest.WithConfig(func(c *appConfig) { c.TurnRunner.EchoDelay = 5 * time.Millisecond }))
 	first := srv.Chat(map[string]any{"message": "follow me", "session": "tabs"})
 	turn := first.Resp.Header.Get("X-Waggle-Turn-Id")
 	// A turn is followable once it has published its first event.
@@ -84,7 +84,7 @@ func TestTurnRoutesErrors(t *testing.T) {
 // TestCancelFromAnywhere: POST cancel stops a running turn; its stream ends
 // with an error event and the partial reply is kept.
 func TestCancelFromAnywhere(t *testing.T) {
-	srv := waggletest.Start(t, waggletest.WithConfig(func(c *appConfig) { c.EchoDelay = 40 * time.Millisecond }))
+	srv := waggletest.Start(t, waggletest.WithConfig(func(c *appConfig) { c.TurnRunner.EchoDelay = 40 * time.Millisecond }))
 	st := srv.Chat(map[string]any{"message": "a long reply to cancel", "session": "cx"})
 	if ev, err := st.Next(); err != nil || ev.Name != "token" {
 		t.Fatalf("first event %v %v", ev, err)

@@ -21,6 +21,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/gateway"
+	"github.com/waggle-os/core/services/turnrunner"
 	"github.com/waggle-os/core/services/waggle/app"
 )
 
@@ -38,7 +40,7 @@ type Server struct {
 type Option func(*app.Config)
 
 // WithLLM points the turn runner and /health at an OpenAI-compatible URL.
-func WithLLM(url string) Option { return func(c *app.Config) { c.LLMURL = url } }
+func WithLLM(url string) Option { return func(c *app.Config) { c.TurnRunner.LLMURL = url } }
 
 // WithDataDir reuses a data dir (to test restarts).
 func WithDataDir(dir string) Option { return func(c *app.Config) { c.DataDir = dir } }
@@ -50,12 +52,11 @@ func WithConfig(fn func(*app.Config)) Option { return Option(fn) }
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	cfg := app.Config{
-		Addr:             "127.0.0.1:0",
-		DataDir:          t.TempDir(),
-		LLMURL:           unreachableURL(t),
-		MaxMessageLength: 50000,
-		ShutdownTimeout:  10 * time.Second,
-		LogLevel:         slog.LevelWarn,
+		DataDir:         t.TempDir(),
+		ShutdownTimeout: 10 * time.Second,
+		LogLevel:        slog.LevelWarn,
+		Gateway:         gateway.Config{Addr: "127.0.0.1:0", MaxMessageLength: gateway.DefaultMaxMessageLength},
+		TurnRunner:      turnrunner.Config{LLMURL: unreachableURL(t)},
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -101,7 +102,7 @@ func (s *Server) Restart() {
 	s.t.Helper()
 	addr := s.App.Addr()
 	s.Stop()
-	s.Config.Addr = addr
+	s.Config.Gateway.Addr = addr
 	s.start()
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/waggle-os/core/libs/embednats"
+	"github.com/waggle-os/core/services/gateway"
 	"github.com/waggle-os/core/services/waggle/app"
 	"github.com/waggle-os/core/services/waggle/chatcli"
 )
@@ -134,15 +135,15 @@ func serve(args []string, stdout, stderr io.Writer) int {
 func newLogger(cfg app.Config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	format := cfg.LogFormat
-	if format == "auto" {
-		format = "json"
+	if format == app.LogAuto {
+		format = app.LogJSON
 		if f, ok := w.(*os.File); ok {
 			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-				format = "text"
+				format = app.LogText
 			}
 		}
 	}
-	if format == "text" {
+	if format == app.LogText {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
@@ -203,7 +204,7 @@ func healthcheck(args []string, stderr io.Writer) int {
 			addr = os.Getenv("WAGGLE_ADDR")
 		}
 		if addr == "" {
-			addr = "127.0.0.1:3333"
+			addr = gateway.DefaultAddr
 		}
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {

@@ -27,10 +27,10 @@ func TestTeamTrafficMatchesDescription(t *testing.T) {
 	natsAddr := ln.Addr().String()
 	ln.Close()
 	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
-		c.PostgresURL = pg
-		c.Auth = "required"
+		c.SessionStore.PostgresURL = pg
+		c.Gateway.Auth = "required"
 		c.NATSListen = natsAddr
-		c.RateLimit = 8
+		c.Gateway.RateLimit = 8
 	}))
 	nc, err := nats.Connect("nats://" + natsAddr)
 	if err != nil {

@@ -191,7 +191,7 @@ func TestNullScopedGrantAppliesEverywhere(t *testing.T) {
 // TestTimeoutDeniesAsTimeout: nobody answers; the step and the model's
 // text say it timed out, not that the user said no.
 func TestTimeoutDeniesAsTimeout(t *testing.T) {
-	srv := start(t, scriptedModel(t), withConfig(func(c *app.Config) { c.ApprovalTimeout = 300 * time.Millisecond }))
+	srv := start(t, scriptedModel(t), withConfig(func(c *app.Config) { c.Approval.Timeout = 300 * time.Millisecond }))
 	st := srv.Chat(body("s1", "write_file", writeArgs("a.txt", "x"), nil))
 	_, a := untilApproval(t, st)
 	after := finish(t, st)
@@ -388,7 +388,7 @@ func TestApprovalServiceRestartLosesNothing(t *testing.T) {
 	approvals := waggletest.Start(t, withConfig(func(c *app.Config) {
 		c.Targets = []string{app.TargetApproval}
 		c.NATSURL = main.App.NATSURL()
-		c.ApprovalTimeout = 10 * time.Second
+		c.Approval.Timeout = 10 * time.Second
 	}))
 
 	st := main.Chat(body("s1", "write_file", writeArgs("kept.txt", "x"), nil))

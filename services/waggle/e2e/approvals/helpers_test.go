@@ -59,7 +59,7 @@ func scriptedModel(t *testing.T) *llmtest.Server {
 // quickly instead of hanging.
 func start(t *testing.T, llm *llmtest.Server, opts ...waggletest.Option) *waggletest.Server {
 	t.Helper()
-	base := []waggletest.Option{waggletest.WithLLM(llm.URL()), withConfig(func(c *app.Config) { c.ApprovalTimeout = 10 * time.Second })}
+	base := []waggletest.Option{waggletest.WithLLM(llm.URL()), withConfig(func(c *app.Config) { c.Approval.Timeout = 10 * time.Second })}
 	return waggletest.Start(t, append(base, opts...)...)
 }
 

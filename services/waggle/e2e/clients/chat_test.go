@@ -55,7 +55,7 @@ func agentModel(t *testing.T, hold *llmtest.Pause) *llmtest.Server {
 func startApp(t *testing.T, llm *llmtest.Server) *waggletest.Server {
 	t.Helper()
 	return waggletest.Start(t, waggletest.WithLLM(llm.URL()), waggletest.WithConfig(func(c *app.Config) {
-		c.ApprovalTimeout = 30 * time.Second
+		c.Approval.Timeout = 30 * time.Second
 	}))
 }
 
@@ -275,8 +275,8 @@ func TestChatTerminal(t *testing.T) {
 func TestChatTeamToken(t *testing.T) {
 	natsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
-		c.PostgresURL = pgtest.URL(t)
-		c.Auth = "required"
+		c.SessionStore.PostgresURL = pgtest.URL(t)
+		c.Gateway.Auth = "required"
 		c.NATSListen = natsAddr
 	}))
 	nc, err := nats.Connect("nats://" + natsAddr)

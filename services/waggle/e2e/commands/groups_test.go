@@ -208,7 +208,7 @@ func checkSteps(t *testing.T, srv *waggletest.Server, job protocol.GroupJob, wan
 }
 
 func echoDelay(d time.Duration) waggletest.Option {
-	return waggletest.WithConfig(func(c *app.Config) { c.EchoDelay = d })
+	return waggletest.WithConfig(func(c *app.Config) { c.TurnRunner.EchoDelay = d })
 }
 
 func TestGroupRunSequential(t *testing.T) {

@@ -163,7 +163,7 @@ func TestStalledReadersKeepMemoryBounded(t *testing.T) {
 	model.Start()
 	t.Cleanup(model.Close)
 	srv := waggletest.Start(t, waggletest.WithLLM(model.URL()), waggletest.WithConfig(func(c *app.Config) {
-		c.TurnStreamBytes = streamBytes
+		c.TurnStream.MaxBytes = streamBytes
 	}))
 	// Warm up (first-turn allocations are not what this test measures).
 	warm, br, err := rawChat(srv.URL, "warm", "hi")
@@ -276,7 +276,7 @@ func TestTwoThousandConcurrentTurns(t *testing.T) {
 	skipUnderLoadTestLimits(t)
 	const turns = 2000
 	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
-		c.EchoDelay = 20 * time.Millisecond
+		c.TurnRunner.EchoDelay = 20 * time.Millisecond
 	}))
 	var wg sync.WaitGroup
 	var mu sync.Mutex

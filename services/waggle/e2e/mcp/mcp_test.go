@@ -117,7 +117,7 @@ func writeJSON(t *testing.T, path string, v any) {
 func start(t *testing.T, s setup, llm *model, opts ...waggletest.Option) *waggletest.Server {
 	t.Helper()
 	base := []waggletest.Option{waggletest.WithLLM(llm.URL()), waggletest.WithDataDir(s.dir),
-		waggletest.WithConfig(func(c *app.Config) { c.ApprovalTimeout = 10 * time.Second })}
+		waggletest.WithConfig(func(c *app.Config) { c.Approval.Timeout = 10 * time.Second })}
 	return waggletest.Start(t, append(base, opts...)...)
 }
 
@@ -441,8 +441,8 @@ func TestTeamPolicyBlocksServer(t *testing.T) {
 	llm := scriptedModel(t)
 	natsAddr := freeAddr(t)
 	srv := start(t, s, llm, waggletest.WithConfig(func(c *app.Config) {
-		c.PostgresURL = pgtest.URL(t)
-		c.Auth = "required"
+		c.SessionStore.PostgresURL = pgtest.URL(t)
+		c.Gateway.Auth = "required"
 		c.NATSListen = natsAddr
 	}))
 	nc, err := nats.Connect("nats://" + natsAddr)

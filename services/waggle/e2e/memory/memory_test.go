@@ -207,7 +207,7 @@ func TestMemoryOnPostgres(t *testing.T) {
 	llm := embeddingServer(t)
 	pg := pgtest.URL(t)
 	srv := waggletest.Start(t, waggletest.WithLLM(llm.URL()), waggletest.WithConfig(func(c *app.Config) {
-		c.PostgresURL, c.Store = pg, "postgres"
+		c.SessionStore.PostgresURL, c.SessionStore.Store = pg, "postgres"
 	}))
 	testMemoryAPI(t, srv)
 }
@@ -226,8 +226,8 @@ func bearer(tok string) []string { return []string{"Authorization", "Bearer " + 
 func TestTeamMinds(t *testing.T) {
 	natsAddr := freeAddr(t)
 	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
-		c.PostgresURL = pgtest.URL(t)
-		c.Auth = "required"
+		c.SessionStore.PostgresURL = pgtest.URL(t)
+		c.Gateway.Auth = "required"
 		c.NATSListen = natsAddr
 	}))
 	nc, err := nats.Connect("nats://" + natsAddr)

@@ -27,10 +27,10 @@ func TestApprovalsAreTeamScoped(t *testing.T) {
 	defer llm.Close()
 	natsAddr := freeAddr(t)
 	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
-		c.PostgresURL = pgtest.URL(t)
-		c.Auth = "required"
+		c.SessionStore.PostgresURL = pgtest.URL(t)
+		c.Gateway.Auth = "required"
 		c.NATSListen = natsAddr
-		c.LLMURL = llm.URL()
+		c.TurnRunner.LLMURL = llm.URL()
 	}))
 	nc, err := nats.Connect("nats://" + natsAddr)
 	if err != nil {

@@ -26,9 +26,9 @@ func TestPostgresRestart(t *testing.T) {
 	pg := pgtest.NewRestartable(t)
 	natsAddr := freeAddr(t)
 	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
-		c.PostgresURL = pg.URL
-		c.Store = "postgres"
-		c.Auth = "required"
+		c.SessionStore.PostgresURL = pg.URL
+		c.SessionStore.Store = "postgres"
+		c.Gateway.Auth = "required"
 		c.NATSListen = natsAddr
 	}))
 	nc, err := nats.Connect("nats://" + natsAddr)
@@ -129,8 +129,8 @@ func historyWhenBack(t *testing.T, srv *waggletest.Server, path string, headers 
 func TestPostgresRestartLocalAuth(t *testing.T) {
 	pg := pgtest.NewRestartable(t)
 	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
-		c.PostgresURL = pg.URL
-		c.Store = "postgres"
+		c.SessionStore.PostgresURL = pg.URL
+		c.SessionStore.Store = "postgres"
 	}))
 	if evs := srv.Chat(map[string]any{"message": "before the outage", "session": "s1"}).All(t); evs[len(evs)-1].Name != "done" {
 		t.Fatalf("turn before the outage: %v", waggletest.Names(evs))

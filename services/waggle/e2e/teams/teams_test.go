@@ -30,8 +30,8 @@ func freeAddr(t *testing.T) string {
 func teamServer(t *testing.T) (*waggletest.Server, *nats.Conn) {
 	natsAddr := freeAddr(t)
 	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
-		c.PostgresURL = pgtest.URL(t)
-		c.Auth = "required"
+		c.SessionStore.PostgresURL = pgtest.URL(t)
+		c.Gateway.Auth = "required"
 		c.NATSListen = natsAddr
 	}))
 	nc, err := nats.Connect("nats://" + natsAddr)

@@ -208,9 +208,9 @@ func freeAddr(t *testing.T) string {
 func start(t *testing.T, llm *llmtest.Server, edit func(*app.Config)) *waggletest.Server {
 	t.Helper()
 	opts := []waggletest.Option{waggletest.WithConfig(func(c *app.Config) {
-		c.ApprovalTimeout = 30 * time.Second
+		c.Approval.Timeout = 30 * time.Second
 		// A reload drops the page's connection; the turn must outlive it.
-		c.DisconnectGrace = 30 * time.Second
+		c.TurnRunner.DisconnectGrace = 30 * time.Second
 		if edit != nil {
 			edit(c)
 		}
@@ -485,7 +485,7 @@ func TestWebChat(t *testing.T) {
 	})
 
 	t.Run("ErrorsAreReadable", func(t *testing.T) {
-		srv := start(t, nil, func(c *app.Config) { c.MaxMessageLength = 10 })
+		srv := start(t, nil, func(c *app.Config) { c.Gateway.MaxMessageLength = 10 })
 		ctx := tab(t, b)
 		var text string
 		run(t, ctx, open(srv.URL+"/"), send("this message is far too long"),
@@ -505,8 +505,8 @@ func TestWebChat(t *testing.T) {
 	t.Run("TeamModeAsksForToken", func(t *testing.T) {
 		natsAddr := freeAddr(t)
 		srv := start(t, nil, func(c *app.Config) {
-			c.PostgresURL = pgtest.URL(t)
-			c.Auth = "required"
+			c.SessionStore.PostgresURL = pgtest.URL(t)
+			c.Gateway.Auth = "required"
 			c.NATSListen = natsAddr
 		})
 		nc, err := nats.Connect("nats://" + natsAddr)
