@@ -117,6 +117,15 @@ func unreachableURL(t testing.TB) string {
 // Do sends a request with an optional JSON body (a string is sent as is).
 func (s *Server) Do(method, path string, body any, headers ...string) *http.Response {
 	s.t.Helper()
+	return Request(s.t, method, s.URL+path, body, headers...)
+}
+
+// Request sends a request to url with an optional JSON body (a string or
+// []byte is sent as is) and header name/value pairs, failing t when it
+// cannot be sent. Server.Do is Request on the server's URL; tests of other
+// set-ups (several gateways) call it with their own.
+func Request(t testing.TB, method, url string, body any, headers ...string) *http.Response {
+	t.Helper()
 	var r io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -127,13 +136,13 @@ func (s *Server) Do(method, path string, body any, headers ...string) *http.Resp
 	default:
 		data, err := json.Marshal(b)
 		if err != nil {
-			s.t.Fatal(err)
+			t.Fatal(err)
 		}
 		r = bytes.NewReader(data)
 	}
-	req, err := http.NewRequest(method, s.URL+path, r)
+	req, err := http.NewRequest(method, url, r)
 	if err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -143,7 +152,7 @@ func (s *Server) Do(method, path string, body any, headers ...string) *http.Resp
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		s.t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	return resp
 }

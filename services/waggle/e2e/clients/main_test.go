@@ -11,33 +11,19 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
 var waggleBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "waggle-clients-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	waggleBin = filepath.Join(dir, "waggle")
-	build := exec.Command("go", "build", "-o", waggleBin, "github.com/waggle-os/core/services/waggle/cmd/waggle")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build waggle:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(waggletest.RunWithBinary(m, &waggleBin))
 }
 
 // baseEnv is a clean environment: no WAGGLE_* from the developer's shell.

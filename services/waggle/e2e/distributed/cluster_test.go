@@ -7,7 +7,6 @@
 package distributed
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -35,22 +34,7 @@ func TestMain(m *testing.M) {
 	if testing.Short() {
 		os.Exit(m.Run()) // every test skips itself
 	}
-	dir, err := os.MkdirTemp("", "waggle-distributed-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	waggleBin = filepath.Join(dir, "waggle")
-	build := exec.Command("go", "build", "-o", waggleBin, "github.com/waggle-os/core/services/waggle/cmd/waggle")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build waggle:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(waggletest.RunWithBinary(m, &waggleBin))
 }
 
 const runners = 3
@@ -335,29 +319,7 @@ func (c *cluster) pause() *llmtest.Pause {
 // do sends a request to a gateway with an optional JSON body.
 func (c *cluster) do(gw int, method, path string, body any, headers ...string) *http.Response {
 	c.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, "http://"+c.gateways[gw].http+path, rd)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	return resp
+	return waggletest.Request(c.t, method, "http://"+c.gateways[gw].http+path, body, headers...)
 }
 
 // json sends a request and decodes the JSON answer into out.
