@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/app"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
@@ -343,7 +344,7 @@ func TestDisconnectDeniesPendingApproval(t *testing.T) {
 	st := srv.Chat(body("s1", "write_file", writeArgs("gone.txt", "x"), nil))
 	_, a := untilApproval(t, st)
 	st.Close()
-	eventually(t, "approval cancelled after disconnect", func() bool { return pending(t, srv).Count == 0 })
+	waitfor.True(t, "approval cancelled after disconnect", func() bool { return pending(t, srv).Count == 0 })
 	if code, _ := decide(t, srv, a.RequestID, map[string]any{"approved": true}); code != 409 && code != 404 {
 		t.Fatalf("approving a cancelled request: %d", code)
 	}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/waggle-os/core/libs/llmtest"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
@@ -292,21 +293,23 @@ func (c *cluster) start(name, kind string, args ...string) *proc {
 			c.t.Logf("--- %s log (tail) ---\n%s", name, b)
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	// On a timeout the cleanup above logs the process's log.
+	waitfor.Within(20*time.Second).Every(50*time.Millisecond).NoError(c.t, name+" healthy", func() error {
 		resp, err := http.Get("http://" + addr + "/health")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return p
+				return nil
 			}
+			err = fmt.Errorf("status %d", resp.StatusCode)
 		}
-		if !p.alive() || time.Now().After(deadline) {
+		if !p.alive() {
 			b, _ := os.ReadFile(p.logPath)
 			c.t.Fatalf("%s did not become healthy (exited: %v, %v):\n%s", name, !p.alive(), p.err, b)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
+	return p
 }
 
 // pause returns a pause released when the test ends.
