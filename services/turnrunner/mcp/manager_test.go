@@ -15,15 +15,20 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/turnrunner/agent"
 	"github.com/waggle-os/core/services/turnrunner/mcp/mcptest"
 )
 
+// The manager owns goroutines (a reader per stdio server, config
+// reloads): Stop must end every one of them. As the scripted stdio server
+// this binary serves and exits before any test runs.
 func TestMain(m *testing.M) {
 	mcptest.MaybeServeStdio()
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // stdioEntry runs this test binary as the scripted stdio server, its
