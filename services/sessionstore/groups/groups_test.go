@@ -1,4 +1,4 @@
-package groups
+package groups_test
 
 import (
 	"encoding/json"
@@ -8,16 +8,9 @@ import (
 	"testing"
 
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/sessionstore/groups"
+	"github.com/waggle-os/core/services/sessionstore/groups/groupstest"
 )
-
-func fields(t *testing.T, body string) map[string]json.RawMessage {
-	t.Helper()
-	var f map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(body), &f); err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
 
 func TestParseCreate(t *testing.T) {
 	tests := []struct {
@@ -52,7 +45,7 @@ func TestParseCreate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.body, func(t *testing.T) {
-			g, err := Parse(protocol.AgentGroup{}, fields(t, tt.body), true)
+			g, err := groups.Parse(protocol.AgentGroup{}, groupstest.Fields(t, tt.body), true)
 			if tt.wantErr != "" {
 				e := protocol.AsError(err)
 				if e == nil || e.Status != 400 || e.Message != tt.wantErr {
@@ -95,7 +88,7 @@ func TestParseUpdate(t *testing.T) {
 		t.Run(tt.body, func(t *testing.T) {
 			in := base
 			in.Members = append([]protocol.AgentGroupMember(nil), base.Members...)
-			g, err := Parse(in, fields(t, tt.body), false)
+			g, err := groups.Parse(in, groupstest.Fields(t, tt.body), false)
 			if tt.wantErr != "" {
 				if e := protocol.AsError(err); e == nil || e.Status != 400 || e.Message != tt.wantErr {
 					t.Fatalf("err = %v, want 400 %q", err, tt.wantErr)
@@ -111,13 +104,13 @@ func TestParseUpdate(t *testing.T) {
 
 func TestStoreCorruptFileKeptAside(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, FileName)
+	path := filepath.Join(dir, groups.FileName)
 	os.WriteFile(path, []byte("[{broken"), 0o644)
-	s, _ := New(Config{DataDir: dir}, nil)
+	s, _ := groups.New(groups.Config{DataDir: dir}, nil)
 	if gs, err := s.List(); err != nil || len(gs) != 0 {
 		t.Fatalf("corrupt file: %v %v", gs, err)
 	}
-	if _, err := s.Create(fields(t, `{"name":"g","strategy":"parallel"}`)); err != nil {
+	if _, err := s.Create(groupstest.Fields(t, `{"name":"g","strategy":"parallel"}`)); err != nil {
 		t.Fatal(err)
 	}
 	matches, _ := filepath.Glob(path + ".corrupt-*")
@@ -132,15 +125,15 @@ func TestStoreCorruptFileKeptAside(t *testing.T) {
 // The file holds the groups as an indented JSON array.
 func TestFileFormat(t *testing.T) {
 	dir := t.TempDir()
-	s, err := New(Config{DataDir: dir}, nil)
+	s, err := groups.New(groups.Config{DataDir: dir}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := s.Create(fields(t, `{"name":"team","strategy":"sequential","members":[{"agentId":"a"}]}`))
+	g, err := s.Create(groupstest.Fields(t, `{"name":"team","strategy":"sequential","members":[{"agentId":"a"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ := os.ReadFile(filepath.Join(dir, FileName))
+	data, _ := os.ReadFile(filepath.Join(dir, groups.FileName))
 	want, _ := json.MarshalIndent([]protocol.AgentGroup{g}, "", "  ")
 	if string(data) != string(want)+"\n" {
 		t.Fatalf("file =\n%s\nwant\n%s", data, want)

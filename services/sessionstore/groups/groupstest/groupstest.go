@@ -38,7 +38,10 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 	}
 }
 
-func fields(t *testing.T, body string) map[string]json.RawMessage {
+// Fields decodes a JSON object as the gateway hands a request body to
+// Store.Create and Update (and to groups.Parse), failing t when it is not
+// one.
+func Fields(t *testing.T, body string) map[string]json.RawMessage {
 	t.Helper()
 	var f map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(body), &f); err != nil {
@@ -52,22 +55,22 @@ func testCRUD(t *testing.T, st Backend) {
 	if gs, err := s.List(); err != nil || gs == nil || len(gs) != 0 {
 		t.Fatalf("List on no file = %v, %v", gs, err)
 	}
-	g, err := s.Create(fields(t, `{"name":"team","strategy":"sequential","members":[{"agentId":"a"}]}`))
+	g, err := s.Create(Fields(t, `{"name":"team","strategy":"sequential","members":[{"agentId":"a"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !protocol.ValidID(g.ID) || g.CreatedAt == "" {
 		t.Fatalf("created %+v", g)
 	}
-	second, err := s.Create(fields(t, `{"name":"second","strategy":"parallel","description":"d"}`))
+	second, err := s.Create(Fields(t, `{"name":"second","strategy":"parallel","description":"d"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	up, err := s.Update(g.ID, fields(t, `{"name":"renamed"}`))
+	up, err := s.Update(g.ID, Fields(t, `{"name":"renamed"}`))
 	if err != nil || up.Name != "renamed" || up.Strategy != "sequential" || len(up.Members) != 1 {
 		t.Fatalf("update = %+v, %v", up, err)
 	}
-	if _, err := s.Update(g.ID, fields(t, `{"strategy":"random"}`)); protocol.StatusOf(err) != 400 {
+	if _, err := s.Update(g.ID, Fields(t, `{"strategy":"random"}`)); protocol.StatusOf(err) != 400 {
 		t.Fatalf("invalid update = %v, want 400", err)
 	}
 	s = st.Open(t)
@@ -82,7 +85,7 @@ func testCRUD(t *testing.T, st Backend) {
 	}
 	for _, err := range []error{
 		func() error { _, err := s.Get("nope"); return err }(),
-		func() error { _, err := s.Update("nope", fields(t, `{}`)); return err }(),
+		func() error { _, err := s.Update("nope", Fields(t, `{}`)); return err }(),
 		s.Delete("nope"),
 	} {
 		if e := protocol.AsError(err); e == nil || e.Status != 404 || e.Message != "Group not found" {
@@ -106,7 +109,7 @@ func testConcurrentCreates(t *testing.T, st Backend) {
 		go func() {
 			defer wg.Done()
 			body := fmt.Sprintf(`{"name":"g%d","strategy":"parallel"}`, i)
-			if _, err := s.Create(fields(t, body)); err != nil {
+			if _, err := s.Create(Fields(t, body)); err != nil {
 				t.Error(err)
 			}
 		}()
