@@ -104,14 +104,19 @@ func (s *Server) Restart() {
 
 // unreachableURL is a base URL on a port nothing listens on, so the model
 // probe fails fast (connection refused) and turns run in echo mode.
-func unreachableURL(t testing.TB) string {
+func unreachableURL(t testing.TB) string { return "http://" + FreeAddr(t) + "/v1" }
+
+// FreeAddr is a loopback host:port nothing listens on, for a listener a
+// test configures before it starts (the embedded NATS server reads port 0
+// as its default 4222, not as "any port") or a peer that must not answer.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr + "/v1"
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // Do sends a request with an optional JSON body (a string is sent as is).

@@ -356,7 +356,7 @@ func TestDisconnectDeniesPendingApproval(t *testing.T) {
 // TestTwoGatewaysOneNATS: the stream runs on gateway A; gateway B (another
 // process on the same NATS) lists and approves it.
 func TestTwoGatewaysOneNATS(t *testing.T) {
-	a := start(t, scriptedModel(t), withConfig(func(c *app.Config) { c.NATSListen = freeAddr(t) }))
+	a := start(t, scriptedModel(t), withConfig(func(c *app.Config) { c.NATSListen = waggletest.FreeAddr(t) }))
 	url := a.App.NATSURL()
 	if url == "" {
 		t.Fatal("embedded NATS has no client URL")
@@ -383,7 +383,7 @@ func TestTwoGatewaysOneNATS(t *testing.T) {
 // survives and its decision reaches the waiting turn.
 func TestApprovalServiceRestartLosesNothing(t *testing.T) {
 	main := start(t, scriptedModel(t), withConfig(func(c *app.Config) {
-		c.NATSListen = freeAddr(t)
+		c.NATSListen = waggletest.FreeAddr(t)
 		c.Targets = []string{app.TargetGateway, app.TargetTurnRunner, app.TargetSessionStore, app.TargetCommand}
 	}))
 	approvals := waggletest.Start(t, withConfig(func(c *app.Config) {

@@ -11,7 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -189,16 +188,6 @@ type clusterOpts struct {
 	externalNATS bool
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // startCluster starts the services process, 3 runners and 2 gateways.
 func startCluster(t *testing.T, o clusterOpts) *cluster {
 	t.Helper()
@@ -225,7 +214,7 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 		c.model.llm[i] = srv
 		t.Cleanup(srv.Close)
 	}
-	natsAddr := freeAddr(t)
+	natsAddr := waggletest.FreeAddr(t)
 	c.natsURL = "nats://" + natsAddr
 	data := filepath.Join(c.dir, "data")
 	if o.config != "" {
@@ -259,7 +248,7 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 // HTTP on --addr; the others on --metrics-addr.
 func (c *cluster) start(name, kind string, args ...string) *proc {
 	c.t.Helper()
-	addr := freeAddr(c.t)
+	addr := waggletest.FreeAddr(c.t)
 	if kind == "gateway" {
 		args = append(args, "--addr", addr)
 	} else {

@@ -55,7 +55,7 @@ func TestGovernance(t *testing.T) {
 	}))
 	llm.Start()
 	t.Cleanup(llm.Close)
-	natsAddr := freeAddr(t)
+	natsAddr := waggletest.FreeAddr(t)
 	srv := waggletest.Start(t, waggletest.WithLLM(llm.URL()), waggletest.WithConfig(func(c *app.Config) {
 		c.PostgresURL = pgtest.URL(t)
 		c.Auth = "required"

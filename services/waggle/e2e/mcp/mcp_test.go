@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -433,7 +432,7 @@ func TestTeamPolicyBlocksServer(t *testing.T) {
 	}
 	s := newSetup(t)
 	llm := scriptedModel(t)
-	natsAddr := freeAddr(t)
+	natsAddr := waggletest.FreeAddr(t)
 	srv := start(t, s, llm, waggletest.WithConfig(func(c *app.Config) {
 		c.PostgresURL = pgtest.URL(t)
 		c.Auth = "required"
@@ -488,16 +487,4 @@ func TestTeamPolicyBlocksServer(t *testing.T) {
 	if r := results(t, evs); len(r) != 1 || r[0].Result != protocol.GovernanceBlockedText("mcp__remote__echo") {
 		t.Fatalf("blocked call %+v", r)
 	}
-}
-
-// freeAddr is a loopback address nothing listens on (the embedded NATS
-// server reads port 0 as its default port, not as "any").
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -6,7 +6,6 @@ package memory
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"testing"
@@ -210,15 +209,6 @@ func TestMemoryOnPostgres(t *testing.T) {
 	testMemoryAPI(t, srv)
 }
 
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func operator[Rep any](t *testing.T, nc *nats.Conn, subject string, req any) Rep {
 	t.Helper()
 	rep, err := bus.Request[Rep](context.Background(), nc, subject, req)
@@ -231,7 +221,7 @@ func operator[Rep any](t *testing.T, nc *nats.Conn, subject string, req any) Rep
 func bearer(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
 
 func TestTeamMinds(t *testing.T) {
-	natsAddr := freeAddr(t)
+	natsAddr := waggletest.FreeAddr(t)
 	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
 		c.PostgresURL = pgtest.URL(t)
 		c.Auth = "required"

@@ -25,7 +25,7 @@ const storeUnavailable = `{"error":"The database is unavailable. Try again in a 
 // connection pool recovers by itself; nothing written before is lost.
 func TestPostgresRestart(t *testing.T) {
 	pg := pgtest.NewRestartable(t)
-	natsAddr := freeAddr(t)
+	natsAddr := waggletest.FreeAddr(t)
 	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
 		c.PostgresURL = pg.URL
 		c.Store = "postgres"
