@@ -17,6 +17,8 @@ import (
 
 // Set is one package's migrations.
 type Set struct {
+	// Name is the owning package, the prefix of Migrate's errors.
+	Name string
 	// FS holds the .sql files at its root (fs.Sub an embed.FS down to them).
 	FS fs.FS
 	// Table is goose's version table for this set.
@@ -50,6 +52,15 @@ func Up(ctx context.Context, pool *pgxpool.Pool, set Set) ([]int64, error) {
 		applied = append(applied, r.Source.Version)
 	}
 	return applied, nil
+}
+
+// Migrate applies the set's pending migrations on pool, as Up does, for a
+// store opening its PostgreSQL backend: its error names the set's owner.
+func (s Set) Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	if _, err := Up(ctx, pool, s); err != nil {
+		return fmt.Errorf("%s: migrate: %w", s.Name, err)
+	}
+	return nil
 }
 
 // Sub returns the migrations directory of an embedded FS, panicking on a

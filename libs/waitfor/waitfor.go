@@ -19,10 +19,42 @@ const interval = 10 * time.Millisecond
 
 // True polls cond until it returns true, and fails t (from the test's
 // goroutine, as t.Fatal requires) when Timeout passes first. what names the
-// awaited state in the failure: "decided entry removed".
+// awaited state in the failure: "decided entry removed". cond runs on the
+// caller's goroutine, so it may itself fail t at once (a process it waits
+// for has exited).
 func True(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	NoError(t, what, func() error {
+	Within(Timeout).True(t, what, cond)
+}
+
+// NoError polls fn until it returns nil, and fails t with fn's last error
+// when Timeout passes first.
+func NoError(t testing.TB, what string, fn func() error) {
+	t.Helper()
+	Within(Timeout).NoError(t, what, fn)
+}
+
+// Wait is a wait with its own deadline and polling interval, for a state
+// that may take longer than Timeout (a cluster restarting) or must come
+// sooner, and for conditions too costly to check every 10ms (a request to
+// another process).
+type Wait struct {
+	timeout, interval time.Duration
+}
+
+// Within is a wait of timeout.
+func Within(timeout time.Duration) Wait { return Wait{timeout: timeout, interval: interval} }
+
+// Every is w polling every d.
+func (w Wait) Every(d time.Duration) Wait {
+	w.interval = d
+	return w
+}
+
+// True is the package's True with w's deadline and interval.
+func (w Wait) True(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	w.NoError(t, what, func() error {
 		if cond() {
 			return nil
 		}
@@ -30,17 +62,12 @@ func True(t testing.TB, what string, cond func() bool) {
 	})
 }
 
-// NoError polls fn until it returns nil, and fails t with fn's last error
-// when Timeout passes first.
-func NoError(t testing.TB, what string, fn func() error) {
+// NoError is the package's NoError with w's deadline and interval.
+func (w Wait) NoError(t testing.TB, what string, fn func() error) {
 	t.Helper()
-	poll(t, Timeout, what, fn)
-}
-
-func poll(t testing.TB, timeout time.Duration, what string, fn func() error) {
-	t.Helper()
+	timeout := w.timeout
 	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(interval)
+	tick := time.NewTicker(w.interval)
 	defer tick.Stop()
 	for {
 		err := fn()

@@ -58,7 +58,7 @@ func TestFailuresNameTheStateAndTheLastError(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			began := time.Now()
-			msg := run(func(tb testing.TB) { poll(tb, 30*time.Millisecond, "entry removed", tc.fn) })
+			msg := run(func(tb testing.TB) { Within(30*time.Millisecond).NoError(tb, "entry removed", tc.fn) })
 			if msg != tc.want {
 				t.Fatalf("failure %q, want %q", msg, tc.want)
 			}
@@ -81,5 +81,23 @@ func TestNoErrorStopsAtNil(t *testing.T) {
 	})
 	if msg != "" || polls.Load() != 2 {
 		t.Fatalf("failure %q after %d polls", msg, polls.Load())
+	}
+}
+
+// Every sets the pause between polls: a 200ms wait polling every 50ms
+// checks about four times, not twenty.
+func TestEveryPacesThePolls(t *testing.T) {
+	var polls atomic.Int32
+	msg := run(func(tb testing.TB) {
+		Within(200*time.Millisecond).Every(50*time.Millisecond).True(tb, "never", func() bool {
+			polls.Add(1)
+			return false
+		})
+	})
+	if msg != "waitfor: never: not within 200ms" {
+		t.Fatalf("failure %q", msg)
+	}
+	if n := polls.Load(); n < 2 || n > 6 {
+		t.Fatalf("%d polls in 200ms at 50ms intervals", n)
 	}
 }

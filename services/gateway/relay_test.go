@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/waggle-os/core/libs/bus"
-	"github.com/waggle-os/core/libs/embednats"
+	"github.com/waggle-os/core/libs/natstest"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
 )
@@ -45,16 +45,7 @@ func (w *slowWriter) Write(p []byte) (int, error) {
 
 func newRelayService(t *testing.T) *Service {
 	t.Helper()
-	srv := embednats.New(embednats.Config{StoreDir: t.TempDir()})
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop(context.Background()) })
-	nc, err := nats.Connect("", srv.ConnectOption())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := natstest.Start(t).Conn("relay")
 	js, _ := jetstream.New(nc)
 	if _, err := bus.EnsureTurnStream(context.Background(), js, bus.TurnStreamConfig{}); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,18 +11,13 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/waggle-os/core/libs/bus"
-	"github.com/waggle-os/core/libs/embednats"
+	"github.com/waggle-os/core/libs/natstest"
 	"github.com/waggle-os/core/libs/protocol"
 )
 
 func busConns(t *testing.T, names ...string) []*nats.Conn {
 	t.Helper()
-	ns := embednats.New(embednats.Config{StoreDir: filepath.Join(t.TempDir(), "nats")})
-	if err := ns.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ns.Stop(context.Background()) })
-	dial := bus.OptionDialer(ns.ConnectOption())
+	dial := bus.OptionDialer(natstest.Start(t).ConnectOption())
 	var out []*nats.Conn
 	for _, n := range names {
 		nc, err := dial(n)

@@ -12,25 +12,6 @@ import (
 	"github.com/waggle-os/core/libs/pgmigrate"
 )
 
-//go:embed migrations/*.sql
-var migrations embed.FS
-
-// SchemaTable is goose's version table for this package's migrations.
-const SchemaTable = "waggle_schema_grants"
-
-// migrationLockID is this package's own advisory lock for migrating, so it
-// neither waits for nor clashes with other packages' migrations.
-const migrationLockID int64 = 0x5761676747726e74 // "WaggGrnt"
-
-// Migrate applies the grants' pending migrations on pool. Running it again
-// (or from several processes at once) is harmless.
-func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	if _, err := pgmigrate.Up(ctx, pool, pgmigrate.Set{FS: pgmigrate.Sub(migrations, "migrations"), Table: SchemaTable, LockID: migrationLockID}); err != nil {
-		return fmt.Errorf("grants: migrate: %w", err)
-	}
-	return nil
-}
-
 // pgBackend keeps the grants in PostgreSQL; it caches nothing.
 type pgBackend struct {
 	pool *pgxpool.Pool
@@ -112,3 +93,15 @@ func (p *pgBackend) clear(ctx context.Context) error {
 	_, err := p.pool.Exec(ctx, `DELETE FROM approval_grants`)
 	return err
 }
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// schema is the grants' migrations, with their own version table and
+// advisory lock ("WaggGrnt"), so they neither wait for nor clash with other
+// packages' migrations.
+var schema = pgmigrate.Set{Name: "grants", FS: pgmigrate.Sub(migrations, "migrations"), Table: "waggle_schema_grants", LockID: 0x5761676747726e74}
+
+// Migrate applies the grants' pending migrations on pool. Running it again
+// (or from several processes at once) is harmless.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error { return schema.Migrate(ctx, pool) }

@@ -17,6 +17,7 @@ import (
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/sessionstore/frames"
 )
 
@@ -132,20 +133,16 @@ func query(t *testing.T, m *frames.Minds, ws, q string, limit int) []string {
 // waitEmbedded polls until every frame of the owner's minds has a vector.
 func waitEmbedded(t *testing.T, m *frames.Minds, ws string, want int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitfor.NoError(t, fmt.Sprintf("%d frames of %s embedded", want, ws), func() error {
 		st, err := m.Stats(ctx, protocol.MemoryStatsRequest{MemoryOwner: protocol.MemoryOwner{Workspace: ws}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if st.Embedded == want && st.Pending == 0 {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("embedded %d pending %d, want %d embedded", st.Embedded, st.Pending, want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return fmt.Errorf("embedded %d pending %d, want %d embedded", st.Embedded, st.Pending, want)
+	})
 }
 
 func wantKind(t *testing.T, what string, err error, kind protocol.Kind, text string) {
@@ -400,13 +397,12 @@ func TestEmbeddingProviderDownThenBack(t *testing.T) {
 		if !batched {
 			t.Error("the pending frames were not embedded in one batch")
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for got := query(t, f.minds, "w1", "my canine", 3); !slices.Equal(got, []string{dog.ID}); got = query(t, f.minds, "w1", "my canine", 3) {
-			if time.Now().After(deadline) {
-				t.Fatalf("vector after recovery = %v", got)
+		waitfor.Within(5*time.Second).NoError(t, "vector search after recovery", func() error {
+			if got := query(t, f.minds, "w1", "my canine", 3); !slices.Equal(got, []string{dog.ID}) {
+				return fmt.Errorf("vector after recovery = %v", got)
 			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return nil
+		})
 	})
 }
 
@@ -457,13 +453,12 @@ func writeConfig(t *testing.T, dir, body string) {
 
 func waitModel(t *testing.T, m *frames.Minds, want string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for m.Model() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("model = %q, want %q", m.Model(), want)
+	waitfor.Within(5*time.Second).NoError(t, "embedding model "+want, func() error {
+		if got := m.Model(); got != want {
+			return fmt.Errorf("model = %q, want %q", got, want)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestJSONLReadsEarlierMemories(t *testing.T) {

@@ -1,29 +1,16 @@
-package groups
+package groups_test
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/sessionstore/groups"
+	"github.com/waggle-os/core/services/sessionstore/groups/groupstest"
 )
-
-func fields(t *testing.T, body string) map[string]json.RawMessage {
-	t.Helper()
-	var f map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(body), &f); err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
 
 func TestParseCreate(t *testing.T) {
 	tests := []struct {
@@ -58,7 +45,7 @@ func TestParseCreate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.body, func(t *testing.T) {
-			g, err := Parse(protocol.AgentGroup{}, fields(t, tt.body), true)
+			g, err := groups.Parse(protocol.AgentGroup{}, groupstest.Fields(t, tt.body), true)
 			if tt.wantErr != "" {
 				e := protocol.AsError(err)
 				if e == nil || e.Kind != protocol.Invalid || e.Message != tt.wantErr {
@@ -101,7 +88,7 @@ func TestParseUpdate(t *testing.T) {
 		t.Run(tt.body, func(t *testing.T) {
 			in := base
 			in.Members = append([]protocol.AgentGroupMember(nil), base.Members...)
-			g, err := Parse(in, fields(t, tt.body), false)
+			g, err := groups.Parse(in, groupstest.Fields(t, tt.body), false)
 			if tt.wantErr != "" {
 				if e := protocol.AsError(err); e == nil || e.Kind != protocol.Invalid || e.Message != tt.wantErr {
 					t.Fatalf("err = %v, want 400 %q", err, tt.wantErr)
@@ -115,126 +102,15 @@ func TestParseUpdate(t *testing.T) {
 	}
 }
 
-// implementations runs fn once per storage: the file under a data
-// directory and a PostgreSQL database. reopen opens the store again on the
-// same storage; dir is the data directory ("" for PostgreSQL).
-func implementations(t *testing.T, fn func(t *testing.T, reopen func() *Roster, dir string)) {
-	t.Run("files", func(t *testing.T) {
-		dir := t.TempDir()
-		fn(t, func() *Roster { return mustNew(t, Config{DataDir: dir}) }, dir)
-	})
-	t.Run("postgres", func(t *testing.T) {
-		pool, err := pgxpool.New(context.Background(), pgtest.URL(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pool.Close)
-		fn(t, func() *Roster { return mustNew(t, Config{Pool: pool}) }, "")
-	})
-}
-
-func mustNew(t *testing.T, cfg Config) *Roster {
-	t.Helper()
-	s, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func TestStoreCRUDAndFileFormat(t *testing.T) {
-	implementations(t, testCRUD)
-}
-
-func testCRUD(t *testing.T, reopen func() *Roster, dir string) {
-	s := reopen()
-	if gs, err := s.List(); err != nil || gs == nil || len(gs) != 0 {
-		t.Fatalf("List on no file = %v, %v", gs, err)
-	}
-	g, err := s.Create(fields(t, `{"name":"team","strategy":"sequential","members":[{"agentId":"a"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !protocol.ValidID(g.ID) || g.CreatedAt == "" {
-		t.Fatalf("created %+v", g)
-	}
-	if dir != "" {
-		data, _ := os.ReadFile(filepath.Join(dir, FileName))
-		want, _ := json.MarshalIndent([]protocol.AgentGroup{g}, "", "  ")
-		if string(data) != string(want)+"\n" {
-			t.Fatalf("file =\n%s\nwant\n%s", data, want)
-		}
-	}
-	second, err := s.Create(fields(t, `{"name":"second","strategy":"parallel","description":"d"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	up, err := s.Update(g.ID, fields(t, `{"name":"renamed"}`))
-	if err != nil || up.Name != "renamed" || up.Strategy != "sequential" || len(up.Members) != 1 {
-		t.Fatalf("update = %+v, %v", up, err)
-	}
-	if _, err := s.Update(g.ID, fields(t, `{"strategy":"random"}`)); protocol.KindOf(err) != protocol.Invalid {
-		t.Fatalf("invalid update = %v, want 400", err)
-	}
-	s = reopen()
-	if got, _ := s.Get(g.ID); got.Name != "renamed" || got.Strategy != "sequential" || got.CreatedAt != g.CreatedAt {
-		t.Fatalf("get after update and restart = %+v", got)
-	}
-	if gs, _ := s.List(); len(gs) != 2 || gs[0].ID != g.ID || gs[1].ID != second.ID || *gs[1].Description != "d" {
-		t.Fatalf("list not in creation order: %+v", gs)
-	}
-	if err := s.Delete(second.ID); err != nil {
-		t.Fatal(err)
-	}
-	for _, err := range []error{
-		func() error { _, err := s.Get("nope"); return err }(),
-		func() error { _, err := s.Update("nope", fields(t, `{}`)); return err }(),
-		s.Delete("nope"),
-	} {
-		if e := protocol.AsError(err); e == nil || e.Kind != protocol.NotFound || e.Message != "Group not found" {
-			t.Errorf("unknown id: %v", err)
-		}
-	}
-	if err := s.Delete(g.ID); err != nil {
-		t.Fatal(err)
-	}
-	if gs, _ := s.List(); len(gs) != 0 {
-		t.Fatalf("after delete %+v", gs)
-	}
-}
-
-func TestStoreConcurrentCreatesKeepEveryGroup(t *testing.T) {
-	implementations(t, func(t *testing.T, reopen func() *Roster, _ string) { testConcurrentCreates(t, reopen()) })
-}
-
-func testConcurrentCreates(t *testing.T, s *Roster) {
-	const n = 40
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			body := fmt.Sprintf(`{"name":"g%d","strategy":"parallel"}`, i)
-			if _, err := s.Create(fields(t, body)); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
-	if gs, _ := s.List(); len(gs) != n {
-		t.Fatalf("%d groups, want %d", len(gs), n)
-	}
-}
-
 func TestStoreCorruptFileKeptAside(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, FileName)
+	path := filepath.Join(dir, groups.FileName)
 	os.WriteFile(path, []byte("[{broken"), 0o644)
-	s, _ := New(Config{DataDir: dir}, nil)
+	s, _ := groups.New(groups.Config{DataDir: dir}, nil)
 	if gs, err := s.List(); err != nil || len(gs) != 0 {
 		t.Fatalf("corrupt file: %v %v", gs, err)
 	}
-	if _, err := s.Create(fields(t, `{"name":"g","strategy":"parallel"}`)); err != nil {
+	if _, err := s.Create(groupstest.Fields(t, `{"name":"g","strategy":"parallel"}`)); err != nil {
 		t.Fatal(err)
 	}
 	matches, _ := filepath.Glob(path + ".corrupt-*")
@@ -243,5 +119,23 @@ func TestStoreCorruptFileKeptAside(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(matches[0]); !strings.Contains(string(b), "broken") {
 		t.Fatalf("backup content %q", b)
+	}
+}
+
+// The file holds the groups as an indented JSON array.
+func TestFileFormat(t *testing.T) {
+	dir := t.TempDir()
+	s, err := groups.New(groups.Config{DataDir: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.Create(groupstest.Fields(t, `{"name":"team","strategy":"sequential","members":[{"agentId":"a"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, groups.FileName))
+	want, _ := json.MarshalIndent([]protocol.AgentGroup{g}, "", "  ")
+	if string(data) != string(want)+"\n" {
+		t.Fatalf("file =\n%s\nwant\n%s", data, want)
 	}
 }

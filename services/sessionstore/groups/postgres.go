@@ -14,25 +14,6 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 )
 
-//go:embed migrations/*.sql
-var migrations embed.FS
-
-// SchemaTable is goose's version table for this package's migrations.
-const SchemaTable = "waggle_schema_groups"
-
-// migrationLockID is this package's own advisory lock for migrating, so it
-// neither waits for nor clashes with other packages' migrations.
-const migrationLockID int64 = 0x5761676747727073 // "WaggGrps"
-
-// Migrate applies the groups' pending migrations on pool. Running it again
-// (or from several processes at once) is harmless.
-func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	if _, err := pgmigrate.Up(ctx, pool, pgmigrate.Set{FS: pgmigrate.Sub(migrations, "migrations"), Table: SchemaTable, LockID: migrationLockID}); err != nil {
-		return fmt.Errorf("groups: migrate: %w", err)
-	}
-	return nil
-}
-
 // pgBackend keeps the groups in PostgreSQL, one row per group.
 type pgBackend struct {
 	pool *pgxpool.Pool
@@ -120,3 +101,15 @@ func (p *pgBackend) remove(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// schema is the groups' migrations, with their own version table and
+// advisory lock ("WaggGrps"), so they neither wait for nor clash with other
+// packages' migrations.
+var schema = pgmigrate.Set{Name: "groups", FS: pgmigrate.Sub(migrations, "migrations"), Table: "waggle_schema_groups", LockID: 0x5761676747727073}
+
+// Migrate applies the groups' pending migrations on pool. Running it again
+// (or from several processes at once) is harmless.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error { return schema.Migrate(ctx, pool) }

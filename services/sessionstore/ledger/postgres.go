@@ -14,25 +14,6 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 )
 
-//go:embed migrations/*.sql
-var migrations embed.FS
-
-// SchemaTable is goose's version table for this package's migrations.
-const SchemaTable = "waggle_schema_ledger"
-
-// migrationLockID is this package's own advisory lock for migrating, so it
-// neither waits for nor clashes with other packages' migrations.
-const migrationLockID int64 = 0x576167674c656467 // "WaggLedg"
-
-// Migrate applies the ledger's pending migrations on pool. Running it again
-// (or from several processes at once) is harmless.
-func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	if _, err := pgmigrate.Up(ctx, pool, pgmigrate.Set{FS: pgmigrate.Sub(migrations, "migrations"), Table: SchemaTable, LockID: migrationLockID}); err != nil {
-		return fmt.Errorf("ledger: migrate: %w", err)
-	}
-	return nil
-}
-
 // modelKey is the ledger_settings row of the current agent model.
 const modelKey = "model"
 
@@ -106,3 +87,15 @@ func (p *pgBackend) setModel(ctx context.Context, model string) error {
 	}
 	return nil
 }
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// schema is the ledger's migrations, with their own version table and
+// advisory lock ("WaggLedg"), so they neither wait for nor clash with other
+// packages' migrations.
+var schema = pgmigrate.Set{Name: "ledger", FS: pgmigrate.Sub(migrations, "migrations"), Table: "waggle_schema_ledger", LockID: 0x576167674c656467}
+
+// Migrate applies the ledger's pending migrations on pool. Running it again
+// (or from several processes at once) is harmless.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error { return schema.Migrate(ctx, pool) }

@@ -3,7 +3,6 @@ package teams
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/waggle-os/core/libs/bus"
-	"github.com/waggle-os/core/libs/embednats"
+	"github.com/waggle-os/core/libs/natstest"
 	"github.com/waggle-os/core/libs/protocol"
 )
 
@@ -243,16 +242,7 @@ func TestToolPolicyOverTheBus(t *testing.T) {
 	must := func(err error) { t.Helper(); check(nil, err) }
 	_ = must
 	ctx := context.Background()
-	ns := embednats.New(embednats.Config{StoreDir: filepath.Join(t.TempDir(), "nats")})
-	if err := ns.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ns.Stop(context.Background()) })
-	nc, err := nats.Connect("", ns.ConnectOption())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := natstest.Start(t).Conn("session-store")
 	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceSessionStore})
 	if err != nil {
 		t.Fatal(err)

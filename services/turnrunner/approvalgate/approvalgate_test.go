@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/bus"
-	"github.com/waggle-os/core/libs/embednats"
+	"github.com/waggle-os/core/libs/natstest"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
 )
@@ -49,12 +48,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ns := embednats.New(embednats.Config{StoreDir: filepath.Join(t.TempDir(), "nats")})
-	if err := ns.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ns.Stop(context.Background()) })
-	dial := bus.OptionDialer(ns.ConnectOption())
+	dial := bus.OptionDialer(natstest.Start(t).ConnectOption())
 	runner, err := dial("runner")
 	if err != nil {
 		t.Fatal(err)

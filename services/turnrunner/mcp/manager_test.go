@@ -15,14 +15,20 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/turnrunner/agent"
 	"github.com/waggle-os/core/services/turnrunner/mcp/mcptest"
 )
 
+// The manager owns goroutines (a reader per stdio server, config
+// reloads): Stop must end every one of them. As the scripted stdio server
+// this binary serves and exits before any test runs.
 func TestMain(m *testing.M) {
 	mcptest.MaybeServeStdio()
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // stdioEntry runs this test binary as the scripted stdio server, its
@@ -87,18 +93,6 @@ func call(t *testing.T, tl *Tool, args string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	return tl.Call(ctx, json.RawMessage(args))
-}
-
-// eventually polls cond until it holds or 10s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func recorded(path, event string) bool {
@@ -204,7 +198,7 @@ func TestCancelReachesServer(t *testing.T) {
 				_, err := toolByName(t, set, "mcp__"+server+"__slow").Call(ctx, json.RawMessage(`{}`))
 				done <- err
 			}()
-			eventually(t, "slow started", started)
+			waitfor.True(t, "slow started", started)
 			cancel()
 			select {
 			case err := <-done:
@@ -214,7 +208,7 @@ func TestCancelReachesServer(t *testing.T) {
 			case <-time.After(2 * time.Second):
 				t.Fatal("the call did not stop when cancelled")
 			}
-			eventually(t, "the server saw the cancellation", cancelled)
+			waitfor.True(t, "the server saw the cancellation", cancelled)
 		})
 	}
 }
@@ -235,7 +229,7 @@ func TestCallTimeout(t *testing.T) {
 	if d := time.Since(began); d > 5*time.Second {
 		t.Fatalf("timeout took %v", d)
 	}
-	eventually(t, "the server saw the cancellation", func() bool { return recorded(rec, "cancelled slow") })
+	waitfor.True(t, "the server saw the cancellation", func() bool { return recorded(rec, "cancelled slow") })
 }
 
 // TestCrashedServerRestarted: a server that dies during a call fails that
@@ -281,19 +275,19 @@ func TestConfigReload(t *testing.T) {
 		t.Fatalf("%d tools with no config", n)
 	}
 	writeConfig(t, dir, map[string]any{"remote": map[string]any{"url": remote.URL()}})
-	eventually(t, "the new server's tools", func() bool { return len(m.Bind(context.Background(), "", nil).Tools()) == 8 })
+	waitfor.True(t, "the new server's tools", func() bool { return len(m.Bind(context.Background(), "", nil).Tools()) == 8 })
 
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"mcpServers": {`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the bad edit reported", func() bool { return len(m.Status(context.Background(), "").ConfigErrors) == 1 })
+	waitfor.True(t, "the bad edit reported", func() bool { return len(m.Status(context.Background(), "").ConfigErrors) == 1 })
 	if n := len(m.Bind(context.Background(), "", nil).Tools()); n != 8 {
 		t.Fatalf("a bad edit dropped the tools: %d", n)
 	}
 
 	bound := m.Bind(context.Background(), "", nil)
 	writeConfig(t, dir, map[string]any{"bad name": map[string]any{"url": remote.URL()}, "nothing": map[string]any{}})
-	eventually(t, "the server removed", func() bool { return len(m.Bind(context.Background(), "", nil).Tools()) == 0 })
+	waitfor.True(t, "the server removed", func() bool { return len(m.Bind(context.Background(), "", nil).Tools()) == 0 })
 	// A turn that bound the removed server's tools gets an answer at once.
 	if _, err := call(t, toolByName(t, bound, "mcp__remote__echo"), `{"text":"x"}`); err == nil || !strings.Contains(err.Error(), "the server was stopped") {
 		t.Fatalf("call to a removed server: %v", err)

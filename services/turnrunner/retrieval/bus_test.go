@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -12,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/waggle-os/core/libs/bus"
-	"github.com/waggle-os/core/libs/embednats"
+	"github.com/waggle-os/core/libs/natstest"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/retrieval"
 )
@@ -62,12 +61,7 @@ func (f *fakeStore) session(_ context.Context, req protocol.SessionSearchRequest
 // returns the searcher's connection.
 func startBus(t *testing.T, f *fakeStore) *nats.Conn {
 	t.Helper()
-	ns := embednats.New(embednats.Config{StoreDir: filepath.Join(t.TempDir(), "nats")})
-	if err := ns.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ns.Stop(context.Background()) })
-	dial := bus.OptionDialer(ns.ConnectOption())
+	dial := bus.OptionDialer(natstest.Start(t).ConnectOption())
 	nc, err := dial("runner")
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/waggle-os/core/libs/waitfor"
 )
 
 func TestBashBasics(t *testing.T) {
@@ -118,7 +121,7 @@ func TestBashContextCancel(t *testing.T) {
 		done <- result{out, err}
 	}()
 	pidFile := filepath.Join(env.FilesDir, "child.pid")
-	waitFor(t, func() bool { b, err := os.ReadFile(pidFile); return err == nil && strings.HasSuffix(string(b), "\n") })
+	waitfor.True(t, "child.pid written", func() bool { b, err := os.ReadFile(pidFile); return err == nil && strings.HasSuffix(string(b), "\n") })
 	cancel()
 	select {
 	case r := <-done:
@@ -178,25 +181,11 @@ func assertDead(t *testing.T, pid int) {
 		_, rest, _ := strings.Cut(string(stat), ") ")
 		return strings.HasPrefix(rest, "Z")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !gone() {
-		if time.Now().After(deadline) {
+	// A survivor is not left running after the failure.
+	t.Cleanup(func() {
+		if t.Failed() && !gone() {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("child process %d survived", pid)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// waitFor polls cond: the test observes an external process, which offers
-// no event to wait on.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	})
+	waitfor.Within(5*time.Second).True(t, fmt.Sprintf("child process %d gone", pid), gone)
 }

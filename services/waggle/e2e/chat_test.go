@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
@@ -214,13 +215,13 @@ func TestDisconnectCancelsTurn(t *testing.T) {
 		Messages []struct{ Role, Content string }
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	waitfor.Within(5*time.Second).NoError(t, "history after disconnect", func() error {
 		srv.JSON(http.MethodGet, "/api/history?session=gone", nil, &h)
 		if len(h.Messages) == 2 {
-			break
+			return nil
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("%d messages: %+v", len(h.Messages), h.Messages)
+	})
 	if len(h.Messages) != 2 || h.Messages[1].Role != "assistant" {
 		t.Fatalf("history after disconnect = %+v", h.Messages)
 	}
@@ -228,13 +229,10 @@ func TestDisconnectCancelsTurn(t *testing.T) {
 	if got := h.Messages[1].Content; got == full || !strings.HasPrefix(full, got) || got == "" {
 		t.Fatalf("partial reply = %q (want a non-empty prefix of the full echo)", got)
 	}
-	for time.Now().Before(deadline) {
-		if !goroutineRunning("gateway.(*Service).relay", "turnrunner.(*turn).run") {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("relay or turn goroutine still running after the client left")
+	// Within the same 5 s as the history.
+	waitfor.Within(time.Until(deadline)).True(t, "relay and turn goroutines gone after the client left", func() bool {
+		return !goroutineRunning("gateway.(*Service).relay", "turnrunner.(*turn).run")
+	})
 }
 
 func goroutineRunning(names ...string) bool {

@@ -108,19 +108,33 @@ func (s *Server) Restart() {
 
 // unreachableURL is a base URL on a port nothing listens on, so the model
 // probe fails fast (connection refused) and turns run in echo mode.
-func unreachableURL(t testing.TB) string {
+func unreachableURL(t testing.TB) string { return "http://" + FreeAddr(t) + "/v1" }
+
+// FreeAddr is a loopback host:port nothing listens on, for a listener a
+// test configures before it starts (the embedded NATS server reads port 0
+// as its default 4222, not as "any port") or a peer that must not answer.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr + "/v1"
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // Do sends a request with an optional JSON body (a string is sent as is).
 func (s *Server) Do(method, path string, body any, headers ...string) *http.Response {
 	s.t.Helper()
+	return Request(s.t, method, s.URL+path, body, headers...)
+}
+
+// Request sends a request to url with an optional JSON body (a string or
+// []byte is sent as is) and header name/value pairs, failing t when it
+// cannot be sent. Server.Do is Request on the server's URL; tests of other
+// set-ups (several gateways) call it with their own.
+func Request(t testing.TB, method, url string, body any, headers ...string) *http.Response {
+	t.Helper()
 	var r io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -131,13 +145,13 @@ func (s *Server) Do(method, path string, body any, headers ...string) *http.Resp
 	default:
 		data, err := json.Marshal(b)
 		if err != nil {
-			s.t.Fatal(err)
+			t.Fatal(err)
 		}
 		r = bytes.NewReader(data)
 	}
-	req, err := http.NewRequest(method, s.URL+path, r)
+	req, err := http.NewRequest(method, url, r)
 	if err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -147,7 +161,7 @@ func (s *Server) Do(method, path string, body any, headers ...string) *http.Resp
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		s.t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	return resp
 }

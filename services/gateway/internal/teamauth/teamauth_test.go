@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,7 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/waggle-os/core/libs/bus"
-	"github.com/waggle-os/core/libs/embednats"
+	"github.com/waggle-os/core/libs/natstest"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/gateway/internal/forward"
 	"github.com/waggle-os/core/services/gateway/internal/ratelimit"
@@ -126,16 +125,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ns := embednats.New(embednats.Config{StoreDir: filepath.Join(t.TempDir(), "nats")})
-	if err := ns.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ns.Stop(context.Background()) })
-	nc, err := nats.Connect("", ns.ConnectOption())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := natstest.Start(t).Conn("teamauth")
 	f := &teamsFake{
 		tokens:     map[string]string{"tok-olga": "olga", "tok-vic": "vic", "tok-greg": "greg"},
 		workspaces: map[string]string{"acme-ws": "acme", "globex-ws": "globex", "default": ""},

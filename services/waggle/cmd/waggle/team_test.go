@@ -2,12 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/waggle-os/core/libs/embednats"
+	"github.com/waggle-os/core/libs/natstest"
 )
 
 func TestTeamCLIArguments(t *testing.T) {
@@ -38,13 +36,9 @@ func TestTeamCLIArguments(t *testing.T) {
 }
 
 func TestTeamCLIWithoutTeamsService(t *testing.T) {
-	ns := embednats.New(embednats.Config{StoreDir: filepath.Join(t.TempDir(), "nats"), Listen: "127.0.0.1:0"})
-	if err := ns.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ns.Stop(context.Background()) })
+	ns := natstest.Start(t)
 	var out, errOut bytes.Buffer
-	code := teamCmd([]string{"add-member", "acme", "--nats-url", ns.ClientURL(), "bob", "--role", "viewer"}, &out, &errOut)
+	code := teamCmd([]string{"add-member", "acme", "--nats-url", ns.URL(), "bob", "--role", "viewer"}, &out, &errOut)
 	if code != 1 || !strings.Contains(errOut.String(), "no teams service answered") {
 		t.Fatalf("code %d, stderr %q", code, errOut.String())
 	}

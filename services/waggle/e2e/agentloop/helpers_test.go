@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/waggle-os/core/libs/llmtest"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
@@ -170,17 +171,14 @@ func history(t *testing.T, srv *waggletest.Server) []histMsg {
 // a disconnect happens on the runner with no stream left to tell us.
 func waitHistory(t *testing.T, srv *waggletest.Server, n int) []histMsg {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		h := history(t, srv)
-		if len(h) >= n {
-			return h
+	var h []histMsg
+	waitfor.NoError(t, fmt.Sprintf("%d messages in the history", n), func() error {
+		if h = history(t, srv); len(h) < n {
+			return fmt.Errorf("history has %d messages, want %d: %+v", len(h), n, h)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("history has %d messages, want %d: %+v", len(h), n, h)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return h
 }
 
 // sessionLines returns the raw JSONL lines of the test session's file.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/app"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
@@ -343,7 +344,7 @@ func TestDisconnectDeniesPendingApproval(t *testing.T) {
 	st := srv.Chat(body("s1", "write_file", writeArgs("gone.txt", "x"), nil))
 	_, a := untilApproval(t, st)
 	st.Close()
-	eventually(t, "approval cancelled after disconnect", func() bool { return pending(t, srv).Count == 0 })
+	waitfor.True(t, "approval cancelled after disconnect", func() bool { return pending(t, srv).Count == 0 })
 	if code, _ := decide(t, srv, a.RequestID, map[string]any{"approved": true}); code != 409 && code != 404 {
 		t.Fatalf("approving a cancelled request: %d", code)
 	}
@@ -355,7 +356,7 @@ func TestDisconnectDeniesPendingApproval(t *testing.T) {
 // TestTwoGatewaysOneNATS: the stream runs on gateway A; gateway B (another
 // process on the same NATS) lists and approves it.
 func TestTwoGatewaysOneNATS(t *testing.T) {
-	a := start(t, scriptedModel(t), withConfig(func(c *app.Config) { c.NATSListen = freeAddr(t) }))
+	a := start(t, scriptedModel(t), withConfig(func(c *app.Config) { c.NATSListen = waggletest.FreeAddr(t) }))
 	url := a.App.NATSURL()
 	if url == "" {
 		t.Fatal("embedded NATS has no client URL")
@@ -382,7 +383,7 @@ func TestTwoGatewaysOneNATS(t *testing.T) {
 // survives and its decision reaches the waiting turn.
 func TestApprovalServiceRestartLosesNothing(t *testing.T) {
 	main := start(t, scriptedModel(t), withConfig(func(c *app.Config) {
-		c.NATSListen = freeAddr(t)
+		c.NATSListen = waggletest.FreeAddr(t)
 		c.Targets = []string{app.TargetGateway, app.TargetTurnRunner, app.TargetSessionStore, app.TargetCommand}
 	}))
 	approvals := waggletest.Start(t, withConfig(func(c *app.Config) {

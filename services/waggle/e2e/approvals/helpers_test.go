@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -270,18 +269,6 @@ func grants(t *testing.T, srv *waggletest.Server) []grant {
 	return g.Grants
 }
 
-// eventually polls cond until it holds or 10s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func readBody(t *testing.T, resp *http.Response) string {
 	t.Helper()
 	defer resp.Body.Close()
@@ -290,17 +277,4 @@ func readBody(t *testing.T, resp *http.Response) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(data))
-}
-
-// freeAddr is a loopback address nothing listens on. The embedded NATS
-// server reads port 0 as its default 4222, not as "any port", so tests
-// that give it a TCP listener pick a free port first.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }

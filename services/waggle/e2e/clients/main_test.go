@@ -11,33 +11,20 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/waggle-os/core/libs/waitfor"
+	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
 var waggleBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "waggle-clients-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	waggleBin = filepath.Join(dir, "waggle")
-	build := exec.Command("go", "build", "-o", waggleBin, "github.com/waggle-os/core/services/waggle/cmd/waggle")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build waggle:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(waggletest.RunWithBinary(m, &waggleBin))
 }
 
 // baseEnv is a clean environment: no WAGGLE_* from the developer's shell.
@@ -124,26 +111,23 @@ func (b *syncBuffer) expect(t *testing.T, from int, text string) int {
 // waitHealthy polls /health until 200 (the process is starting).
 func waitHealthy(t *testing.T, url string, exited <-chan struct{}, out *syncBuffer) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	client := &http.Client{Timeout: time.Second}
-	for {
+	waitfor.Within(30*time.Second).Every(50*time.Millisecond).NoError(t, url+"/health healthy", func() error {
 		resp, err := client.Get(url + "/health")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return nil
 			}
+			err = fmt.Errorf("status %d", resp.StatusCode)
 		}
 		select {
 		case <-exited:
 			t.Fatalf("waggle exited while starting:\n%s", out.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s/health not healthy within 30s:\n%s", url, out.String())
-		}
-		time.Sleep(50 * time.Millisecond) // polling a starting process; nothing to wait on
-	}
+		return fmt.Errorf("%v; output:\n%s", err, out.String())
+	})
 }
 
 // serveProc is a running `waggle serve`.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/app"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
@@ -149,20 +150,18 @@ func runGroup(t *testing.T, srv *waggletest.Server, g protocol.AgentGroup, task 
 	if !protocol.ValidID(jobID) || fmt.Sprint(q) != fmt.Sprint(want) {
 		t.Fatalf("queued reply %s", got)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var job protocol.GroupJob
+	var job protocol.GroupJob
+	waitfor.Within(30*time.Second).NoError(t, "job "+jobID+" finished", func() error {
+		job = protocol.GroupJob{}
 		if st := srv.JSON(http.MethodGet, "/api/agent-groups/"+g.ID+"/runs/"+jobID, nil, &job); st != 200 {
 			t.Fatalf("job status %d", st)
 		}
 		if job.Status == protocol.JobCompleted || job.Status == protocol.JobFailed {
-			return job
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job did not finish: %+v", job)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("job did not finish: %+v", job)
+	})
+	return job
 }
 
 func ts(t *testing.T, s string) time.Time {
@@ -309,21 +308,17 @@ func TestActiveAgentsDuringRun(t *testing.T) {
 	if st := srv.JSON(http.MethodPost, "/api/agent-groups/"+g.ID+"/run", map[string]any{"task": "slowly"}, &q); st != 200 {
 		t.Fatalf("run %d", st)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitfor.NoError(t, "the run active", func() error {
 		var a protocol.ActiveAgents
 		srv.JSON(http.MethodGet, "/api/agents/active", nil, &a)
 		if len(a.Active) == 1 && len(a.Workers) == 2 {
 			if a.Active[0].JobID != q.JobID || a.Active[0].GroupName != "Slow" || a.Active[0].Status != "running" {
 				t.Fatalf("active %+v", a.Active)
 			}
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never saw the run active: %+v", a)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("never saw the run active: %+v", a)
+	})
 	// Stopping mid-run marks the job failed instead of leaving it running
 	// forever, and the record is still there after the restart.
 	srv.Restart()

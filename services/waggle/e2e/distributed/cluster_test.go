@@ -7,12 +7,10 @@
 package distributed
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,6 +22,7 @@ import (
 	"time"
 
 	"github.com/waggle-os/core/libs/llmtest"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
@@ -35,22 +34,7 @@ func TestMain(m *testing.M) {
 	if testing.Short() {
 		os.Exit(m.Run()) // every test skips itself
 	}
-	dir, err := os.MkdirTemp("", "waggle-distributed-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	waggleBin = filepath.Join(dir, "waggle")
-	build := exec.Command("go", "build", "-o", waggleBin, "github.com/waggle-os/core/services/waggle/cmd/waggle")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build waggle:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(waggletest.RunWithBinary(m, &waggleBin))
 }
 
 const runners = 3
@@ -204,16 +188,6 @@ type clusterOpts struct {
 	externalNATS bool
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // startCluster starts the services process, 3 runners and 2 gateways.
 func startCluster(t *testing.T, o clusterOpts) *cluster {
 	t.Helper()
@@ -240,7 +214,7 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 		c.model.llm[i] = srv
 		t.Cleanup(srv.Close)
 	}
-	natsAddr := freeAddr(t)
+	natsAddr := waggletest.FreeAddr(t)
 	c.natsURL = "nats://" + natsAddr
 	data := filepath.Join(c.dir, "data")
 	if o.config != "" {
@@ -274,7 +248,7 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 // HTTP on --addr; the others on --metrics-addr.
 func (c *cluster) start(name, kind string, args ...string) *proc {
 	c.t.Helper()
-	addr := freeAddr(c.t)
+	addr := waggletest.FreeAddr(c.t)
 	if kind == "gateway" {
 		args = append(args, "--addr", addr)
 	} else {
@@ -308,21 +282,23 @@ func (c *cluster) start(name, kind string, args ...string) *proc {
 			c.t.Logf("--- %s log (tail) ---\n%s", name, b)
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	// On a timeout the cleanup above logs the process's log.
+	waitfor.Within(20*time.Second).Every(50*time.Millisecond).NoError(c.t, name+" healthy", func() error {
 		resp, err := http.Get("http://" + addr + "/health")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return p
+				return nil
 			}
+			err = fmt.Errorf("status %d", resp.StatusCode)
 		}
-		if !p.alive() || time.Now().After(deadline) {
+		if !p.alive() {
 			b, _ := os.ReadFile(p.logPath)
 			c.t.Fatalf("%s did not become healthy (exited: %v, %v):\n%s", name, !p.alive(), p.err, b)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
+	return p
 }
 
 // pause returns a pause released when the test ends.
@@ -335,29 +311,7 @@ func (c *cluster) pause() *llmtest.Pause {
 // do sends a request to a gateway with an optional JSON body.
 func (c *cluster) do(gw int, method, path string, body any, headers ...string) *http.Response {
 	c.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, "http://"+c.gateways[gw].http+path, rd)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	return resp
+	return waggletest.Request(c.t, method, "http://"+c.gateways[gw].http+path, body, headers...)
 }
 
 // json sends a request and decodes the JSON answer into out.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waggle-os/core/libs/llmtest"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
@@ -284,16 +285,7 @@ func TestRunnerCrashDuringTool(t *testing.T) {
 	st := c.chat(1, map[string]any{"message": "slow tool", "session": "slow", "autonomy": map[string]any{"level": "yolo"}})
 	before := readUntil(t, st, "the tool event", named("tool"))
 	file := filepath.Join(c.dir, "data", "workspaces", "default", "files", "slow.txt")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if b, _ := os.ReadFile(file); len(b) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the tool never ran")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.True(t, "the tool ran", func() bool { b, _ := os.ReadFile(file); return len(b) > 0 })
 	victim := c.model.Calls()[0].runner
 	c.runners[victim].kill(t)
 	after := allWithin(t, st, 20*time.Second)
@@ -527,17 +519,12 @@ func TestDisconnectGrace(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the abandoned turn was not cancelled after the grace")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		h := c.history("gone")
-		if len(h) == 2 && h[1].Content == "first half " {
-			break
+	waitfor.Within(5*time.Second).Every(50*time.Millisecond).NoError(t, "partial reply kept after the grace", func() error {
+		if h := c.history("gone"); len(h) != 2 || h[1].Content != "first half " {
+			return fmt.Errorf("history after the grace: %+v", h)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("history after the grace: %+v", h)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestAbortWorkspace: POST /api/agent/abort {workspaceId} cancels that

@@ -18,6 +18,7 @@ import (
 
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
@@ -145,17 +146,14 @@ func historyLines(h []histMsg) []string {
 // waitHistory polls a session's history until it has n messages.
 func (c *cluster) waitHistory(session string, n int, d time.Duration) []histMsg {
 	c.t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		h := c.history(session)
-		if len(h) >= n {
-			return h
+	var h []histMsg
+	waitfor.Within(d).Every(50*time.Millisecond).NoError(c.t, fmt.Sprintf("%d messages in the history of %s", n, session), func() error {
+		if h = c.history(session); len(h) < n {
+			return fmt.Errorf("history %v", historyLines(h))
 		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("history of %s after %s: %v (want %d messages)", session, d, historyLines(h), n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return h
 }
 
 // transcript is a model request's conversation: its user and assistant
@@ -449,19 +447,21 @@ func TestSessionFIFOAcrossFullRestart(t *testing.T) {
 // gateway does not know it yet.
 func (c *cluster) followOnce(gw int, turnID string, d time.Duration) *waggletest.Stream {
 	c.t.Helper()
-	deadline := time.Now().Add(d)
-	for {
+	var st *waggletest.Stream
+	waitfor.Within(d).Every(50*time.Millisecond).NoError(c.t, fmt.Sprintf("follow %s on gateway %d", turnID, gw), func() error {
 		resp := c.do(gw, http.MethodGet, "/api/chat/turns/"+turnID+"/events", nil)
 		if resp.StatusCode == http.StatusOK {
-			return waggletest.NewStream(resp)
+			st = waggletest.NewStream(resp)
+			return nil
 		}
 		data, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusNotFound || time.Now().After(deadline) {
+		if resp.StatusCode != http.StatusNotFound {
 			c.t.Fatalf("follow %s on gateway %d: status %d: %s", turnID, gw, resp.StatusCode, data)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("status %d: %s", resp.StatusCode, data)
+	})
+	return st
 }
 
 // TestSessionFIFOMultitask: with turns queued behind a running one,

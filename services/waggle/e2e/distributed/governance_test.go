@@ -16,6 +16,7 @@ import (
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/app"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
@@ -54,7 +55,7 @@ func TestGovernance(t *testing.T) {
 	}))
 	llm.Start()
 	t.Cleanup(llm.Close)
-	natsAddr := freeAddr(t)
+	natsAddr := waggletest.FreeAddr(t)
 	srv := waggletest.Start(t, waggletest.WithLLM(llm.URL()), waggletest.WithConfig(func(c *app.Config) {
 		c.SessionStore.PostgresURL = pgtest.URL(t)
 		c.Gateway.Auth = "required"
@@ -104,16 +105,12 @@ func TestGovernance(t *testing.T) {
 
 	// Unblock: the change reaches the runner's cache within seconds.
 	waggletest.Operate(t, nc, protocol.SetPolicy, protocol.PolicySetRequest{TeamRef: protocol.TeamRef{Team: "acme"}, Role: "member", BlockedTools: []string{}})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitfor.Within(10*time.Second).Every(200*time.Millisecond).NoError(t, "policy change applied", func() error {
 		n := len(reqs())
 		srv.Chat(map[string]any{"message": "again", "workspace": id, "autonomy": map[string]any{"level": "yolo"}}, auth...).All(t)
-		if slices.Contains(offered(reqs()[n]), "write_file") {
-			break
+		if got := offered(reqs()[n]); !slices.Contains(got, "write_file") {
+			return fmt.Errorf("offered %v", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("policy change not applied: offered %v", offered(reqs()[n]))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/waggle-os/core/libs/llmtest"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/turnrunner/mcp/mcptest"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
@@ -36,13 +37,7 @@ func TestRunnerCrashDuringMCPCall(t *testing.T) {
 		}
 		return n
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for started() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the MCP call never reached the server")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.True(t, "the MCP call reached the server", func() bool { return started() > 0 })
 	victim := c.model.Calls()[0].runner
 	c.runners[victim].kill(t)
 	after := allWithin(t, st, 20*time.Second)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/waggle-os/core/libs/llmtest"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/app"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
@@ -127,18 +128,6 @@ func heapInUse() int64 {
 // absorb, so a client that stops reading really stalls its relay.
 var bigToken = strings.Repeat("x", 1999) + " "
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestStalledReadersKeepMemoryBounded: clients that stop reading while
 // their turns stream thousands of tokens cost the server a bounded amount
 // of memory, not what they have not read; turns beside them finish
@@ -215,7 +204,7 @@ func TestStalledReadersKeepMemoryBounded(t *testing.T) {
 	}
 	// Every stalled turn has finished on the server: its reply is stored.
 	for i := range stalled {
-		waitFor(t, "stalled turn stored", 60*time.Second, func() bool {
+		waitfor.Within(60*time.Second).True(t, "stalled turn stored", func() bool {
 			var h struct {
 				Messages []struct{ Role, Content string }
 			}
@@ -253,7 +242,7 @@ func TestStalledReadersKeepMemoryBounded(t *testing.T) {
 	for _, c := range conns {
 		c.Close()
 	}
-	waitFor(t, "memory returned after the stalled readers closed", 30*time.Second, func() bool {
+	waitfor.Within(30*time.Second).True(t, "memory returned after the stalled readers closed", func() bool {
 		return heapInUse()-base <= int64(streamBytes)*2+16<<20
 	})
 }

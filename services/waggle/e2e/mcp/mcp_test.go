@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -26,6 +25,7 @@ import (
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/turnrunner/mcp/mcptest"
 	"github.com/waggle-os/core/services/waggle/app"
 	"github.com/waggle-os/core/services/waggle/waggletest"
@@ -203,16 +203,9 @@ func done(t *testing.T, evs []waggletest.Event) {
 	}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 15s", what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
+// eventually is these tests' wait: 15 s, since what they wait for goes
+// through MCP server processes the app starts and stops.
+var eventually = waitfor.Within(15 * time.Second)
 
 func recorded(path, event string) bool {
 	b, _ := os.ReadFile(path)
@@ -231,7 +224,7 @@ func TestServersAndToolCalls(t *testing.T) {
 
 	// A server is "connecting" until its first handshake ends.
 	var rep serversReply
-	eventually(t, "both servers connected", func() bool {
+	eventually.True(t, "both servers connected", func() bool {
 		rep = servers(t, srv, "")
 		return len(rep.Servers) == 2 && rep.Servers[0].State != protocol.MCPStateConnecting && rep.Servers[1].State != protocol.MCPStateConnecting
 	})
@@ -343,7 +336,7 @@ func TestCancelReachesServer(t *testing.T) {
 				started = func() bool { return slices.Contains(s.remote.Events(), "started slow") }
 				cancelled = func() bool { return slices.Contains(s.remote.Events(), "cancelled slow") }
 			}
-			eventually(t, "the call reached the server", started)
+			eventually.True(t, "the call reached the server", started)
 			var out map[string]any
 			if code := srv.JSON(http.MethodPost, "/api/chat/turns/"+st.Resp.Header.Get("X-Waggle-Turn-Id")+"/cancel", nil, &out); code != 200 {
 				t.Fatalf("cancel: %d %v", code, out)
@@ -356,7 +349,7 @@ func TestCancelReachesServer(t *testing.T) {
 			if d := time.Since(began); d > 5*time.Second {
 				t.Fatalf("the stream took %v to end", d)
 			}
-			eventually(t, "the server saw the cancellation", cancelled)
+			eventually.True(t, "the server saw the cancellation", cancelled)
 		})
 	}
 }
@@ -375,7 +368,7 @@ func TestCrashedServerRestarted(t *testing.T) {
 	if r := results(t, evs); len(r) != 1 || !r[0].IsError || !strings.Contains(r[0].Result, `MCP server "local" stopped during the call`) {
 		t.Fatalf("crash result %+v", r)
 	}
-	eventually(t, "the server restarted", func() bool {
+	eventually.True(t, "the server restarted", func() bool {
 		st := servers(t, srv, "").Servers[0]
 		return st.Restarts == 1 && st.State == protocol.MCPStateConnected
 	})
@@ -423,7 +416,7 @@ func TestWorkspaceServersAndReload(t *testing.T) {
 	writeJSON(t, filepath.Join(s.dir, "config.json"), map[string]any{"mcpServers": map[string]any{
 		"remote": map[string]any{"url": s.remote.URL()},
 	}})
-	eventually(t, "the config edit applied", func() bool { return len(servers(t, srv, "").Servers) == 1 })
+	eventually.True(t, "the config edit applied", func() bool { return len(servers(t, srv, "").Servers) == 1 })
 	srv.Chat(chat("w2", "mcp__remote__echo", `{"text":"x"}`, yolo)).All(t)
 	if slices.Contains(llm.lastOffered(), "mcp__local__add") || !slices.Contains(llm.lastOffered(), "mcp__remote__echo") {
 		t.Fatalf("offered after the edit: %v", llm.lastOffered())
@@ -439,7 +432,7 @@ func TestTeamPolicyBlocksServer(t *testing.T) {
 	}
 	s := newSetup(t)
 	llm := scriptedModel(t)
-	natsAddr := freeAddr(t)
+	natsAddr := waggletest.FreeAddr(t)
 	srv := start(t, s, llm, waggletest.WithConfig(func(c *app.Config) {
 		c.SessionStore.PostgresURL = pgtest.URL(t)
 		c.Gateway.Auth = "required"
@@ -471,7 +464,7 @@ func TestTeamPolicyBlocksServer(t *testing.T) {
 
 	// The stdio server runs sandboxed on a team server, or is refused
 	// without bubblewrap; either way the HTTP server is what this test uses.
-	eventually(t, "the HTTP server connected", func() bool {
+	eventually.True(t, "the HTTP server connected", func() bool {
 		rep := servers(t, srv, "?workspace="+id, auth...)
 		return len(rep.Servers) == 2 && rep.Servers[1].State == protocol.MCPStateConnected
 	})
@@ -488,16 +481,4 @@ func TestTeamPolicyBlocksServer(t *testing.T) {
 	if r := results(t, evs); len(r) != 1 || r[0].Result != protocol.GovernanceBlockedText("mcp__remote__echo") {
 		t.Fatalf("blocked call %+v", r)
 	}
-}
-
-// freeAddr is a loopback address nothing listens on (the embedded NATS
-// server reads port 0 as its default port, not as "any").
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -5,17 +5,16 @@ package memory
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/app"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
@@ -45,20 +44,16 @@ func post(t *testing.T, srv *waggletest.Server, body any, headers ...string) (in
 // waitEmbedded polls the stats until no frame of ws waits for a vector.
 func waitEmbedded(t *testing.T, srv *waggletest.Server, ws string, want int, headers ...string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitfor.NoError(t, fmt.Sprintf("%d frames of %s embedded", want, ws), func() error {
 		var st obj
 		if code := srv.JSON("GET", "/api/memory/stats?workspace="+ws, nil, &st, headers...); code != 200 {
 			t.Fatalf("stats: %d %v", code, st)
 		}
 		if st["embedded"] == float64(want) && st["pending"] == float64(0) {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stats = %v, want %d embedded", st, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("stats = %v, want %d embedded", st, want)
+	})
 }
 
 func search(t *testing.T, srv *waggletest.Server, query string, headers ...string) []obj {
@@ -212,19 +207,10 @@ func TestMemoryOnPostgres(t *testing.T) {
 	testMemoryAPI(t, srv)
 }
 
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func bearer(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
 
 func TestTeamMinds(t *testing.T) {
-	natsAddr := freeAddr(t)
+	natsAddr := waggletest.FreeAddr(t)
 	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
 		c.SessionStore.PostgresURL = pgtest.URL(t)
 		c.Gateway.Auth = "required"

@@ -25,7 +25,7 @@ func TestApprovalsAreTeamScoped(t *testing.T) {
 	))
 	llm.Start()
 	defer llm.Close()
-	natsAddr := freeAddr(t)
+	natsAddr := waggletest.FreeAddr(t)
 	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
 		c.SessionStore.PostgresURL = pgtest.URL(t)
 		c.Gateway.Auth = "required"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/app"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
@@ -24,7 +25,7 @@ const storeUnavailable = `{"error":"The database is unavailable. Try again in a 
 // connection pool recovers by itself; nothing written before is lost.
 func TestPostgresRestart(t *testing.T) {
 	pg := pgtest.NewRestartable(t)
-	natsAddr := freeAddr(t)
+	natsAddr := waggletest.FreeAddr(t)
 	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
 		c.SessionStore.PostgresURL = pg.URL
 		c.SessionStore.Store = "postgres"
@@ -103,23 +104,24 @@ type historyReply struct {
 func historyWhenBack(t *testing.T, srv *waggletest.Server, path string, headers []string) historyReply {
 	t.Helper()
 	back := time.Now()
-	for {
+	var h historyReply
+	waitfor.Within(10*time.Second).Every(100*time.Millisecond).NoError(t, "history after PostgreSQL was back", func() error {
 		resp := srv.Do("GET", path, nil, headers...)
 		data, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
-			var h historyReply
 			if err := json.Unmarshal(data, &h); err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("history answered %s after PostgreSQL was back", time.Since(back).Round(10*time.Millisecond))
-			return h
+			return nil
 		}
-		if resp.StatusCode != http.StatusServiceUnavailable || time.Since(back) > 10*time.Second {
+		if resp.StatusCode != http.StatusServiceUnavailable {
 			t.Fatalf("history %s after PostgreSQL was back: %d %s", time.Since(back), resp.StatusCode, data)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("%d %s", resp.StatusCode, data)
+	})
+	t.Logf("history answered %s after PostgreSQL was back", time.Since(back).Round(10*time.Millisecond))
+	return h
 }
 
 // TestPostgresRestartLocalAuth: the same outage with --store=postgres but

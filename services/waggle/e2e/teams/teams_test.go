@@ -4,7 +4,6 @@ package teams_test
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"testing"
 
@@ -16,19 +15,10 @@ import (
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // teamServer starts waggle in team-server mode and returns it with an
 // operator bus connection (what `waggle team` uses).
 func teamServer(t *testing.T) (*waggletest.Server, *nats.Conn) {
-	natsAddr := freeAddr(t)
+	natsAddr := waggletest.FreeAddr(t)
 	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
 		c.SessionStore.PostgresURL = pgtest.URL(t)
 		c.Gateway.Auth = "required"

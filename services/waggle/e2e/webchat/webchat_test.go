@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -191,18 +190,6 @@ func model(t *testing.T, reply func(last string) llmtest.Response) *llmtest.Serv
 	s.Start()
 	t.Cleanup(s.Close)
 	return s
-}
-
-// freeAddr is a loopback address nothing listens on (the embedded NATS
-// server reads port 0 as 4222, not as any port).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func start(t *testing.T, llm *llmtest.Server, edit func(*app.Config)) *waggletest.Server {
@@ -503,7 +490,7 @@ func TestWebChat(t *testing.T) {
 	})
 
 	t.Run("TeamModeAsksForToken", func(t *testing.T) {
-		natsAddr := freeAddr(t)
+		natsAddr := waggletest.FreeAddr(t)
 		srv := start(t, nil, func(c *app.Config) {
 			c.SessionStore.PostgresURL = pgtest.URL(t)
 			c.Gateway.Auth = "required"
