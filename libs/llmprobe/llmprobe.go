@@ -83,7 +83,10 @@ func (p *Prober) Check(ctx context.Context) Status {
 		wait = make(chan struct{})
 		p.inflight = wait
 		p.mu.Unlock()
-		st := p.probe(ctx)
+		// The result is cached for everyone: a caller that gives up (a
+		// cancelled turn) must not leave "unreachable" behind for the
+		// next TTL, so the probe runs to its own timeout.
+		st := p.probe(context.WithoutCancel(ctx))
 		p.mu.Lock()
 		p.last, p.inflight = st, nil
 		p.mu.Unlock()

@@ -59,3 +59,31 @@ func TestProbeUnavailable(t *testing.T) {
 		t.Fatalf("status after close = %+v", st)
 	}
 }
+
+// A caller that gives up while it probes (a cancelled turn) does not leave
+// "unreachable" cached for the turns after it.
+func TestCancelledCallerDoesNotCacheAFailure(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-release
+	}))
+	defer srv.Close()
+	cfg := Config{URL: srv.URL + "/v1", TTL: time.Hour, Timeout: 10 * time.Second}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := New(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan Status, 1)
+	go func() { done <- p.Check(ctx) }()
+	<-arrived
+	cancel()
+	close(release)
+	if st := <-done; !st.Reachable {
+		t.Fatalf("the probe of a cancelled caller: %+v, want the model server's answer", st)
+	}
+	if !p.Available(context.Background()) {
+		t.Fatalf("after a cancelled caller: %+v", p.Last())
+	}
+}

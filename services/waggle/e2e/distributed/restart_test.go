@@ -213,8 +213,21 @@ func TestNATSRestart(t *testing.T) {
 		t.Errorf("turn streaming during the outage ended with %v", waggletest.Names(evs))
 	}
 
-	// The pending approval survived and can still be answered.
-	c.approve(t, 1, pendingID, false)
+	// The pending approval survived and can still be answered, within
+	// 10 s of NATS being back like a chat (until the approval service's
+	// connection is back the answer is a 503 a client retries).
+	waitfor.Within(time.Until(back.Add(10*time.Second))).Every(100*time.Millisecond).NoError(t, "approval answered after the outage", func() error {
+		var out map[string]any
+		switch code := c.json(1, http.MethodPost, "/api/approval/"+pendingID, map[string]any{"approved": true, "always": false}, &out); code {
+		case http.StatusOK:
+			return nil
+		case http.StatusServiceUnavailable:
+			return fmt.Errorf("503 %v", out)
+		default:
+			t.Fatalf("approve %s after the outage: %d %v", pendingID, code, out)
+			return nil
+		}
+	})
 	rest := allWithin(t, pending, 30*time.Second)
 	t.Logf("approval turn across the outage: %v", waggletest.Names(rest))
 	if last(rest).Name != "done" || waggletest.Text(rest) != "written" {
