@@ -152,6 +152,18 @@ func Publish[T any](nc *nats.Conn, ev protocol.Event[T], v T) error {
 	return nil
 }
 
+// Probe sends v on ev as a request and reports whether anyone answered
+// within ctx: on a subject only its owner listens on (a turn's control
+// subject), whether that owner is alive.
+func Probe[T any](ctx context.Context, nc *nats.Conn, ev protocol.Event[T], v T) bool {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	_, err = nc.RequestWithContext(ctx, ev.Subject, body)
+	return err == nil
+}
+
 // Subscribe calls fn with every fact published on ev. A message that does
 // not decode is dropped (and counted); fn runs on the subscription's
 // goroutine, so it must not block.

@@ -277,9 +277,11 @@ func TurnIDOfEvent(subject string) string {
 	return subject[len(prefix):]
 }
 
-// TurnControl is the subject that addresses the runner of one turn
-// (TurnControlMsg).
-func TurnControl(turnID string) string { return "waggle.turn.ctl." + turnID }
+// TurnControl addresses the runner of one turn: only the runner that runs
+// it listens (under SubjTurnControlAll), and it answers a ControlProbe.
+func TurnControl(turnID string) Event[TurnControlMsg] {
+	return Event[TurnControlMsg]{"waggle.turn.ctl." + turnID}
+}
 
 // ApprovalDecided is where the final state of one approval is published
 // (approvaldecided.go). requestID must pass ValidID.

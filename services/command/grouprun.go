@@ -461,8 +461,8 @@ func (s *Service) stepError(ctx context.Context, err error) error {
 // cancelTurn asks the turn's runner to stop it, so an abandoned member
 // turn does not keep a model busy.
 func (s *Service) cancelTurn(turnID string) {
-	body, _ := json.Marshal(protocol.TurnControlMsg{Action: protocol.ControlCancel, Reason: "group-run-stopped"})
-	if err := s.nc.Publish(protocol.TurnControl(turnID), body); err != nil {
+	msg := protocol.TurnControlMsg{Action: protocol.ControlCancel, Reason: "group-run-stopped"}
+	if err := bus.Publish(s.nc, protocol.TurnControl(turnID), msg); err != nil {
 		s.log.Warn("publish cancel", "turn", turnID, "err", err)
 	}
 }

@@ -227,7 +227,7 @@ func TestStopInterruptsARunningGroupRun(t *testing.T) {
 	e.groups["g1"] = protocol.AgentGroup{ID: "g1", Name: "Slow", Strategy: protocol.StrategySequential, Members: []protocol.AgentGroupMember{
 		{AgentID: "a", ExecutionOrder: 1}, {AgentID: "b", ExecutionOrder: 2},
 	}}
-	cancels, err := e.nc.SubscribeSync(protocol.TurnControl("*"))
+	cancels, err := e.nc.SubscribeSync(protocol.TurnControl("*").Subject)
 	must(t, err)
 	must(t, e.nc.Flush())
 	queued, err := ask(e, protocol.RunGroup, protocol.GroupRunRequest{GroupID: "g1", Task: "t"})
@@ -254,7 +254,7 @@ func TestStopInterruptsARunningGroupRun(t *testing.T) {
 		t.Fatalf("job after stop %+v", job)
 	}
 	m, err := cancels.NextMsg(5 * time.Second)
-	if err != nil || m.Subject != protocol.TurnControl(running.Steps[0].TurnID) {
+	if err != nil || m.Subject != protocol.TurnControl(running.Steps[0].TurnID).Subject {
 		t.Fatalf("cancel of the member turn: %v %v", m, err)
 	}
 	var ctl protocol.TurnControlMsg

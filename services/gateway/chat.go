@@ -223,8 +223,7 @@ func (s *Service) cancelTurn(turnID, reason string) {
 
 // control publishes a control message to the turn's runner.
 func (s *Service) control(turnID string, msg protocol.TurnControlMsg) {
-	body, _ := json.Marshal(msg)
-	if err := s.nc.Publish(protocol.TurnControl(turnID), body); err != nil {
+	if err := bus.Publish(s.nc, protocol.TurnControl(turnID), msg); err != nil {
 		s.log.Warn("publish turn control", "turn", turnID, "action", msg.Action, "err", err)
 	}
 }

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -163,11 +162,9 @@ func (o *orphanWatch) ask(ctx context.Context, req protocol.ReapRequest, timeout
 // ownerAnswers asks the turn's owner directly: only the runner that runs
 // it answers (a runner draining on shutdown still does).
 func (o *orphanWatch) ownerAnswers(ctx context.Context) bool {
-	body, _ := json.Marshal(protocol.TurnControlMsg{Action: protocol.ControlProbe})
 	rctx, cancel := context.WithTimeout(ctx, protocol.LeaseStaleAfter)
 	defer cancel()
-	_, err := o.s.nc.RequestWithContext(rctx, protocol.TurnControl(o.turnID), body)
-	return err == nil
+	return bus.Probe(rctx, o.s.nc, protocol.TurnControl(o.turnID), protocol.TurnControlMsg{Action: protocol.ControlProbe})
 }
 
 // lastEvent reports whether the turn's last stored event ends it, and its

@@ -231,7 +231,7 @@ func TestOrphanWatchAloneYields(t *testing.T) {
 			// A subscriber that does not answer the probe (as runners that
 			// do not own the turn): the watch's probe times out.
 			probed := make(chan struct{}, 1)
-			hook, err := s.nc.Subscribe(protocol.TurnControl(id), func(*nats.Msg) { probed <- struct{}{} })
+			hook, err := s.nc.Subscribe(protocol.TurnControl(id).Subject, func(*nats.Msg) { probed <- struct{}{} })
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -156,7 +156,7 @@ func decl(t *testing.T, hf handlerFunc) (*goPackage, *ast.FuncDecl, string) {
 func protocolSubjects(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{
-		"TurnControl": protocol.TurnControl("{turnId}"),
+		"TurnControl": protocol.TurnControl("{turnId}").Subject,
 		"TurnEvents":  protocol.TurnEvents("{turnId}"),
 	}
 	str := func(e ast.Expr) (string, bool) {

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 )
 
@@ -143,9 +144,7 @@ func (s *Service) runnerRevision(ctx context.Context, lease []byte) (uint64, boo
 // ownerAnswers asks the turn's owner directly, the last check before a
 // turn is ended for want of a runner: only the runner that runs it answers.
 func (s *Service) ownerAnswers(ctx context.Context, turnID string) bool {
-	body, _ := json.Marshal(protocol.TurnControlMsg{Action: protocol.ControlProbe})
 	rctx, cancel := context.WithTimeout(ctx, protocol.LeaseStaleAfter)
 	defer cancel()
-	_, err := s.nc.RequestWithContext(rctx, protocol.TurnControl(turnID), body)
-	return err == nil
+	return bus.Probe(rctx, s.nc, protocol.TurnControl(turnID), protocol.TurnControlMsg{Action: protocol.ControlProbe})
 }

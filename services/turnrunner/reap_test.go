@@ -252,7 +252,7 @@ func TestReapAsksTheOwner(t *testing.T) {
 	rev := e.lease(id, "gone", "inc-9")
 	e.event(id, "token", "")
 	owner := e.srv.Conn("owner")
-	sub, err := owner.Subscribe(protocol.TurnControl(id), func(m *nats.Msg) {
+	sub, err := owner.Subscribe(protocol.TurnControl(id).Subject, func(m *nats.Msg) {
 		var c protocol.TurnControlMsg
 		if json.Unmarshal(m.Data, &c) == nil && c.Action == protocol.ControlProbe {
 			_ = m.Respond([]byte("owner"))

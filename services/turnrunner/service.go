@@ -453,8 +453,7 @@ func (s *Service) onAbort(a protocol.AbortWorkspace) {
 
 // publishControl sends a control message to the runner of a turn.
 func (s *Service) publishControl(turnID string, msg protocol.TurnControlMsg) {
-	body, _ := json.Marshal(msg)
-	if err := s.nc.Publish(protocol.TurnControl(turnID), body); err != nil {
+	if err := bus.Publish(s.nc, protocol.TurnControl(turnID), msg); err != nil {
 		s.log.Warn("publish turn control", "turn", turnID, "action", msg.Action, "err", err)
 	}
 }
