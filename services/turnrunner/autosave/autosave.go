@@ -106,147 +106,195 @@ func firstMatching(parts []string, re *regexp.Regexp) (string, bool) {
 // correction, research findings, then what a substantial reply holds (a
 // recommendation, the user's question, its key points, or a summary).
 func Extract(user, assistant string) []Fact {
-	var out []Fact
-	save := func(content, importance string, personal bool) {
-		out = append(out, Fact{Content: content, Importance: importance, Personal: personal})
-	}
-	ulen, alen := protocol.UTF16Len(user), protocol.UTF16Len(assistant)
-	if ulen < 20 && alen < 100 {
+	x := extraction{user: user, assistant: assistant, ulen: protocol.UTF16Len(user), alen: protocol.UTF16Len(assistant)}
+	if x.ulen < 20 && x.alen < 100 {
 		return nil
 	}
+	x.preference()
+	x.decision()
+	x.correction()
+	x.research()
+	if x.alen > 200 {
+		x.workOutput()
+	}
+	return x.out
+}
 
+// extraction is one Extract: the exchange and the facts found so far, in
+// the order the original's rules find them (later rules look at how many
+// came before).
+type extraction struct {
+	user, assistant string
+	ulen, alen      int
+	out             []Fact
+}
+
+func (x *extraction) save(content, importance string, personal bool) {
+	x.out = append(x.out, Fact{Content: content, Importance: importance, Personal: personal})
+}
+
+// preference keeps a stated preference, or else a style the user asked for.
+func (x *extraction) preference() {
 	for _, re := range preferences {
-		if re.MatchString(user) {
-			if s, ok := firstMatching(sentences(user), re); ok {
-				save("User preference: "+strings.TrimSpace(s), "normal", true)
+		if re.MatchString(x.user) {
+			if s, ok := firstMatching(sentences(x.user), re); ok {
+				x.save("User preference: "+strings.TrimSpace(s), "normal", true)
 			}
 			break
 		}
 	}
-	if len(out) == 0 && ulen > 30 {
+	if len(x.out) == 0 && x.ulen > 30 {
 		for _, st := range styles {
-			if st.re.MatchString(user) {
-				save(st.note, "normal", true)
+			if st.re.MatchString(x.user) {
+				x.save(st.note, "normal", true)
 				break
 			}
 		}
 	}
+}
 
-	combined := user + "\n" + assistant
+// decision keeps the first decision sentence, the assistant's first.
+func (x *extraction) decision() {
+	combined := x.user + "\n" + x.assistant
 	for _, re := range decisions {
 		if !re.MatchString(combined) {
 			continue
 		}
-		if s, ok := firstMatching(sentences(assistant), re); ok {
-			save("Decision: "+cut(strings.TrimSpace(s), 300), "important", false)
-		} else if s, ok := firstMatching(sentences(user), re); ok {
-			save("Decision: "+cut(strings.TrimSpace(s), 300), "important", false)
+		if s, ok := firstMatching(sentences(x.assistant), re); ok {
+			x.save("Decision: "+cut(strings.TrimSpace(s), 300), "important", false)
+		} else if s, ok := firstMatching(sentences(x.user), re); ok {
+			x.save("Decision: "+cut(strings.TrimSpace(s), 300), "important", false)
 		}
 		break
 	}
+}
 
-	if correction.MatchString(user) {
-		save("Correction from user: "+cut(user, 200), "important", true)
+func (x *extraction) correction() {
+	if correction.MatchString(x.user) {
+		x.save("Correction from user: "+cut(x.user, 200), "important", true)
 	}
+}
 
-	hasURLs := urlRe.MatchString(assistant)
-	if alen > 600 && (strings.Contains(assistant, "\n## ") && hasURLs || len(numbered.FindAllString(assistant, -1)) >= 3) {
-		var parts []string
-		for _, h := range first(headingRe.FindAllString(assistant, -1), 3) {
-			parts = append(parts, hashes.ReplaceAllString(h, ""))
-		}
-		if urls := first(urlRe.FindAllString(assistant, -1), 3); len(urls) > 0 {
-			parts = append(parts, "Sources: "+strings.Join(urls, ", "))
-		}
-		if summary := strings.Join(parts, ". "); protocol.UTF16Len(summary) > 20 {
-			save("Research findings: "+cut(summary, 400), "important", false)
+// research keeps the headings and sources of a long, researched reply.
+func (x *extraction) research() {
+	hasURLs := urlRe.MatchString(x.assistant)
+	if x.alen <= 600 || !(strings.Contains(x.assistant, "\n## ") && hasURLs || len(numbered.FindAllString(x.assistant, -1)) >= 3) {
+		return
+	}
+	var parts []string
+	for _, h := range first(headingRe.FindAllString(x.assistant, -1), 3) {
+		parts = append(parts, hashes.ReplaceAllString(h, ""))
+	}
+	if urls := first(urlRe.FindAllString(x.assistant, -1), 3); len(urls) > 0 {
+		parts = append(parts, "Sources: "+strings.Join(urls, ", "))
+	}
+	if summary := strings.Join(parts, ". "); protocol.UTF16Len(summary) > 20 {
+		x.save("Research findings: "+cut(summary, 400), "important", false)
+	}
+}
+
+// workOutput keeps what a substantial reply produced: a recommendation,
+// the question it answered, its key points, or else what it did.
+func (x *extraction) workOutput() {
+	var lines []string
+	for l := range strings.SplitSeq(x.assistant, "\n") {
+		if protocol.UTF16Len(strings.TrimSpace(l)) > 5 {
+			lines = append(lines, l)
 		}
 	}
+	structured := x.recommendation(lines)
+	structured = x.question() || structured
+	heading := ""
+	for _, l := range lines {
+		if strings.HasPrefix(l, "#") {
+			heading = hashes.ReplaceAllString(l, "")
+			break
+		}
+	}
+	if x.alen > 500 {
+		structured = x.keyPoints(lines, heading) || structured
+	}
+	if !structured && x.alen > 500 && len(x.out) == 0 {
+		x.workCompleted(lines, heading)
+	}
+}
 
-	if alen > 200 {
-		var lines []string
-		for l := range strings.SplitSeq(assistant, "\n") {
-			if protocol.UTF16Len(strings.TrimSpace(l)) > 5 {
-				lines = append(lines, l)
-			}
-		}
-		structured := false
-		for _, re := range inline {
-			var hit string
-			for _, l := range lines {
-				if re.MatchString(l) {
-					hit = l
-					break
-				}
-			}
-			if hit != "" && len(out) < most {
-				if text := strings.TrimSpace(listMark.ReplaceAllString(hit, "")); protocol.UTF16Len(text) > 20 {
-					save("Recommendation: "+cut(text, 300), "important", false)
-					structured = true
-					break
-				}
-			}
-		}
-		if ulen >= 30 && ulen <= 500 && len(out) < most {
-			captured := false
-			for _, f := range out {
-				for _, p := range []string{"User preference:", "Correction from user:", "Decision:"} {
-					captured = captured || strings.HasPrefix(f.Content, p)
-				}
-			}
-			if !captured {
-				save("User asked: "+cut(user, 300), "temporary", false)
-				structured = true
-			}
-		}
-		heading := ""
+func (x *extraction) recommendation(lines []string) bool {
+	for _, re := range inline {
+		var hit string
 		for _, l := range lines {
-			if strings.HasPrefix(l, "#") {
-				heading = hashes.ReplaceAllString(l, "")
+			if re.MatchString(l) {
+				hit = l
 				break
 			}
 		}
-		if alen > 500 {
-			var bullets []string
-			for _, l := range lines {
-				if !bulletLine.MatchString(l) {
-					continue
-				}
-				b := strings.TrimSpace(bulletMark.ReplaceAllString(l, ""))
-				if n := protocol.UTF16Len(b); n > 15 && n < 300 {
-					bullets = append(bullets, b)
-				}
+		if hit != "" && len(x.out) < most {
+			if text := strings.TrimSpace(listMark.ReplaceAllString(hit, "")); protocol.UTF16Len(text) > 20 {
+				x.save("Recommendation: "+cut(text, 300), "important", false)
+				return true
 			}
-			if len(bullets) >= 2 && len(out) < most {
-				prefix := "Key points: "
-				if heading != "" {
-					prefix = heading + ": "
-				}
-				save(prefix+cut(strings.Join(first(bullets, 3), "; "), 400), "normal", false)
-				structured = true
-			}
-		}
-		if !structured && alen > 500 && len(out) == 0 {
-			meaningful := ""
-			for _, l := range lines {
-				if !strings.HasPrefix(l, "#") && protocol.UTF16Len(l) > 20 {
-					meaningful = strings.TrimSpace(l)
-					break
-				}
-			}
-			summary := meaningful
-			switch {
-			case heading != "" && meaningful != "":
-				summary = heading + ": " + meaningful
-			case heading != "":
-				summary = heading
-			case summary == "":
-				summary = "Work output produced"
-			}
-			save("Work completed: "+cut(summary, 300), "normal", false)
 		}
 	}
-	return out
+	return false
+}
+
+// question keeps what the user asked, unless a rule above kept something
+// the user said already.
+func (x *extraction) question() bool {
+	if x.ulen < 30 || x.ulen > 500 || len(x.out) >= most {
+		return false
+	}
+	for _, f := range x.out {
+		for _, p := range []string{"User preference:", "Correction from user:", "Decision:"} {
+			if strings.HasPrefix(f.Content, p) {
+				return false
+			}
+		}
+	}
+	x.save("User asked: "+cut(x.user, 300), "temporary", false)
+	return true
+}
+
+func (x *extraction) keyPoints(lines []string, heading string) bool {
+	var bullets []string
+	for _, l := range lines {
+		if !bulletLine.MatchString(l) {
+			continue
+		}
+		b := strings.TrimSpace(bulletMark.ReplaceAllString(l, ""))
+		if n := protocol.UTF16Len(b); n > 15 && n < 300 {
+			bullets = append(bullets, b)
+		}
+	}
+	if len(bullets) < 2 || len(x.out) >= most {
+		return false
+	}
+	prefix := "Key points: "
+	if heading != "" {
+		prefix = heading + ": "
+	}
+	x.save(prefix+cut(strings.Join(first(bullets, 3), "; "), 400), "normal", false)
+	return true
+}
+
+func (x *extraction) workCompleted(lines []string, heading string) {
+	meaningful := ""
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "#") && protocol.UTF16Len(l) > 20 {
+			meaningful = strings.TrimSpace(l)
+			break
+		}
+	}
+	summary := meaningful
+	switch {
+	case heading != "" && meaningful != "":
+		summary = heading + ": " + meaningful
+	case heading != "":
+		summary = heading
+	case summary == "":
+		summary = "Work output produced"
+	}
+	x.save("Work completed: "+cut(summary, 300), "normal", false)
 }
 
 func first(s []string, n int) []string { return s[:min(n, len(s))] }
