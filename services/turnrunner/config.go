@@ -16,6 +16,7 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
 	"github.com/waggle-os/core/services/turnrunner/approvalgate"
+	"github.com/waggle-os/core/services/turnrunner/chatstream"
 	"github.com/waggle-os/core/services/turnrunner/mcp"
 	"github.com/waggle-os/core/services/turnrunner/tools"
 )
@@ -46,7 +47,7 @@ type Config struct {
 	DataDir string
 	// LLMURL (--llm-url) is the OpenAI-compatible base URL including /v1;
 	// the composition root gives the same model server to the session
-	// store and the gateway's probe. Default agent.DefaultBaseURL.
+	// store and the gateway's probe. Default chatstream.DefaultBaseURL.
 	LLMURL string
 	// LLMAPIKey (--llm-api-key) is sent as a bearer token to the model
 	// server (optional).
@@ -145,7 +146,7 @@ type Config struct {
 // RegisterFlags registers the runner's flags on fs (and its MCP
 // manager's), with their defaults.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.LLMURL, "llm-url", agent.DefaultBaseURL, "OpenAI-compatible base URL including /v1 (LiteLLM, vLLM, Ollama, OpenAI)")
+	fs.StringVar(&c.LLMURL, "llm-url", chatstream.DefaultBaseURL, "OpenAI-compatible base URL including /v1 (LiteLLM, vLLM, Ollama, OpenAI)")
 	fs.StringVar(&c.LLMAPIKey, "llm-api-key", "", "bearer key for the model server (prefer the env var: flags show in ps)")
 	flagext.DurationVar(fs, &c.EchoDelay, "echo-delay", DefaultEchoDelay, "pause between echo-mode and command tokens")
 	c.MaxTurns = 0
@@ -217,7 +218,7 @@ func (c Config) Validate() error {
 // withDefaults is c with every unset field that has a default filled in.
 func (c Config) withDefaults() Config {
 	if c.LLMURL == "" {
-		c.LLMURL = agent.DefaultBaseURL
+		c.LLMURL = chatstream.DefaultBaseURL
 	}
 	if c.MaxTurns <= 0 {
 		c.MaxTurns = defaultMaxTurns()
@@ -247,7 +248,7 @@ func (c Config) withDefaults() Config {
 		c.ModelRetryBackoff = agent.DefaultRetryBackoff
 	}
 	if c.ModelHeaderTimeout <= 0 {
-		c.ModelHeaderTimeout = agent.DefaultResponseHeaderTimeout
+		c.ModelHeaderTimeout = chatstream.DefaultResponseHeaderTimeout
 	}
 	if c.ModelConfigCheck <= 0 {
 		c.ModelConfigCheck = 2 * time.Second
@@ -286,7 +287,7 @@ func (c *Config) prepare() error {
 	*c = c.withDefaults()
 	u, err := url.Parse(c.LLMURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("turnrunner: LLM URL %q must be an http(s) URL such as %s", c.LLMURL, agent.DefaultBaseURL)
+		return fmt.Errorf("turnrunner: LLM URL %q must be an http(s) URL such as %s", c.LLMURL, chatstream.DefaultBaseURL)
 	}
 	c.LLMURL = strings.TrimRight(c.LLMURL, "/")
 	c.Probe.URL, c.Probe.APIKey = c.LLMURL, c.LLMAPIKey
@@ -343,9 +344,13 @@ func (c *Config) toolsConfig() tools.Config {
 	return tc
 }
 
+// model is the model server the agent loop and the retrieval runner use.
+func (c *Config) model() chatstream.Model {
+	return chatstream.Model{BaseURL: c.LLMURL, APIKey: c.LLMAPIKey, ResponseHeaderTimeout: c.ModelHeaderTimeout}
+}
+
 func (c *Config) agentConfig() agent.Config {
 	return agent.Config{
-		BaseURL: c.LLMURL, APIKey: c.LLMAPIKey, MaxSteps: c.AgentMaxSteps, MaxRetries: c.ModelRetries,
-		RetryBackoff: c.ModelRetryBackoff, ResponseHeaderTimeout: c.ModelHeaderTimeout,
+		Model: c.model(), MaxSteps: c.AgentMaxSteps, MaxRetries: c.ModelRetries, RetryBackoff: c.ModelRetryBackoff,
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/waggle-os/core/services/turnrunner/agent"
+	"github.com/waggle-os/core/services/turnrunner/chatstream"
 	"github.com/waggle-os/core/services/turnrunner/mcp"
 )
 
@@ -48,7 +49,7 @@ func TestConfigValidate(t *testing.T) {
 func TestFlagDefaults(t *testing.T) {
 	var c Config
 	c.RegisterFlags(flag.NewFlagSet("t", flag.ContinueOnError))
-	if c.LLMURL != agent.DefaultBaseURL || c.EchoDelay != DefaultEchoDelay || c.DisconnectGrace != DefaultDisconnectGrace ||
+	if c.LLMURL != chatstream.DefaultBaseURL || c.EchoDelay != DefaultEchoDelay || c.DisconnectGrace != DefaultDisconnectGrace ||
 		c.MaxTurns != 0 || c.AgentMaxSteps != agent.DefaultMaxSteps || c.EnableBash != Auto || c.BashSandbox != Auto ||
 		c.MCP.Stdio != mcp.StdioAuto || c.MCP.CallTimeout != mcp.DefaultCallTimeout {
 		t.Errorf("flag defaults %+v", c)

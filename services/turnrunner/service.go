@@ -112,7 +112,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
 	s.agent = ag
-	if s.retrieval, err = retrieval.New(retrieval.Config{BaseURL: s.cfg.LLMURL, APIKey: s.cfg.LLMAPIKey, ResponseHeaderTimeout: s.cfg.ModelHeaderTimeout}); err != nil {
+	if s.retrieval, err = retrieval.New(retrieval.Config{Model: s.cfg.model()}); err != nil {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
 	s.tools = tools.NewRegistry(s.cfg.toolsConfig())

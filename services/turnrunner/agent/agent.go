@@ -26,7 +26,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -34,25 +33,23 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/chatstream"
 )
 
 // Defaults of Config.
 const (
-	DefaultBaseURL               = "http://localhost:4000/v1"
-	DefaultMaxSteps              = 25
-	DefaultMaxRetries            = 3
-	DefaultRetryBackoff          = time.Second
-	DefaultMaxRetryAfter         = 30 * time.Second
-	DefaultResponseHeaderTimeout = 2 * time.Minute
+	DefaultMaxSteps      = 25
+	DefaultMaxRetries    = 3
+	DefaultRetryBackoff  = time.Second
+	DefaultMaxRetryAfter = 30 * time.Second
 )
 
 // Config configures an Agent. Zero fields take the documented defaults.
 type Config struct {
-	// BaseURL is the OpenAI-compatible base URL including /v1; default
-	// DefaultBaseURL.
-	BaseURL string
-	// APIKey is sent as a bearer token when not empty.
-	APIKey string
+	// Model is the model server (chatstream.Model's defaults). Its
+	// HTTPClient's Transport is wrapped; a response-header timeout is
+	// retried.
+	chatstream.Model
 	// MaxSteps bounds the model calls of one turn; default 25.
 	MaxSteps int
 	// MaxRetries is how often a failing model call is retried before the
@@ -64,18 +61,10 @@ type Config struct {
 	// MaxRetryAfter is the longest Retry-After header honoured; a longer
 	// one falls back to RetryBackoff; default 30s.
 	MaxRetryAfter time.Duration
-	// ResponseHeaderTimeout bounds the wait for the model's response
-	// headers (a timeout is retried); default 2m. Ignored with HTTPClient.
-	ResponseHeaderTimeout time.Duration
-	// HTTPClient replaces the default client (its Transport is wrapped).
-	// It must not set a Timeout shorter than a whole streamed reply.
-	HTTPClient *http.Client
 }
 
 func (c Config) withDefaults() Config {
-	if c.BaseURL == "" {
-		c.BaseURL = DefaultBaseURL
-	}
+	c.Model = c.Model.WithDefaults()
 	if c.MaxSteps == 0 {
 		c.MaxSteps = DefaultMaxSteps
 	}
@@ -88,25 +77,21 @@ func (c Config) withDefaults() Config {
 	if c.MaxRetryAfter == 0 {
 		c.MaxRetryAfter = DefaultMaxRetryAfter
 	}
-	if c.ResponseHeaderTimeout == 0 {
-		c.ResponseHeaderTimeout = DefaultResponseHeaderTimeout
-	}
 	return c
 }
 
 // Validate reports a config that cannot work (after defaults are applied).
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	u, err := url.Parse(c.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("agent: base URL %q is not an http(s) URL", c.BaseURL)
+	if err := c.Model.Validate("agent"); err != nil {
+		return err
 	}
 	switch {
 	case c.MaxSteps < 1:
 		return fmt.Errorf("agent: max steps %d < 1", c.MaxSteps)
 	case c.MaxRetries < 0:
 		return fmt.Errorf("agent: max retries %d < 0", c.MaxRetries)
-	case c.RetryBackoff < 0 || c.MaxRetryAfter < 0 || c.ResponseHeaderTimeout < 0:
+	case c.RetryBackoff < 0 || c.MaxRetryAfter < 0:
 		return errors.New("agent: negative duration in config")
 	}
 	return nil
@@ -127,10 +112,8 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	oc := openai.DefaultConfig(cfg.APIKey)
-	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	oc.HTTPClient = newHTTPClient(cfg)
-	return &Agent{cfg: cfg, client: openai.NewClientWithConfig(oc)}, nil
+	client := cfg.Model.Client(func(base http.RoundTripper) http.RoundTripper { return &metaTransport{base: base} })
+	return &Agent{cfg: cfg, client: client}, nil
 }
 
 // Request is one turn for the agent loop.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/chatstream"
 )
 
 // --- helpers ---
@@ -133,7 +134,7 @@ func server(t *testing.T, rs ...llmtest.Response) *llmtest.Server {
 
 func newAgent(t *testing.T, baseURL string, mod ...func(*Config)) *Agent {
 	t.Helper()
-	cfg := Config{BaseURL: baseURL, RetryBackoff: time.Millisecond}
+	cfg := Config{Model: chatstream.Model{BaseURL: baseURL}, RetryBackoff: time.Millisecond}
 	for _, m := range mod {
 		m(&cfg)
 	}

@@ -15,6 +15,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/chatstream"
 )
 
 func TestDescribeToolUse(t *testing.T) {
@@ -342,7 +343,7 @@ func TestConfigValidate(t *testing.T) {
 	if err := (Config{}).Validate(); err != nil {
 		t.Errorf("zero config: %v", err)
 	}
-	for _, c := range []Config{{BaseURL: "localhost:4000"}, {MaxSteps: -1}, {RetryBackoff: -1}} {
+	for _, c := range []Config{{Model: chatstream.Model{BaseURL: "localhost:4000"}}, {MaxSteps: -1}, {RetryBackoff: -1}} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%+v accepted", c)
 		}

@@ -57,22 +57,3 @@ func (t *metaTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return resp, err
 }
-
-func newHTTPClient(cfg Config) *http.Client {
-	var c http.Client
-	if cfg.HTTPClient != nil {
-		c = *cfg.HTTPClient
-	}
-	base := c.Transport
-	if base == nil {
-		if cfg.HTTPClient != nil {
-			base = http.DefaultTransport
-		} else {
-			t := http.DefaultTransport.(*http.Transport).Clone()
-			t.ResponseHeaderTimeout = cfg.ResponseHeaderTimeout
-			base = t
-		}
-	}
-	c.Transport = &metaTransport{base: base}
-	return &c
-}

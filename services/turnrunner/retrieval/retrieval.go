@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -30,8 +28,6 @@ const (
 	DefaultRetrievalsCap = 32
 	// DefaultSearchLimit is the passages asked of one retrieval.
 	DefaultSearchLimit = 8
-	// DefaultResponseHeaderTimeout bounds the wait for a model's headers.
-	DefaultResponseHeaderTimeout = 2 * time.Minute
 )
 
 // Token caps of one model call (reference §5.4).
@@ -57,17 +53,8 @@ type Emitter interface {
 
 // Config configures a Runner. Zero fields take the documented defaults.
 type Config struct {
-	// BaseURL is the OpenAI-compatible base URL including /v1; default
-	// agent.DefaultBaseURL.
-	BaseURL string
-	// APIKey is sent as a bearer token when not empty.
-	APIKey string
-	// HTTPClient replaces the default client; it must not set a Timeout
-	// shorter than a whole streamed reply.
-	HTTPClient *http.Client
-	// ResponseHeaderTimeout bounds the wait for the model's response
-	// headers; default 2m. Ignored with HTTPClient.
-	ResponseHeaderTimeout time.Duration
+	// Model is the model server (chatstream.Model's defaults).
+	chatstream.Model
 	// Prices override agent.DefaultPrices when costing a run.
 	Prices map[string]agent.Price
 	// SearchLimit is the passages asked of one retrieval; default 8.
@@ -79,12 +66,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.BaseURL == "" {
-		c.BaseURL = agent.DefaultBaseURL
-	}
-	if c.ResponseHeaderTimeout == 0 {
-		c.ResponseHeaderTimeout = DefaultResponseHeaderTimeout
-	}
+	c.Model = c.Model.WithDefaults()
 	if c.SearchLimit == 0 {
 		c.SearchLimit = DefaultSearchLimit
 	}
@@ -100,13 +82,10 @@ func (c Config) withDefaults() Config {
 // Validate reports a config that cannot work.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	u, err := url.Parse(c.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("retrieval: base URL %q is not an http(s) URL", c.BaseURL)
+	if err := c.Model.Validate("retrieval"); err != nil {
+		return err
 	}
 	switch {
-	case c.ResponseHeaderTimeout < 0:
-		return errors.New("retrieval: negative response header timeout")
 	case c.SearchLimit < 1:
 		return fmt.Errorf("retrieval: search limit %d < 1", c.SearchLimit)
 	case c.StepsCap < 1 || c.RetrievalsCap < 1:
@@ -128,16 +107,7 @@ func New(cfg Config) (*Runner, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	oc := openai.DefaultConfig(cfg.APIKey)
-	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	if cfg.HTTPClient != nil {
-		oc.HTTPClient = cfg.HTTPClient
-	} else {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.ResponseHeaderTimeout = cfg.ResponseHeaderTimeout
-		oc.HTTPClient = &http.Client{Transport: t}
-	}
-	return &Runner{cfg: cfg, client: openai.NewClientWithConfig(oc)}, nil
+	return &Runner{cfg: cfg, client: cfg.Model.Client(nil)}, nil
 }
 
 // Run answers req, emitting started, progress events, then finalized or

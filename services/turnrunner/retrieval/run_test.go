@@ -14,6 +14,7 @@ import (
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
+	"github.com/waggle-os/core/services/turnrunner/chatstream"
 	"github.com/waggle-os/core/services/turnrunner/retrieval"
 )
 
@@ -116,7 +117,7 @@ func startLLM(t *testing.T, rs ...llmtest.Response) *llmtest.Server {
 
 func newRunner(t *testing.T, llm *llmtest.Server) *retrieval.Runner {
 	t.Helper()
-	r, err := retrieval.New(retrieval.Config{BaseURL: llm.URL(), APIKey: "sk-test"})
+	r, err := retrieval.New(retrieval.Config{Model: chatstream.Model{BaseURL: llm.URL(), APIKey: "sk-test"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,8 +531,8 @@ func TestConfigValidate(t *testing.T) {
 		ok   bool
 	}{
 		{"defaults", retrieval.Config{}, true},
-		{"not http", retrieval.Config{BaseURL: "ftp://x"}, false},
-		{"no host", retrieval.Config{BaseURL: "http://"}, false},
+		{"not http", retrieval.Config{Model: chatstream.Model{BaseURL: "ftp://x"}}, false},
+		{"no host", retrieval.Config{Model: chatstream.Model{BaseURL: "http://"}}, false},
 		{"negative search limit", retrieval.Config{SearchLimit: -1}, false},
 		{"negative cap", retrieval.Config{StepsCap: -2}, false},
 	}
