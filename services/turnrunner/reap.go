@@ -27,6 +27,9 @@ import (
 // reapTimeout bounds the bucket and stream reads and writes of one answer.
 const reapTimeout = 5 * time.Second
 
+// errCannotLook answers a reap request whose reads did not finish in time.
+var errCannotLook = &protocol.Error{Kind: protocol.Unavailable, Message: "The turn cannot be looked at now."}
+
 // turnLook is one look at a quiet turn.
 type turnLook struct {
 	leaseRev uint64 // 0: no lease
@@ -44,7 +47,10 @@ func (s *Service) reapOrphan(ctx context.Context, req protocol.ReapRequest) (pro
 	defer cancel()
 	look, err := s.lookAt(ctx, req.TurnID)
 	if err != nil {
-		return protocol.ReapReply{}, err
+		// A loaded bus: the gateway asks again on its next tick. Not a
+		// failure of this runner, so not an error in its log.
+		s.log.Debug("look at a quiet turn", "turn", req.TurnID, "err", err)
+		return protocol.ReapReply{}, errCannotLook
 	}
 	rep := protocol.ReapReply{Verdict: protocol.ReapAlive, Liveness: look.live, Terminal: look.terminal}
 	if look.leaseRev == 0 && !look.any {
@@ -107,11 +113,7 @@ func (s *Service) lookAt(ctx context.Context, turnID string) (turnLook, error) {
 	default:
 		return look, fmt.Errorf("turnrunner: lease of %s: %w", turnID, err)
 	}
-	st, err := s.js.Stream(ctx, protocol.StreamTurns)
-	if err != nil {
-		return look, fmt.Errorf("turnrunner: turn stream: %w", err)
-	}
-	m, err := st.GetLastMsgForSubject(ctx, protocol.TurnEvents(turnID))
+	m, err := s.stream.GetLastMsgForSubject(ctx, protocol.TurnEvents(turnID))
 	switch {
 	case err == nil:
 		look.any, look.terminal = true, protocol.IsTerminal(m.Header.Get(protocol.HeaderEvent))

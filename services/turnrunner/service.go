@@ -35,8 +35,11 @@ type Service struct {
 	dial bus.Dialer
 	log  *slog.Logger
 
-	nc      *nats.Conn
-	js      jetstream.JetStream
+	nc *nats.Conn
+	js jetstream.JetStream
+	// turns is the turn stream's handle: reads of one turn's last event
+	// use it without asking for the stream's info each time.
+	stream  jetstream.Stream
 	leases  jetstream.KeyValue
 	locks   jetstream.KeyValue
 	runners jetstream.KeyValue
@@ -141,7 +144,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("turnrunner: jetstream: %w", err)
 	}
 	s.js = js
-	if _, err := bus.EnsureTurnStream(ctx, js, s.cfg.Stream); err != nil {
+	if s.stream, err = bus.EnsureTurnStream(ctx, js, s.cfg.Stream); err != nil {
 		s.Stop(ctx)
 		return err
 	}
