@@ -14,6 +14,7 @@ import (
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/embednats"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/waitfor"
 )
 
 // natsServer runs an embedded server on a fixed TCP address so it can be
@@ -56,18 +57,6 @@ func (s *natsServer) stop() {
 		s.t.Errorf("stop nats: %v", err)
 	}
 	s.srv = nil
-}
-
-// waitFor polls cond until it holds, failing after d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // TestTurnStreamAcrossRestart: the memory turn stream is gone when its NATS
@@ -123,7 +112,7 @@ func TestTurnStreamAcrossRestart(t *testing.T) {
 	}
 
 	srv.stop()
-	waitFor(t, 5*time.Second, "the client to notice", func() bool { return !nc.IsConnected() })
+	waitfor.Within(5*time.Second).Every(20*time.Millisecond).True(t, "the client to notice", func() bool { return !nc.IsConnected() })
 	// While disconnected a request fails at once, with the bus error.
 	began := time.Now()
 	_, err = bus.RequestMsg(ctx, nc, &nats.Msg{Subject: "waggle.test.echo"})
@@ -143,7 +132,7 @@ func TestTurnStreamAcrossRestart(t *testing.T) {
 	wcancel()
 
 	var info *jetstream.StreamInfo
-	waitFor(t, 10*time.Second, "the turn stream to be re-created", func() bool {
+	waitfor.Within(10*time.Second).Every(20*time.Millisecond).True(t, "the turn stream to be re-created", func() bool {
 		s, err := js.Stream(ctx, protocol.StreamTurns)
 		if err != nil {
 			return false
@@ -221,7 +210,7 @@ func TestSingletonRetakenAfterExpiry(t *testing.T) {
 	if err := kv.Delete(ctx, "svc"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 2*bus.SingletonTTL, "the lease to be taken again", func() bool {
+	waitfor.Within(2*bus.SingletonTTL).Every(20*time.Millisecond).True(t, "the lease to be taken again", func() bool {
 		e, err := kv.Get(ctx, "svc")
 		return err == nil && string(e.Value()) == "holder-1"
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/waggle-os/core/libs/embednats"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/tmpfstest"
+	"github.com/waggle-os/core/libs/waitfor"
 )
 
 func TestIsNoSpace(t *testing.T) {
@@ -66,7 +67,7 @@ func TestStorageGuardFollowsTheDisk(t *testing.T) {
 		t.Fatal("full before the disk filled")
 	}
 	fill := tmpfstest.Fill(t, dir)
-	waitUntil(t, 2*time.Second, func() bool { return w.Err() != nil })
+	waitfor.Within(2*time.Second).True(t, "the watch to fail", func() bool { return w.Err() != nil })
 	if !errors.Is(w.Err(), protocol.ErrStorageFull) {
 		t.Fatalf("watch error %v", w.Err())
 	}
@@ -91,16 +92,5 @@ func TestStorageGuardFollowsTheDisk(t *testing.T) {
 	if !g.Check(&os.PathError{Op: "write", Path: "f", Err: syscall.ENOSPC}) {
 		t.Fatal("Check ignored ENOSPC")
 	}
-	waitUntil(t, 2*time.Second, func() bool { return w.Err() != nil })
-}
-
-func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", d)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval
-	}
+	waitfor.Within(2*time.Second).True(t, "the watch to fail", func() bool { return w.Err() != nil })
 }

@@ -480,11 +480,15 @@ func TestArchitectureMap(t *testing.T) {
 	}
 	var b strings.Builder
 	b.WriteString(mapBegin + "\n\n")
-	b.WriteString("| route | handler | bus subject | answered by |\n| --- | --- | --- | --- |\n")
+	b.WriteString("| route | handler | endpoint (bus subject) | answered by |\n| --- | --- | --- | --- |\n")
 	for _, ri := range routeInfos(t) {
 		var subj, by []string
 		for _, v := range ri.subjects {
-			subj = append(subj, "`"+v+"`")
+			name := "protocol." + names[v]
+			if strings.Contains(v, "{turnId}") {
+				name += "(turnId)"
+			}
+			subj = append(subj, "`"+name+"` (`"+v+"`)")
 			a, ok := ans[names[v]]
 			switch {
 			case ok && a.handler != "" && !strings.HasPrefix(a.handler, a.registered+" "):
