@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -185,4 +186,16 @@ func createWithRetry[T any](ctx context.Context, create func(context.Context) (T
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// OrphanedTurnEnd is the terminal event that ends a turn no runner is left
+// to finish: an error event with protocol.TurnOrphanedText, carrying the
+// turn's end id so the stream keeps one end even if the turn's own runner
+// ends it at the same moment.
+func OrphanedTurnEnd(turnID string) *nats.Msg {
+	body, _ := json.Marshal(protocol.ErrorData{Message: protocol.TurnOrphanedText})
+	m := &nats.Msg{Subject: protocol.TurnEvents(turnID), Data: body, Header: nats.Header{}}
+	m.Header.Set(protocol.HeaderEvent, protocol.EventError)
+	m.Header.Set(jetstream.MsgIDHeader, protocol.TurnEndMsgID(turnID))
+	return m
 }

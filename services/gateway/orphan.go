@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/bus"
@@ -129,11 +128,7 @@ func (o *orphanWatch) tickAlone(ctx context.Context) orphanVerdict {
 		o.alone = protocol.OrphanCheck{}
 		return orphanNo
 	}
-	body, _ := marshalNoEscape(protocol.ErrorData{Message: protocol.TurnOrphanedText})
-	m := &nats.Msg{Subject: protocol.TurnEvents(o.turnID), Data: body, Header: nats.Header{}}
-	m.Header.Set(protocol.HeaderEvent, protocol.EventError)
-	m.Header.Set(jetstream.MsgIDHeader, protocol.TurnEndMsgID(o.turnID))
-	ack, err := o.s.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(seq))
+	ack, err := o.s.js.PublishMsg(ctx, bus.OrphanedTurnEnd(o.turnID), jetstream.WithExpectLastSequencePerSubject(seq))
 	var apiErr *jetstream.APIError
 	switch {
 	case errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence:

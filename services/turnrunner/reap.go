@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/bus"
@@ -75,11 +74,7 @@ func (s *Service) reapOrphan(ctx context.Context, req protocol.ReapRequest) (pro
 			return rep, nil
 		}
 	}
-	body, _ := json.Marshal(protocol.ErrorData{Message: protocol.TurnOrphanedText})
-	m := &nats.Msg{Subject: protocol.TurnEvents(req.TurnID), Data: body, Header: nats.Header{}}
-	m.Header.Set(protocol.HeaderEvent, protocol.EventError)
-	m.Header.Set(jetstream.MsgIDHeader, protocol.TurnEndMsgID(req.TurnID))
-	ack, err := s.js.PublishMsg(ctx, m)
+	ack, err := s.js.PublishMsg(ctx, bus.OrphanedTurnEnd(req.TurnID))
 	if err != nil {
 		// The lease is gone, so the next look sees liveness 0 and the
 		// gateway judges (and asks) again.
