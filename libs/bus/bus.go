@@ -89,21 +89,13 @@ func baseOptions(name string) []nats.Option {
 type CallOption func(*callOptions)
 
 type callOptions struct {
-	timeout  time.Duration
-	detached bool
+	timeout time.Duration
 }
 
 // Within bounds the call by d, whatever ctx's own deadline (a context
 // without one gets DefaultTimeout otherwise).
 func Within(d time.Duration) CallOption {
 	return func(o *callOptions) { o.timeout = d }
-}
-
-// Detached keeps the call going when ctx is cancelled (its values, such as
-// the trace, are kept): for writes that must land even when the work they
-// record was cut short, like a cancelled turn's partial reply.
-func Detached() CallOption {
-	return func(o *callOptions) { o.detached = true }
 }
 
 // Call sends req to ep and decodes the reply. A service error comes back
@@ -116,9 +108,6 @@ func Call[Req, Rep any](ctx context.Context, nc *nats.Conn, ep protocol.Endpoint
 		var o callOptions
 		for _, opt := range opts {
 			opt(&o)
-		}
-		if o.detached {
-			ctx = context.WithoutCancel(ctx)
 		}
 		if o.timeout > 0 {
 			var cancel context.CancelFunc

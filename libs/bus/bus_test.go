@@ -337,3 +337,85 @@ func TestDrainOfNothing(t *testing.T) {
 }
 
 func natsMsg(subject, data string) *nats.Msg { return &nats.Msg{Subject: subject, Data: []byte(data)} }
+
+// Within bounds a call even when the caller's context would wait longer.
+func TestCallWithin(t *testing.T) {
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{})
+	release := make(chan struct{})
+	defer close(release)
+	if err := Handle(s, endpointOn[protocol.Empty, protocol.Empty](s, "slow", "bustest.within"), func(context.Context, protocol.Empty) (protocol.Empty, error) {
+		<-release
+		return protocol.Empty{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ep := protocol.Endpoint[protocol.Empty, protocol.Empty]{Subject: "bustest.within"}
+	began := time.Now()
+	_, err := Call(ctxT(t), srv.Conn("client"), ep, protocol.Empty{}, Within(100*time.Millisecond))
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(began) > 5*time.Second {
+		t.Fatalf("after %s: %v, want the 100ms bound", time.Since(began), err)
+	}
+}
+
+// A service refuses to serve another service's endpoint.
+func TestHandleRefusesAnotherServicesEndpoint(t *testing.T) {
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{})
+	err := Handle(s, protocol.ListSessions, func(context.Context, protocol.SessionListRequest) (protocol.SessionListReply, error) {
+		return protocol.SessionListReply{}, nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "belongs to "+protocol.ServiceSessionStore) {
+		t.Fatalf("Handle of a session-store endpoint on %q: %v", s.name, err)
+	}
+}
+
+// Events arrive typed; a body that is not the event's type is dropped.
+func TestPublishSubscribe(t *testing.T) {
+	srv := natstest.Start(t)
+	ev := protocol.Event[greetRequest]{Subject: "bustest.evt.greet"}
+	got := make(chan greetRequest, 2)
+	sub, err := Subscribe(srv.Conn("listener"), ev, func(g greetRequest) { got <- g })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := srv.Conn("listener").Flush(); err != nil {
+		t.Fatal(err)
+	}
+	pub := srv.Conn("publisher")
+	if err := pub.Publish(ev.Subject, []byte(`{"name":42}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := Publish(pub, ev, greetRequest{Name: "olga"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case g := <-got:
+		if g.Name != "olga" {
+			t.Fatalf("got %+v, want the typed event only", g)
+		}
+	case <-ctxT(t).Done():
+		t.Fatal("no event")
+	}
+}
+
+// Probe tells whether the one listener of a subject answers.
+func TestProbe(t *testing.T) {
+	srv := natstest.Start(t)
+	ev := protocol.Event[protocol.Empty]{Subject: "bustest.owner"}
+	nc := srv.Conn("client")
+	if Probe(ctxT(t), nc, ev, protocol.Empty{}) {
+		t.Fatal("a probe with no listener was answered")
+	}
+	owner := srv.Conn("owner")
+	if _, err := owner.Subscribe(ev.Subject, func(m *nats.Msg) { _ = m.Respond(nil) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !Probe(ctxT(t), nc, ev, protocol.Empty{}) {
+		t.Fatal("the owner did not answer the probe")
+	}
+}
