@@ -106,6 +106,23 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.cfg.prepare(); err != nil {
 		return err
 	}
+	if err := s.build(); err != nil {
+		return err
+	}
+	for _, step := range []func(context.Context) error{s.connect, s.subscribe, s.startLoops, s.serve} {
+		if err := step(ctx); err != nil {
+			s.Stop(ctx)
+			return err
+		}
+	}
+	// bus.Handle flushed the subscriptions: the first chat after start-up
+	// finds this runner.
+	return nil
+}
+
+// build makes the parts that need no bus: the agent loop, the retrieval
+// runner, the tools and the caches.
+func (s *Service) build() error {
 	s.id = s.cfg.RunnerID
 	s.incarnation = protocol.NewUUID()[:8]
 	s.log = s.log.With("runner", s.id)
@@ -121,6 +138,12 @@ func (s *Service) Start(ctx context.Context) error {
 	s.tools = tools.NewRegistry(s.cfg.toolsConfig())
 	s.models = newModelConfigCache(s.cfg.DataDir, s.cfg.ModelConfigCheck, s.log)
 	s.slots = make(chan struct{}, s.cfg.MaxTurns)
+	return nil
+}
+
+// connect dials the bus and sets up what the runner keeps there: the MCP
+// manager, JetStream, the turn stream and the coordination buckets.
+func (s *Service) connect(ctx context.Context) error {
 	nc, err := s.dial(protocol.ServiceTurnRunner)
 	if err != nil {
 		return err
@@ -129,7 +152,6 @@ func (s *Service) Start(ctx context.Context) error {
 	s.policies = newPolicyCache(nc, s.cfg.PolicyTTL, s.cfg.PolicyTimeout)
 	s.mcp = mcp.New(s.cfg.mcpConfig(), nc, s.log)
 	if err := s.mcp.Start(ctx); err != nil {
-		s.Stop(ctx)
 		return fmt.Errorf("turnrunner: %w", err)
 	}
 	// The async window is shared by every turn of this runner; each turn
@@ -140,65 +162,62 @@ func (s *Service) Start(ctx context.Context) error {
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(publishWindow),
 		jetstream.WithPublishAsyncTimeout(publishWait))
 	if err != nil {
-		s.Stop(ctx)
 		return fmt.Errorf("turnrunner: jetstream: %w", err)
 	}
 	s.js = js
 	if s.stream, err = bus.EnsureTurnStream(ctx, js, s.cfg.Stream); err != nil {
-		s.Stop(ctx)
 		return err
 	}
-	if err := s.ensureBuckets(ctx); err != nil {
-		s.Stop(ctx)
-		return err
-	}
+	return s.ensureBuckets(ctx)
+}
+
+// subscribe listens for what is addressed to every runner.
+func (s *Service) subscribe(context.Context) error {
 	// Control messages reach whichever runner owns the turn; one wildcard
 	// subscription per runner instead of one per turn.
-	control, err := nc.Subscribe(protocol.SubjTurnControlAll, s.onControl)
+	control, err := s.nc.Subscribe(protocol.SubjTurnControlAll, s.onControl)
 	if err != nil {
-		s.Stop(ctx)
 		return fmt.Errorf("turnrunner: subscribe %s: %w", protocol.SubjTurnControlAll, err)
 	}
 	s.subs = append(s.subs, control)
-	aborts, err := bus.Subscribe(nc, protocol.WorkspaceAborts, s.onAbort)
+	aborts, err := bus.Subscribe(s.nc, protocol.WorkspaceAborts, s.onAbort)
 	if err != nil {
-		s.Stop(ctx)
 		return fmt.Errorf("turnrunner: %w", err)
 	}
 	s.subs = append(s.subs, aborts)
-	policies, err := bus.Subscribe(nc, protocol.PolicyChanges, s.policies.onChanged)
+	policies, err := bus.Subscribe(s.nc, protocol.PolicyChanges, s.policies.onChanged)
 	if err != nil {
-		s.Stop(ctx)
 		return fmt.Errorf("turnrunner: %w", err)
 	}
 	s.subs = append(s.subs, policies)
+	return nil
+}
+
+// startLoops starts the runner's heartbeat, lease renewal and claim loops;
+// Stop ends them.
+func (s *Service) startLoops(context.Context) error {
 	loopCtx, stopLoops := context.WithCancel(context.Background())
 	claimCtx, stopClaim := context.WithCancel(loopCtx)
 	s.stopLoops, s.stopClaim = stopLoops, stopClaim
 	s.loops.Go(func() { s.heartbeatLoop(loopCtx) })
 	s.loops.Go(func() { s.beatLoop(loopCtx) })
 	s.loops.Go(func() { s.claimLoop(claimCtx) })
-	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceTurnRunner, Logger: s.log})
+	return nil
+}
+
+// serve registers the runner's endpoints, last: a runner takes turns only
+// once it can run them.
+func (s *Service) serve(context.Context) error {
+	svc, err := bus.NewService(s.nc, bus.ServiceConfig{Name: protocol.ServiceTurnRunner, Logger: s.log})
 	if err != nil {
-		s.Stop(ctx)
 		return err
 	}
 	s.svc = svc
-	if err := bus.Handle(svc, protocol.StartTurn, s.startTurn); err != nil {
-		s.Stop(ctx)
-		return err
-	}
-	if err := bus.Handle(svc, protocol.StartAgentRun, s.startAgentRun); err != nil {
-		s.Stop(ctx)
-		return err
-	}
-	if err := bus.Handle(svc, protocol.ReapTurn, s.reapOrphan); err != nil {
-		s.Stop(ctx)
-		return err
-	}
-	// bus.Handle flushed the subscription: the first chat after
-	// start-up finds this runner.
-	return nil
+	return errors.Join(
+		bus.Handle(svc, protocol.StartTurn, s.startTurn),
+		bus.Handle(svc, protocol.StartAgentRun, s.startAgentRun),
+		bus.Handle(svc, protocol.ReapTurn, s.reapOrphan),
+	)
 }
 
 // Stop takes no new turns and claims none, lets running turns finish
