@@ -39,25 +39,34 @@ type decideResponse struct {
 // sourceWorkspaceId?}. Unlike the original, approved must be a real
 // boolean (DESIGN §9): "false" or 1 must not approve anything.
 func (h handlers) decide(w http.ResponseWriter, r *http.Request) {
+	forward.Serve(h.d, w, r, h.decision, protocol.DecideApproval, http.StatusOK, func(rep protocol.ApprovalDecideReply) any {
+		return decideResponse{OK: true, RequestID: rep.RequestID, Approved: rep.Approved, Always: rep.Always}
+	})
+}
+
+// errNoPending answers an approval id that is not pending (or that the
+// caller may not see).
+var errNoPending = &protocol.Error{Kind: protocol.NotFound, Message: "No pending approval with that ID"}
+
+// decision reads a decision: the body's fields, the id, and on a team
+// server the caller's right to decide it.
+func (h handlers) decision(w http.ResponseWriter, r *http.Request) (protocol.ApprovalDecideRequest, error) {
+	var none protocol.ApprovalDecideRequest
 	f, err := input.Decode(w, r, h.d.BodyLimit)
 	if err != nil {
-		respond.Error(w, h.d.Log, err)
-		return
+		return none, err
 	}
 	approved, ok := boolField(f, "approved", false)
 	if !ok {
-		respond.Error(w, h.d.Log, protocol.Errorf(protocol.Invalid, "approved must be a boolean"))
-		return
+		return none, protocol.Errorf(protocol.Invalid, "approved must be a boolean")
 	}
 	always, ok := boolField(f, "always", true)
 	if !ok {
-		respond.Error(w, h.d.Log, protocol.Errorf(protocol.Invalid, "always must be a boolean"))
-		return
+		return none, protocol.Errorf(protocol.Invalid, "always must be a boolean")
 	}
 	source, present, err := f.OptString("sourceWorkspaceId")
 	if err != nil {
-		respond.Error(w, h.d.Log, err)
-		return
+		return none, err
 	}
 	var sourcePtr *string
 	if present {
@@ -65,9 +74,7 @@ func (h handlers) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	id := chi.URLParam(r, "requestId")
 	if !protocol.ValidID(id) {
-		// Such an id can never have been issued.
-		respond.Error(w, h.d.Log, &protocol.Error{Kind: protocol.NotFound, Message: "No pending approval with that ID"})
-		return
+		return none, errNoPending // such an id can never have been issued
 	}
 	if sc := h.scope(r); sc.user != "" {
 		// Team server: only a member who may write in the approval's
@@ -75,27 +82,18 @@ func (h handlers) decide(w http.ResponseWriter, r *http.Request) {
 		// workspace (a null scope would apply in every team's workspaces).
 		p, err := h.findPending(r, id)
 		if err != nil {
-			respond.Error(w, h.d.Log, err)
-			return
+			return none, err
 		}
 		if p == nil || !sc.visible(p.Workspace) {
-			respond.Error(w, h.d.Log, &protocol.Error{Kind: protocol.NotFound, Message: "No pending approval with that ID"})
-			return
+			return none, errNoPending
 		}
 		if err := sc.check(p.Workspace, protocol.ActionWrite); err != nil {
-			respond.Error(w, h.d.Log, err)
-			return
+			return none, err
 		}
 		ws := p.Workspace
 		sourcePtr = &ws
 	}
-	rep, ok := forward.Call(h.d, w, r, protocol.DecideApproval, protocol.ApprovalDecideRequest{
-		RequestID: id, Approved: approved, Always: always, SourceWorkspaceID: sourcePtr,
-	})
-	if !ok {
-		return
-	}
-	respond.JSON(w, http.StatusOK, decideResponse{OK: true, RequestID: rep.RequestID, Approved: rep.Approved, Always: rep.Always})
+	return protocol.ApprovalDecideRequest{RequestID: id, Approved: approved, Always: always, SourceWorkspaceID: sourcePtr}, nil
 }
 
 // boolField reads a boolean field. A missing (or, when optional, null)

@@ -37,46 +37,43 @@ type executeReply struct {
 // AGENT_LOOP_REROUTE:: prefix), as the original did and its tests assert;
 // to have them run by the model, send the command through /api/chat.
 func (h handlers) execute(w http.ResponseWriter, r *http.Request) {
-	f, err := input.Decode(w, r, h.d.BodyLimit)
+	req, err := h.command(w, r)
 	if err != nil {
 		respond.Error(w, h.d.Log, err)
 		return
+	}
+	if rep, ok := forward.Call(h.d, w, r, protocol.ExecuteCommand, req); ok {
+		respond.JSON(w, http.StatusOK, executeReply{Result: rep.Result, Command: req.Command})
+	}
+}
+
+// command reads {command, workspaceId?}.
+func (h handlers) command(w http.ResponseWriter, r *http.Request) (protocol.CommandRequest, error) {
+	f, err := input.Decode(w, r, h.d.BodyLimit)
+	if err != nil {
+		return protocol.CommandRequest{}, err
 	}
 	cmd, _, ok := f.Str("command")
 	if !ok || cmd == "" {
-		respond.Fail(w, protocol.Invalid, "", "command is required")
-		return
+		return protocol.CommandRequest{}, protocol.Errorf(protocol.Invalid, "command is required")
 	}
 	ws, present, err := f.OptString("workspaceId")
 	if err != nil {
-		respond.Error(w, h.d.Log, err)
-		return
+		return protocol.CommandRequest{}, err
 	}
 	if !present {
 		ws = "default"
 	}
 	if err := input.CheckSegment("workspaceId", ws); err != nil {
-		respond.Error(w, h.d.Log, err)
-		return
+		return protocol.CommandRequest{}, err
 	}
-	rep, ok := forward.Call(h.d, w, r, protocol.ExecuteCommand,
-		protocol.CommandRequest{Command: cmd, Workspace: ws, Session: commandSession})
-	if !ok {
-		return
-	}
-	respond.JSON(w, http.StatusOK, executeReply{Result: rep.Result, Command: cmd})
+	return protocol.CommandRequest{Command: cmd, Workspace: ws, Session: commandSession}, nil
 }
 
 // list answers [{name, aliases, usage, description}]; ?q= narrows it to
 // commands whose name or alias contains q.
 func (h handlers) list(w http.ResponseWriter, r *http.Request) {
-	rep, ok := forward.Call(h.d, w, r, protocol.ListCommands,
-		protocol.CommandListRequest{Query: r.URL.Query().Get("q")})
-	if !ok {
-		return
-	}
-	if rep.Commands == nil {
-		rep.Commands = []protocol.CommandInfo{}
-	}
-	respond.JSON(w, http.StatusOK, rep.Commands)
+	forward.Serve(h.d, w, r, func(_ http.ResponseWriter, r *http.Request) (protocol.CommandListRequest, error) {
+		return protocol.CommandListRequest{Query: r.URL.Query().Get("q")}, nil
+	}, protocol.ListCommands, http.StatusOK, func(rep protocol.CommandList) any { return forward.OrEmpty(rep.Commands) })
 }
