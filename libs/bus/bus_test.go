@@ -375,12 +375,14 @@ func TestPublishSubscribe(t *testing.T) {
 	srv := natstest.Start(t)
 	ev := protocol.Event[greetRequest]{Subject: "bustest.evt.greet"}
 	got := make(chan greetRequest, 2)
-	sub, err := Subscribe(srv.Conn("listener"), ev, func(g greetRequest) { got <- g })
+	listener := srv.Conn("listener")
+	sub, err := Subscribe(listener, ev, func(g greetRequest) { got <- g })
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if err := srv.Conn("listener").Flush(); err != nil {
+	// The server has the subscription once the listener's flush returns.
+	if err := listener.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	pub := srv.Conn("publisher")
