@@ -2,13 +2,11 @@ package clients
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +14,6 @@ import (
 	"github.com/creack/pty"
 	"github.com/nats-io/nats.go"
 
-	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
@@ -273,7 +270,7 @@ func TestChatTerminal(t *testing.T) {
 // TestChatTeamToken: a team server needs a user token; without one `waggle
 // chat` says so (exit 2), with --token it chats.
 func TestChatTeamToken(t *testing.T) {
-	natsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	natsAddr := waggletest.FreeAddr(t)
 	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
 		c.SessionStore.PostgresURL = pgtest.URL(t)
 		c.Gateway.Auth = "required"
@@ -284,14 +281,8 @@ func TestChatTeamToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	ctx := context.Background()
-	if _, err := bus.Call(ctx, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"}); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := bus.Call(ctx, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
+	tok := waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"})
 	var ws struct{ ID string }
 	if st := srv.JSON(http.MethodPost, "/api/workspaces", map[string]any{"name": "Acme Ops", "teamId": "acme"}, &ws,
 		"Authorization", "Bearer "+tok.Token); st != 200 && st != 201 {

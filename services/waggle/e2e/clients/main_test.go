@@ -33,19 +33,21 @@ func baseEnv(t *testing.T, extra ...string) []string {
 	return append(env, extra...)
 }
 
+// freePort is the port of a free loopback address (the sidecar takes a
+// port, not an address).
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	_, p, _ := net.SplitHostPort(waggletest.FreeAddr(t))
+	n, err := strconv.Atoi(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return n
 }
 
 // unreachableLLM is a model URL nothing answers: echo mode.
 func unreachableLLM(t *testing.T) string {
-	return "http://127.0.0.1:" + strconv.Itoa(freePort(t)) + "/v1"
+	return "http://" + waggletest.FreeAddr(t) + "/v1"
 }
 
 // syncBuffer collects a process's output and wakes waiters on each write.

@@ -355,7 +355,7 @@ func TestSlowBusNeverFailsATurn(t *testing.T) {
 	}))
 	model.Start()
 	t.Cleanup(model.Close)
-	natsAddr := "127.0.0.1:" + freePort(t)
+	natsAddr := waggletest.FreeAddr(t)
 	services := waggletest.Start(t, waggletest.WithLLM(model.URL()), waggletest.WithConfig(func(c *app.Config) {
 		c.Targets = []string{app.TargetGateway, app.TargetSessionStore, app.TargetApproval, app.TargetCommand}
 		c.NATSListen = natsAddr
@@ -384,15 +384,4 @@ func TestSlowBusNeverFailsATurn(t *testing.T) {
 			t.Errorf("turn %d over a slow bus: terminal %q (%.80q), %d of %d bytes, %d events, err %v", i, res.terminal, res.final, len(res.text), len(want), res.events, res.err)
 		}
 	}
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"github.com/nats-io/nats.go"
 
-	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
@@ -501,14 +500,8 @@ func TestWebChat(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer nc.Close()
-		ctx := context.Background()
-		if _, err := bus.Call(ctx, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"}); err != nil {
-			t.Fatal(err)
-		}
-		tok, err := bus.Call(ctx, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
+		tok := waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"})
 		if st := srv.JSON(http.MethodPost, "/api/workspaces", map[string]any{"name": "Acme Ops", "teamId": "acme"}, nil,
 			"Authorization", "Bearer "+tok.Token); st != 200 && st != 201 {
 			t.Fatalf("create team workspace: %d", st)
