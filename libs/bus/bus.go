@@ -194,15 +194,15 @@ func RequestMsg(ctx context.Context, nc *nats.Conn, msg *nats.Msg) (*nats.Msg, e
 		}
 		return nil, fmt.Errorf("bus: request %s: %w", msg.Subject, err)
 	}
-	if e := ReplyError(reply); e != nil {
+	if e := replyError(reply); e != nil {
 		return nil, e
 	}
 	return reply, nil
 }
 
-// ReplyError extracts the *protocol.Error a micro service put in a reply's
+// replyError extracts the *protocol.Error a micro service put in a reply's
 // headers, or nil for a normal reply.
-func ReplyError(msg *nats.Msg) *protocol.Error {
+func replyError(msg *nats.Msg) *protocol.Error {
 	if msg.Header == nil {
 		return nil
 	}

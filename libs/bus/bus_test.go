@@ -220,7 +220,7 @@ func TestRequestHonoursTheCallersDeadline(t *testing.T) {
 	}
 }
 
-// ReplyError reads the micro error headers of any responder, ours or not.
+// replyError reads the micro error headers of any responder, ours or not.
 func TestReplyError(t *testing.T) {
 	hdr := func(code, desc string) nats.Header {
 		return nats.Header{micro.ErrorCodeHeader: {code}, micro.ErrorHeader: {desc}}
@@ -241,9 +241,9 @@ func TestReplyError(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := ReplyError(tc.msg)
+			got := replyError(tc.msg)
 			if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
-				t.Fatalf("ReplyError = %#v, want %#v", got, tc.want)
+				t.Fatalf("replyError = %#v, want %#v", got, tc.want)
 			}
 		})
 	}

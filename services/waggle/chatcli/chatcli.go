@@ -18,6 +18,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/waggle-os/core/services/gateway"
 	"golang.org/x/term"
 )
 
@@ -87,7 +88,7 @@ func parse(args []string, out io.Writer) (Options, error) {
 	var o Options
 	fs := flag.NewFlagSet("waggle chat", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&o.Server, "server", envOr("WAGGLE_SERVER", "http://127.0.0.1:3333"), "waggle server URL (env WAGGLE_SERVER)")
+	fs.StringVar(&o.Server, "server", envOr("WAGGLE_SERVER", "http://"+gateway.DefaultAddr), "waggle server URL (env WAGGLE_SERVER)")
 	fs.StringVar(&o.Workspace, "workspace", "default", "workspace id")
 	fs.StringVar(&o.Session, "session", "", "session id (default: a new session)")
 	fs.StringVar(&o.Token, "token", os.Getenv("WAGGLE_TOKEN"), "bearer token: a user token on a team server (env WAGGLE_TOKEN; locally /health's token is used)")

@@ -37,15 +37,6 @@ func Status(kind protocol.Kind) int {
 	return http.StatusInternalServerError
 }
 
-// StatusOf is the HTTP status Error answers err with.
-func StatusOf(err error) int {
-	var re *RequestError
-	if errors.As(err, &re) {
-		return Status(re.Kind)
-	}
-	return Status(protocol.KindOf(err))
-}
-
 // ErrorBody is the JSON error of the contract: {"error": …, "code"?: …}.
 type ErrorBody struct {
 	Error string `json:"error"`
