@@ -1,0 +1,150 @@
+package waggletest
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waggle-os/core/libs/waitfor"
+)
+
+// Proc is a `waggle serve` running as its own OS process, for black-box
+// tests that must see exactly what a user's process does (flags, the
+// environment, file modes, listeners).
+type Proc struct {
+	URL     string // http://<addr>
+	Addr    string
+	DataDir string
+	cmd     *exec.Cmd
+	out     *procOutput
+	exited  chan struct{}
+	err     error
+}
+
+// ProcOption adjusts a process before it starts.
+type ProcOption func(*procSpec)
+
+type procSpec struct {
+	args []string
+	env  []string
+	addr string
+	dir  string
+}
+
+// ProcArgs adds command-line flags of `waggle serve`.
+func ProcArgs(args ...string) ProcOption {
+	return func(s *procSpec) { s.args = append(s.args, args...) }
+}
+
+// ProcEnv adds KEY=VALUE environment entries.
+func ProcEnv(kv ...string) ProcOption {
+	return func(s *procSpec) { s.env = append(s.env, kv...) }
+}
+
+// ProcAddr sets the listen address (default: a free loopback port).
+func ProcAddr(addr string) ProcOption { return func(s *procSpec) { s.addr = addr } }
+
+// ProcDataDir sets the data dir (default: a fresh temp dir).
+func ProcDataDir(dir string) ProcOption { return func(s *procSpec) { s.dir = dir } }
+
+// StartProc runs `bin serve` with a clean environment (no WAGGLE_* from
+// the developer's shell), a fresh data dir, a free loopback address and an
+// unreachable model server (echo mode) unless opts say otherwise, and waits
+// until /health answers 200. The process is interrupted at cleanup.
+func StartProc(t testing.TB, bin string, opts ...ProcOption) *Proc {
+	t.Helper()
+	spec := procSpec{}
+	for _, o := range opts {
+		o(&spec)
+	}
+	if spec.addr == "" {
+		spec.addr = FreeAddr(t)
+	}
+	if spec.dir == "" {
+		spec.dir = t.TempDir()
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "WAGGLE_LLM_URL=" + unreachableURL(t)}
+	env = append(env, spec.env...)
+	args := append([]string{"serve", "--addr", spec.addr, "--data-dir", spec.dir}, spec.args...)
+	p := &Proc{URL: "http://" + spec.addr, Addr: spec.addr, DataDir: spec.dir, out: &procOutput{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = env
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() { p.Stop(t) })
+	client := &http.Client{Timeout: 2 * time.Second}
+	waitfor.Within(60*time.Second).Every(50*time.Millisecond).NoError(t, p.URL+"/health healthy", func() error {
+		select {
+		case <-p.exited:
+			t.Fatalf("waggle serve exited while starting (%v):\n%s", p.err, p.Output())
+		default:
+		}
+		resp, err := client.Get(p.URL + "/health")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	})
+	return p
+}
+
+// Output is what the process has printed so far (stdout and stderr).
+func (p *Proc) Output() string { return p.out.String() }
+
+// Stop interrupts the process and waits for it to exit (killing it after
+// 20 s, which fails t).
+func (p *Proc) Stop(t testing.TB) {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.exited:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		t.Errorf("waggle serve did not stop on SIGINT:\n%s", p.Output())
+	}
+}
+
+// Do sends a request to the process (see Request).
+func (p *Proc) Do(t testing.TB, method, path string, body any, headers ...string) *http.Response {
+	t.Helper()
+	return Request(t, method, p.URL+path, body, headers...)
+}
+
+// procOutput collects a process's output safely across goroutines.
+type procOutput struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *procOutput) Write(b []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(b)
+}
+
+func (o *procOutput) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return strings.Clone(o.buf.String())
+}
