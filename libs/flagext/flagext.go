@@ -10,6 +10,7 @@ package flagext
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -166,7 +167,10 @@ func OneOf(choices ...string) string {
 }
 
 // PathVar registers a path flag; a leading ~ or ~/ is the user's home
-// directory.
+// directory, and a relative path is made absolute against the working
+// directory when the flag is set — once, at start — so a service that
+// later confines files to it (the file tools insist on an absolute root)
+// never sees a relative one.
 func PathVar(fs *flag.FlagSet, p *string, name, def, usage string) {
 	*p = def
 	fs.Var((*pathValue)(p), name, usage)
@@ -177,7 +181,15 @@ type pathValue string
 func (v *pathValue) String() string { return string(*v) }
 
 func (v *pathValue) Set(s string) error {
-	*v = pathValue(ExpandHome(s))
+	p := ExpandHome(s)
+	if p != "" && !filepath.IsAbs(p) {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return fmt.Errorf("cannot make %q absolute: %w", s, err)
+		}
+		p = abs
+	}
+	*v = pathValue(p)
 	return nil
 }
 

@@ -38,6 +38,7 @@ func TestValues(t *testing.T) {
 		}
 	}
 	home, _ := os.UserHomeDir()
+	wd, _ := os.Getwd()
 	tests := []struct {
 		flag, in string
 		want     any
@@ -62,6 +63,9 @@ func TestValues(t *testing.T) {
 		{"e", "maybe", nil, "want true, false or auto"},
 		{"p", "~/dist", filepath.Join(home, "dist"), ""},
 		{"p", "/srv/dist", "/srv/dist", ""},
+		{"p", "data", filepath.Join(wd, "data"), ""},
+		{"p", ".cluster/data/../data", filepath.Join(wd, ".cluster/data"), ""},
+		{"p", "", "", ""},
 	}
 	get := map[string]func() any{
 		"n": func() any { return n }, "d": func() any { return d }, "b": func() any { return b },
