@@ -43,14 +43,12 @@ func AcquireSingleton(ctx context.Context, js jetstream.JetStream, name, holder 
 	if replicas <= 0 {
 		replicas = 1
 	}
-	kv, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.KeyValue, error) {
-		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: protocol.BucketSingletons, Description: "single-instance service leases",
-			TTL: SingletonTTL, History: 1, Replicas: replicas,
-		})
+	kv, err := EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
+		Bucket: protocol.BucketSingletons, Description: "single-instance service leases",
+		TTL: SingletonTTL, History: 1, Replicas: replicas,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bus: singleton bucket: %w", err)
+		return nil, err
 	}
 	warned := false
 	for {

@@ -166,26 +166,72 @@ func ensureTurnStream(ctx context.Context, js jetstream.JetStream, cfg TurnStrea
 	return nil, fmt.Errorf("bus: ensure stream %s: other processes keep changing it (do they disagree on --turn-stream-storage?)", protocol.StreamTurns)
 }
 
-// createWithRetry retries a JetStream create that timed out: right after a
-// cluster starts, or with many services starting at once, the meta leader
-// can take longer than the API's default timeout to answer. Bounded by ctx
-// and by 60 s.
+// createWithRetry retries a JetStream create, look-up or update that the
+// cluster could not answer yet: right after a cluster starts, while it
+// elects a meta leader, or with many processes creating the same replicated
+// stream or bucket at once, the API times out or says it is temporarily
+// unavailable for seconds. It backs off from 50 ms to 2 s between tries,
+// bounded by ctx (the caller's start deadline) and by 60 s; any other error
+// is returned at once.
 func createWithRetry[T any](ctx context.Context, create func(context.Context) (T, error)) (T, error) {
 	deadline := time.Now().Add(time.Minute)
+	wait := 50 * time.Millisecond
 	for {
 		v, err := create(ctx)
-		if err == nil || !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrJetStreamNotEnabled) && !errors.Is(err, nats.ErrTimeout) {
+		if err == nil || !retryableCreate(err) {
 			return v, err
 		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
+		if ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
 			return v, err
 		}
 		select {
 		case <-ctx.Done():
 			return v, err
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// JetStream API error codes that mean "not yet" on a forming or electing
+// cluster (nats-server's JSClusterNoPeersErrF, JSClusterNotAvailErr and
+// JSClusterNotLeaderErr).
+const (
+	jsErrNoPeers      = 10005
+	jsErrNotAvailable = 10008
+	jsErrNotLeader    = 10009
+)
+
+// retryableCreate says whether a JetStream API failure may succeed later
+// without anyone changing anything.
+func retryableCreate(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case jsErrNoPeers, jsErrNotAvailable, jsErrNotLeader:
+			return true
 		}
 	}
+	return false
+}
+
+// EnsureKeyValue creates a bucket or updates its configuration, retrying
+// (with backoff, bounded by ctx) while the cluster cannot answer yet, so a
+// process starting beside others on a fresh or electing cluster waits for
+// it instead of exiting.
+func EnsureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return js.CreateOrUpdateKeyValue(ctx, cfg)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bus: bucket %s: %w", cfg.Bucket, err)
+	}
+	return kv, nil
 }
 
 // OrphanedTurnEnd is the terminal event that ends a turn no runner is left

@@ -129,6 +129,14 @@ func TestCreateWithRetry(t *testing.T) {
 		{"request timeout", []error{nats.ErrTimeout}, 2, nil},
 		{"JetStream not ready", []error{jetstream.ErrJetStreamNotEnabled}, 2, nil},
 		{"timeout then a final error", []error{nats.ErrTimeout, other}, 2, other},
+		{"no responders yet", []error{nats.ErrNoResponders}, 2, nil},
+		{"cluster electing", []error{
+			&jetstream.APIError{Code: 503, ErrorCode: jsErrNotAvailable, Description: "JetStream system temporarily unavailable"},
+			&jetstream.APIError{Code: 500, ErrorCode: jsErrNotLeader, Description: "JetStream cluster can not handle request"},
+			&jetstream.APIError{Code: 500, ErrorCode: jsErrNoPeers, Description: "no suitable peers for placement"},
+		}, 4, nil},
+		{"other API errors are final", []error{&jetstream.APIError{Code: 400, ErrorCode: 10074, Description: "replicas > 1 not supported in non-clustered mode"}}, 1,
+			&jetstream.APIError{ErrorCode: 10074}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,6 +153,29 @@ func TestCreateWithRetry(t *testing.T) {
 				t.Fatalf("%d calls, %d, %v; want %d calls, %v", calls, v, err, tc.calls, tc.want)
 			}
 		})
+	}
+}
+
+// TestEnsureKeyValue: a bucket is created on first use and the same call
+// by a second process (or a restart) finds it.
+func TestEnsureKeyValue(t *testing.T) {
+	js, err := jetstream.New(natstest.Start(t).Conn("ensure"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := EnsureKeyValue(ctxT(t), js, jetstream.KeyValueConfig{Bucket: "ensure_test", History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := func() error { _, err := kv.Put(ctxT(t), "k", []byte("v")); return err }(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := EnsureKeyValue(ctxT(t), js, jetstream.KeyValueConfig{Bucket: "ensure_test", History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := again.Get(ctxT(t), "k"); err != nil || string(e.Value()) != "v" {
+		t.Fatalf("second ensure lost the bucket's data: %v", err)
 	}
 }
 

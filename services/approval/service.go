@@ -181,7 +181,7 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, cfg BucketConfig)
 	if cfg.Memory {
 		storage = jetstream.MemoryStorage
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := bus.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      protocol.BucketApprovals,
 		Description: "Tool approvals waiting for a human, keyed by request id",
 		// One revision is all a compare-and-set needs.

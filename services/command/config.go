@@ -9,6 +9,9 @@ import (
 type Config struct {
 	// DataDir is the data directory. Required.
 	DataDir string
+	// Replicas is the replica count of the group-jobs bucket
+	// (--nats-replicas). Default 1.
+	Replicas int
 	// RequestTimeout bounds one request to another service (memory search,
 	// group lookup, starting a turn). Default 10s.
 	RequestTimeout time.Duration

@@ -70,12 +70,13 @@ func (s *Service) start(ctx context.Context) error {
 		return fmt.Errorf("command: jetstream: %w", err)
 	}
 	s.js = js
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := bus.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      protocol.BucketGroupJobs,
 		Description: "Agent-group run jobs, keyed by job id",
 		History:     1,
 		TTL:         s.cfg.JobTTL,
 		Storage:     jetstream.FileStorage,
+		Replicas:    max(s.cfg.Replicas, 1),
 	})
 	if err != nil {
 		return fmt.Errorf("command: ensure bucket %s: %w", protocol.BucketGroupJobs, err)

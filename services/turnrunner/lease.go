@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 )
 
@@ -40,7 +41,7 @@ var errHandover = errors.New("turn handed over")
 // ensureBuckets creates the lease and session-lock buckets (or checks them).
 func (s *Service) ensureBuckets(ctx context.Context) error {
 	replicas := max(s.cfg.Stream.Replicas, 1)
-	leases, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	leases, err := bus.EnsureKeyValue(ctx, s.js, jetstream.KeyValueConfig{
 		Bucket:      protocol.BucketTurnLeases,
 		Description: "One lease per running turn: the request, its runner, renewed every second",
 		History:     1,
@@ -51,7 +52,7 @@ func (s *Service) ensureBuckets(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("turnrunner: bucket %s: %w", protocol.BucketTurnLeases, err)
 	}
-	locks, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	locks, err := bus.EnsureKeyValue(ctx, s.js, jetstream.KeyValueConfig{
 		Bucket:      protocol.BucketSessionLocks,
 		Description: "The turn running in each busy session",
 		History:     1,
@@ -61,7 +62,7 @@ func (s *Service) ensureBuckets(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("turnrunner: bucket %s: %w", protocol.BucketSessionLocks, err)
 	}
-	runners, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	runners, err := bus.EnsureKeyValue(ctx, s.js, jetstream.KeyValueConfig{
 		Bucket:      protocol.BucketRunners,
 		Description: "One entry per live turn runner, rewritten every second: it keeps the runner's leases alive",
 		History:     1,

@@ -76,7 +76,7 @@ func New(cfg Config, log *slog.Logger) *App {
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetCommand, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {
 		cc := cfg.Command
-		cc.DataDir = cfg.DataDir
+		cc.DataDir, cc.Replicas = cfg.DataDir, cfg.NATSReplicas
 		return command.New(cc, dial, log), nil
 	}})
 	a.mgr.Register(lifecycle.Module{Name: TargetTurnRunner, Target: true, Deps: []string{moduleBus}, Init: func() (lifecycle.Service, error) {

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/gateway/internal/forward"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
@@ -109,7 +110,7 @@ func (l *Limiter) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ratelimit: jetstream: %w", err)
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := bus.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      protocol.BucketRateLimits,
 		Description: "Waggle rate-limit windows (per user and route)",
 		History:     1,
