@@ -1,13 +1,17 @@
-// Package llmprobe answers "is the model server up?" cheaply: one
-// `GET {base}/models` with a short timeout, cached briefly and shared by
-// concurrent callers, so no turn ever waits on a multi-second probe.
+// Package llmprobe answers "is the model server up, and which models does
+// it serve?" cheaply: one `GET {base}/models` with a short timeout, cached
+// briefly and shared by concurrent callers, so no turn ever waits on a
+// multi-second probe.
 package llmprobe
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +29,11 @@ type Config struct {
 	TTL time.Duration
 	// Client is the HTTP client. Default: a client with Timeout.
 	Client *http.Client
+	// OnChange, when set, is called (outside the prober's lock, on the
+	// probing goroutine) after a probe whose outcome differs from the
+	// previous one: reachability, detail or the model list. The first
+	// probe always counts as a change.
+	OnChange func(Status)
 }
 
 // Validate checks c and fills defaults.
@@ -52,6 +61,19 @@ type Status struct {
 	Reachable bool      `json:"reachable"`
 	CheckedAt time.Time `json:"checkedAt"`
 	Detail    string    `json:"detail,omitempty"`
+	// Models are the ids the server listed, in its order; empty when it
+	// did not answer or its list was not the OpenAI shape.
+	Models []string `json:"models,omitempty"`
+}
+
+// Lists reports whether the server listed model. A server that listed
+// nothing (or an unreadable list) is given the benefit of the doubt.
+func (s Status) Lists(model string) bool {
+	return len(s.Models) == 0 || slices.Contains(s.Models, model)
+}
+
+func (s Status) sameOutcome(o Status) bool {
+	return s.Reachable == o.Reachable && s.Detail == o.Detail && slices.Equal(s.Models, o.Models)
 }
 
 // Prober probes one model server.
@@ -88,9 +110,13 @@ func (p *Prober) Check(ctx context.Context) Status {
 		// next TTL, so the probe runs to its own timeout.
 		st := p.probe(context.WithoutCancel(ctx))
 		p.mu.Lock()
+		changed := p.last.CheckedAt.IsZero() || !st.sameOutcome(p.last)
 		p.last, p.inflight = st, nil
 		p.mu.Unlock()
 		close(wait)
+		if changed && p.cfg.OnChange != nil {
+			p.cfg.OnChange(st)
+		}
 		return st
 	}
 	p.mu.Unlock()
@@ -126,9 +152,33 @@ func (p *Prober) probe(ctx context.Context) Status {
 	if err != nil {
 		return Status{CheckedAt: now, Detail: "unreachable"}
 	}
-	resp.Body.Close()
+	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return Status{CheckedAt: now, Detail: fmt.Sprintf("HTTP %d", resp.StatusCode)}
 	}
-	return Status{Reachable: true, CheckedAt: now}
+	return Status{Reachable: true, CheckedAt: now, Models: modelIDs(resp.Body)}
+}
+
+// maxListBytes bounds the model list read: a server listing thousands of
+// models (OpenRouter) stays well under it.
+const maxListBytes = 4 << 20
+
+// modelIDs reads an OpenAI-shaped list ({"data":[{"id":…},…]}); anything
+// else is no list.
+func modelIDs(body io.Reader) []string {
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if json.NewDecoder(io.LimitReader(body, maxListBytes)).Decode(&list) != nil {
+		return nil
+	}
+	ids := make([]string, 0, len(list.Data))
+	for _, m := range list.Data {
+		if m.ID != "" {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
 }

@@ -87,3 +87,37 @@ func TestCancelledCallerDoesNotCacheAFailure(t *testing.T) {
 		t.Fatalf("after a cancelled caller: %+v", p.Last())
 	}
 }
+
+// TestProbeListsModelsAndReportsChanges: the probe keeps the ids an
+// OpenAI-shaped list names (Ollama's /v1/models answers this way) and
+// calls OnChange once per different outcome, not per probe.
+func TestProbeListsModelsAndReportsChanges(t *testing.T) {
+	var body atomic.Value
+	body.Store(`{"object":"list","data":[{"id":"llama3.2:1b","object":"model"},{"id":"qwen2.5"}]}`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(body.Load().(string)))
+	}))
+	defer srv.Close()
+	var changes []Status
+	cfg := Config{URL: srv.URL + "/v1", TTL: time.Nanosecond, OnChange: func(s Status) { changes = append(changes, s) }}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := New(cfg)
+	st := p.Check(context.Background())
+	if !st.Reachable || len(st.Models) != 2 || st.Models[0] != "llama3.2:1b" || st.Models[1] != "qwen2.5" {
+		t.Fatalf("status = %+v", st)
+	}
+	if !st.Lists("qwen2.5") || st.Lists("claude-sonnet-4-6") {
+		t.Fatalf("Lists wrong for %v", st.Models)
+	}
+	p.Check(context.Background())
+	body.Store(`not json`)
+	st = p.Check(context.Background())
+	if !st.Reachable || len(st.Models) != 0 || !st.Lists("anything") {
+		t.Fatalf("an unreadable list must leave the server reachable and judge no model: %+v", st)
+	}
+	if len(changes) != 2 {
+		t.Fatalf("OnChange called %d times, want 2 (first probe, list gone): %+v", len(changes), changes)
+	}
+}

@@ -64,7 +64,9 @@ type Config struct {
 	Token string
 	// Probe checks the model server for /health.
 	Probe llmprobe.Config
-	// DefaultModel is reported by /health. Default claude-sonnet-4-6.
+	// DefaultModel is the runners' --model, for /health (config.json's
+	// defaultModel wins over it, as in the runner). Empty: none
+	// configured.
 	DefaultModel string
 	// Mode is reported by /health: "local" (default) or "team" (the
 	// default with Auth "required").
@@ -167,9 +169,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.KeepAlive <= 0 {
 		c.KeepAlive = 15 * time.Second
-	}
-	if c.DefaultModel == "" {
-		c.DefaultModel = "claude-sonnet-4-6"
 	}
 	if c.Auth == "" {
 		c.Auth = AuthLocal

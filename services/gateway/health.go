@@ -1,9 +1,14 @@
 package gateway
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/waggle-os/core/libs/llmprobe"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
@@ -47,7 +52,7 @@ type storageHealth struct {
 // "degraded" with the store and reason while a store is full.
 func (s *Service) health(w http.ResponseWriter, r *http.Request) {
 	st := s.probe.Check(r.Context())
-	resp := healthResponse{Status: "ok", Mode: s.cfg.Mode, Timestamp: protocol.Timestamp(time.Now()), DefaultModel: s.cfg.DefaultModel}
+	resp := healthResponse{Status: "ok", Mode: s.cfg.Mode, Timestamp: protocol.Timestamp(time.Now())}
 	if s.cfg.Mode == "local" {
 		// The desktop web client reads its bearer token here (reference §6.1).
 		resp.WSToken = s.cfg.Token
@@ -55,6 +60,12 @@ func (s *Service) health(w http.ResponseWriter, r *http.Request) {
 	resp.LLM = llmHealth{Provider: "openai-compatible", Health: "unavailable", Detail: st.Detail, Reachable: st.Reachable}
 	if st.Reachable {
 		resp.LLM.Health = "healthy"
+	}
+	var served bool
+	resp.DefaultModel, served = s.defaultModel(st)
+	if !served {
+		resp.LLM.Health = "degraded"
+		resp.LLM.Detail = fmt.Sprintf("the configured model %q is not served by the model server", resp.DefaultModel)
 	}
 	if !st.CheckedAt.IsZero() {
 		resp.LLM.CheckedAt, resp.LLM.LastCheck = protocol.Timestamp(st.CheckedAt), protocol.Timestamp(st.CheckedAt)
@@ -81,4 +92,42 @@ func (s *Service) health(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	respond.JSON(w, status, resp)
+}
+
+// defaultModel is the model a turn that names none uses, as the runners
+// resolve it (config.json's defaultModel, else --model, else the agent
+// default or the server's first model when it does not serve that), and
+// whether the model server serves it: false only for a configured model
+// that a reachable server does not list.
+func (s *Service) defaultModel(st llmprobe.Status) (model string, served bool) {
+	model = s.cfg.DefaultModel
+	if m := configJSONModel(s.cfg.DataDir); m != "" {
+		model = m
+	}
+	if model != "" {
+		return model, !st.Reachable || st.Lists(model)
+	}
+	if st.Reachable && !st.Lists(protocol.DefaultAgentModel) {
+		return st.Models[0], true
+	}
+	return protocol.DefaultAgentModel, true
+}
+
+// configJSONModel reads the defaultModel of <dataDir>/config.json; a
+// missing or unreadable file names none (the runner reports a broken one).
+func configJSONModel(dataDir string) string {
+	if dataDir == "" {
+		return ""
+	}
+	data, err := os.ReadFile(filepath.Join(dataDir, "config.json"))
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		DefaultModel string `json:"defaultModel"`
+	}
+	if json.Unmarshal(data, &c) != nil {
+		return ""
+	}
+	return c.DefaultModel
 }

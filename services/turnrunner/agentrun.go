@@ -45,6 +45,9 @@ func (s *Service) startAgentRun(_ context.Context, req protocol.AgentRunRequest)
 			s.wg.Done()
 		}()
 		emit := runEmitter{newPublisher(s.js, req.TurnID)}
+		if req.Model == "" {
+			req.Model = firstNonEmpty(s.models.Get().DefaultModel, s.fallbackModel())
+		}
 		err := s.retrieval.Run(ctx, req, retrieval.NewBusSearcher(s.nc, s.cfg.StoreTimeout), emit)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			s.log.Warn("agent run failed", "turn", req.TurnID, "err", err)

@@ -46,6 +46,9 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 	if !ok {
 		return
 	}
+	if mc.DefaultModel == "" {
+		mc.DefaultModel = t.svc.fallbackModel()
+	}
 	choice := agent.ResolveModel(mc, t.req.Model, in.workspace.Model, message, in.spent)
 	persona := firstNonEmpty(t.req.Persona, in.workspace.Persona)
 	mem := busMemory{s: t.svc, user: t.req.User}

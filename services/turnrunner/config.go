@@ -52,6 +52,11 @@ type Config struct {
 	// LLMAPIKey (--llm-api-key) is sent as a bearer token to the model
 	// server (optional).
 	LLMAPIKey string
+	// Model (--model) is the model of a turn that neither the request, the
+	// workspace nor config.json's defaultModel names. Empty: agent's
+	// DefaultModel, or the model server's first model when it does not
+	// serve that one.
+	Model string
 	// EchoDelay (--echo-delay) is the pause between echo-mode and command
 	// tokens; 0 streams as fast as possible. The flag's default is
 	// DefaultEchoDelay, the original's pace; a Config built by hand sets it.
@@ -148,6 +153,7 @@ type Config struct {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LLMURL, "llm-url", chatstream.DefaultBaseURL, "OpenAI-compatible base URL including /v1 (LiteLLM, vLLM, Ollama, OpenAI)")
 	fs.StringVar(&c.LLMAPIKey, "llm-api-key", "", "bearer key for the model server (prefer the env var: flags show in ps)")
+	fs.StringVar(&c.Model, "model", "", "model a turn uses when neither the request, the workspace nor config.json's defaultModel names one; empty = "+agent.DefaultModel+", or the model server's first model when it does not serve that one")
 	flagext.DurationVar(fs, &c.EchoDelay, "echo-delay", DefaultEchoDelay, "pause between echo-mode and command tokens")
 	c.MaxTurns = 0
 	fs.Var((*maxTurnsValue)(&c.MaxTurns), "max-turns", "turns one runner runs at once (more get 503 RUNNER_BUSY); auto = sized from the machine's memory")

@@ -109,6 +109,9 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.build(); err != nil {
 		return err
 	}
+	// Say at once which model server this runner will use and whether it
+	// answered (reportModelServer logs it): a newcomer's first question.
+	s.probe.Check(ctx)
 	for _, step := range []func(context.Context) error{s.connect, s.subscribe, s.startLoops, s.serve} {
 		if err := step(ctx); err != nil {
 			s.Stop(ctx)
@@ -126,7 +129,10 @@ func (s *Service) build() error {
 	s.id = s.cfg.RunnerID
 	s.incarnation = protocol.NewUUID()[:8]
 	s.log = s.log.With("runner", s.id)
-	s.probe = llmprobe.New(s.cfg.Probe)
+	s.models = newModelConfigCache(s.cfg.DataDir, s.cfg.ModelConfigCheck, s.log)
+	probe := s.cfg.Probe
+	probe.OnChange = s.reportModelServer
+	s.probe = llmprobe.New(probe)
 	ag, err := agent.New(s.cfg.agentConfig())
 	if err != nil {
 		return fmt.Errorf("turnrunner: %w", err)
@@ -136,7 +142,6 @@ func (s *Service) build() error {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
 	s.tools = tools.NewRegistry(s.cfg.toolsConfig())
-	s.models = newModelConfigCache(s.cfg.DataDir, s.cfg.ModelConfigCheck, s.log)
 	s.slots = make(chan struct{}, s.cfg.MaxTurns)
 	return nil
 }

@@ -232,11 +232,8 @@ func (t *turn) end() {
 	}
 }
 
-// echoText is the exact echo-mode reply of the original (reference §1.8).
-func echoText(message string) string {
-	return "**Waggle is running in local mode** (no LLM proxy connected).\n\nYour message: \"" + message +
-		"\"\n\nTo enable AI responses, configure an API key in Settings > API Keys."
-}
+// echoText is the echo-mode reply (protocol.EchoText).
+func echoText(message string) string { return protocol.EchoText(message) }
 
 // runCommand asks the command service to run a slash command. It reports
 // handled=false when the turn should go on to the model: no command
@@ -273,7 +270,7 @@ func (t *turn) runCommand(llm bool) (prompt string, handled bool) {
 
 func requiresAIText(message string) string {
 	token := strings.Fields(strings.TrimSpace(message))[0]
-	return "**" + token + " requires AI** — This command needs a working LLM connection.\n\nConfigure an API key in Settings > API Keys, then try again."
+	return protocol.RequiresAIText(token)
 }
 
 // streamReply streams text the way echo mode and commands do: split on

@@ -268,7 +268,7 @@ func CommandName(input string) string {
 // RequiresAIText is the answer to a command that needs the agent loop when
 // no LLM is reachable; cmdToken is CommandToken of the input.
 func RequiresAIText(cmdToken string) string {
-	return "**" + cmdToken + " requires AI** — This command needs a working LLM connection.\n\nConfigure an API key in Settings > API Keys, then try again."
+	return protocol.RequiresAIText(cmdToken)
 }
 
 // ProcessingText is the step text shown while a rerouted command runs

@@ -12,12 +12,14 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/waggle-os/core/libs/protocol"
 )
 
 // User-facing error texts of a failed turn (reference §1.9 item 11).
 const (
-	MsgUnreachable  = "Could not reach the AI model. Check that your API key is configured in Settings."
-	MsgUnauthorized = "API key is invalid or expired. Update it in Settings > API Keys."
+	MsgUnreachable  = "Could not reach the AI model server. Check that it is running at the address WAGGLE_LLM_URL names."
+	MsgUnauthorized = "The model server refused the API key. Set a valid one with WAGGLE_LLM_API_KEY (or the key pool in config.json)."
 	MsgTimeout      = "The request timed out. The model may be overloaded — try again in a moment."
 	MsgTooLong      = "The conversation is too long for the model. Try clearing the chat and starting fresh."
 	MsgGeneric      = "Something went wrong. Try sending your message again."
@@ -39,11 +41,35 @@ func FriendlyError(err error) string {
 		return MsgUnauthorized
 	case isTimeout(err) || strings.Contains(text, "timeout") || strings.Contains(text, "etimedout"):
 		return MsgTimeout
+	case isModelNotFound(err, status, text):
+		return modelNotFoundText(err)
 	case strings.Contains(text, "context_length") || strings.Contains(text, "too many tokens") || apiCode(err) == "context_length_exceeded":
 		return MsgTooLong
 	default:
 		return MsgGeneric
 	}
+}
+
+// isModelNotFound recognises a model server's "no such model" answer:
+// OpenAI's 404 model_not_found, Ollama's 404 `model "x" not found`,
+// LiteLLM's and vLLM's 404/400 "model ... does not exist".
+func isModelNotFound(err error, status int, text string) bool {
+	if apiCode(err) == "model_not_found" {
+		return true
+	}
+	return (status == http.StatusNotFound || status == http.StatusBadRequest) && strings.Contains(text, "model") &&
+		(strings.Contains(text, "not found") || strings.Contains(text, "does not exist"))
+}
+
+// modelNotFoundText names the model that is missing and how to choose
+// another; the model's name is the user's own configuration, not an
+// internal detail.
+func modelNotFoundText(err error) string {
+	var me *ModelError
+	if errors.As(err, &me) && me.Model != "" {
+		return fmt.Sprintf("The model %q is not available on the model server. %s", me.Model, protocol.ModelChoiceHint)
+	}
+	return "The model this turn asked for is not available on the model server. " + protocol.ModelChoiceHint
 }
 
 // statusOf is the HTTP status of a model error, 0 when it has none.

@@ -295,6 +295,13 @@ func TestFriendlyError(t *testing.T) {
 		{errors.New("prompt has too many tokens"), MsgTooLong},
 		{errors.New("panic: secret internal trace at /home/x"), MsgGeneric},
 		{nil, MsgGeneric},
+		// Ollama's answer for a model it has not pulled, as the agent wraps it.
+		{&ModelError{Model: "claude-sonnet-4-6", Err: &openai.APIError{HTTPStatusCode: 404, Message: `model "claude-sonnet-4-6" not found, try pulling it first`}},
+			`The model "claude-sonnet-4-6" is not available on the model server. Choose one it serves with --model (WAGGLE_MODEL) or "defaultModel" in config.json.`},
+		{&ModelError{Model: "gpt-5", Err: &openai.APIError{HTTPStatusCode: 404, Code: "model_not_found", Message: "The model `gpt-5` does not exist"}},
+			`The model "gpt-5" is not available on the model server. Choose one it serves with --model (WAGGLE_MODEL) or "defaultModel" in config.json.`},
+		// A 404 that is not about a model stays generic.
+		{&openai.APIError{HTTPStatusCode: 404, Message: "route not found"}, MsgGeneric},
 	}
 	for _, tc := range cases {
 		if got := FriendlyError(tc.err); got != tc.want {

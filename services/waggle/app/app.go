@@ -92,6 +92,7 @@ func New(cfg Config, log *slog.Logger) *App {
 		gc := cfg.Gateway
 		gc.DataDir, gc.Replicas, gc.Stream = cfg.DataDir, cfg.NATSReplicas, streamConfig(cfg)
 		gc.Probe = llmprobe.Config{URL: cfg.TurnRunner.LLMURL, APIKey: cfg.TurnRunner.LLMAPIKey}
+		gc.DefaultModel = cfg.TurnRunner.Model
 		gc.ShutdownGrace = cfg.ShutdownTimeout / 3
 		a.gateway = gateway.New(gc, dial, a.mgr.Ready, log)
 		return a.gateway, nil

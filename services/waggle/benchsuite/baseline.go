@@ -18,10 +18,7 @@ import (
 
 // echoText is the echo-mode reply for message (reference §1.8), so the
 // baseline streams the same bytes the server does.
-func echoText(message string) string {
-	return "**Waggle is running in local mode** (no LLM proxy connected).\n\nYour message: \"" + message +
-		"\"\n\nTo enable AI responses, configure an API key in Settings > API Keys."
-}
+func echoText(message string) string { return protocol.EchoText(message) }
 
 // startEchoBaseline serves POST /api/chat as a bare net/http handler that
 // streams the echo reply with libs/sse (one write and flush per event) and

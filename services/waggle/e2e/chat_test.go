@@ -19,7 +19,8 @@ import (
 
 func echoText(msg string) string {
 	return "**Waggle is running in local mode** (no LLM proxy connected).\n\nYour message: \"" + msg +
-		"\"\n\nTo enable AI responses, configure an API key in Settings > API Keys."
+		"\"\n\nTo get AI replies, point Waggle at an OpenAI-compatible model server: set WAGGLE_LLM_URL " +
+		"(Ollama: http://localhost:11434/v1) and, if the server needs one, WAGGLE_LLM_API_KEY, then restart waggle serve."
 }
 
 func jsonString(s string) string {

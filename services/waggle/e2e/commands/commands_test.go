@@ -180,7 +180,8 @@ func TestSlashCommandsThroughChat(t *testing.T) {
 	// holds them all); reported to the gateway's owner.
 	srv := waggletest.Start(t, echoDelay(time.Millisecond))
 	help := execute(t, srv, map[string]any{"command": "/help"}).Result
-	requiresAI := "**/research requires AI** — This command needs a working LLM connection.\n\nConfigure an API key in Settings > API Keys, then try again."
+	requiresAI := "**/research requires AI** — This command needs a working LLM connection.\n\nTo get AI replies, point Waggle at an OpenAI-compatible model server: set WAGGLE_LLM_URL " +
+		"(Ollama: http://localhost:11434/v1) and, if the server needs one, WAGGLE_LLM_API_KEY, then restart waggle serve."
 	tests := []struct {
 		message string
 		want    string

@@ -1,0 +1,26 @@
+package protocol
+
+// The texts that tell a user how to connect a model. They name only what
+// this core has: the environment variables and flags of `waggle serve` and
+// `<data-dir>/config.json` (the original sent users to a "Settings > API
+// Keys" screen that does not exist here).
+const (
+	// ModelSetupHint ends the echo-mode reply and the "requires AI" notice.
+	ModelSetupHint = "To get AI replies, point Waggle at an OpenAI-compatible model server: set WAGGLE_LLM_URL " +
+		"(Ollama: http://localhost:11434/v1) and, if the server needs one, WAGGLE_LLM_API_KEY, then restart waggle serve."
+	// ModelChoiceHint says how to choose the model a turn uses.
+	ModelChoiceHint = "Choose one it serves with --model (WAGGLE_MODEL) or \"defaultModel\" in config.json."
+)
+
+// EchoText is the reply of a turn with no model server reachable: the
+// original's echo-mode reply (reference §1.8) with a setup hint that names
+// what exists here.
+func EchoText(message string) string {
+	return "**Waggle is running in local mode** (no LLM proxy connected).\n\nYour message: \"" + message + "\"\n\n" + ModelSetupHint
+}
+
+// RequiresAIText is the notice of a slash command that needs a model when
+// none is reachable; command is its first word ("/research").
+func RequiresAIText(command string) string {
+	return "**" + command + " requires AI** — This command needs a working LLM connection.\n\n" + ModelSetupHint
+}
