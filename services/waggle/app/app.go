@@ -256,6 +256,8 @@ type busModule struct {
 	// bus (source "nats"), over its own connection.
 	storage   atomic.Pointer[bus.StorageGuard]
 	storageNC *nats.Conn
+	// lock is held on the data dir while the embedded server runs.
+	lock *dataDirLock
 }
 
 // onStorage is the embedded server's storage callback.
@@ -280,15 +282,22 @@ func (b *busModule) Start(ctx context.Context) error {
 		nc.Close()
 		return nil
 	}
+	lock, err := lockDataDir(a.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	b.lock = lock
 	a.embed = embednats.New(embednats.Config{StoreDir: filepath.Join(a.cfg.DataDir, "nats"), Listen: a.cfg.NATSListen,
 		Logger: a.log.With("service", "nats"), OnStorage: b.onStorage})
 	if err := a.embed.Start(ctx); err != nil {
+		b.lock.release()
 		return err
 	}
 	a.dial = bus.OptionDialer(a.embed.ConnectOption())
 	nc, err := a.dial("waggle-nats-storage")
 	if err != nil {
 		a.embed.Stop(ctx)
+		b.lock.release()
 		return err
 	}
 	g := bus.NewStorageGuard(nc, bus.StorageGuardConfig{Source: "nats", Logger: a.log.With("service", "nats")})
@@ -310,6 +319,8 @@ func (b *busModule) Stop(ctx context.Context) error {
 		b.storageNC.Close()
 	}
 	if b.app.embed != nil {
+		// The lock goes once the store is closed, not before.
+		defer b.lock.release()
 		return b.app.embed.Stop(ctx)
 	}
 	return nil

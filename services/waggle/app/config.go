@@ -15,6 +15,7 @@ import (
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/flagext"
+	"github.com/waggle-os/core/libs/lifecycle"
 	"github.com/waggle-os/core/services/approval"
 	"github.com/waggle-os/core/services/command"
 	"github.com/waggle-os/core/services/gateway"
@@ -203,6 +204,11 @@ func (c Config) Validate() error {
 	if c.NATSURL != "" && c.NATSListen != "" {
 		return errors.New("--nats-listen only applies to the embedded NATS server; drop it or --nats-url")
 	}
+	if c.Gateway.Auth == gateway.AuthRequired && c.SessionStore.PostgresURL == "" && c.runs(TargetSessionStore) {
+		// Users, teams and tokens live only in PostgreSQL: without it every
+		// authenticated request would answer 503 behind a healthy /health.
+		return errors.New("--auth=required needs --postgres-url (users, teams and tokens are kept in PostgreSQL)")
+	}
 	for _, v := range []interface{ Validate() error }{c.Gateway, c.TurnRunner, c.SessionStore, c.Approval} {
 		if err := v.Validate(); err != nil {
 			return err
@@ -235,4 +241,18 @@ func hostPortAddr(lookupEnv func(string) (string, bool)) (string, error) {
 		return "", fmt.Errorf("invalid WAGGLE_PORT %q: want a port number 0-65535", port)
 	}
 	return net.JoinHostPort(strings.Trim(host, "[]"), port), nil
+}
+
+// runs reports whether this process runs target (directly or through
+// "all"); no targets means all.
+func (c Config) runs(target string) bool {
+	if len(c.Targets) == 0 {
+		return true
+	}
+	for _, t := range c.Targets {
+		if t == target || t == lifecycle.All {
+			return true
+		}
+	}
+	return false
 }

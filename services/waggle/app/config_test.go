@@ -178,6 +178,8 @@ func TestServeSettings(t *testing.T) {
 		{name: "unknown turn storage", args: []string{"--turn-stream-storage", "disk"}, err: "--turn-stream-storage must be memory or file"},
 		{name: "listen with external NATS", args: []string{"--nats-url", "nats://x:4222", "--nats-listen", "127.0.0.1:4222"}, err: "--nats-listen only applies"},
 		{name: "empty data dir", args: []string{"--data-dir", ""}, err: "the data directory is empty"},
+		{name: "team server without PostgreSQL", args: []string{"--auth", "required"}, err: "--auth=required needs --postgres-url"},
+		{name: "team server's store without PostgreSQL", args: []string{"--auth", "required", "--targets", "session-store"}, err: "--auth=required needs --postgres-url"},
 		{name: "stray argument", args: []string{"now"}, err: `unexpected argument "now"`},
 	}
 	for _, tt := range tests {

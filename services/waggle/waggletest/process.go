@@ -104,6 +104,9 @@ func StartProc(t testing.TB, bin string, opts ...ProcOption) *Proc {
 	return p
 }
 
+// Pid is the process's id.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
 // Output is what the process has printed so far (stdout and stderr).
 func (p *Proc) Output() string { return p.out.String() }
 
