@@ -109,6 +109,11 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.build(); err != nil {
 		return err
 	}
+	// A config.json that cannot be read stops the start with its line and
+	// column; later bad edits keep the last good one (modelConfigCache).
+	if _, err := agent.LoadModelConfig(s.cfg.DataDir); err != nil {
+		return fmt.Errorf("turnrunner: %w", err)
+	}
 	// Say at once which model server this runner will use and whether it
 	// answered (reportModelServer logs it): a newcomer's first question.
 	s.probe.Check(ctx)

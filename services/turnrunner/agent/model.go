@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/waggle-os/core/libs/jsonpos"
 	"github.com/waggle-os/core/libs/protocol"
 )
 
@@ -83,7 +84,7 @@ func LoadModelConfig(dataDir string) (ModelConfig, error) {
 	}
 	var mc ModelConfig
 	if err := json.Unmarshal(b, &mc); err != nil {
-		return ModelConfig{}, fmt.Errorf("agent: parse model config %s: %w", path, err)
+		return ModelConfig{}, fmt.Errorf("%s is invalid: %w", path, jsonpos.Annotate(b, err))
 	}
 	return mc, nil
 }

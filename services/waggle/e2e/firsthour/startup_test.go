@@ -3,7 +3,9 @@ package firsthour
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,5 +56,20 @@ func TestTeamServerWithoutPostgres(t *testing.T) {
 	out := serveFails(t, "--addr", waggletest.FreeAddr(t), "--data-dir", t.TempDir(), "--auth", "required")
 	if !strings.Contains(out, "--auth=required needs --postgres-url") {
 		t.Fatalf("serve said:\n%s", out)
+	}
+}
+
+// TestInvalidConfigJSON: a config.json with a missing comma stops the
+// start with the file, line and column, instead of being reported as a
+// warning at the first turn.
+func TestInvalidConfigJSON(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte("{\n  \"defaultModel\": \"llama3.2\"\n  \"fallbackModel\": \"qwen2.5\"\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := serveFails(t, "--addr", waggletest.FreeAddr(t), "--data-dir", dir)
+	want := filepath.Join(dir, "config.json") + " is invalid: line 3, column 3: invalid character"
+	if !strings.Contains(out, want) {
+		t.Fatalf("serve said:\n%s\nwant %q", out, want)
 	}
 }
