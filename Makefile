@@ -4,11 +4,13 @@ GO      ?= go
 MODULES := libs services/approval services/command services/gateway services/sessionstore services/turnrunner services/waggle
 PKGS    := $(MODULES:%=./%/...)
 BENCHTIME ?= 1s
+# What `waggle version` prints: the nearest tag and commit, "dev" outside git.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: build run test test-short lint fmt bench tidy clean cluster
 
 build:
-	$(GO) build -o bin/waggle ./services/waggle/cmd/waggle
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/waggle ./services/waggle/cmd/waggle
 
 run: build
 	./bin/waggle serve

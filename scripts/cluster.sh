@@ -2,13 +2,16 @@
 # `make cluster`: the team-server topology as local processes, no Docker —
 # a 3-node NATS cluster (waggle nats), one session store + approval +
 # command process, 3 turn runners and 2 gateways (127.0.0.1:3333 and :3334).
-# Logs and data under .cluster/. Ctrl-C stops everything.
+# Logs and data under .cluster/. Ctrl-C stops everything; a process that
+# exits (or that you kill -9 to watch the failover) is reported and the
+# others keep running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=./bin/waggle
 [ -x "$bin" ] || make build >/dev/null
 mkdir -p .cluster/logs .cluster/data
 pids=()
+declare -A names=()
 stop() {
   echo "stopping ${#pids[@]} processes"
   kill -TERM "${pids[@]}" 2>/dev/null || true
@@ -20,6 +23,7 @@ start() { # name, args...
   local name=$1; shift
   "$@" >".cluster/logs/$name.log" 2>&1 &
   pids+=($!)
+  names[$!]=$name
   echo "started $name (pid $!)"
 }
 
@@ -61,5 +65,13 @@ start gateway-1 "$bin" serve "${common[@]}" --targets=gateway --addr 127.0.0.1:3
 start gateway-2 "$bin" serve "${common[@]}" --targets=gateway --addr 127.0.0.1:3334
 
 echo "gateways: http://127.0.0.1:3333 http://127.0.0.1:3334 — logs in .cluster/logs; Ctrl-C to stop"
-wait -n "${pids[@]}" || true
-echo "a process exited; see .cluster/logs" >&2
+# One process going away is what a cluster is for: say so, keep the rest.
+live=${#pids[@]}
+while [ "$live" -gt 0 ]; do
+  exited=
+  status=0
+  wait -n -p exited "${pids[@]}" 2>/dev/null || status=$?
+  [ -n "$exited" ] || break
+  live=$((live - 1))
+  echo "${names[$exited]} (pid $exited) exited with status $status; see .cluster/logs/${names[$exited]}.log — the others keep running" >&2
+done

@@ -139,7 +139,8 @@ type PortInUseError struct {
 
 func (e *PortInUseError) Error() string {
 	return "Port " + e.Port + " is already in use. Another Waggle instance may be running.\n" +
-		"To fix: close the other instance, or set WAGGLE_PORT=<port> to use a different port.\n(" + e.Err.Error() + ")"
+		"To fix: close the other instance, or set WAGGLE_PORT=<port> to use a different port.\n" +
+		"(--addr or WAGGLE_ADDR=host:port wins over WAGGLE_PORT when set: change that one instead.)\n(" + e.Err.Error() + ")"
 }
 
 func (e *PortInUseError) Unwrap() error { return e.Err }

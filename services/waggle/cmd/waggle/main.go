@@ -37,8 +37,6 @@ Commands:
   version   print the version
 `
 
-var version = "dev"
-
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -62,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "healthcheck":
 		return healthcheck(args[1:], stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "waggle", version)
+		fmt.Fprintln(stdout, "waggle", versionString())
 		return 0
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)

@@ -34,7 +34,8 @@ func TestServeConfigErrors(t *testing.T) {
 		{"unwritable data dir", []string{"serve", "--data-dir", filepath.Join(file, "sub")}, 1, "data directory"},
 		{"port in use", []string{"serve", "--data-dir", dataDir, "--addr", busy.Addr().String()}, 1, "cannot listen on " + busy.Addr().String()},
 		{"port in use, original's words", []string{"serve", "--data-dir", dataDir, "--addr", busy.Addr().String()}, 1,
-			"Port " + strconv.Itoa(busy.Addr().(*net.TCPAddr).Port) + " is already in use. Another Waggle instance may be running.\nTo fix: close the other instance, or set WAGGLE_PORT=<port> to use a different port."},
+			"Port " + strconv.Itoa(busy.Addr().(*net.TCPAddr).Port) + " is already in use. Another Waggle instance may be running.\nTo fix: close the other instance, or set WAGGLE_PORT=<port> to use a different port.\n" +
+				"(--addr or WAGGLE_ADDR=host:port wins over WAGGLE_PORT when set: change that one instead.)"},
 		{"bad llm url", []string{"serve", "--data-dir", dataDir, "--llm-url", "localhost:4000"}, 1, "must be an http(s) URL"},
 		{"unknown command", []string{"fly"}, 2, `unknown command "fly"`},
 	}
