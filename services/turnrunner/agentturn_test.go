@@ -136,7 +136,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Errorf("tools config %+v", tc)
 	}
 	ac := c.agentConfig()
-	if ac.MaxSteps != 25 || ac.MaxRetries != 3 || ac.RetryBackoff != time.Second || ac.BaseURL != "http://localhost:4000/v1" {
+	if ac.MaxSteps != 200 || ac.MaxRetries != 3 || ac.RetryBackoff != time.Second || ac.BaseURL != "http://localhost:4000/v1" {
 		t.Errorf("agent config %+v", ac)
 	}
 	off := Config{DataDir: t.TempDir(), EnableBash: BashOff, BashTimeout: time.Hour, BashMaxTimeout: time.Minute}

@@ -38,7 +38,7 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultMaxSteps      = 25
+	DefaultMaxSteps      = 200
 	DefaultMaxRetries    = 3
 	DefaultRetryBackoff  = time.Second
 	DefaultMaxRetryAfter = 30 * time.Second

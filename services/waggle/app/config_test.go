@@ -92,7 +92,7 @@ func TestFrontendDirSetting(t *testing.T) {
 // next to their services, with the defaults its help showed: every one must
 // still exist with the same default (data-dir's depends on $HOME).
 var serveFlags = map[string]string{
-	"addr": "127.0.0.1:3333", "agent-max-steps": "25", "allowed-hosts": "", "allowed-origins": "", "approval-timeout": "5m",
+	"addr": "127.0.0.1:3333", "agent-max-steps": "200", "allowed-hosts": "", "allowed-origins": "", "approval-timeout": "5m",
 	"auth": "local", "bash-sandbox": "auto", "data-dir": "", "disconnect-grace": "30s", "echo-delay": "15ms",
 	"enable-bash": "auto", "frontend-dir": "", "llm-api-key": "", "llm-url": "http://localhost:4000/v1", "log-format": "auto",
 	"log-level": "info", "max-message-length": "50000", "model": "", "max-turns": "auto", "mcp-call-timeout": "1m", "mcp-stdio": "auto",
