@@ -105,9 +105,13 @@ func firstMatching(parts []string, re *regexp.Regexp) (string, bool) {
 // a stated preference (or else an implicit style note), a decision, a
 // correction, research findings, then what a substantial reply holds (a
 // recommendation, the user's question, its key points, or a summary).
+//
+// A slash command, or a message that is mostly directives (tags, options,
+// key=value settings: "reload test #tokens 500 --fast"), says nothing about
+// the user worth remembering: nothing is kept from such an exchange.
 func Extract(user, assistant string) []Fact {
 	x := extraction{user: user, assistant: assistant, ulen: protocol.UTF16Len(user), alen: protocol.UTF16Len(assistant)}
-	if x.ulen < 20 && x.alen < 100 {
+	if x.ulen < 20 && x.alen < 100 || mostlyDirectives(user) {
 		return nil
 	}
 	x.preference()
@@ -305,4 +309,38 @@ func Step(n int) string {
 		return "Auto-saved 1 memory from this exchange."
 	}
 	return "Auto-saved " + strconv.Itoa(n) + " memories from this exchange."
+}
+
+// mostlyDirectives reports whether a message is a command rather than
+// something said: it starts with a slash, or directive words (#tag,
+// @mention, --option, key=value, /path-like commands) are at least half of
+// its words.
+func mostlyDirectives(message string) bool {
+	words := strings.Fields(message)
+	if len(words) == 0 {
+		return false
+	}
+	if strings.HasPrefix(words[0], "/") {
+		return true
+	}
+	directives := 0
+	for _, w := range words {
+		if isDirective(w) {
+			directives++
+		}
+	}
+	return 2*directives >= len(words)
+}
+
+func isDirective(word string) bool {
+	switch {
+	case len(word) > 1 && (word[0] == '#' || word[0] == '@' || word[0] == '/'):
+		return true
+	case strings.HasPrefix(word, "--") && len(word) > 2:
+		return true
+	case strings.Contains(word, "=") && !strings.HasPrefix(word, "=") && !strings.HasSuffix(word, "="):
+		return true
+	}
+	_, err := strconv.ParseFloat(strings.TrimSuffix(word, "%"), 64)
+	return err == nil // bare numbers go with the directive they set
 }

@@ -41,6 +41,13 @@ func TestExtract(t *testing.T) {
 			strings.Repeat("More text. ", 20), []Fact{
 			{"Recommendation: After comparing both, I recommend the managed service because it removes the on-call burden.", "important", false},
 		}},
+		// Commands and directives are not something the user told us.
+		{"slash command", "/research the history of the Hanseatic League in detail", long, nil},
+		{"directives", "reload test #tokens 500 --fast seed=42 @bench", long, nil},
+		{"a tag inside a real question", "How should we migrate the #database to the new cluster?", long, []Fact{
+			{"User asked: How should we migrate the #database to the new cluster?", "temporary", false},
+			{"Migration plan: Freeze writes on the old cluster during the cutover window; Copy the snapshots to the new region and verify checksums; Switch DNS once replication lag is under one second", "normal", false},
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := Extract(c.user, c.bot); !reflect.DeepEqual(got, c.want) {
