@@ -47,6 +47,19 @@ func (r row) info() protocol.SessionInfo {
 	return info
 }
 
+// metaTitle is the meta line's own string title ("" when it has none, or
+// a title that is not a string): the one session search matches.
+func (r row) metaTitle() string {
+	var m struct {
+		Title any `json:"title"`
+	}
+	if json.Unmarshal([]byte(r.meta), &m) != nil {
+		return ""
+	}
+	t, _ := m.Title.(string)
+	return t
+}
+
 // read returns a session's file bytes as the JSONL store would hold them
 // (meta line, then every line in order), read in one statement so one
 // snapshot. ok is false when the session does not exist.
@@ -284,6 +297,9 @@ func (s *Store) SearchSessions(ctx context.Context, req protocol.SessionSearchRe
 			GROUP BY session
 			UNION ALL
 			SELECT id, 1 FROM sessions WHERE workspace = $1 AND lsummary LIKE $2
+			UNION ALL
+			SELECT id, 1 FROM sessions WHERE workspace = $1 AND jsonb_typeof(meta::jsonb->'title') = 'string'
+				AND lower(meta::jsonb->>'title') LIKE $2
 		), totals AS (
 			SELECT session, sum(n)::int AS n FROM hits GROUP BY session
 		)
@@ -316,6 +332,9 @@ func (s *Store) SearchSessions(ctx context.Context, req protocol.SessionSearchRe
 		out[i] = protocol.SessionSearchResult{
 			SessionID: f.id, Title: info.Title, Summary: info.Summary, MatchCount: f.count,
 			Snippets: []protocol.SearchSnippet{}, LastActive: info.LastActive,
+		}
+		if t := f.metaTitle(); t != "" && strings.Contains(strings.ToLower(t), lq) {
+			out[i].Snippets = append(out[i].Snippets, protocol.SearchSnippet{Text: transcript.SnippetText(t, req.Query), Role: "title"})
 		}
 		if f.summary != nil && strings.Contains(strings.ToLower(*f.summary), lq) {
 			out[i].Snippets = append(out[i].Snippets, protocol.SearchSnippet{Text: transcript.SnippetText(*f.summary, req.Query), Role: "summary"})

@@ -582,12 +582,16 @@ func testSearchRanking(t *testing.T, s sessionstore.Store) {
 	if r := res[0]; r.Title != "apple" || r.LastActive == "" || len(r.Snippets) != 3 || r.Snippets[2] != (protocol.SearchSnippet{Text: "pineapple", Role: "user"}) {
 		t.Errorf("result = %+v", r)
 	}
-	// Titles are not searched.
-	if err := s.RenameSession(ctx, ref(ws, "none"), "apple title"); err != nil {
+	// A title a user gave is searched (the original ignored titles): it
+	// counts as one match, with its own snippet first.
+	if err := s.RenameSession(ctx, ref(ws, "none"), "Apple budget"); err != nil {
 		t.Fatal(err)
 	}
-	if res := search(t, s, ws, "apple", 50); len(res) != 4 {
-		t.Errorf("title matched: %d results", len(res))
+	res = search(t, s, ws, "apple", 50)
+	i := slices.IndexFunc(res, func(r protocol.SessionSearchResult) bool { return r.SessionID == "none" })
+	if len(res) != 5 || i < 0 || res[i].MatchCount != 1 ||
+		len(res[i].Snippets) != 1 || res[i].Snippets[0] != (protocol.SearchSnippet{Text: "Apple budget", Role: "title"}) {
+		t.Errorf("title search = %+v", res)
 	}
 	// More than 50 sessions: the cap is 50.
 	for i := range 55 {

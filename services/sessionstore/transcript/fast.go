@@ -103,6 +103,7 @@ func SearchData(data []byte, q string) (matchCount int, snippets []Snippet) {
 			first = false
 			li, _, _ := decodeLine(ln)
 			if li.isMeta {
+				h.title(li.meta.title, lq)
 				h.summary(li.meta.summary, lq)
 				return true
 			}

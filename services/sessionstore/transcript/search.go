@@ -19,14 +19,17 @@ const maxSnippets = 3
 // searchLines is how many message lines of a session are searched.
 const searchLines = 50
 
-// Search matches q case-insensitively as a substring of the meta summary and
-// of the contents of the first 50 message lines (titles are not searched).
+// Search matches q case-insensitively as a substring of the session's title
+// (a string title: one a user or the auto-titler gave it), the meta summary
+// and the contents of the first 50 message lines — the original ignored
+// titles, so a session renamed "Tax return" was not found by "tax".
 // Each hit adds one to matchCount; the first three hits give snippets. The
 // caller enforces the 2-character minimum on q.
 func Search(f File, q string) (matchCount int, snippets []Snippet) {
 	lq := strings.ToLower(q)
 	var h hits
 	if f.Meta != nil {
+		h.title(f.meta.title, lq)
 		h.summary(f.meta.summary, lq)
 	}
 	seen := 0
@@ -43,6 +46,15 @@ func Search(f File, q string) (matchCount int, snippets []Snippet) {
 type hits struct {
 	count    int
 	snippets []Snippet
+}
+
+// title looks for lq in the meta line's title (only a string title: the
+// raw JSON of another value is not text a user named it by).
+func (h *hits) title(t any, lq string) {
+	if s, ok := t.(string); ok && s != "" && strings.Contains(strings.ToLower(s), lq) {
+		h.count++
+		h.snippets = append(h.snippets, Snippet{Text: snippet(s, lq), Role: "title"})
+	}
 }
 
 // summary looks for lq in the meta line's summary s.

@@ -51,14 +51,15 @@ func TestSearch(t *testing.T) {
 		count    int
 		snippets []Snippet
 	}{
-		{"summary first, then messages", []string{summaryMeta, msg("user", "Which database should we use?", ""), msg("assistant", "Postgres is a solid database.", "")},
-			"Database", 3, []Snippet{
+		{"title, summary, then messages", []string{summaryMeta, msg("user", "Which database should we use?", ""), msg("assistant", "Postgres is a solid database.", "")},
+			"Database", 4, []Snippet{
+				{"Database Design", "title"},
 				{"Chose a database schema", "summary"},
 				{"Which database should we use?", "user"},
-				{"Postgres is a solid database.", "assistant"},
 			}},
 		{"no match", []string{summaryMeta, msg("user", "hello", "")}, "quantum", 0, nil},
-		{"titles are not searched", []string{`{"type":"meta","title":"quantum talk","created":"c"}`, msg("user", "hello", "")}, "quantum", 0, nil},
+		{"a string title is searched", []string{`{"type":"meta","title":"quantum talk","created":"c"}`, msg("user", "hello", "")}, "quantum", 1, []Snippet{{"quantum talk", "title"}}},
+		{"a title that is not a string is not", []string{`{"type":"meta","title":{"quantum":1},"created":"c"}`, msg("user", "hello", "")}, "quantum", 0, nil},
 		{"at most 3 snippets, every hit counted", []string{metaLine,
 			msg("user", "db 1", ""), msg("assistant", "db 2", ""), msg("user", "db 3", ""), msg("assistant", "db 4", ""), msg("user", "db 5", "")},
 			"db", 5, []Snippet{{"db 1", "user"}, {"db 2", "assistant"}, {"db 3", "user"}}},
