@@ -126,7 +126,13 @@ func (s *Service) Start(ctx context.Context) error {
 	s.hosts = newHostPolicy(s.cfg.Addr, machineHostname(), s.cfg.AllowedHosts)
 	s.origins = s.cfg.origins()
 	s.beyondLoopback = !loopbackListener(hostOnly(s.cfg.Addr))
-	if !loopbackListener(hostOnly(s.cfg.Addr)) && len(s.cfg.AllowedHosts) == 0 {
+	if s.beyondLoopback && s.cfg.Auth == AuthLocal {
+		// The token itself is not logged: /health gives it to this
+		// machine's own clients.
+		s.log.Info("listening beyond loopback in local mode: every client needs the bearer token (the wsToken of /health, read on this machine)",
+			"addr", s.cfg.Addr)
+	}
+	if s.beyondLoopback && len(s.cfg.AllowedHosts) == 0 {
 		s.log.Warn("listening beyond loopback with no --allowed-hosts: requests that name this server by anything but an IP address, localhost or the machine name are refused",
 			"addr", s.cfg.Addr)
 	}
