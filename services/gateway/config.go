@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/url"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/waggle-os/core/libs/bus"
@@ -29,13 +31,24 @@ const (
 	DefaultRateWindow = time.Minute
 )
 
-// DefaultAllowedOrigins are the browser origins of the Waggle desktop and
-// web clients (reference §0.3), in the original's order: the first is the
-// fallback Access-Control-Allow-Origin of event streams.
-var DefaultAllowedOrigins = []string{
-	"http://localhost:1420", "http://127.0.0.1:1420", "tauri://localhost", "https://tauri.localhost",
-	"http://localhost:3333", "http://127.0.0.1:3333", "http://localhost:8080", "http://127.0.0.1:8080",
-	"http://localhost:8081", "http://localhost:8082", "http://localhost:5173", "http://127.0.0.1:5173",
+// DefaultBodyReadTimeout bounds the read of one request body.
+const DefaultBodyReadTimeout = 30 * time.Second
+
+// DesktopOrigins are the browser origins of the Waggle desktop app (its
+// Tauri webview on each platform, and its development server), always
+// allowed besides the server's own origin. The first is the fallback
+// Access-Control-Allow-Origin of event streams (the original's order).
+var DesktopOrigins = []string{
+	"http://localhost:1420", "http://127.0.0.1:1420", "tauri://localhost", "http://tauri.localhost", "https://tauri.localhost",
+}
+
+// DevOrigins are generic development-server origins the original allowed
+// by default. Any local program can serve a page there, so they are
+// allowed only with --allow-dev-origins.
+var DevOrigins = []string{
+	"http://localhost:3000", "http://127.0.0.1:3000", "http://localhost:3333", "http://127.0.0.1:3333",
+	"http://localhost:5173", "http://127.0.0.1:5173", "http://localhost:8080", "http://127.0.0.1:8080",
+	"http://localhost:8081", "http://127.0.0.1:8081", "http://localhost:8082", "http://127.0.0.1:8082",
 }
 
 // Config configures the gateway. Fields without a default of their own
@@ -53,9 +66,17 @@ type Config struct {
 	MaxMessageLength int
 	// BodyLimit is the largest request body in bytes. Default 1 MiB.
 	BodyLimit int64
-	// AllowedOrigins (--allowed-origins) are the CORS origins (exact
-	// match). Default (nil) DefaultAllowedOrigins.
+	// AllowedOrigins (--allowed-origins) are browser origins (exact
+	// match) allowed besides the server's own and DesktopOrigins: they may
+	// make state-changing requests and read answers (CORS).
 	AllowedOrigins []string
+	// AllowDevOrigins (--allow-dev-origins) also allows DevOrigins.
+	AllowDevOrigins bool
+	// BodyReadTimeout (--body-read-timeout) bounds the read of one request
+	// body, from the end of its headers; a client that stalls is cut off.
+	// It does not bound the response (event streams run on). Default
+	// DefaultBodyReadTimeout.
+	BodyReadTimeout time.Duration
 	// KeepAlive is the idle interval after which an event stream gets a
 	// comment line. Default 15s.
 	KeepAlive time.Duration
@@ -130,7 +151,9 @@ var defaultChatLimit = ratelimit.DefaultRouteLimits["/api/chat"]
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "addr", DefaultAddr, "HTTP listen address")
 	flagext.IntVar(fs, &c.MaxMessageLength, "max-message-length", DefaultMaxMessageLength, "longest chat message in UTF-16 code units (0 = no limit)")
-	flagext.ListVar(fs, &c.AllowedOrigins, "allowed-origins", nil, "comma list of CORS origins (exact match); empty = the desktop/web client origins")
+	flagext.ListVar(fs, &c.AllowedOrigins, "allowed-origins", nil, "comma list of browser origins (exact match) allowed besides the server's own and the desktop app's")
+	fs.BoolVar(&c.AllowDevOrigins, "allow-dev-origins", false, "also allow the generic development-server origins (localhost/127.0.0.1 ports 3000, 3333, 5173, 8080-8082)")
+	flagext.DurationVar(fs, &c.BodyReadTimeout, "body-read-timeout", DefaultBodyReadTimeout, "longest read of one request body; a stalled client is cut off")
 	flagext.ListVar(fs, &c.AllowedHosts, "allowed-hosts", nil, "comma list of host names the server answers to besides localhost, its listen address and IP addresses (DNS rebinding protection; .example.com = domain and subdomains, * = off)")
 	flagext.EnumVar(fs, &c.Auth, "auth", AuthLocal, "local (desktop trust: loopback passes, others need the /health token) or required (team server: every request needs a user token)",
 		AuthLocal, AuthRequired)
@@ -153,6 +176,14 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("gateway: auth mode %q: want local or required", c.Auth)
 	}
+	for _, o := range c.AllowedOrigins {
+		if err := checkOrigin(o); err != nil {
+			return err
+		}
+	}
+	if c.BodyReadTimeout < 0 {
+		return errors.New("gateway: the body read timeout must not be negative (--body-read-timeout)")
+	}
 	return nil
 }
 
@@ -164,8 +195,8 @@ func (c Config) withDefaults() Config {
 	if c.BodyLimit <= 0 {
 		c.BodyLimit = 1 << 20
 	}
-	if c.AllowedOrigins == nil {
-		c.AllowedOrigins = DefaultAllowedOrigins
+	if c.BodyReadTimeout <= 0 {
+		c.BodyReadTimeout = DefaultBodyReadTimeout
 	}
 	if c.KeepAlive <= 0 {
 		c.KeepAlive = 15 * time.Second
@@ -235,6 +266,38 @@ func (c *Config) prepare() error {
 		if err := spa.Check(c.FrontendDir); err != nil {
 			return fmt.Errorf("gateway: %w", err)
 		}
+	}
+	return nil
+}
+
+// origins are the browser origins allowed besides the server's own, in
+// order: the desktop app's, the development servers' when opted in, the
+// operator's. The first is the fallback Access-Control-Allow-Origin of
+// event streams.
+func (c *Config) origins() []string {
+	out := slices.Clone(DesktopOrigins)
+	if c.AllowDevOrigins {
+		out = append(out, DevOrigins...)
+	}
+	for _, o := range c.AllowedOrigins {
+		if o = normalizeOrigin(o); o != "" && !slices.Contains(out, o) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// checkOrigin reports an --allowed-origins entry that is not an origin
+// (scheme://host[:port], nothing after it): such an entry could never
+// match, and "*" would open the server to every page.
+func checkOrigin(o string) error {
+	o = normalizeOrigin(o)
+	if o == "" {
+		return nil
+	}
+	u, err := url.Parse(o)
+	if err != nil || u.Scheme == "" || u.Host == "" || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("gateway: --allowed-origins entry %q is not an origin (scheme://host[:port])", o)
 	}
 	return nil
 }

@@ -22,6 +22,11 @@ func TestConfigValidate(t *testing.T) {
 		{"local", Config{Auth: AuthLocal}, ""},
 		{"required", Config{Auth: AuthRequired}, ""},
 		{"unknown auth", Config{Auth: "open"}, `auth mode "open": want local or required`},
+		{"origins", Config{AllowedOrigins: []string{"https://app.example.com", "http://localhost:4000/", "tauri://localhost"}}, ""},
+		{"origin with a path", Config{AllowedOrigins: []string{"https://app.example.com/app"}}, "--allowed-origins"},
+		{"origin wildcard", Config{AllowedOrigins: []string{"*"}}, "--allowed-origins"},
+		{"origin without scheme", Config{AllowedOrigins: []string{"app.example.com"}}, "--allowed-origins"},
+		{"negative body timeout", Config{BodyReadTimeout: -time.Second}, "--body-read-timeout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,7 +56,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if hand.Addr != flags.Addr || hand.Auth != flags.Auth || hand.RateLimitChat != flags.RateLimitChat || hand.RateWindow != flags.RateWindow ||
-		hand.MaxMessageLength != 0 || len(hand.AllowedOrigins) != len(DefaultAllowedOrigins) || hand.Mode != "local" || hand.Token == "" {
+		hand.MaxMessageLength != 0 || hand.AllowedOrigins != nil || hand.BodyReadTimeout != flags.BodyReadTimeout || hand.Mode != "local" || hand.Token == "" {
 		t.Errorf("hand-built defaults %+v", hand)
 	}
 	team := Config{DataDir: t.TempDir(), Probe: hand.Probe, Auth: AuthRequired}

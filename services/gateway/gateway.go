@@ -52,6 +52,12 @@ type Service struct {
 	hub     *hub
 	storage storageState
 	hosts   *hostPolicy
+	// origins are the browser origins allowed besides the server's own
+	// (Config.origins).
+	origins []string
+	// beyondLoopback is set when the listener accepts non-loopback
+	// clients: local mode then wants the token from every client.
+	beyondLoopback bool
 
 	// streams is cancelled when the shutdown grace runs out, cutting event
 	// streams that are still open.
@@ -118,7 +124,15 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.ln = ln
 	s.hosts = newHostPolicy(s.cfg.Addr, machineHostname(), s.cfg.AllowedHosts)
-	if !loopbackListener(hostOnly(s.cfg.Addr)) && len(s.cfg.AllowedHosts) == 0 {
+	s.origins = s.cfg.origins()
+	s.beyondLoopback = !loopbackListener(hostOnly(s.cfg.Addr))
+	if s.beyondLoopback && s.cfg.Auth == AuthLocal {
+		// The token itself is not logged: /health gives it to this
+		// machine's own clients.
+		s.log.Info("listening beyond loopback in local mode: every client needs the bearer token (the wsToken of /health, read on this machine)",
+			"addr", s.cfg.Addr)
+	}
+	if s.beyondLoopback && len(s.cfg.AllowedHosts) == 0 {
 		s.log.Warn("listening beyond loopback with no --allowed-hosts: requests that name this server by anything but an IP address, localhost or the machine name are refused",
 			"addr", s.cfg.Addr)
 	}
@@ -126,7 +140,8 @@ func (s *Service) Start(ctx context.Context) error {
 	s.srv = &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
-		// No WriteTimeout: it would cut event streams; idle streams get
+		// No ReadTimeout (bodyDeadline bounds the body alone) and no
+		// WriteTimeout: they would cut event streams; idle streams get
 		// keep-alives instead.
 		IdleTimeout: 120 * time.Second,
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
@@ -168,9 +183,10 @@ func (s *Service) Stop(ctx context.Context) error {
 func (s *Service) routes() http.Handler {
 	r := chi.NewRouter()
 	deps := s.deps()
-	// The Host check comes before CORS, auth and every route (/health
-	// too: it reports the token).
-	r.Use(metrics, s.recoverer, securityHeaders, s.hostCheck, s.cors)
+	// The body deadline starts with the request. The Host check comes
+	// before the origin and media-type rules (trust.go), CORS, auth and
+	// every route (/health too: it reports the token).
+	r.Use(s.bodyDeadline, metrics, s.recoverer, securityHeaders, s.hostCheck, s.originCheck, s.jsonBody, s.cors)
 	r.Use(s.pages) // the browser clients are public files, served before auth
 	// While the bus is away, every route that needs it answers 503 at once
 	// (the static pages above still load).

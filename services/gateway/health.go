@@ -53,7 +53,7 @@ type storageHealth struct {
 func (s *Service) health(w http.ResponseWriter, r *http.Request) {
 	st := s.probe.Check(r.Context())
 	resp := healthResponse{Status: "ok", Mode: s.cfg.Mode, Timestamp: protocol.Timestamp(time.Now())}
-	if s.cfg.Mode == "local" {
+	if s.reportsToken(r) {
 		// The desktop web client reads its bearer token here (reference §6.1).
 		resp.WSToken = s.cfg.Token
 	}
@@ -130,4 +130,13 @@ func configJSONModel(dataDir string) string {
 		return ""
 	}
 	return c.DefaultModel
+}
+
+// reportsToken reports whether /health hands r the local-mode bearer
+// token: only to a direct loopback client (anyone on the machine can read
+// it anyway), never to a remote one or one relayed by a proxy, whatever
+// the listen address; a remote client of a server bound beyond loopback
+// is given the token by its operator.
+func (s *Service) reportsToken(r *http.Request) bool {
+	return s.cfg.Mode == "local" && directLoopback(r)
 }

@@ -149,10 +149,12 @@ func machineHostname() string {
 }
 
 // hostCheck refuses, before any other work, a request whose Host is not one
-// of the server's own names.
+// of the server's own names. A request with no Host at all (HTTP/1.0: a
+// health checker; net/http refuses HTTP/1.1 without one) passes: browsers
+// always send Host, so it cannot be a rebound page.
 func (s *Service) hostCheck(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.hosts.allows(r.Host) {
+		if r.Host != "" && !s.hosts.allows(r.Host) {
 			s.log.Warn("request refused: Host not allowed (set --allowed-hosts if this name is the server's)",
 				"host", r.Host, "path", r.URL.Path, "remote", r.RemoteAddr)
 			respond.Fail(w, protocol.Forbidden, HostNotAllowed, hostNotAllowedMessage)

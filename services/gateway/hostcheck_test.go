@@ -79,6 +79,7 @@ func TestHostCheckMiddleware(t *testing.T) {
 		{"POST", "/api/chat", "evil.example:3333", 403},
 		{"OPTIONS", "/api/chat", "evil.example:3333", 403},
 		{"POST", "/api/chat", "127.0.0.1:3333", 204},
+		{"GET", "/health", "", 204}, // HTTP/1.0, no Host: not a browser
 	} {
 		reached = false
 		r := httptest.NewRequest(tt.method, tt.path, nil)

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime/debug"
-	"slices"
 	"strings"
 
 	"github.com/waggle-os/core/libs/protocol"
@@ -98,11 +97,12 @@ const allowedMethods = "GET,HEAD,PUT,PATCH,POST,DELETE"
 
 // cors answers preflights and marks allowed origins on every response.
 // Origins match exactly (the original's prefix match accepted
-// http://localhost:1420.evil.com).
+// http://localhost:1420.evil.com); originCheck has already refused a
+// state-changing request from any other origin.
 func (s *Service) cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
-		allowed := origin != "" && slices.Contains(s.cfg.AllowedOrigins, origin)
+		allowed := s.originAllowed(origin, r.Host)
 		if r.Method == http.MethodOptions {
 			if origin == "" || r.Header.Get("Access-Control-Request-Method") == "" {
 				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -136,23 +136,26 @@ func (s *Service) cors(next http.Handler) http.Handler {
 
 // streamOrigin picks the Access-Control-Allow-Origin of an event stream the
 // way the original's validateOrigin does: the request's origin when it is
-// exactly allowed, else the first allowed origin.
+// allowed, else the first allowed origin.
 func (s *Service) streamOrigin(r *http.Request) string {
 	origin := r.Header.Get("Origin")
-	if origin != "" && slices.Contains(s.cfg.AllowedOrigins, origin) {
+	if s.originAllowed(origin, r.Host) {
 		return origin
 	}
-	if len(s.cfg.AllowedOrigins) == 0 {
+	if len(s.origins) == 0 {
 		return ""
 	}
-	return s.cfg.AllowedOrigins[0]
+	return s.origins[0]
 }
 
-// auth is local mode's desktop trust (reference §0.2): loopback clients and
-// /health pass; anyone else needs the bearer token /health reports.
+// auth is local mode's desktop trust (reference §0.2): on a loopback-only
+// listener, direct loopback clients pass; anyone else needs the bearer
+// token /health reports to direct loopback clients. A server bound beyond
+// loopback asks every request but /health (and preflights) for the token,
+// loopback callers included: one may be a reverse proxy relaying anyone.
 func (s *Service) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodOptions || r.URL.Path == "/health" || isLoopback(r.RemoteAddr) {
+		if r.Method == http.MethodOptions || r.URL.Path == "/health" || (!s.beyondLoopback && directLoopback(r)) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -168,6 +171,17 @@ func (s *Service) auth(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// directLoopback reports whether r comes from this machine itself: a
+// loopback peer that does not say it forwards someone else's request (a
+// local reverse proxy adds Forwarded or X-Forwarded-For).
+func directLoopback(r *http.Request) bool {
+	h := r.Header
+	if h.Get("Forwarded") != "" || h.Get("X-Forwarded-For") != "" || h.Get("X-Real-IP") != "" {
+		return false
+	}
+	return isLoopback(r.RemoteAddr)
 }
 
 func isLoopback(remoteAddr string) bool {

@@ -50,7 +50,7 @@ func newRelayService(t *testing.T) *Service {
 	if _, err := bus.EnsureTurnStream(context.Background(), js, bus.TurnStreamConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	s := &Service{cfg: Config{KeepAlive: time.Minute, AllowedOrigins: DefaultAllowedOrigins}, nc: nc, js: js, log: slog.Default()}
+	s := &Service{cfg: Config{KeepAlive: time.Minute}, origins: DesktopOrigins, nc: nc, js: js, log: slog.Default()}
 	s.streams, s.stopStream = context.WithCancel(context.Background())
 	t.Cleanup(s.stopStream)
 	return s

@@ -129,6 +129,21 @@ func EnvName(flagName string) string {
 	return "WAGGLE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
+// textBool is a boolean flag's text on the command line: "true" when the
+// flag is given alone, else its value, parsed by the typed flag later.
+type textBool struct{ s *string }
+
+func (v textBool) String() string {
+	if v.s == nil {
+		return ""
+	}
+	return *v.s
+}
+
+func (v textBool) Set(s string) error { *v.s = s; return nil }
+
+func (v textBool) IsBoolFlag() bool { return true }
+
 // ParseServe reads the configuration of `waggle serve` from args and the
 // environment. It returns flag.ErrHelp after printing help for -h.
 func ParseServe(args []string, lookupEnv func(string) (string, bool), out io.Writer) (Config, error) {
@@ -142,7 +157,16 @@ func ParseServe(args []string, lookupEnv func(string) (string, bool), out io.Wri
 	fs.SetOutput(out)
 	text := map[string]*string{}
 	typed.VisitAll(func(f *flag.Flag) {
-		text[f.Name] = fs.String(f.Name, f.DefValue, fmt.Sprintf("%s (env %s)", f.Usage, EnvName(f.Name)))
+		usage := fmt.Sprintf("%s (env %s)", f.Usage, EnvName(f.Name))
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			// A switch (--allow-dev-origins) takes no value on the
+			// command line.
+			v := f.DefValue
+			text[f.Name] = &v
+			fs.Var(textBool{&v}, f.Name, usage)
+			return
+		}
+		text[f.Name] = fs.String(f.Name, f.DefValue, usage)
 	})
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: waggle serve [flags]\n\nRuns Waggle core. Every flag can also be set with its environment variable; flags win.\n"+

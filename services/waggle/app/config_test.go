@@ -92,7 +92,7 @@ func TestFrontendDirSetting(t *testing.T) {
 // next to their services, with the defaults its help showed: every one must
 // still exist with the same default (data-dir's depends on $HOME).
 var serveFlags = map[string]string{
-	"addr": "127.0.0.1:3333", "agent-max-steps": "200", "allowed-hosts": "", "allowed-origins": "", "approval-timeout": "5m",
+	"addr": "127.0.0.1:3333", "agent-max-steps": "200", "allow-dev-origins": "false", "body-read-timeout": "30s", "allowed-hosts": "", "allowed-origins": "", "approval-timeout": "5m",
 	"auth": "local", "bash-sandbox": "auto", "data-dir": "", "disconnect-grace": "30s", "echo-delay": "15ms",
 	"enable-bash": "auto", "frontend-dir": "", "llm-api-key": "", "llm-url": "http://localhost:4000/v1", "log-format": "auto",
 	"log-level": "info", "max-message-length": "50000", "model": "", "max-turns": "auto", "mcp-call-timeout": "1m", "mcp-stdio": "auto",
@@ -128,7 +128,8 @@ func TestServeFlagsRegistered(t *testing.T) {
 		t.Fatalf("--help: %v", err)
 	}
 	for name := range want {
-		if !strings.Contains(help.String(), "  -"+name+" string\n") || !strings.Contains(help.String(), "(env "+EnvName(name)+")") {
+		shown := strings.Contains(help.String(), "  -"+name+" string\n") || strings.Contains(help.String(), "  -"+name+"\n") // a switch
+		if !shown || !strings.Contains(help.String(), "(env "+EnvName(name)+")") {
 			t.Errorf("help lacks --%s or its %s", name, EnvName(name))
 		}
 	}
@@ -162,6 +163,14 @@ func TestServeSettings(t *testing.T) {
 					slices.Equal(c.Gateway.AllowedHosts, []string{"a.example", ".b.example"}) && c.LogLevel == slog.LevelDebug &&
 					c.SessionStore.PostgresURL == "postgres://x" && c.SessionStore.Store == "postgres"
 			}},
+		{name: "dev origins switch, body timeout", args: []string{"--allow-dev-origins", "--body-read-timeout", "2s"}, check: func(c Config) bool {
+			return c.Gateway.AllowDevOrigins && c.Gateway.BodyReadTimeout == 2*time.Second
+		}},
+		{name: "dev origins from env", env: map[string]string{"WAGGLE_ALLOW_DEV_ORIGINS": "true"}, check: func(c Config) bool { return c.Gateway.AllowDevOrigins }},
+		{name: "dev origins switched off", args: []string{"--allow-dev-origins=false"}, env: map[string]string{"WAGGLE_ALLOW_DEV_ORIGINS": "true"},
+			check: func(c Config) bool { return !c.Gateway.AllowDevOrigins }},
+		{name: "bad dev origins env", env: map[string]string{"WAGGLE_ALLOW_DEV_ORIGINS": "maybe"}, err: "invalid WAGGLE_ALLOW_DEV_ORIGINS"},
+		{name: "bad allowed origin", args: []string{"--allowed-origins", "*"}, err: "--allowed-origins"},
 		{name: "flag wins over env", args: []string{"--mcp-stdio", "off"}, env: map[string]string{"WAGGLE_MCP_STDIO": "sandbox"},
 			check: func(c Config) bool { return c.TurnRunner.MCP.Stdio == "off" }},
 		{name: "bad env names its variable", env: map[string]string{"WAGGLE_APPROVAL_TIMEOUT": "soon"}, err: `invalid WAGGLE_APPROVAL_TIMEOUT "soon": want a duration`},

@@ -34,7 +34,7 @@ func TestEchoStreamExactBytes(t *testing.T) {
 	srv := waggletest.Start(t)
 	msg := `hello <b> & "quotes"`
 	resp := srv.Do(http.MethodPost, "/api/chat", map[string]any{"message": msg, "workspace": "default", "session": "s1"},
-		"Origin", "http://127.0.0.1:5173")
+		"Origin", "http://127.0.0.1:1420")
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
@@ -45,7 +45,7 @@ func TestEchoStreamExactBytes(t *testing.T) {
 	}
 	for k, v := range map[string]string{
 		"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "Connection": "keep-alive",
-		"X-Accel-Buffering": "no", "Access-Control-Allow-Origin": "http://127.0.0.1:5173",
+		"X-Accel-Buffering": "no", "Access-Control-Allow-Origin": "http://127.0.0.1:1420",
 	} {
 		if got := resp.Header.Get(k); got != v {
 			t.Errorf("header %s = %q, want %q", k, got, v)
@@ -78,10 +78,10 @@ func TestEchoStreamExactBytes(t *testing.T) {
 
 func TestStreamOriginFallback(t *testing.T) {
 	srv := waggletest.Start(t)
+	var turn string
 	for origin, want := range map[string]string{
-		"":                               "http://localhost:1420",
-		"http://localhost:1420.evil.com": "http://localhost:1420",
-		"tauri://localhost":              "tauri://localhost",
+		"":                  "http://localhost:1420",
+		"tauri://localhost": "tauri://localhost",
 	} {
 		var hdr []string
 		if origin != "" {
@@ -91,7 +91,16 @@ func TestStreamOriginFallback(t *testing.T) {
 		if got := st.Resp.Header.Get("Access-Control-Allow-Origin"); got != want {
 			t.Errorf("origin %q: ACAO = %q, want %q", origin, got, want)
 		}
+		turn = st.Resp.Header.Get("X-Waggle-Turn-Id")
 		st.All(t)
+	}
+	// A foreign origin cannot start a turn (403 ORIGIN_NOT_ALLOWED) but
+	// may follow one by GET: its stream names the first allowed origin,
+	// never the foreign one.
+	resp := srv.Do(http.MethodGet, "/api/chat/turns/"+turn+"/events", nil, "Origin", "http://localhost:1420.evil.com", "Last-Event-ID", "0")
+	resp.Body.Close()
+	if got := resp.Header.Get("Access-Control-Allow-Origin"); got != "http://localhost:1420" {
+		t.Errorf("foreign origin: ACAO = %q, want the first allowed origin", got)
 	}
 }
 

@@ -158,9 +158,9 @@ func TestCORSPreflight(t *testing.T) {
 		t.Errorf("bad preflight: %d %q", resp.StatusCode, data)
 	}
 	// A normal JSON route reflects an allowed origin.
-	resp = srv.Do(http.MethodGet, "/api/history", nil, "Origin", "http://localhost:5173")
+	resp = srv.Do(http.MethodGet, "/api/history", nil, "Origin", "http://127.0.0.1:1420")
 	resp.Body.Close()
-	if resp.Header.Get("Access-Control-Allow-Origin") != "http://localhost:5173" {
+	if resp.Header.Get("Access-Control-Allow-Origin") != "http://127.0.0.1:1420" {
 		t.Errorf("history ACAO = %q", resp.Header.Get("Access-Control-Allow-Origin"))
 	}
 }

@@ -8,9 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
-	"strings"
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
@@ -37,6 +35,9 @@ type Fields map[string]json.RawMessage
 // Decode reads a JSON object body. An empty body is {} (DESIGN §9: the
 // web client sends a JSON content type on every request). A body that is
 // valid JSON but not an object is also {}: its Fields are simply missing.
+// The Content-Type was checked once for every route, before routing (the
+// gateway's jsonBody middleware): a body that reaches a handler is JSON
+// by its type.
 func Decode(w http.ResponseWriter, r *http.Request, limit int64) (Fields, error) {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
@@ -49,12 +50,6 @@ func Decode(w http.ResponseWriter, r *http.Request, limit int64) (Fields, error)
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
 		return Fields{}, nil
-	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, _ := mime.ParseMediaType(ct)
-		if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
-			return nil, &respond.RequestError{Kind: protocol.UnsupportedMedia, Code: "FST_ERR_CTP_INVALID_MEDIA_TYPE", Message: "Unsupported Media Type: " + mt}
-		}
 	}
 	if !json.Valid(data) {
 		return nil, &respond.RequestError{Kind: protocol.Invalid, Code: "FST_ERR_CTP_INVALID_JSON_BODY",

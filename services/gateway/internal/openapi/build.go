@@ -66,12 +66,13 @@ func sharedResponseObjects() map[string]*Response {
 			Content: jsonOf(&Schema{AnyOf: []*Schema{ref("Error"), ref("RequestError")}})},
 		"Unauthorized": {Description: "No or a wrong bearer token (code MISSING_TOKEN or INVALID_TOKEN).", Content: jsonOf(ref("Error"))},
 		"Forbidden": {Description: "The request's Host is not one of the server's names (code HOST_NOT_ALLOWED, any route: DNS-rebinding protection, --allowed-hosts); " +
+			"a state-changing request from a web page of another origin (code ORIGIN_NOT_ALLOWED, any method but GET/HEAD/OPTIONS: --allowed-origins); " +
 			"on a team server also a role that may not do this (code VIEWER_READ_ONLY or FORBIDDEN).", Content: jsonOf(ref("Error"))},
 		"NotFound": {Description: "Unknown resource; on a team server also anything outside the user's teams.", Content: jsonOf(ref("Error"))},
 		"Conflict": {Description: "The resource is in a state that does not allow this (e.g. SESSION_BUSY, already decided).", Content: jsonOf(ref("Error"))},
 		"PayloadTooLarge": {Description: "The body is over the limit (1 MiB), code FST_ERR_CTP_BODY_TOO_LARGE.",
 			Content: jsonOf(ref("RequestError"))},
-		"UnsupportedMediaType": {Description: "A non-empty body that is not JSON by its Content-Type (code FST_ERR_CTP_INVALID_MEDIA_TYPE).",
+		"UnsupportedMediaType": {Description: "A Content-Type that is not JSON, or a body without one (code FST_ERR_CTP_INVALID_MEDIA_TYPE; any method but GET/HEAD/OPTIONS, before any route).",
 			Content: jsonOf(ref("RequestError"))},
 		"TooManyRequests": {Description: "Rate limited (on by default with --auth=required).", Headers: map[string]*Header{
 			"Retry-After":           {Description: "seconds", Schema: integer()},
@@ -183,7 +184,11 @@ func addOperation(doc *Document, o op) {
 	if o.body != nil {
 		out.RequestBody = &RequestBody{Description: "JSON object; an empty body is {}.",
 			Content: map[string]MediaType{"application/json": {Schema: o.body}}}
-		errs = append(errs, http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType)
+		errs = append(errs, http.StatusBadRequest, http.StatusRequestEntityTooLarge)
+	}
+	if o.method != http.MethodGet && o.method != http.MethodHead {
+		// The media-type rule runs before every state-changing route.
+		errs = append(errs, http.StatusUnsupportedMediaType)
 	}
 	// The Host check runs before everything, /health included.
 	errs = append(errs, http.StatusForbidden)

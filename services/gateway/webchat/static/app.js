@@ -71,7 +71,8 @@
       message = (b.statusCode && b.message) ? b.message : (b.error || b.message || message);
       code = b.code;
     } catch (_) { /* not JSON: keep the status text */ }
-    if (resp.status === 401 && state.mode === 'team') askToken('The server refused your token: ' + message);
+    // A local server reached from another machine wants its token too.
+    if (resp.status === 401) askToken('The server refused your token: ' + message);
     return new APIError(resp.status, message, code);
   }
 
@@ -822,8 +823,10 @@
   async function boot() {
     bindUI();
     let h = { mode: 'local' };
+    let reached = false;
     try {
       h = await health();
+      reached = true;
     } catch (err) {
       showError(err);
     }
@@ -833,7 +836,14 @@
       state.token = store.get('token');
       if (!state.token) await askToken();
     } else {
-      state.token = h.wsToken || null;
+      // /health hands the token only to this machine's own clients; from
+      // elsewhere (a server bound beyond loopback) the user pastes it.
+      state.token = h.wsToken || store.get('token') || null;
+      if (!state.token && reached) {
+        $('token-help').textContent = 'This Waggle server is on another machine. Paste its access token ' +
+          '(on that machine: the wsToken field of http://127.0.0.1:<port>/health).';
+        await askToken();
+      }
     }
     $('status').textContent = h.offline ? 'echo mode' : (h.defaultModel || '');
     await loadWorkspaces();
