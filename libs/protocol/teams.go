@@ -63,8 +63,12 @@ type Team struct {
 	Name string `json:"name"`
 	// CodeTools enables the tools that run code on the host (CodeTools)
 	// for the team's non-viewer roles. Off by default.
-	CodeTools bool      `json:"codeTools"`
-	Created   time.Time `json:"created"`
+	CodeTools bool `json:"codeTools"`
+	// MaxAutonomy is the highest autonomy level (Autonomy*) a chat in the
+	// team's workspaces runs at, whoever sends it; a request above it is
+	// lowered. Default AutonomyNormal; set by the team's admins.
+	MaxAutonomy string    `json:"maxAutonomy"`
+	Created     time.Time `json:"created"`
 }
 
 // TeamMembership is one team a user belongs to, with the user's role.
@@ -144,6 +148,22 @@ type ToolPolicy struct {
 	Team         string   `json:"team,omitempty"`
 	Role         string   `json:"role,omitempty"`
 	BlockedTools []string `json:"blockedTools"`
+	// MaxAutonomy is the team's Team.MaxAutonomy for a governed turn.
+	MaxAutonomy string `json:"maxAutonomy,omitempty"`
+}
+
+// AutonomyCap is the highest autonomy level the turn may run at and
+// whether there is one: a governed turn is capped at its team's level (at
+// "normal" when that is missing or unknown, so an answer from an older
+// store fails closed); a personal workspace's turn is not capped.
+func (p ToolPolicy) AutonomyCap() (string, bool) {
+	if !p.Governed {
+		return "", false
+	}
+	if !ValidAutonomy(p.MaxAutonomy) {
+		return AutonomyNormal, true
+	}
+	return p.MaxAutonomy, true
 }
 
 // Blocks reports whether tool is blocked.
@@ -197,6 +217,8 @@ type TeamUpdateRequest struct {
 	TeamRef
 	Name      *string `json:"name,omitempty"`
 	CodeTools *bool   `json:"codeTools,omitempty"`
+	// MaxAutonomy sets Team.MaxAutonomy (one of AutonomyLevels).
+	MaxAutonomy *string `json:"maxAutonomy,omitempty"`
 }
 
 // MemberPutRequest adds User to a team with Role, or changes their role.

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"path/filepath"
@@ -79,11 +78,11 @@ func (s *Service) parseChat(f input.Fields) (protocol.TurnRequest, error) {
 	}
 	if raw, ok := f["autonomy"]; ok {
 		// A malformed autonomy object means "no elevation", never an error:
-		// the safe reading of a bad request is the normal gate.
-		var a protocol.Autonomy
-		if json.Unmarshal(raw, &a) == nil {
-			req.Autonomy = a
-		}
+		// the safe reading of a bad request is the normal gate. The reading
+		// is strict (exact keys, no repeats) so that nothing in front of
+		// the gateway can read the same bytes as a lower level. On a team
+		// server the runner caps the level at the team's policy.
+		req.Autonomy = protocol.ParseAutonomy(raw)
 	}
 	mt, _, err := f.OptString("multitask")
 	if err != nil {

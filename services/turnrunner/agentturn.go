@@ -83,7 +83,8 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 }
 
 // prepareAgent loads what the agent needs before the model is called: the
-// turn's inputs and the user's tool policy. It ends the turn itself and
+// turn's inputs and the user's tool policy, which also caps the turn's
+// autonomy. It ends the turn itself and
 // reports !ok when either cannot be read; a resumed turn gets the finished
 // calls of its checkpoint, a fresh one the workspace budget warning.
 func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.ModelConfig, agentInputs, protocol.ToolPolicy, bool) {
@@ -110,6 +111,7 @@ func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.Model
 			t.failPersisted(t.resumedText(resume), governanceText)
 			return mc, in, policy, false
 		}
+		t.capAutonomy(policy, resume != nil)
 	}
 	if resume != nil {
 		resume.Results = in.turnTools

@@ -83,3 +83,27 @@ func (c *policyCache) changed(team string) {
 func (c *policyCache) onChanged(ev protocol.TeamPolicyChanged) {
 	c.changed(ev.Team)
 }
+
+// capAutonomy holds the turn to its team's autonomy cap: whoever sends a
+// chat may ask for any level, but a team's turn runs at most at the level
+// its admins set (protocol.Team.MaxAutonomy), and a lowered turn says so.
+// A resumed turn is lowered again (its request is the original) but not
+// told twice.
+func (t *turn) capAutonomy(policy protocol.ToolPolicy, resumed bool) {
+	max, capped := policy.AutonomyCap()
+	if !capped {
+		return
+	}
+	a, lowered := t.req.Autonomy.Capped(max, time.Now())
+	if !lowered {
+		return
+	}
+	t.logger().Info("autonomy lowered by team policy", "asked", t.req.Autonomy.Level, "max", max, "team", policy.Team)
+	t.req.Autonomy = a
+	if resumed {
+		return
+	}
+	if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: protocol.AutonomyLoweredText(max)}); err != nil {
+		t.logger().Error("publish step", "err", err)
+	}
+}

@@ -102,7 +102,7 @@ type querier interface {
 // CreateTeam creates team id with owner as its first owner (no owner for
 // an empty owner).
 func (s *Directory) CreateTeam(ctx context.Context, id, name, owner string) (protocol.Team, error) {
-	t := protocol.Team{ID: id, Name: name, Created: s.now().UTC()}
+	t := protocol.Team{ID: id, Name: name, MaxAutonomy: protocol.AutonomyNormal, Created: s.now().UTC()}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO teams (id, name, created_at) VALUES ($1, $2, $3)`, id, name, t.Created); err != nil {
 			if isUniqueViolation(err) {
@@ -137,8 +137,8 @@ func wrap(op, id string, err error) error {
 // Team reads one team.
 func (s *Directory) Team(ctx context.Context, id string) (protocol.Team, error) {
 	var t protocol.Team
-	err := s.pool.QueryRow(ctx, `SELECT id, name, code_tools, created_at FROM teams WHERE id = $1`, id).
-		Scan(&t.ID, &t.Name, &t.CodeTools, &t.Created)
+	err := s.pool.QueryRow(ctx, `SELECT id, name, code_tools, max_autonomy, created_at FROM teams WHERE id = $1`, id).
+		Scan(&t.ID, &t.Name, &t.CodeTools, &t.MaxAutonomy, &t.Created)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, errTeamNotFound
 	}
@@ -150,22 +150,30 @@ func (s *Directory) Team(ctx context.Context, id string) (protocol.Team, error) 
 
 // Teams lists every team, by id.
 func (s *Directory) Teams(ctx context.Context) ([]protocol.Team, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, name, code_tools, created_at FROM teams ORDER BY id`)
+	rows, err := s.pool.Query(ctx, `SELECT id, name, code_tools, max_autonomy, created_at FROM teams ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("teams: list teams: %w", err)
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (protocol.Team, error) {
 		var t protocol.Team
-		return t, r.Scan(&t.ID, &t.Name, &t.CodeTools, &t.Created)
+		return t, r.Scan(&t.ID, &t.Name, &t.CodeTools, &t.MaxAutonomy, &t.Created)
 	})
 }
 
-// UpdateTeam changes a team's name and code-tools switch (nil: unchanged).
-func (s *Directory) UpdateTeam(ctx context.Context, id string, name *string, codeTools *bool) (protocol.Team, error) {
+// TeamChange is what UpdateTeam changes; nil fields stay as they are.
+type TeamChange struct {
+	Name        *string
+	CodeTools   *bool
+	MaxAutonomy *string // one of protocol.AutonomyLevels (checked by the caller and the table)
+}
+
+// UpdateTeam changes a team's name, code-tools switch and autonomy cap.
+func (s *Directory) UpdateTeam(ctx context.Context, id string, c TeamChange) (protocol.Team, error) {
 	var t protocol.Team
-	err := s.pool.QueryRow(ctx, `UPDATE teams SET name = COALESCE($2, name), code_tools = COALESCE($3, code_tools)
-		WHERE id = $1 RETURNING id, name, code_tools, created_at`, id, name, codeTools).
-		Scan(&t.ID, &t.Name, &t.CodeTools, &t.Created)
+	err := s.pool.QueryRow(ctx, `UPDATE teams SET name = COALESCE($2, name), code_tools = COALESCE($3, code_tools),
+		max_autonomy = COALESCE($4, max_autonomy)
+		WHERE id = $1 RETURNING id, name, code_tools, max_autonomy, created_at`, id, c.Name, c.CodeTools, c.MaxAutonomy).
+		Scan(&t.ID, &t.Name, &t.CodeTools, &t.MaxAutonomy, &t.Created)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, errTeamNotFound
 	}

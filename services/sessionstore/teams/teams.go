@@ -279,7 +279,9 @@ func (t *Teams) authorize(ctx context.Context, req protocol.AuthorizeRequest) (p
 }
 
 // toolPolicy is the governance of one turn: the role's blocked tools, plus
-// the code-running tools unless the team enabled them.
+// the code-running tools unless the team enabled them, and the team's
+// autonomy cap (one for every role: a viewer cannot chat, and an owner or
+// admin who wants more raises the team's policy for everyone, visibly).
 func (t *Teams) toolPolicy(ctx context.Context, req protocol.ToolPolicyRequest) (protocol.ToolPolicy, error) {
 	team, err := t.workspaceTeam(ctx, req.Workspace)
 	if err != nil {
@@ -309,7 +311,7 @@ func (t *Teams) toolPolicy(ctx context.Context, req protocol.ToolPolicyRequest) 
 		blocked = append(blocked, protocol.CodeTools...)
 	}
 	slices.Sort(blocked)
-	return protocol.ToolPolicy{Governed: true, Team: team, Role: role, BlockedTools: slices.Compact(blocked)}, nil
+	return protocol.ToolPolicy{Governed: true, Team: team, Role: role, BlockedTools: slices.Compact(blocked), MaxAutonomy: tm.MaxAutonomy}, nil
 }
 
 var slugRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
@@ -387,8 +389,11 @@ func (t *Teams) updateTeam(ctx context.Context, req protocol.TeamUpdateRequest) 
 	if req.Name != nil && *req.Name == "" {
 		return protocol.Team{}, badRequest("name must not be empty")
 	}
-	tm, err := t.store.UpdateTeam(ctx, req.Team, req.Name, req.CodeTools)
-	if err == nil && req.CodeTools != nil {
+	if req.MaxAutonomy != nil && !protocol.ValidAutonomy(*req.MaxAutonomy) {
+		return protocol.Team{}, badRequest("maxAutonomy must be one of normal, trusted, yolo")
+	}
+	tm, err := t.store.UpdateTeam(ctx, req.Team, TeamChange{Name: req.Name, CodeTools: req.CodeTools, MaxAutonomy: req.MaxAutonomy})
+	if err == nil && (req.CodeTools != nil || req.MaxAutonomy != nil) {
 		t.policyChanged(req.Team)
 	}
 	return tm, err

@@ -3,6 +3,7 @@ package teams
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"strings"
 	"sync"
 	"testing"
@@ -44,8 +45,12 @@ func TestMigrateTwiceAndConcurrentlyIsHarmless(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+VersionTable+` WHERE version_id > 0`).Scan(&n); err != nil {
 		t.Fatalf("version table %s: %v", VersionTable, err)
 	}
-	if n != 1 {
-		t.Fatalf("applied migrations recorded = %d, want 1", n)
+	files, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(files) {
+		t.Fatalf("applied migrations recorded = %d, want %d", n, len(files))
 	}
 }
 
@@ -320,6 +325,28 @@ func TestToolPolicyOverTheBus(t *testing.T) {
 	waitChanged()
 	if p := policy("mia", "acme-ws"); p.Blocks("bash") {
 		t.Fatalf("bash still blocked after enabling code tools: %v", p.BlockedTools)
+	}
+
+	// The autonomy cap: normal by default, set by admins only, one of the
+	// levels, the same for every role, announced like any policy change.
+	if p := policy("olga", "acme-ws"); p.MaxAutonomy != protocol.AutonomyNormal {
+		t.Fatalf("default autonomy cap = %q", p.MaxAutonomy)
+	}
+	yolo, bad := protocol.AutonomyYolo, "YOLO"
+	_, err = bus.Call(ctx, nc, protocol.UpdateTeam, protocol.TeamUpdateRequest{TeamRef: protocol.TeamRef{Actor: "mia", Team: "acme"}, MaxAutonomy: &yolo})
+	wantKind(t, err, protocol.Forbidden, protocol.CodeForbidden)
+	_, err = bus.Call(ctx, nc, protocol.UpdateTeam, protocol.TeamUpdateRequest{TeamRef: protocol.TeamRef{Actor: "olga", Team: "acme"}, MaxAutonomy: &bad})
+	wantKind(t, err, protocol.Invalid, "")
+	tm, err := bus.Call(ctx, nc, protocol.UpdateTeam, protocol.TeamUpdateRequest{TeamRef: protocol.TeamRef{Actor: "olga", Team: "acme"}, MaxAutonomy: &yolo})
+	if err != nil || tm.MaxAutonomy != protocol.AutonomyYolo || !tm.CodeTools {
+		t.Fatalf("set the autonomy cap: %+v, %v", tm, err)
+	}
+	waitChanged()
+	if p := policy("mia", "acme-ws"); p.MaxAutonomy != protocol.AutonomyYolo {
+		t.Fatalf("member's autonomy cap = %q", p.MaxAutonomy)
+	}
+	if p := policy("mia", "home"); p.MaxAutonomy != "" {
+		t.Fatalf("personal workspace autonomy cap = %q", p.MaxAutonomy)
 	}
 
 	_, err = bus.Call(ctx, nc, protocol.GetToolPolicy, protocol.ToolPolicyRequest{User: "stranger", Workspace: "acme-ws"})

@@ -253,7 +253,7 @@ func routes() []op {
 			errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.GetTeam.Subject}},
 		{method: patch, path: "/api/teams/{team}", id: "updateTeam", tag: "teams",
 			summary: "Rename a team or switch its code tools", params: []Parameter{teamParam},
-			body: object(opt("name", str()), opt("codeTools", boolean())), ok: ref("Team"),
+			body: object(opt("name", str()), opt("codeTools", boolean()), opt("maxAutonomy", autonomyLevel())), ok: ref("Team"),
 			errs: []int{forbidden, notFound}, subjects: []string{protocol.UpdateTeam.Subject}},
 		{method: del, path: "/api/teams/{team}", id: "deleteTeam", tag: "teams",
 			summary: "Delete a team, its members and policies", params: []Parameter{teamParam}, ok: ref("Deleted"),

@@ -223,9 +223,9 @@ func handSchemas() map[string]*Schema {
 			opt("children", describe(arrayOf(ref("TimelineEvent")), "present exactly on spawn_agent calls: the calls made under it")),
 		),
 		"Autonomy": describe(object(
-			opt("level", &Schema{Type: "string", Enum: []any{protocol.AutonomyNormal, protocol.AutonomyTrusted, protocol.AutonomyYolo}}),
+			opt("level", autonomyLevel()),
 			opt("expiresAt", describe(integer(), "Unix milliseconds; past it the level is normal")),
-		), "Relaxes the tool-approval gate for this request. A malformed object means normal, never an error."),
+		), "Relaxes the tool-approval gate for this request. Anything but exactly these two keys (a malformed, expired or unknown level, an unknown or repeated key) means normal, never an error. On a team server the team's maxAutonomy caps it."),
 		"ChatRequest": object(
 			req("message", &Schema{Type: "string", MinLength: ptr(1), Description: "the user's turn; at most --max-message-length UTF-16 units (default 50000)"}),
 			opt("workspace", describe(safeID(), "default \"default\"; wins over workspaceId")),
@@ -332,4 +332,13 @@ func stringsAny(ss []string) []any {
 		out[i] = s
 	}
 	return out
+}
+
+// autonomyLevel is the schema of an autonomy level (protocol.AutonomyLevels).
+func autonomyLevel() *Schema {
+	levels := make([]any, len(protocol.AutonomyLevels))
+	for i, l := range protocol.AutonomyLevels {
+		levels[i] = l
+	}
+	return &Schema{Type: "string", Enum: levels}
 }

@@ -94,14 +94,15 @@ func (h handlers) get(w http.ResponseWriter, r *http.Request) {
 
 func (h handlers) update(w http.ResponseWriter, r *http.Request) {
 	var body struct {
-		Name      *string `json:"name"`
-		CodeTools *bool   `json:"codeTools"`
+		Name        *string `json:"name"`
+		CodeTools   *bool   `json:"codeTools"`
+		MaxAutonomy *string `json:"maxAutonomy"`
 	}
 	if !h.body(w, r, &body) {
 		return
 	}
 	forward.Reply(h.d, w, r, http.StatusOK, protocol.UpdateTeam,
-		protocol.TeamUpdateRequest{TeamRef: h.ref(r), Name: body.Name, CodeTools: body.CodeTools})
+		protocol.TeamUpdateRequest{TeamRef: h.ref(r), Name: body.Name, CodeTools: body.CodeTools, MaxAutonomy: body.MaxAutonomy})
 }
 
 func (h handlers) remove(w http.ResponseWriter, r *http.Request) {

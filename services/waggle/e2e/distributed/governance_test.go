@@ -73,6 +73,10 @@ func TestGovernance(t *testing.T) {
 	}
 	waggletest.Operate(t, nc, protocol.PutMember, protocol.MemberPutRequest{TeamRef: protocol.TeamRef{Team: "acme"}, User: "greg", Role: "member"})
 	waggletest.Operate(t, nc, protocol.SetPolicy, protocol.PolicySetRequest{TeamRef: protocol.TeamRef{Team: "acme"}, Role: "member", BlockedTools: []string{"write_file"}})
+	// The chats ask for yolo so an unblocked write runs without an
+	// approval; a team's cap is normal unless its admins raise it.
+	yolo := protocol.AutonomyYolo
+	waggletest.Operate(t, nc, protocol.UpdateTeam, protocol.TeamUpdateRequest{TeamRef: protocol.TeamRef{Team: "acme"}, MaxAutonomy: &yolo})
 	olga, err := bus.Call(context.Background(), nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"})
 	if err != nil {
 		t.Fatal(err)
