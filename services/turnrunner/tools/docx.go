@@ -33,18 +33,18 @@ func (generateDocxTool) Schema() json.RawMessage {
 		`},"required":["path","content"]}`)
 }
 
-func (t generateDocxTool) Run(_ context.Context, env Env, input json.RawMessage) (string, error) {
-	var in struct {
-		Path    string  `json:"path"`
-		Title   string  `json:"title"`
-		Content *string `json:"content"`
-	}
-	if err := decode(input, &in); err != nil {
-		return "", err
-	}
-	if err := requireFileInput(in.Path, in.Content); err != nil {
-		return "", err
-	}
+// generateDocxInput is generate_docx's arguments.
+type generateDocxInput struct {
+	Path    string  `json:"path"`
+	Title   string  `json:"title,omitempty"`
+	Content *string `json:"content"`
+}
+
+func (in *generateDocxInput) validate() error { return requireFileInput(in.Path, in.Content) }
+
+func (t generateDocxTool) Decode(input json.RawMessage) (Call, error) { return decodeCall(input, t.run) }
+
+func (t generateDocxTool) run(_ context.Context, env Env, in *generateDocxInput) (string, error) {
 	p := strings.TrimSpace(in.Path)
 	if !strings.HasSuffix(strings.ToLower(p), ".docx") {
 		p += ".docx"
