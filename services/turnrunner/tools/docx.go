@@ -42,7 +42,9 @@ type generateDocxInput struct {
 
 func (in *generateDocxInput) validate() error { return requireFileInput(in.Path, in.Content) }
 
-func (t generateDocxTool) Decode(input json.RawMessage) (Call, error) { return decodeCall(input, t.run) }
+func (t generateDocxTool) Decode(input json.RawMessage) (Call, error) {
+	return decodeCall(input, t.run)
+}
 
 func (t generateDocxTool) run(_ context.Context, env Env, in *generateDocxInput) (string, error) {
 	p := strings.TrimSpace(in.Path)

@@ -52,7 +52,9 @@ func (in *searchContentInput) validate() error {
 	return nil
 }
 
-func (t searchContentTool) Decode(input json.RawMessage) (Call, error) { return decodeCall(input, t.run) }
+func (t searchContentTool) Decode(input json.RawMessage) (Call, error) {
+	return decodeCall(input, t.run)
+}
 
 func (t searchContentTool) run(ctx context.Context, env Env, in *searchContentInput) (string, error) {
 	re, literal := compileSearch(in.Pattern, bool(in.CaseInsensitive))

@@ -99,7 +99,9 @@ func (in *searchMemoryInput) validate() error {
 	return nil
 }
 
-func (t searchMemoryTool) Decode(input json.RawMessage) (Call, error) { return decodeCall(input, t.run) }
+func (t searchMemoryTool) Decode(input json.RawMessage) (Call, error) {
+	return decodeCall(input, t.run)
+}
 
 func (searchMemoryTool) run(ctx context.Context, env Env, in *searchMemoryInput) (string, error) {
 	query := strings.TrimSpace(in.Query)
