@@ -7,6 +7,7 @@ require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/waggle-os/core/libs v0.0.0
 	go.uber.org/goleak v1.3.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (
@@ -85,7 +86,6 @@ require (
 	golang.org/x/text v0.44.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
-	mvdan.cc/sh/v3 v3.14.1 // indirect
 )
 
 replace github.com/waggle-os/core/libs => ../../libs
