@@ -17,7 +17,7 @@ import (
 // struct, strictly: the arguments must be one JSON object whose keys are
 // exactly (case included) the json names of dst's fields, each at most
 // once, with values of the fields' types. Missing or null input is an
-// empty object.
+// empty object. Errors read well after "invalid arguments: ".
 //
 // encoding/json alone matches keys case-insensitively and lets the last of
 // duplicate keys win, so {"path":"a","Path":"b"} would show "a" to anyone
@@ -28,15 +28,16 @@ func decode(input json.RawMessage, dst any) error {
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		trimmed = []byte("{}")
 	}
+	if !json.Valid(trimmed) {
+		var probe any
+		return json.Unmarshal(trimmed, &probe) // its syntax error says where
+	}
 	if err := checkKeys(trimmed, fieldNames(reflect.TypeOf(dst).Elem())); err != nil {
-		return fmt.Errorf("invalid arguments: %w", err)
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return fmt.Errorf("invalid arguments: %v", err)
-	}
-	return nil
+	return dec.Decode(dst)
 }
 
 // fieldNames lists the json names of struct type t's fields, in order.

@@ -81,7 +81,7 @@ func decodeCall[In any](input json.RawMessage, run func(ctx context.Context, env
 	}
 	canonical, err := json.Marshal(in)
 	if err != nil {
-		return Call{}, fmt.Errorf("invalid arguments: %v", err)
+		return Call{}, err
 	}
 	return Call{Input: canonical, run: func(ctx context.Context, env Env) (string, error) {
 		return run(ctx, env, in)
@@ -218,7 +218,7 @@ func (b Bound) Decode(input json.RawMessage) (json.RawMessage, func(context.Cont
 func (b Bound) Call(ctx context.Context, input json.RawMessage) (string, error) {
 	c, err := b.decode(input)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("invalid arguments: %w", err)
 	}
 	return b.run(ctx, c)
 }
