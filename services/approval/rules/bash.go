@@ -308,8 +308,12 @@ func bashIsCritical(command string, depth int) bool {
 			return !critical
 		}
 		words := callWords(c)
-		for i := range words {
-			if criticalAt(words[i:], depth) {
+		texts := make([]string, len(words))
+		for i, w := range words {
+			texts[i] = w.Text
+		}
+		for i := range texts {
+			if criticalAt(texts[i:], depth) {
 				critical = true
 				break
 			}
@@ -329,12 +333,8 @@ var rootTargets = map[string]bool{
 }
 
 // criticalAt reports whether words, taken as a command, is critical.
-func criticalAt(words []bashWord, depth int) bool {
-	name := path.Base(words[0].Text)
-	args := make([]string, len(words)-1)
-	for i, w := range words[1:] {
-		args[i] = w.Text
-	}
+func criticalAt(words []string, depth int) bool {
+	name, args := path.Base(words[0]), words[1:]
 	lower := strings.ToLower(name)
 	switch {
 	case privileged[name]:

@@ -340,6 +340,9 @@ func TestTargetKey(t *testing.T) {
 		{ToolWriteFile, map[string]any{"path": "", "file_path": "b"}, "*"},  // "" does not
 		{ToolWriteFile, map[string]any{"path": "   "}, "*"},
 		{ToolWriteFile, nil, "*"},
+		// A BOM is no space to the file tools: it stays part of the name.
+		{ToolWriteFile, map[string]any{"path": "notes.txt\ufeff"}, "notes.txt\ufeff"},
+		{ToolWriteFile, map[string]any{"path": " notes.txt\u00a0"}, "notes.txt"},
 		{ToolEditFile, map[string]any{"path": "c.md"}, "c.md"},
 		{ToolEditFile, map[string]any{"path": 7.0}, "7"},
 		{ToolReadOtherWorkspace, map[string]any{"target_workspace_id": "team-b"}, "team-b"},

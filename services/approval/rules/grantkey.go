@@ -29,7 +29,9 @@ func TargetKey(tool string, args map[string]any) string {
 		if v == nil {
 			v = args["file_path"]
 		}
-		key = jsTrim(jsString(v))
+		// Trimmed as the file tools trim a path (strings.TrimSpace), so two
+		// paths with one key always name one file.
+		key = strings.TrimSpace(jsString(v))
 	case ToolReadOtherWorkspace, ToolListWorkspaceFiles:
 		key = jsTrim(argString(args, "target_workspace_id"))
 	case ToolBash:

@@ -40,18 +40,25 @@ type generateDocxInput struct {
 	Content *string `json:"content"`
 }
 
-func (in *generateDocxInput) validate() error { return requireFileInput(in.Path, in.Content) }
+// validate also settles the output name (".docx" added when missing), so
+// the canonical input that approval shows names the file that is written.
+func (in *generateDocxInput) validate() error {
+	if err := requireFileInput(in.Path, in.Content); err != nil {
+		return err
+	}
+	in.Path = strings.TrimSpace(in.Path)
+	if !strings.HasSuffix(strings.ToLower(in.Path), ".docx") {
+		in.Path += ".docx"
+	}
+	return nil
+}
 
 func (t generateDocxTool) Decode(input json.RawMessage) (Call, error) {
 	return decodeCall(input, t.run)
 }
 
 func (t generateDocxTool) run(_ context.Context, env Env, in *generateDocxInput) (string, error) {
-	p := strings.TrimSpace(in.Path)
-	if !strings.HasSuffix(strings.ToLower(p), ".docx") {
-		p += ".docx"
-	}
-	rel, err := resolve(env.FilesDir, p)
+	rel, err := resolve(env.FilesDir, in.Path)
 	if err != nil {
 		return "", err
 	}

@@ -61,6 +61,9 @@ func TestDecodeCanonicalInput(t *testing.T) {
 		{"list_files", `null`, `{"recursive":false}`},
 		{"save_memory", `{"content":"c","tags":"a, b"}`, `{"content":"c","tags":["a","b"]}`},
 		{"read_file", `{"path":"a","offset":"2","limit":3}`, `{"path":"a","offset":2,"limit":3}`},
+		// The name that is written, not the one asked for.
+		{"generate_docx", `{"path":" reports/q1 ","content":"x"}`, `{"path":"reports/q1.docx","content":"x"}`},
+		{"generate_docx", `{"path":"a.DOCX","content":"x"}`, `{"path":"a.DOCX","content":"x"}`},
 	}
 	r := NewRegistry(DefaultConfig())
 	for _, tt := range tests {
