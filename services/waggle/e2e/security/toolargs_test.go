@@ -126,7 +126,7 @@ func toolargsChat(t *testing.T, p *waggletest.Proc, session, tool, args string, 
 }
 
 var (
-	toolargsDeny         = map[string]any{"approved": false}
+	toolargsDeny          = map[string]any{"approved": false}
 	toolargsApproveAlways = map[string]any{"approved": true, "always": true, "sourceWorkspaceId": toolargsWorkspace}
 )
 
