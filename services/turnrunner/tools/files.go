@@ -274,7 +274,7 @@ type editFileInput struct {
 	Path       string  `json:"path"`
 	OldString  string  `json:"old_string"`
 	NewString  *string `json:"new_string"`
-	ReplaceAll boolArg `json:"replace_all"`
+	ReplaceAll boolArg `json:"replace_all,omitempty"`
 }
 
 func (in *editFileInput) validate() error {

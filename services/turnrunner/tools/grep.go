@@ -42,7 +42,7 @@ type searchContentInput struct {
 	Pattern         string  `json:"pattern"`
 	Path            string  `json:"path,omitempty"`
 	Glob            string  `json:"glob,omitempty"`
-	CaseInsensitive boolArg `json:"case_insensitive"`
+	CaseInsensitive boolArg `json:"case_insensitive,omitempty"`
 }
 
 func (in *searchContentInput) validate() error {

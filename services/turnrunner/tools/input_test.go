@@ -57,8 +57,8 @@ func TestDecodeCanonicalInput(t *testing.T) {
 		{"write_file", `{"content":"x","path":"a.txt"}`, `{"path":"a.txt","content":"x"}`},
 		{"edit_file", `{"path":"a","old_string":"x","new_string":"y","replace_all":"true"}`,
 			`{"path":"a","old_string":"x","new_string":"y","replace_all":true}`},
-		{"list_files", ``, `{"recursive":false}`},
-		{"list_files", `null`, `{"recursive":false}`},
+		{"list_files", ``, `{}`},
+		{"list_files", `null`, `{}`},
 		{"save_memory", `{"content":"c","tags":"a, b"}`, `{"content":"c","tags":["a","b"]}`},
 		{"read_file", `{"path":"a","offset":"2","limit":3}`, `{"path":"a","offset":2,"limit":3}`},
 		// The name that is written, not the one asked for.

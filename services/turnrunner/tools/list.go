@@ -31,7 +31,7 @@ func (listFilesTool) Schema() json.RawMessage {
 // listFilesInput is list_files' arguments.
 type listFilesInput struct {
 	Path      string  `json:"path,omitempty"`
-	Recursive boolArg `json:"recursive"`
+	Recursive boolArg `json:"recursive,omitempty"`
 }
 
 func (t listFilesTool) Decode(input json.RawMessage) (Call, error) { return decodeCall(input, t.run) }
