@@ -7,6 +7,7 @@ require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/waggle-os/core/libs v0.0.0
 	go.uber.org/goleak v1.3.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

@@ -36,12 +36,57 @@ func decodeArgs(input json.RawMessage) map[string]any {
 	return args
 }
 
+// errRepeatedKey refuses an input that names a key twice: the approval card
+// would show one value and the rules (and the tool) could read the other.
+// The turn runner sends each call's canonical input, which never does.
+var errRepeatedKey = protocol.Errorf(protocol.Invalid, "tool input repeats a key")
+
+// repeatsKey reports whether an object anywhere in the JSON text input has
+// a key twice. Text that is not JSON does not repeat keys (decodeArgs reads
+// it as no arguments).
+func repeatsKey(input json.RawMessage) bool {
+	dec := json.NewDecoder(bytes.NewReader(input))
+	var seen []map[string]bool // one per open object; nil entries for arrays
+	expectKey := false
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen = append(seen, map[string]bool{})
+			expectKey = true
+			continue
+		case json.Delim('['):
+			seen = append(seen, nil)
+		case json.Delim('}'), json.Delim(']'):
+			seen = seen[:len(seen)-1]
+		default:
+			if key, ok := tok.(string); ok && expectKey {
+				top := seen[len(seen)-1]
+				if top[key] {
+					return true
+				}
+				top[key] = true
+				expectKey = false
+				continue
+			}
+		}
+		// After a value: inside an object the next token is a key.
+		expectKey = len(seen) > 0 && seen[len(seen)-1] != nil
+	}
+}
+
 // check decides one tool call: the gate rules and autonomy first, then the
 // saved grants, and only then a human, whose pending entry is durable in the
 // bucket before the reply goes out.
 func (s *Service) check(ctx context.Context, req protocol.ApprovalCheckRequest) (protocol.ApprovalCheckReply, error) {
 	if !protocol.ValidID(req.TurnID) || !protocol.ValidID(req.Workspace) || req.ToolName == "" {
 		return protocol.ApprovalCheckReply{}, protocol.Errorf(protocol.Invalid, "invalid approval check")
+	}
+	if repeatsKey(req.Input) {
+		return protocol.ApprovalCheckReply{}, errRepeatedKey
 	}
 	args := decodeArgs(req.Input)
 	now := s.now()
@@ -52,7 +97,9 @@ func (s *Service) check(ctx context.Context, req protocol.ApprovalCheckRequest) 
 		telemetry.Approvals.WithLabelValues("auto").Inc()
 		return protocol.ApprovalCheckReply{Action: protocol.ApprovalRun, Step: d.Step}, nil
 	}
-	if _, ok := s.grants.Has(req.ToolName, args, req.Workspace); ok {
+	// A saved grant never covers a critical call: what no autonomy level
+	// may wave through, no "always allow" may either.
+	if _, ok := s.grants.Has(req.ToolName, args, req.Workspace); ok && !rules.IsCriticalNeverAutopass(req.ToolName, args) {
 		telemetry.Approvals.WithLabelValues("grant").Inc()
 		return protocol.ApprovalCheckReply{Action: protocol.ApprovalRun, Step: rules.StepGrant(req.ToolName)}, nil
 	}
@@ -83,16 +130,18 @@ func (s *Service) check(ctx context.Context, req protocol.ApprovalCheckRequest) 
 // changes by compare-and-set, and a second decision finds a final state
 // (409) or no entry (404). An approval with "always" first claims the entry
 // (so nothing else can win), then writes the grant, then approves: the
-// tool cannot run before its grant is on disk.
+// tool cannot run before its grant is on disk. A critical call is approved
+// once and stores no grant, since no grant could cover it.
 func (s *Service) decide(ctx context.Context, req protocol.ApprovalDecideRequest) (protocol.ApprovalDecideReply, error) {
 	if !protocol.ValidID(req.RequestID) {
 		return protocol.ApprovalDecideReply{}, errNoPending
 	}
-	withGrant := req.Approved && req.Always
+	withGrant := false
 	expired := false
 	e, err := s.pending.transition(ctx, req.RequestID, func(e *protocol.PendingApproval) (bool, error) {
 		now := s.now().UnixMilli()
 		expired = false
+		withGrant = req.Approved && req.Always && !rules.IsCriticalNeverAutopass(e.ToolName, decodeArgs(e.Input))
 		switch {
 		case e.State != protocol.ApprovalStatePending:
 			return false, errAlreadyDecided

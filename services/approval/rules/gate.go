@@ -72,19 +72,10 @@ var connectorWrite = regexp.MustCompile(`_(create|update|delete|send|post|transi
 // jsRegexp compiles a JavaScript pattern with JavaScript's \s and . meaning.
 func jsRegexp(src string) *regexp.Regexp { return regexp.MustCompile(translateJS(src)) }
 
-// safeBash are read-only commands that run without approval when the
-// command is a single one. They are prefix checks, so `echo x > /etc/y` and
-// `find / -delete` count as safe, as in the original.
-var safeBash = []*regexp.Regexp{
-	jsRegexp(`^(date|whoami|hostname|pwd|echo|printenv|env|uname|id|uptime)\b`),
-	jsRegexp(`^(ls|dir|cat|head|tail|wc|find|which|where|type)\b`),
-	jsRegexp(`^(git\s+(status|log|diff|branch|remote|show|tag))\b`),
-	jsRegexp(`^(node|python|python3|npm|npx|pip)\s+--version`),
-	jsRegexp(`^(curl|wget)\s+.*--head`),
-	jsRegexp(`^(df|du|free|top|ps|netstat|lsof)\b`),
-}
-
-// criticalBash are commands that stay gated at every autonomy level.
+// criticalBash are text patterns of commands that stay gated at every
+// autonomy level. They are a second net under the parsed check
+// (bashIsCritical), which finds the same commands however they are quoted
+// or wrapped; the patterns also catch commands that do not parse.
 var criticalBash = []*regexp.Regexp{
 	jsRegexp(`\brm\s+-[rf]+\s*[\/~]\s*(?:$|\s)`),
 	jsRegexp(`\brm\s+-[rf]+\s+\$HOME`),
@@ -122,7 +113,7 @@ func NeedsConfirmation(tool string, args map[string]any) bool {
 	if tool != ToolBash {
 		return false
 	}
-	return !bashIsSafe(jsTrim(argString(args, "command")))
+	return !bashIsSafe(argString(args, "command"))
 }
 
 // connectorNeedsConfirmation gates connector calls that send or change data.
@@ -138,52 +129,10 @@ func connectorNeedsConfirmation(tool string) bool {
 	return connectorWrite.MatchString(tool)
 }
 
-// bashIsSafe reports whether command is a single read-only command. An
-// empty command is not safe (there is nothing to judge).
-func bashIsSafe(command string) bool {
-	if command == "" || runsSeveralCommands(command) {
-		return false
-	}
-	for _, re := range safeBash {
-		if re.MatchString(command) {
-			return true
-		}
-	}
-	return false
-}
-
-// runsSeveralCommands is the chaining rule. The original only looked for
-// "&&", "||", ";" and "|", which let "ls\nrm -rf ~", "ls & rm -rf ~" and
-// "echo $(rm -rf ~)" pass as a harmless ls or echo; a safe-looking prefix
-// must not carry a second command in any of the ways the shell allows, so
-// newlines, a lone "&" (not the redirections >&, <&, &>), command
-// substitution and process substitution count as chaining too.
-func runsSeveralCommands(command string) bool {
-	if strings.ContainsAny(command, ";|\n\r`") {
-		return true
-	}
-	for _, s := range []string{"$(", "<(", ">("} {
-		if strings.Contains(command, s) {
-			return true
-		}
-	}
-	for i := 0; i < len(command); i++ {
-		if command[i] != '&' {
-			continue
-		}
-		redirect := i > 0 && (command[i-1] == '>' || command[i-1] == '<') ||
-			i+1 < len(command) && command[i+1] == '>'
-		if !redirect {
-			return true
-		}
-	}
-	return false
-}
-
 // IsCriticalNeverAutopass reports whether the call is dangerous enough that
-// no autonomy level may skip the approval: destructive or privileged shell
-// commands, a high-risk capability install, a force push to a protected
-// branch.
+// no autonomy level and no saved grant may skip the approval: destructive
+// or privileged shell commands (anywhere in the parsed command), a
+// high-risk capability install, a force push to a protected branch.
 func IsCriticalNeverAutopass(tool string, args map[string]any) bool {
 	switch tool {
 	case ToolBash:
@@ -193,7 +142,7 @@ func IsCriticalNeverAutopass(tool string, args map[string]any) bool {
 				return true
 			}
 		}
-		return false
+		return bashIsCritical(command, 0)
 	case ToolInstallCapability:
 		risk, _ := args["_riskLevel"].(string)
 		return risk == "high"

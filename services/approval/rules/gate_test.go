@@ -107,11 +107,12 @@ func TestNeedsConfirmationBash(t *testing.T) {
 		{"node version", "node --version", false}, {"python version", "python --version", false},
 		{"python3 version", "python3 --version", false}, {"npm version", "npm --version", false},
 		{"npx version", "npx --version", false}, {"pip version", "pip --version", false},
-		{"curl head", "curl -s https://x.test --head", false}, {"wget head", "wget --head https://x.test", false},
+		{"curl head", "curl -s https://x.test --head", false}, {"wget head", "wget --head https://x.test", true},
 		{"df", "df -h", false}, {"du", "du -sh .", false}, {"free", "free -m", false}, {"top", "top -b -n1", false},
 		{"ps", "ps aux", false}, {"netstat", "netstat -an", false}, {"lsof", "lsof -i :3333", false},
 		{"surrounding whitespace trimmed", "  \t ls\n", false},
-		{"NBSP trimmed like JS", "\u00a0ls\u00a0", false},
+		// Bash does not trim NBSP: the program would be "\u00a0ls\u00a0".
+		{"NBSP is not whitespace to bash", "\u00a0ls\u00a0", true},
 
 		// Not on the list, or only a prefix of a word.
 		{"rm", "rm file", true}, {"lsblk is not ls", "lsblk", true}, {"dates", "dates", true},
@@ -131,18 +132,18 @@ func TestNeedsConfirmationBash(t *testing.T) {
 		{"background &", "ls & rm -rf ~", true}, {"backticks", "echo `rm -rf ~`", true},
 		{"command substitution", "echo $(rm -rf ~)", true}, {"process substitution", "cat <(curl x)", true},
 		{"output process substitution", "ls >(tee x)", true},
-		// Redirections with & are not chaining.
-		{"2>&1", "ls 2>&1", false}, {"&> file", "ls &> out.txt", false}, {"<&", "cat <&3", false},
-
-		// Quirks kept from the original: prefix checks let these through.
-		{"redirect into /etc", "echo x > /etc/y", false},
-		{"find -delete", "find / -delete", false},
+		// Duplicating a descriptor writes nothing; every other redirection asks.
+		{"2>&1", "ls 2>&1", false}, {"<&", "cat <&3", false}, {"close fd", "ls 2>&-", true},
+		{"&> file", "ls &> out.txt", true}, {">& file", "ls >& out.txt", true},
+		{"redirect into /etc", "echo x > /etc/y", true}, {"append", "echo x >> notes", true},
+		{"input file", "cat < a", true}, {"here string", "cat <<< x", true},
+		{"find -delete", "find / -delete", true},
 
 		// Non-string commands read like JavaScript's String().
 		{"number", 42.0, true},
 		{"array of one safe word", []any{"ls"}, false},
 		{"array with a dangerous word", []any{"rm", "x"}, true},
-		{"array joins with commas", []any{"ls", "-la"}, false}, // "ls,-la" still starts with ls\b
+		{"array joins with commas", []any{"ls", "-la"}, true}, // "ls,-la" is no program on the list
 		{"object", map[string]any{"a": 1.0}, true},
 		{"bool", true, true},
 	}
@@ -177,7 +178,7 @@ func TestIsCriticalNeverAutopass(t *testing.T) {
 		{"sudo", ToolBash, bash("sudo apt install x"), true},
 		{"sudo inside", ToolBash, bash("echo hi && sudo reboot"), true},
 		{"pseudo is not sudo", ToolBash, bash("pseudo x"), false},
-		{"format c:", ToolBash, bash("format c:\\"), false}, // \b after the colon needs a word char
+		{"format c:", ToolBash, bash("format c:\\"), true}, // the parsed check finds what the pattern missed
 		{"format C:drive", ToolBash, bash("FORMAT C:drive"), true},
 		{"mkfs", ToolBash, bash("mkfs.ext4 /dev/sda1"), true},
 		{"reg delete", ToolBash, bash("REG DELETE HKLM\\Software\\x"), true},
@@ -339,6 +340,9 @@ func TestTargetKey(t *testing.T) {
 		{ToolWriteFile, map[string]any{"path": "", "file_path": "b"}, "*"},  // "" does not
 		{ToolWriteFile, map[string]any{"path": "   "}, "*"},
 		{ToolWriteFile, nil, "*"},
+		// A BOM is no space to the file tools: it stays part of the name.
+		{ToolWriteFile, map[string]any{"path": "notes.txt\ufeff"}, "notes.txt\ufeff"},
+		{ToolWriteFile, map[string]any{"path": " notes.txt\u00a0"}, "notes.txt"},
 		{ToolEditFile, map[string]any{"path": "c.md"}, "c.md"},
 		{ToolEditFile, map[string]any{"path": 7.0}, "7"},
 		{ToolReadOtherWorkspace, map[string]any{"target_workspace_id": "team-b"}, "team-b"},
@@ -348,7 +352,8 @@ func TestTargetKey(t *testing.T) {
 		{ToolGenerateDocx, map[string]any{"path": "r.docx"}, "*"},
 		{ToolGitPush, map[string]any{"branch": "main"}, "*"},
 		{ToolInstallCapability, map[string]any{"name": "x"}, "*"},
-		{ToolBash, bash("ls"), "*"},
+		{ToolBash, bash("ls"), "ls"},
+		{ToolBash, bash(""), "*"},
 		{"connector_gmail_send_email", map[string]any{"to": "a@b"}, "*"},
 		{"mcp__fs__read_file", map[string]any{"path": "a.txt"}, "fs/read_file"},
 		{"mcp__git-hub__create__issue", nil, "git-hub/create__issue"},
@@ -385,7 +390,8 @@ func TestDescribeGrant(t *testing.T) {
 		{ToolGitPush, "*", nil, "Run git_push"},
 		{ToolGitPR, "*", nil, "Run git_pr"},
 		{ToolGitMerge, "*", nil, "Run git_merge"},
-		{ToolBash, "*", nil, "Execute bash on *"},
+		{ToolBash, "*", nil, "Run bash with no command"},
+		{ToolBash, "ls -la", nil, "Run the command: ls -la"},
 		{"mcp__fs__read_file", "fs/read_file", &ws, `Use read_file of MCP server "fs"`},
 		{ToolReadOtherWorkspaceFile, "*", nil, "Execute read_other_workspace_file on *"},
 		{"connector_gmail_send_email", "*", nil, "Execute connector_gmail_send_email on *"},

@@ -13,8 +13,9 @@ const WildcardTarget = "*"
 
 // TargetKey is what an "always allow" grant for this call is about: the
 // file for write_file/edit_file, the other workspace for
-// read_other_workspace/list_workspace_files, and WildcardTarget for every
-// other tool (one grant covers all its calls). An MCP tool's target is its
+// read_other_workspace/list_workspace_files, the command for bash
+// (BashTargetKey: one grant covers that command, never every command), and
+// WildcardTarget for every other tool (one grant covers all its calls). An MCP tool's target is its
 // server and tool ("<server>/<tool>"): a grant covers every call of that
 // one tool of that one server.
 func TargetKey(tool string, args map[string]any) string {
@@ -28,9 +29,13 @@ func TargetKey(tool string, args map[string]any) string {
 		if v == nil {
 			v = args["file_path"]
 		}
-		key = jsTrim(jsString(v))
+		// Trimmed as the file tools trim a path (strings.TrimSpace), so two
+		// paths with one key always name one file.
+		key = strings.TrimSpace(jsString(v))
 	case ToolReadOtherWorkspace, ToolListWorkspaceFiles:
 		key = jsTrim(argString(args, "target_workspace_id"))
+	case ToolBash:
+		key = BashTargetKey(argString(args, "command"))
 	}
 	if key == "" {
 		return WildcardTarget
@@ -59,6 +64,11 @@ func DescribeGrant(tool, targetKey string, source *string) string {
 			return "Write any file"
 		}
 		return "Write to " + targetKey
+	case tool == ToolBash:
+		if targetKey == WildcardTarget {
+			return "Run bash with no command"
+		}
+		return "Run the command: " + targetKey
 	case tool == ToolGenerateDocx:
 		return "Generate .docx documents"
 	case tool == ToolInstallCapability:

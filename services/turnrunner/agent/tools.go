@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -26,6 +28,15 @@ type Tool interface {
 	// Call runs the tool with the model's arguments (a JSON object). A
 	// returned error is reported to the model as the tool's result.
 	Call(ctx context.Context, input json.RawMessage) (string, error)
+}
+
+// Decoder is implemented by tools that decode their arguments themselves,
+// once and strictly, before the gate sees them (the built-in tools). Decode
+// returns the canonical JSON of the decoded value — what the tool event
+// and the gate see — and a function that runs exactly that value; an error
+// refuses the call as invalid arguments, before any approval.
+type Decoder interface {
+	Decode(input json.RawMessage) (canonical json.RawMessage, run func(context.Context) (string, error), err error)
 }
 
 // ToolCall is one call the gate is asked about.
@@ -105,16 +116,15 @@ func (r *run) execute(ctx context.Context, pc *chatstream.ToolCall) (string, err
 	if len(raw) == 0 {
 		raw = []byte("{}")
 	}
-	var fields map[string]any
-	var anyValue any
-	if err := json.Unmarshal(raw, &anyValue); err != nil {
-		// Like the original: the model learns its mistake, the client sees nothing.
+	tool, known := r.tools[pc.Name]
+	input, run, err := decodeArgs(tool, known && !r.blocked[pc.Name], raw)
+	if err != nil {
+		// Like the original: the model learns its mistake, the client sees
+		// nothing, and nobody is asked to approve arguments that cannot run.
 		return fmt.Sprintf("Error: Invalid arguments for %s: %v", pc.Name, err), nil
 	}
-	fields, _ = anyValue.(map[string]any)
-	var compact bytes.Buffer
-	_ = json.Compact(&compact, raw)
-	input := json.RawMessage(compact.Bytes())
+	var fields map[string]any
+	_ = json.Unmarshal(input, &fields)
 
 	r.step(DescribeToolUse(pc.Name, fields))
 	r.emit(protocol.EventTool, ToolData{Name: pc.Name, Input: input})
@@ -124,7 +134,6 @@ func (r *run) execute(ctx context.Context, pc *chatstream.ToolCall) (string, err
 
 	key := pc.Name + "\x00" + string(input)
 	r.repeats[key]++
-	tool, known := r.tools[pc.Name]
 	var result string
 	switch {
 	case r.repeats[key] > maxIdenticalCalls:
@@ -160,7 +169,7 @@ func (r *run) execute(ctx context.Context, pc *chatstream.ToolCall) (string, err
 				return "", fmt.Errorf("agent: checkpoint %s: %w", pc.Name, err)
 			}
 		}
-		out, err := callTool(ctx, tool, input)
+		out, err := callTool(ctx, run)
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
@@ -188,15 +197,93 @@ func (r *run) execute(ctx context.Context, pc *chatstream.ToolCall) (string, err
 	return result, nil
 }
 
-// callTool runs a tool, turning a panic into an error so one broken tool
-// cannot take down every turn of the process.
-func callTool(ctx context.Context, t Tool, input json.RawMessage) (out string, err error) {
+// decodeArgs reads a call's raw arguments once. A tool that decodes its
+// own (Decoder; only asked when decode is set, i.e. the tool is known and
+// may run) gives the canonical input and the run of exactly that value.
+// Any other call gets its arguments compacted, refused when they are not
+// JSON or repeat a key (the approval card would show the first, a server
+// could use the last), and run with Tool.Call.
+func decodeArgs(tool Tool, decode bool, raw []byte) (json.RawMessage, func(context.Context) (string, error), error) {
+	if d, ok := tool.(Decoder); ok && decode {
+		return d.Decode(raw)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return nil, nil, err
+	}
+	if err := checkDuplicateKeys(raw); err != nil {
+		return nil, nil, err
+	}
+	input := json.RawMessage(compact.Bytes())
+	return input, func(ctx context.Context) (string, error) {
+		if tool == nil {
+			return "", errors.New("unknown tool")
+		}
+		return tool.Call(ctx, input)
+	}, nil
+}
+
+// checkDuplicateKeys fails when the JSON text data is invalid or an object
+// in it has a key twice.
+func checkDuplicateKeys(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := walkJSON(dec); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("unexpected data after the arguments")
+	}
+	return nil
+}
+
+// walkJSON reads one value from dec, failing on a repeated key.
+func walkJSON(dec *json.Decoder) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return errors.New("not valid JSON")
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return errors.New("not valid JSON")
+			}
+			key, _ := k.(string)
+			if seen[key] {
+				return fmt.Errorf("duplicate key %q", key)
+			}
+			seen[key] = true
+			if err := walkJSON(dec); err != nil {
+				return err
+			}
+		}
+	case json.Delim('['):
+		for dec.More() {
+			if err := walkJSON(dec); err != nil {
+				return err
+			}
+		}
+	default:
+		return nil
+	}
+	if _, err := dec.Token(); err != nil { // the closing delimiter
+		return errors.New("not valid JSON")
+	}
+	return nil
+}
+
+// callTool runs a decoded call, turning a panic into an error so one
+// broken tool cannot take down every turn of the process.
+func callTool(ctx context.Context, run func(context.Context) (string, error)) (out string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = "", fmt.Errorf("internal error (%v)", p)
 		}
 	}()
-	return t.Call(ctx, input)
+	return run(ctx)
 }
 
 // deny records a call the gate refused; only a verdict asking for it shows

@@ -47,22 +47,27 @@ func (bashTool) Schema() json.RawMessage {
 		`},"required":["command"]}`)
 }
 
-func (t bashTool) Run(ctx context.Context, env Env, input json.RawMessage) (string, error) {
-	var in struct {
-		Command string    `json:"command"`
-		Timeout *floatArg `json:"timeout"`
-	}
-	if err := decode(input, &in); err != nil {
-		return "", err
-	}
+// bashInput is bash's arguments.
+type bashInput struct {
+	Command string    `json:"command"`
+	Timeout *floatArg `json:"timeout,omitempty"`
+}
+
+func (in *bashInput) validate() error {
 	if strings.TrimSpace(in.Command) == "" {
-		return "", errors.New("command is required")
+		return errors.New("command is required")
 	}
+	if in.Timeout != nil && *in.Timeout <= 0 {
+		return errors.New("timeout must be a positive number of seconds")
+	}
+	return nil
+}
+
+func (t bashTool) Decode(input json.RawMessage) (Call, error) { return decodeCall(input, t.runInput) }
+
+func (t bashTool) runInput(ctx context.Context, env Env, in *bashInput) (string, error) {
 	timeout := t.cfg.BashTimeout
 	if in.Timeout != nil {
-		if *in.Timeout <= 0 {
-			return "", errors.New("timeout must be a positive number of seconds")
-		}
 		secs := math.Min(float64(*in.Timeout), t.cfg.BashMaxTimeout.Seconds())
 		timeout = time.Duration(secs * float64(time.Second))
 	}

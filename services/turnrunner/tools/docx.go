@@ -33,23 +33,32 @@ func (generateDocxTool) Schema() json.RawMessage {
 		`},"required":["path","content"]}`)
 }
 
-func (t generateDocxTool) Run(_ context.Context, env Env, input json.RawMessage) (string, error) {
-	var in struct {
-		Path    string  `json:"path"`
-		Title   string  `json:"title"`
-		Content *string `json:"content"`
-	}
-	if err := decode(input, &in); err != nil {
-		return "", err
-	}
+// generateDocxInput is generate_docx's arguments.
+type generateDocxInput struct {
+	Path    string  `json:"path"`
+	Title   string  `json:"title,omitempty"`
+	Content *string `json:"content"`
+}
+
+// validate also settles the output name (".docx" added when missing), so
+// the canonical input that approval shows names the file that is written.
+func (in *generateDocxInput) validate() error {
 	if err := requireFileInput(in.Path, in.Content); err != nil {
-		return "", err
+		return err
 	}
-	p := strings.TrimSpace(in.Path)
-	if !strings.HasSuffix(strings.ToLower(p), ".docx") {
-		p += ".docx"
+	in.Path = strings.TrimSpace(in.Path)
+	if !strings.HasSuffix(strings.ToLower(in.Path), ".docx") {
+		in.Path += ".docx"
 	}
-	rel, err := resolve(env.FilesDir, p)
+	return nil
+}
+
+func (t generateDocxTool) Decode(input json.RawMessage) (Call, error) {
+	return decodeCall(input, t.run)
+}
+
+func (t generateDocxTool) run(_ context.Context, env Env, in *generateDocxInput) (string, error) {
+	rel, err := resolve(env.FilesDir, in.Path)
 	if err != nil {
 		return "", err
 	}

@@ -55,26 +55,31 @@ func (readFileTool) Schema() json.RawMessage {
 		`},"required":["path"]}`)
 }
 
-func (t readFileTool) Run(ctx context.Context, env Env, input json.RawMessage) (string, error) {
-	var in struct {
-		Path   string  `json:"path"`
-		Offset *intArg `json:"offset"`
-		Limit  *intArg `json:"limit"`
-	}
-	if err := decode(input, &in); err != nil {
-		return "", err
-	}
+// readFileInput is read_file's arguments.
+type readFileInput struct {
+	Path   string  `json:"path"`
+	Offset *intArg `json:"offset,omitempty"`
+	Limit  *intArg `json:"limit,omitempty"`
+}
+
+func (in *readFileInput) validate() error {
 	if strings.TrimSpace(in.Path) == "" {
-		return "", errors.New("path is required")
+		return errors.New("path is required")
 	}
+	if in.Limit != nil && *in.Limit < 1 {
+		return errors.New("limit must be at least 1")
+	}
+	return nil
+}
+
+func (t readFileTool) Decode(input json.RawMessage) (Call, error) { return decodeCall(input, t.run) }
+
+func (t readFileTool) run(ctx context.Context, env Env, in *readFileInput) (string, error) {
 	offset, limit := 1, 0
 	if in.Offset != nil && *in.Offset > 1 {
 		offset = int(*in.Offset)
 	}
 	if in.Limit != nil {
-		if *in.Limit < 1 {
-			return "", errors.New("limit must be at least 1")
-		}
 		limit = int(*in.Limit)
 	}
 	ws, rel, err := openPath(env, in.Path)
@@ -185,17 +190,17 @@ func (writeFileTool) Schema() json.RawMessage {
 		`},"required":["path","content"]}`)
 }
 
-func (writeFileTool) Run(_ context.Context, env Env, input json.RawMessage) (string, error) {
-	var in struct {
-		Path    string  `json:"path"`
-		Content *string `json:"content"`
-	}
-	if err := decode(input, &in); err != nil {
-		return "", err
-	}
-	if err := requireFileInput(in.Path, in.Content); err != nil {
-		return "", err
-	}
+// writeFileInput is write_file's arguments.
+type writeFileInput struct {
+	Path    string  `json:"path"`
+	Content *string `json:"content"`
+}
+
+func (in *writeFileInput) validate() error { return requireFileInput(in.Path, in.Content) }
+
+func (t writeFileTool) Decode(input json.RawMessage) (Call, error) { return decodeCall(input, t.run) }
+
+func (writeFileTool) run(_ context.Context, env Env, in *writeFileInput) (string, error) {
 	rel, err := resolve(env.FilesDir, in.Path)
 	if err != nil {
 		return "", err
@@ -264,26 +269,31 @@ func (editFileTool) Schema() json.RawMessage {
 		`},"required":["path","old_string","new_string"]}`)
 }
 
-func (editFileTool) Run(_ context.Context, env Env, input json.RawMessage) (string, error) {
-	var in struct {
-		Path       string  `json:"path"`
-		OldString  string  `json:"old_string"`
-		NewString  *string `json:"new_string"`
-		ReplaceAll boolArg `json:"replace_all"`
-	}
-	if err := decode(input, &in); err != nil {
-		return "", err
-	}
+// editFileInput is edit_file's arguments.
+type editFileInput struct {
+	Path       string  `json:"path"`
+	OldString  string  `json:"old_string"`
+	NewString  *string `json:"new_string"`
+	ReplaceAll boolArg `json:"replace_all,omitempty"`
+}
+
+func (in *editFileInput) validate() error {
 	switch {
 	case strings.TrimSpace(in.Path) == "":
-		return "", errors.New("path is required")
+		return errors.New("path is required")
 	case in.OldString == "":
-		return "", errors.New("old_string is required and must not be empty")
+		return errors.New("old_string is required and must not be empty")
 	case in.NewString == nil:
-		return "", errors.New("new_string is required")
+		return errors.New("new_string is required")
 	case *in.NewString == in.OldString:
-		return "", errors.New("old_string and new_string are identical; nothing to change")
+		return errors.New("old_string and new_string are identical; nothing to change")
 	}
+	return nil
+}
+
+func (t editFileTool) Decode(input json.RawMessage) (Call, error) { return decodeCall(input, t.run) }
+
+func (editFileTool) run(_ context.Context, env Env, in *editFileInput) (string, error) {
 	ws, rel, err := openPath(env, in.Path)
 	if err != nil {
 		return "", err

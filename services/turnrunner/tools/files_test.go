@@ -227,7 +227,7 @@ func TestReadFileLongLineAndBadInput(t *testing.T) {
 	}
 
 	tool, _ := NewRegistry(Config{}).Get("write_file")
-	if _, err := tool.Run(t.Context(), env, []byte(`{"path": 5}`)); err == nil || !strings.Contains(err.Error(), "invalid arguments") {
+	if _, err := runTool(t.Context(), tool, env, []byte(`{"path": 5}`)); err == nil || !strings.Contains(err.Error(), "cannot unmarshal number") {
 		t.Errorf("wrongly typed input: err = %v", err)
 	}
 	if _, err := call(t, env, "write_file", map[string]any{"path": "a.txt"}); err == nil {

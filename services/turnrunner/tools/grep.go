@@ -37,19 +37,26 @@ func (searchContentTool) Schema() json.RawMessage {
 		`},"required":["pattern"]}`)
 }
 
-func (t searchContentTool) Run(ctx context.Context, env Env, input json.RawMessage) (string, error) {
-	var in struct {
-		Pattern         string  `json:"pattern"`
-		Path            string  `json:"path"`
-		Glob            string  `json:"glob"`
-		CaseInsensitive boolArg `json:"case_insensitive"`
-	}
-	if err := decode(input, &in); err != nil {
-		return "", err
-	}
+// searchContentInput is search_content's arguments.
+type searchContentInput struct {
+	Pattern         string  `json:"pattern"`
+	Path            string  `json:"path,omitempty"`
+	Glob            string  `json:"glob,omitempty"`
+	CaseInsensitive boolArg `json:"case_insensitive,omitempty"`
+}
+
+func (in *searchContentInput) validate() error {
 	if in.Pattern == "" {
-		return "", errors.New("pattern is required")
+		return errors.New("pattern is required")
 	}
+	return nil
+}
+
+func (t searchContentTool) Decode(input json.RawMessage) (Call, error) {
+	return decodeCall(input, t.run)
+}
+
+func (t searchContentTool) run(ctx context.Context, env Env, in *searchContentInput) (string, error) {
 	re, literal := compileSearch(in.Pattern, bool(in.CaseInsensitive))
 	var filter *glob
 	if strings.TrimSpace(in.Glob) != "" {

@@ -35,7 +35,16 @@ func callCtx(t *testing.T, ctx context.Context, cfg Config, env Env, name string
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tool.Run(ctx, env, raw)
+	return runTool(ctx, tool, env, raw)
+}
+
+// runTool decodes raw as tool's arguments and runs the call.
+func runTool(ctx context.Context, tool Tool, env Env, raw json.RawMessage) (string, error) {
+	c, err := tool.Decode(raw)
+	if err != nil {
+		return "", err
+	}
+	return c.Run(ctx, env)
 }
 
 // mustCall fails the test when the tool errors.

@@ -28,14 +28,15 @@ func (listFilesTool) Schema() json.RawMessage {
 		`},"required":[]}`)
 }
 
-func (t listFilesTool) Run(ctx context.Context, env Env, input json.RawMessage) (string, error) {
-	var in struct {
-		Path      string  `json:"path"`
-		Recursive boolArg `json:"recursive"`
-	}
-	if err := decode(input, &in); err != nil {
-		return "", err
-	}
+// listFilesInput is list_files' arguments.
+type listFilesInput struct {
+	Path      string  `json:"path,omitempty"`
+	Recursive boolArg `json:"recursive,omitempty"`
+}
+
+func (t listFilesTool) Decode(input json.RawMessage) (Call, error) { return decodeCall(input, t.run) }
+
+func (t listFilesTool) run(ctx context.Context, env Env, in *listFilesInput) (string, error) {
 	ws, rel, err := openDir(env, in.Path)
 	if err != nil {
 		return "", err
@@ -130,17 +131,22 @@ func (searchFilesTool) Schema() json.RawMessage {
 		`},"required":["pattern"]}`)
 }
 
-func (t searchFilesTool) Run(ctx context.Context, env Env, input json.RawMessage) (string, error) {
-	var in struct {
-		Pattern string `json:"pattern"`
-		Path    string `json:"path"`
-	}
-	if err := decode(input, &in); err != nil {
-		return "", err
-	}
+// searchFilesInput is search_files' arguments.
+type searchFilesInput struct {
+	Pattern string `json:"pattern"`
+	Path    string `json:"path,omitempty"`
+}
+
+func (in *searchFilesInput) validate() error {
 	if strings.TrimSpace(in.Pattern) == "" {
-		return "", errors.New("pattern is required")
+		return errors.New("pattern is required")
 	}
+	return nil
+}
+
+func (t searchFilesTool) Decode(input json.RawMessage) (Call, error) { return decodeCall(input, t.run) }
+
+func (t searchFilesTool) run(ctx context.Context, env Env, in *searchFilesInput) (string, error) {
 	g, err := compileGlob(in.Pattern)
 	if err != nil {
 		return "", err

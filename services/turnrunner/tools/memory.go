@@ -37,18 +37,23 @@ func (saveMemoryTool) Schema() json.RawMessage {
 // Available hides the tool when the turn has no memory backend.
 func (saveMemoryTool) Available(env Env) bool { return env.Memory != nil }
 
-func (saveMemoryTool) Run(ctx context.Context, env Env, input json.RawMessage) (string, error) {
-	var in struct {
-		Content string  `json:"content"`
-		Tags    tagsArg `json:"tags"`
+// saveMemoryInput is save_memory's arguments.
+type saveMemoryInput struct {
+	Content string  `json:"content"`
+	Tags    tagsArg `json:"tags,omitempty"`
+}
+
+func (in *saveMemoryInput) validate() error {
+	if strings.TrimSpace(in.Content) == "" {
+		return errors.New("content is required")
 	}
-	if err := decode(input, &in); err != nil {
-		return "", err
-	}
+	return nil
+}
+
+func (t saveMemoryTool) Decode(input json.RawMessage) (Call, error) { return decodeCall(input, t.run) }
+
+func (saveMemoryTool) run(ctx context.Context, env Env, in *saveMemoryInput) (string, error) {
 	content := strings.TrimSpace(in.Content)
-	if content == "" {
-		return "", errors.New("content is required")
-	}
 	if env.Memory == nil {
 		return "", errNoMemory
 	}
@@ -81,18 +86,25 @@ func (searchMemoryTool) Schema() json.RawMessage {
 // Available hides the tool when the turn has no memory backend.
 func (searchMemoryTool) Available(env Env) bool { return env.Memory != nil }
 
-func (searchMemoryTool) Run(ctx context.Context, env Env, input json.RawMessage) (string, error) {
-	var in struct {
-		Query string  `json:"query"`
-		Limit *intArg `json:"limit"`
+// searchMemoryInput is search_memory's arguments.
+type searchMemoryInput struct {
+	Query string  `json:"query"`
+	Limit *intArg `json:"limit,omitempty"`
+}
+
+func (in *searchMemoryInput) validate() error {
+	if strings.TrimSpace(in.Query) == "" {
+		return errors.New("query is required")
 	}
-	if err := decode(input, &in); err != nil {
-		return "", err
-	}
+	return nil
+}
+
+func (t searchMemoryTool) Decode(input json.RawMessage) (Call, error) {
+	return decodeCall(input, t.run)
+}
+
+func (searchMemoryTool) run(ctx context.Context, env Env, in *searchMemoryInput) (string, error) {
 	query := strings.TrimSpace(in.Query)
-	if query == "" {
-		return "", errors.New("query is required")
-	}
 	limit := defaultMemoryResults
 	if in.Limit != nil && *in.Limit > 0 {
 		limit = min(int(*in.Limit), maxMemoryResults)

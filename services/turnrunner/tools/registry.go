@@ -28,15 +28,64 @@ type Env struct {
 	Memory Memory
 }
 
-// Tool is one capability the model can call. Run gets the turn's Env and the
-// model's JSON arguments and returns the text the model sees; a returned
-// error means the call failed and its message is shown to the model.
+// Tool is one capability the model can call. Decode turns the model's JSON
+// arguments into a Call, once and strictly (see decode): the Call's Input
+// is the canonical JSON of the decoded value, and Call.Run runs exactly that
+// value. An error from Decode means the arguments are not acceptable; the
+// call is refused before anyone is asked to approve it.
 type Tool interface {
 	Name() string
 	Description() string
 	// Schema is a JSON Schema object describing the arguments.
 	Schema() json.RawMessage
-	Run(ctx context.Context, env Env, input json.RawMessage) (string, error)
+	Decode(input json.RawMessage) (Call, error)
+}
+
+// Call is one tool call with its arguments decoded and checked.
+type Call struct {
+	// Input is the canonical JSON of the decoded arguments: what approval
+	// shows and grants match, and exactly what Run executes.
+	Input json.RawMessage
+	run   func(ctx context.Context, env Env) (string, error)
+}
+
+// Run executes the call in env and returns the text the model sees; a
+// returned error means the call failed and its message is shown to the
+// model.
+func (c Call) Run(ctx context.Context, env Env) (string, error) {
+	if c.run == nil {
+		return "", errors.New("no call to run")
+	}
+	return c.run(ctx, env)
+}
+
+// validator is implemented by tool inputs with rules beyond their types
+// (a required field, a positive number); decodeCall applies it so a call
+// that cannot run is refused before approval.
+type validator interface {
+	validate() error
+}
+
+// decodeCall decodes input strictly into a new In, validates it and binds
+// it to run. The canonical Input is In re-encoded, so what approval sees
+// is the very value run gets.
+func decodeCall[In any](input json.RawMessage, run func(ctx context.Context, env Env, in *In) (string, error)) (Call, error) {
+	in := new(In)
+	if err := decode(input, in); err != nil {
+		return Call{}, err
+	}
+	if v, ok := any(in).(validator); ok {
+		if err := v.validate(); err != nil {
+			return Call{}, err
+		}
+	}
+	canonical, err := json.Marshal(in)
+	if err != nil {
+		return Call{}, err
+	}
+	return Call{Input: canonical, run: func(ctx context.Context, env Env) (string, error) {
+		return run(ctx, env, in)
+	}}, nil
 }
 
 // Availability is optionally implemented by a Tool that only makes sense in
@@ -153,14 +202,46 @@ func (b Bound) Description() string { return b.tool.Description() }
 // Schema is the tool's argument schema.
 func (b Bound) Schema() json.RawMessage { return b.tool.Schema() }
 
-// Call runs the tool. A panicking tool (a plugin bug) becomes an error for
-// this call instead of taking the turn runner down.
-func (b Bound) Call(ctx context.Context, input json.RawMessage) (result string, err error) {
+// Decode decodes the model's arguments once, strictly (unknown,
+// case-variant or duplicate keys and wrong types are errors), and returns
+// their canonical JSON and a function that runs exactly that decoded value.
+// It is what the agent loop's gate and events see (agent.Decoder).
+func (b Bound) Decode(input json.RawMessage) (json.RawMessage, func(context.Context) (string, error), error) {
+	c, err := b.decode(input)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c.Input, func(ctx context.Context) (string, error) { return b.run(ctx, c) }, nil
+}
+
+// Call decodes input and runs the tool (Decode, then the returned run).
+func (b Bound) Call(ctx context.Context, input json.RawMessage) (string, error) {
+	c, err := b.decode(input)
+	if err != nil {
+		return "", fmt.Errorf("invalid arguments: %w", err)
+	}
+	return b.run(ctx, c)
+}
+
+// decode is the tool's Decode with a panic (a plugin bug) turned into an
+// error.
+func (b Bound) decode(input json.RawMessage) (c Call, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c, err = Call{}, fmt.Errorf("internal error in %s: %v", b.tool.Name(), p)
+		}
+	}()
+	return b.tool.Decode(input)
+}
+
+// run runs c in the bound env. A panicking tool becomes an error for this
+// call instead of taking the turn runner down.
+func (b Bound) run(ctx context.Context, c Call) (result string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			result = ""
 			err = fmt.Errorf("internal error in %s: %v", b.tool.Name(), p)
 		}
 	}()
-	return b.tool.Run(ctx, b.env, input)
+	return c.Run(ctx, b.env)
 }

@@ -19,8 +19,8 @@ func (s stubTool) Description() string { return "stub " + s.name }
 func (s stubTool) Schema() json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{}}`)
 }
-func (s stubTool) Run(ctx context.Context, env Env, input json.RawMessage) (string, error) {
-	return s.run(ctx, env, input)
+func (s stubTool) Decode(input json.RawMessage) (Call, error) {
+	return Call{Input: input, run: func(ctx context.Context, env Env) (string, error) { return s.run(ctx, env, input) }}, nil
 }
 
 func TestNewRegistryBuiltins(t *testing.T) {

@@ -36,7 +36,7 @@ func TestBashSandbox(t *testing.T) {
 	tool := bashTool{cfg: cfg.withDefaults()}
 	run := func(cmd string) string {
 		in, _ := json.Marshal(map[string]any{"command": cmd})
-		out, err := tool.Run(context.Background(), Env{FilesDir: ws}, in)
+		out, err := runTool(context.Background(), tool, Env{FilesDir: ws}, in)
 		if err != nil {
 			t.Fatalf("%s: %v", cmd, err)
 		}

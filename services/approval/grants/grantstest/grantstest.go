@@ -96,7 +96,7 @@ func testRoundTripAcrossReopen(t *testing.T, st Backend) {
 	if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(g1.ID) {
 		t.Fatalf("id %q is not a v4 UUID", g1.ID)
 	}
-	if g2.Description != `Read workspace "beta" from "alpha"` || g3.Description != "Execute bash on *" || g3.TargetKey != "*" {
+	if g2.Description != `Read workspace "beta" from "alpha"` || g3.Description != "Run the command: npm test" || g3.TargetKey != "npm test" {
 		t.Fatalf("descriptions/keys: %+v %+v", g2, g3)
 	}
 
