@@ -62,6 +62,10 @@ type AgentGroup struct {
 	Strategy    string             `json:"strategy"`
 	Members     []AgentGroupMember `json:"members"`
 	CreatedAt   string             `json:"createdAt"`
+	// TeamID is the team the group belongs to (set when it is created;
+	// "" for groups of a local server and those made before groups had a
+	// team, which on a team server are the operator's alone).
+	TeamID string `json:"teamId,omitempty"`
 }
 
 // AgentGroupList answers ListGroups, in creation order.
@@ -94,6 +98,9 @@ type GroupRunRequest struct {
 	Task      string `json:"task"`
 	TeamID    string `json:"teamId,omitempty"`
 	Workspace string `json:"workspace,omitempty"`
+	// User is the team-server user who started the run ("" locally): the
+	// members' turns run as them, under their team's governance.
+	User string `json:"user,omitempty"`
 }
 
 // GroupJobRequest reads one job of one group.
