@@ -96,7 +96,7 @@ var rules = map[string]rule{
 	"POST /api/chat":           {scope: scopeWorkspaceBody, action: protocol.ActionChat, bodyKeys: workspaceAliases, bodyDefault: "default"},
 	"DELETE /api/chat/history": {scope: scopeWorkspaceQuery, action: protocol.ActionWrite, queryKeys: []string{"workspace"}, queryDefault: "default"},
 	"GET /api/history":         {scope: scopeWorkspaceQuery, action: protocol.ActionRead, queryKeys: []string{"workspace"}, queryDefault: "default"},
-	"POST /api/agent/abort":    {scope: scopeWorkspaceBody, action: protocol.ActionWrite, bodyKeys: workspaceAliases, bodyDefault: "default"},
+	"POST /api/agent/abort":    {scope: scopeWorkspaceBody, action: protocol.ActionWrite, bodyKeys: []string{"workspaceId", "workspace"}},
 	// A retrieval run reads the workspace it names; "personal" (or none)
 	// is the user's own mind.
 	"POST /api/agent/run": {scope: scopeWorkspaceBody, action: protocol.ActionRead, bodyKeys: workspaceAliases, personal: "personal"},
