@@ -180,6 +180,9 @@ type ActiveAgent struct {
 	Session        string `json:"session"`
 	TurnID         string `json:"turnId,omitempty"`
 	StartedAt      string `json:"startedAt,omitempty"`
+	// TeamID is the team of the run's workspace on a team server (the
+	// job's TeamID), so a user is shown only their teams' runs.
+	TeamID string `json:"teamId,omitempty"`
 }
 
 // ActiveAgents answers ListActiveAgents: Workers are every step of

@@ -135,7 +135,7 @@ func (s *Service) agentsActive(ctx context.Context, _ protocol.Empty) (protocol.
 			a := protocol.ActiveAgent{
 				JobID: job.JobID, GroupID: job.GroupID, GroupName: job.GroupName, AgentID: st.AgentID,
 				RoleInGroup: st.RoleInGroup, ExecutionOrder: st.ExecutionOrder, Phase: st.Phase, Status: st.Status,
-				Session: st.Session, TurnID: st.TurnID, StartedAt: st.StartedAt,
+				Session: st.Session, TurnID: st.TurnID, StartedAt: st.StartedAt, TeamID: job.TeamID,
 			}
 			out.Workers = append(out.Workers, a)
 			if st.Status == protocol.JobRunning {

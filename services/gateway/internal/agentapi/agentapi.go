@@ -135,9 +135,24 @@ func (h handlers) modelChoice(w http.ResponseWriter, r *http.Request) (protocol.
 	return protocol.AgentModel{Model: model}, nil
 }
 
+// active lists the running group steps; on a team server only those of
+// runs in the user's teams' workspaces.
 func (h handlers) active(w http.ResponseWriter, r *http.Request) {
+	u, team := teamauth.UserFrom(r.Context())
+	mine := func(as []protocol.ActiveAgent) []protocol.ActiveAgent {
+		if !team {
+			return forward.OrEmpty(as)
+		}
+		kept := []protocol.ActiveAgent{}
+		for _, a := range as {
+			if a.TeamID != "" && u.Role(a.TeamID) != "" {
+				kept = append(kept, a)
+			}
+		}
+		return kept
+	}
 	forward.Serve(h.d, w, r, forward.NoInput, protocol.ListActiveAgents, http.StatusOK, func(rep protocol.ActiveAgents) any {
-		rep.Workers, rep.Active = forward.OrEmpty(rep.Workers), forward.OrEmpty(rep.Active)
+		rep.Workers, rep.Active = mine(rep.Workers), mine(rep.Active)
 		return rep
 	})
 }

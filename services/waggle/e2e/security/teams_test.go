@@ -288,6 +288,37 @@ func TestTeamsGroupRunIgnoresGovernance(t *testing.T) {
 	}
 }
 
+// Finding 11: GET /api/agents/active listed every team's running group
+// steps (group names, agents, sessions, turn ids).
+func TestTeamsActiveAgentsOfOtherTeams(t *testing.T) {
+	pause := llmtest.NewPause()
+	llm := llmtest.New(llmtest.WithDefault(llmtest.Response{Steps: llmtest.Steps(llmtest.Wait(pause), llmtest.Content("done"))}))
+	llm.Start()
+	defer llm.Close()
+	defer pause.Release()
+	w := teamsSetup(t, llm.URL())
+	var g struct{ ID string }
+	if st := w.srv.JSON("POST", "/api/agent-groups", map[string]any{"name": "acme-secret-project", "strategy": "sequential", "teamId": "acme",
+		"members": []any{map[string]any{"agentId": "coder"}}}, &g, teamsBearer(w.alice)...); st != 201 {
+		t.Fatalf("create group: %d", st)
+	}
+	if st := w.srv.JSON("POST", "/api/agent-groups/"+g.ID+"/run", map[string]any{"task": "t", "workspaceId": w.acmeWS}, nil, teamsBearer(w.bob)...); st != 200 {
+		t.Fatalf("bob runs the group: %d", st)
+	}
+	<-pause.Reached()
+	type active struct {
+		Workers []struct{ GroupName string } `json:"workers"`
+	}
+	var bobs, mals active
+	waitfor.True(t, "bob sees his run's worker", func() bool {
+		w.srv.JSON("GET", "/api/agents/active", nil, &bobs, teamsBearer(w.bob)...)
+		return len(bobs.Workers) == 1
+	})
+	if st := w.srv.JSON("GET", "/api/agents/active", nil, &mals, teamsBearer(w.mal)...); st != 200 || len(mals.Workers) != 0 {
+		t.Errorf("mal sees acme's run: %d %+v", st, mals)
+	}
+}
+
 // Finding 7 (part): the body was read before the token was checked, so a
 // bogus token could hold a request open with a body that never ends.
 func TestTeamsBogusTokenBodyNeverCompletes(t *testing.T) {
