@@ -5,10 +5,13 @@
 // user and route, with the windows shared by every gateway replica.
 //
 // The decisions themselves are made by the session store's teams service
-// (protocol.Authenticate.Subject); this package finds out which workspace
-// a request concerns — from the path, the query or the JSON body — and
-// which action it takes, before any handler runs, so a refused chat never
-// starts a stream.
+// (protocol.Authenticate, protocol.Authorize); this package checks the
+// token before reading any body, then finds out — once, from every alias
+// in the path, the query or the JSON body — which workspace a request
+// concerns and which action it takes, before any handler runs, so a
+// refused chat never starts a stream. The handler gets the result as a
+// Scope and never reads the workspace from the request again; local mode
+// resolves the same Scope (Resolve) without a user.
 package teamauth
 
 import (
