@@ -62,6 +62,10 @@ type AgentGroup struct {
 	Strategy    string             `json:"strategy"`
 	Members     []AgentGroupMember `json:"members"`
 	CreatedAt   string             `json:"createdAt"`
+	// TeamID is the team the group belongs to (set when it is created;
+	// "" for groups of a local server and those made before groups had a
+	// team, which on a team server are the operator's alone).
+	TeamID string `json:"teamId,omitempty"`
 }
 
 // AgentGroupList answers ListGroups, in creation order.
@@ -94,6 +98,9 @@ type GroupRunRequest struct {
 	Task      string `json:"task"`
 	TeamID    string `json:"teamId,omitempty"`
 	Workspace string `json:"workspace,omitempty"`
+	// User is the team-server user who started the run ("" locally): the
+	// members' turns run as them, under their team's governance.
+	User string `json:"user,omitempty"`
 }
 
 // GroupJobRequest reads one job of one group.
@@ -173,6 +180,9 @@ type ActiveAgent struct {
 	Session        string `json:"session"`
 	TurnID         string `json:"turnId,omitempty"`
 	StartedAt      string `json:"startedAt,omitempty"`
+	// TeamID is the team of the run's workspace on a team server (the
+	// job's TeamID), so a user is shown only their teams' runs.
+	TeamID string `json:"teamId,omitempty"`
 }
 
 // ActiveAgents answers ListActiveAgents: Workers are every step of

@@ -23,6 +23,10 @@ type AgentRunRequest struct {
 	// Workspace to retrieve from; "" or "personal" means the personal
 	// (default) workspace.
 	Workspace string `json:"workspace,omitempty"`
+	// User is the team-server user the run is for ("" locally). With a
+	// user, "" Workspace means that user's personal mind only, never the
+	// shared default workspace.
+	User string `json:"user,omitempty"`
 	// MaxSteps defaults to 5; MaxRetrievalsPerStep to 8.
 	MaxSteps             int `json:"maxSteps,omitempty"`
 	MaxRetrievalsPerStep int `json:"maxRetrievalsPerStep,omitempty"`

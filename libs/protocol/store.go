@@ -188,6 +188,8 @@ type CommandRequest struct {
 	Session   string `json:"session"`
 	// LLMAvailable tells the command whether rerouting to the agent loop can work.
 	LLMAvailable bool `json:"llmAvailable,omitempty"`
+	// User is the team-server user running the command ("" locally).
+	User string `json:"user,omitempty"`
 }
 
 // CommandReply is a command's result text; a result that starts with

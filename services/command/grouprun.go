@@ -51,6 +51,9 @@ func (s *Service) groupRun(ctx context.Context, req protocol.GroupRunRequest) (p
 	if !protocol.ValidID(ws) {
 		return protocol.GroupJob{}, protocol.Errorf(protocol.Invalid, "Invalid workspaceId: contains illegal characters")
 	}
+	if req.User != "" && !protocol.ValidID(req.User) {
+		return protocol.GroupJob{}, protocol.Errorf(protocol.Invalid, "invalid user")
+	}
 	now := stamp(time.Now())
 	job := protocol.GroupJob{
 		JobID: protocol.NewUUID(), GroupID: g.ID, GroupName: g.Name, Strategy: g.Strategy,
@@ -67,7 +70,7 @@ func (s *Service) groupRun(ctx context.Context, req protocol.GroupRunRequest) (p
 	if _, err := s.jobs.Create(kctx, job.JobID, data); err != nil {
 		return protocol.GroupJob{}, fmt.Errorf("command: store job %s: %w", job.JobID, err)
 	}
-	r := &run{s: s, job: cloneJob(job), group: g, task: job.Task, ws: ws, steps: len(job.Steps)}
+	r := &run{s: s, job: cloneJob(job), group: g, task: job.Task, ws: ws, user: req.User, steps: len(job.Steps)}
 	s.runs.Add(1)
 	go func() {
 		defer s.runs.Done()
@@ -132,7 +135,7 @@ func (s *Service) agentsActive(ctx context.Context, _ protocol.Empty) (protocol.
 			a := protocol.ActiveAgent{
 				JobID: job.JobID, GroupID: job.GroupID, GroupName: job.GroupName, AgentID: st.AgentID,
 				RoleInGroup: st.RoleInGroup, ExecutionOrder: st.ExecutionOrder, Phase: st.Phase, Status: st.Status,
-				Session: st.Session, TurnID: st.TurnID, StartedAt: st.StartedAt,
+				Session: st.Session, TurnID: st.TurnID, StartedAt: st.StartedAt, TeamID: job.TeamID,
 			}
 			out.Workers = append(out.Workers, a)
 			if st.Status == protocol.JobRunning {
@@ -192,9 +195,14 @@ func cloneJob(j protocol.GroupJob) protocol.GroupJob {
 type run struct {
 	s     *Service
 	group protocol.AgentGroup
-	// task, ws and steps never change; step goroutines read them freely.
-	task  string
-	ws    string
+	// task, ws, user and steps never change; step goroutines read them
+	// freely.
+	task string
+	ws   string
+	// user is the team-server user who started the run ("" locally):
+	// every member's turn runs as them, so their team's governance
+	// (blocked tools) applies as in their own chats.
+	user  string
 	steps int
 
 	mu  sync.Mutex
@@ -373,7 +381,7 @@ func (r *run) runStep(ctx context.Context, i int, message string) (string, error
 	})
 	st := r.step(i)
 	out, err := r.s.runTurn(ctx, protocol.TurnRequest{
-		TurnID: turnID, Workspace: r.ws, Session: st.Session, Message: message,
+		TurnID: turnID, Workspace: r.ws, Session: st.Session, Message: message, User: r.user,
 	})
 	r.update(func(j *protocol.GroupJob) {
 		st := &j.Steps[i]

@@ -8,6 +8,7 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/gateway/internal/input"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
+	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 )
 
 // agentRun is POST /api/agent/run (contract §8): a one-shot retrieval run
@@ -18,7 +19,8 @@ func (s *Service) agentRun(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, s.log, err)
 		return
 	}
-	req, err := parseAgentRun(f)
+	sc, _ := teamauth.ScopeFrom(r.Context())
+	req, err := parseAgentRun(f, sc)
 	if err != nil {
 		respond.Error(w, s.log, err)
 		return
@@ -43,8 +45,10 @@ func (s *Service) agentRun(w http.ResponseWriter, r *http.Request) {
 	s.relay(w, r, started.TurnID, relaySource{live: live, final: protocol.AgentRunEventDone}, true)
 }
 
-// parseAgentRun validates the body of POST /api/agent/run.
-func parseAgentRun(f input.Fields) (protocol.AgentRunRequest, error) {
+// parseAgentRun validates the body of POST /api/agent/run; the workspace
+// is the one the authorization step resolved ("" for "personal"), the
+// user the one it authenticated.
+func parseAgentRun(f input.Fields, sc teamauth.Scope) (protocol.AgentRunRequest, error) {
 	var req protocol.AgentRunRequest
 	q, present, ok := f.Str("question")
 	if !present || !ok || q == "" {
@@ -57,16 +61,13 @@ func parseAgentRun(f input.Fields) (protocol.AgentRunRequest, error) {
 			return req, err
 		}
 	}
-	name, ws, err := aliased(f, "workspace", "workspaceId")
-	if err != nil {
-		return req, err
-	}
-	if name != "" && ws != "personal" {
-		if err := input.CheckSegment(name, ws); err != nil {
+	if sc.Workspace != "" {
+		if err := input.CheckSegment(sc.Field, sc.Workspace); err != nil {
 			return req, err
 		}
-		req.Workspace = ws
+		req.Workspace = sc.Workspace
 	}
+	req.User = sc.User
 	for key, dst := range map[string]*int{"maxSteps": &req.MaxSteps, "maxRetrievalsPerStep": &req.MaxRetrievalsPerStep} {
 		raw, ok := f[key]
 		if !ok || string(raw) == "null" {

@@ -24,7 +24,7 @@ const HeaderTurnID = "X-Waggle-Turn-Id"
 
 // parseChat validates a chat body in the contract's order and builds the
 // turn request. Every rejection happens here, before a stream exists.
-func (s *Service) parseChat(f input.Fields) (protocol.TurnRequest, error) {
+func (s *Service) parseChat(f input.Fields, sc teamauth.Scope) (protocol.TurnRequest, error) {
 	var req protocol.TurnRequest
 	msg, present, ok := f.Str("message")
 	if !present || !ok || msg == "" {
@@ -42,19 +42,17 @@ func (s *Service) parseChat(f input.Fields) (protocol.TurnRequest, error) {
 	}
 	req.Message = msg
 
-	// workspace wins over workspaceId, session over sessionId (DESIGN §9).
-	wsName, ws, err := aliased(f, "workspace", "workspaceId")
-	if err != nil {
-		return req, err
+	// The workspace is the one the authorization step resolved (its
+	// aliases agree); the session's aliases must agree too.
+	ws := sc.Workspace
+	if sc.Field != "" {
+		if err := input.CheckSegment(sc.Field, ws); err != nil {
+			return req, err
+		}
 	}
 	sessName, sess, err := aliased(f, "session", "sessionId")
 	if err != nil {
 		return req, err
-	}
-	if wsName != "" {
-		if err := input.CheckSegment(wsName, ws); err != nil {
-			return req, err
-		}
 	}
 	if sessName != "" {
 		if err := input.CheckSegment(sessName, sess); err != nil {
@@ -98,6 +96,11 @@ func (s *Service) parseChat(f input.Fields) (protocol.TurnRequest, error) {
 	if err != nil {
 		return req, err
 	}
+	if present && s.cfg.Auth == AuthRequired {
+		// A team server's turns work in their own workspace's directory
+		// only; one answer for every path, so it reveals no path either.
+		return req, protocol.Errorf(protocol.Invalid, "workspacePath cannot be set on a team server").WithCode("WORKSPACE_PATH_REFUSED")
+	}
 	if present {
 		resolved, ok := insideDir(s.cfg.DataDir, path)
 		if !ok {
@@ -111,17 +114,33 @@ func (s *Service) parseChat(f input.Fields) (protocol.TurnRequest, error) {
 }
 
 // aliased reads a field that has a legacy alias; it returns the name of
-// the field used (for error messages), or "" when neither is present.
+// the field used (for error messages), or "" when neither is present
+// (null is absent). When both are sent they must agree — an empty or null
+// one beside a set one included — or the request is refused: guessing
+// which one counts is how a check and a handler come to disagree.
 func aliased(f input.Fields, name, alias string) (string, string, error) {
-	for _, key := range []string{name, alias} {
-		v, present, ok := f.Str(key)
-		if !present {
+	type value struct {
+		key, v  string
+		present bool
+	}
+	var got []value
+	for _, k := range []string{name, alias} {
+		if _, found := f[k]; !found {
 			continue
 		}
+		v, present, ok := f.Str(k) // null: not present, ""
 		if !ok {
-			return key, "", input.BadSegment(key)
+			return k, "", input.BadSegment(k)
 		}
-		return key, v, nil
+		got = append(got, value{k, v, present})
+	}
+	if len(got) == 2 && got[0].v != got[1].v {
+		return "", "", protocol.Errorf(protocol.Invalid, "%s and %s disagree", name, alias).WithCode("ALIAS_CONFLICT")
+	}
+	for _, g := range got {
+		if g.present {
+			return g.key, g.v, nil
+		}
 	}
 	return "", "", nil
 }
@@ -147,7 +166,8 @@ func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, s.log, err)
 		return
 	}
-	req, err := s.parseChat(f)
+	sc, _ := teamauth.ScopeFrom(r.Context())
+	req, err := s.parseChat(f, sc)
 	if err != nil {
 		respond.Error(w, s.log, err)
 		return
@@ -156,9 +176,7 @@ func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.TurnID = protocol.NewUUID()
-	if u, ok := teamauth.UserFrom(r.Context()); ok {
-		req.User = u.ID
-	}
+	req.User = sc.User
 	// Follow before the turn exists: the gateway picked the id, so the
 	// live path sees every event from the first.
 	live := s.hub.follow(req.TurnID)

@@ -201,6 +201,9 @@ func (s *Service) routes() http.Handler {
 		if limited {
 			r.Use(ratelimit.Middleware(deps, limits))
 		}
+		// The same resolution of the request's workspace as on a team
+		// server, so handlers read it from one place in both modes.
+		r.Use(teamauth.Resolve(deps))
 	}
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		respond.Fail(w, protocol.NotFound, "", "Not found")

@@ -8,18 +8,20 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/forward"
 	"github.com/waggle-os/core/services/gateway/internal/input"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
+	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 )
 
-// sessionQuery reads ?workspace= and ?session= with the chat defaults
-// (session defaults to the workspace, the workspace to "default"), both
-// checked with the safe-segment rule.
+// sessionQuery reads ?workspace= (as the authorization step resolved it)
+// and ?session= with the chat defaults (session defaults to the
+// workspace, the workspace to "default"), both checked with the
+// safe-segment rule.
 func sessionQuery(_ http.ResponseWriter, r *http.Request) (protocol.SessionRef, error) {
 	q := r.URL.Query()
 	ref := protocol.SessionRef{Workspace: "default", Session: "default"}
-	if q.Has("workspace") {
-		ref.Workspace = q.Get("workspace")
+	if sc, _ := teamauth.ScopeFrom(r.Context()); sc.Field != "" {
+		ref.Workspace = sc.Workspace
 		ref.Session = ref.Workspace
-		if err := input.CheckSegment("workspace", ref.Workspace); err != nil {
+		if err := input.CheckSegment(sc.Field, ref.Workspace); err != nil {
 			return ref, err
 		}
 	}

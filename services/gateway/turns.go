@@ -139,16 +139,14 @@ func (s *Service) cancelTurnRoute(w http.ResponseWriter, r *http.Request) {
 // of a workspace (the original web client calls it; the original server
 // had no such route).
 func (s *Service) abort(w http.ResponseWriter, r *http.Request) {
-	f, err := input.Decode(w, r, s.cfg.BodyLimit)
-	if err != nil {
+	// The body is decoded for its errors (malformed, too large); the
+	// workspace is the one the authorization step resolved.
+	if _, err := input.Decode(w, r, s.cfg.BodyLimit); err != nil {
 		respond.Error(w, s.log, err)
 		return
 	}
-	name, ws, err := aliased(f, "workspaceId", "workspace")
-	if err != nil {
-		respond.Error(w, s.log, err)
-		return
-	}
+	sc, _ := teamauth.ScopeFrom(r.Context())
+	name, ws := sc.Field, sc.Workspace
 	if name == "" {
 		respond.Error(w, s.log, protocol.Errorf(protocol.Invalid, "workspaceId is required"))
 		return

@@ -22,6 +22,9 @@ func (s *Service) startAgentRun(_ context.Context, req protocol.AgentRunRequest)
 	if req.Question == "" {
 		return protocol.TurnStarted{}, protocol.Errorf(protocol.Invalid, "question is required")
 	}
+	if req.User != "" && !protocol.ValidID(req.User) {
+		return protocol.TurnStarted{}, protocol.Errorf(protocol.Invalid, "invalid user")
+	}
 	if s.stopping.Load() {
 		return protocol.TurnStarted{}, protocol.ErrUnavailable
 	}
@@ -48,7 +51,7 @@ func (s *Service) startAgentRun(_ context.Context, req protocol.AgentRunRequest)
 		if req.Model == "" {
 			req.Model = firstNonEmpty(s.models.Get().DefaultModel, s.fallbackModel())
 		}
-		err := s.retrieval.Run(ctx, req, retrieval.NewBusSearcher(s.nc, s.cfg.StoreTimeout), emit)
+		err := s.retrieval.Run(ctx, req, retrieval.NewBusSearcher(s.nc, s.cfg.StoreTimeout).ForUser(req.User), emit)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			s.log.Warn("agent run failed", "turn", req.TurnID, "err", err)
 		}

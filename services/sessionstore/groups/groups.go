@@ -209,9 +209,9 @@ func index(gs []protocol.AgentGroup, id string) int {
 
 // Parse applies a client's JSON fields to g and validates the result. With
 // create, name and strategy are required and members default to []; for an
-// update only the fields present change. Unknown fields (and id,
-// createdAt) are ignored. Every failure is a 400 with a message naming the
-// field.
+// update only the fields present change; teamId is read on create only.
+// Unknown fields (and id, createdAt) are ignored. Every failure is a 400
+// with a message naming the field.
 func Parse(g protocol.AgentGroup, fields map[string]json.RawMessage, create bool) (protocol.AgentGroup, error) {
 	if raw, ok := present(fields, "name"); ok {
 		var name string
@@ -261,6 +261,16 @@ func Parse(g protocol.AgentGroup, fields map[string]json.RawMessage, create bool
 	}
 	if g.Members == nil {
 		g.Members = []protocol.AgentGroupMember{}
+	}
+	if raw, ok := present(fields, "teamId"); ok && create {
+		// A group's team is set once: moving it would need admin in both
+		// teams, and nobody needs that yet. The gateway has checked that
+		// the creator administers the team.
+		var team string
+		if json.Unmarshal(raw, &team) != nil {
+			return g, bad("teamId must be a string")
+		}
+		g.TeamID = team
 	}
 	return g, nil
 }

@@ -139,3 +139,19 @@ func TestFileFormat(t *testing.T) {
 		t.Fatalf("file =\n%s\nwant\n%s", data, want)
 	}
 }
+
+// A group's team is set when it is created and never moved by an update
+// (the gateway authorized the creator in that team only).
+func TestParseTeamOnCreateOnly(t *testing.T) {
+	g, err := groups.Parse(protocol.AgentGroup{}, groupstest.Fields(t, `{"name":"n","strategy":"parallel","teamId":"acme"}`), true)
+	if err != nil || g.TeamID != "acme" {
+		t.Fatalf("create: %+v %v", g, err)
+	}
+	g, err = groups.Parse(g, groupstest.Fields(t, `{"teamId":"evil"}`), false)
+	if err != nil || g.TeamID != "acme" {
+		t.Fatalf("update moved the group: %+v %v", g, err)
+	}
+	if _, err := groups.Parse(protocol.AgentGroup{}, groupstest.Fields(t, `{"name":"n","strategy":"parallel","teamId":3}`), true); protocol.KindOf(err) != protocol.Invalid {
+		t.Fatalf("non-string teamId: %v", err)
+	}
+}

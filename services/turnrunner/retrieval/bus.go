@@ -34,9 +34,15 @@ const DefaultBusTimeout = 10 * time.Second
 // relevance the store's hybrid search gave it, so one found by meaning
 // alone (no shared term) is not ranked last.
 // Ties keep memories before sessions and each source's own order.
+//
+// A searcher for a team-server user (ForUser) searches that user's
+// personal mind beside the workspace, and for no workspace (or an unknown
+// one) that personal mind alone, never the shared default workspace,
+// which belongs to no team.
 type BusSearcher struct {
 	nc      *nats.Conn
 	timeout time.Duration
+	user    string
 }
 
 // NewBusSearcher returns a BusSearcher on nc whose store requests each take
@@ -48,6 +54,14 @@ func NewBusSearcher(nc *nats.Conn, timeout time.Duration) *BusSearcher {
 	return &BusSearcher{nc: nc, timeout: timeout}
 }
 
+// ForUser returns a searcher that searches for user (see BusSearcher);
+// "" is the local user, who may search every workspace.
+func (b *BusSearcher) ForUser(user string) *BusSearcher {
+	c := *b
+	c.user = user
+	return &c
+}
+
 // Search implements Searcher. A source that is not there (no store
 // responder, unknown workspace) contributes nothing; an error is returned
 // only when both sources failed otherwise.
@@ -56,11 +70,20 @@ func (b *BusSearcher) Search(ctx context.Context, workspace, query string, limit
 	if err != nil {
 		return nil, err
 	}
-	mems, merr := bus.Call(ctx, b.nc, protocol.SearchMemory,
-		protocol.MemorySearchRequest{Workspace: ws, Query: query, Limit: limit}, bus.Within(b.timeout))
+	memReq := protocol.MemorySearchRequest{Workspace: ws, Query: query, Limit: limit, User: b.user}
+	personalOnly := b.user != "" && ws == PersonalWorkspace
+	if personalOnly {
+		if strings.TrimSpace(query) == "" {
+			// Without a query the store lists recent frames of the
+			// workspace mind too; a user's run has none to list.
+			return nil, nil
+		}
+		memReq.Scope = protocol.MindPersonal
+	}
+	mems, merr := bus.Call(ctx, b.nc, protocol.SearchMemory, memReq, bus.Within(b.timeout))
 	var sess protocol.SessionSearchReply
 	var serr error
-	if len([]rune(strings.TrimSpace(query))) >= 2 { // the session search's minimum
+	if !personalOnly && len([]rune(strings.TrimSpace(query))) >= 2 { // the session search's minimum
 		sess, serr = bus.Call(ctx, b.nc, protocol.SearchSessions,
 			protocol.SessionSearchRequest{Workspace: ws, Query: strings.TrimSpace(query), Limit: limit}, bus.Within(b.timeout))
 	}

@@ -25,6 +25,7 @@ type fakeStore struct {
 	memErr     error
 	sessErr    error
 	asked      []string // "<subject> <workspace>"
+	memReqs    []protocol.MemorySearchRequest
 }
 
 func (f *fakeStore) note(subject, ws string) {
@@ -43,6 +44,9 @@ func (f *fakeStore) workspace(_ context.Context, req protocol.WorkspaceRequest) 
 
 func (f *fakeStore) memory(_ context.Context, req protocol.MemorySearchRequest) (protocol.MemorySearchReply, error) {
 	f.note(protocol.SearchMemory.Subject, req.Workspace)
+	f.mu.Lock()
+	f.memReqs = append(f.memReqs, req)
+	f.mu.Unlock()
 	if f.memErr != nil {
 		return protocol.MemorySearchReply{}, f.memErr
 	}
@@ -185,4 +189,31 @@ func TestBusSearcherFailures(t *testing.T) {
 			t.Errorf("asked %v", f.asked)
 		}
 	})
+}
+
+// A team-server user's run without a workspace searches that user's
+// personal mind only: never the shared default workspace's memories or
+// sessions, which belong to no team.
+func TestBusSearcherForUserSearchesOnlyTheirPersonalMind(t *testing.T) {
+	f := &fakeStore{workspaces: []string{"proj"},
+		memories: map[string][]protocol.Memory{"default": {{ID: "m", Content: "launch"}}},
+		sessions: map[string][]protocol.SessionSearchResult{"default": {{SessionID: "shared", Title: "launch"}}}}
+	s := retrieval.NewBusSearcher(startBus(t, f), 0).ForUser("mal")
+	got, err := s.Search(context.Background(), "", "launch", 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range got {
+		if p.Source == "session:shared" {
+			t.Errorf("the shared default workspace's session was searched: %+v", got)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.memReqs) != 1 || f.memReqs[0].User != "mal" || f.memReqs[0].Scope != protocol.MindPersonal {
+		t.Errorf("memory requests = %+v", f.memReqs)
+	}
+	if slices.Contains(f.asked, protocol.SearchSessions.Subject+" default") {
+		t.Errorf("asked %v", f.asked)
+	}
 }

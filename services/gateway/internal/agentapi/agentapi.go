@@ -14,6 +14,7 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/forward"
 	"github.com/waggle-os/core/services/gateway/internal/input"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
+	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 )
 
 // Mount adds the routes to r (mounted at /api).
@@ -134,16 +135,45 @@ func (h handlers) modelChoice(w http.ResponseWriter, r *http.Request) (protocol.
 	return protocol.AgentModel{Model: model}, nil
 }
 
+// active lists the running group steps; on a team server only those of
+// runs in the user's teams' workspaces.
 func (h handlers) active(w http.ResponseWriter, r *http.Request) {
+	u, team := teamauth.UserFrom(r.Context())
+	mine := func(as []protocol.ActiveAgent) []protocol.ActiveAgent {
+		if !team {
+			return forward.OrEmpty(as)
+		}
+		kept := []protocol.ActiveAgent{}
+		for _, a := range as {
+			if a.TeamID != "" && u.Role(a.TeamID) != "" {
+				kept = append(kept, a)
+			}
+		}
+		return kept
+	}
 	forward.Serve(h.d, w, r, forward.NoInput, protocol.ListActiveAgents, http.StatusOK, func(rep protocol.ActiveAgents) any {
-		rep.Workers, rep.Active = forward.OrEmpty(rep.Workers), forward.OrEmpty(rep.Active)
+		rep.Workers, rep.Active = mine(rep.Workers), mine(rep.Active)
 		return rep
 	})
 }
 
+// listGroups lists the groups; on a team server only those of the user's
+// teams (a group of no team is the operator's).
 func (h handlers) listGroups(w http.ResponseWriter, r *http.Request) {
+	u, team := teamauth.UserFrom(r.Context())
 	forward.Serve(h.d, w, r, forward.NoInput, protocol.ListGroups, http.StatusOK,
-		func(rep protocol.AgentGroupList) any { return forward.OrEmpty(rep.Groups) })
+		func(rep protocol.AgentGroupList) any {
+			if !team {
+				return forward.OrEmpty(rep.Groups)
+			}
+			kept := []protocol.AgentGroup{}
+			for _, g := range rep.Groups {
+				if g.TeamID != "" && u.Role(g.TeamID) != "" {
+					kept = append(kept, g)
+				}
+			}
+			return kept
+		})
 }
 
 func (h handlers) createGroup(w http.ResponseWriter, r *http.Request) {
@@ -231,19 +261,21 @@ func (h handlers) runGroup(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	ws, present, err := f.OptString("workspaceId")
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	if present {
-		if err := input.CheckSegment("workspaceId", ws); err != nil {
+	// The workspace and user the authorization step resolved: the
+	// members' turns run as that user, under the workspace team's
+	// governance.
+	sc, _ := teamauth.ScopeFrom(r.Context())
+	if sc.Field != "" {
+		if err := input.CheckSegment(sc.Field, sc.Workspace); err != nil {
 			h.fail(w, err)
 			return
 		}
 	}
+	if sc.User != "" {
+		teamID = sc.Team
+	}
 	job, ok := forward.Call(h.d, w, r, protocol.RunGroup,
-		protocol.GroupRunRequest{GroupID: id, Task: task, TeamID: teamID, Workspace: ws})
+		protocol.GroupRunRequest{GroupID: id, Task: task, TeamID: teamID, Workspace: sc.Workspace, User: sc.User})
 	if !ok {
 		return
 	}

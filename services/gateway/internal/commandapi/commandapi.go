@@ -12,6 +12,7 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/forward"
 	"github.com/waggle-os/core/services/gateway/internal/input"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
+	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 )
 
 // commandSession is the session id the original used for commands run
@@ -47,7 +48,7 @@ func (h handlers) execute(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// command reads {command, workspaceId?}.
+// command reads {command, workspaceId?}; workspaceId comes resolved.
 func (h handlers) command(w http.ResponseWriter, r *http.Request) (protocol.CommandRequest, error) {
 	f, err := input.Decode(w, r, h.d.BodyLimit)
 	if err != nil {
@@ -57,17 +58,12 @@ func (h handlers) command(w http.ResponseWriter, r *http.Request) (protocol.Comm
 	if !ok || cmd == "" {
 		return protocol.CommandRequest{}, protocol.Errorf(protocol.Invalid, "command is required")
 	}
-	ws, present, err := f.OptString("workspaceId")
-	if err != nil {
+	// The workspace the authorization step resolved (default "default").
+	sc, _ := teamauth.ScopeFrom(r.Context())
+	if err := input.CheckSegment("workspaceId", sc.Workspace); err != nil {
 		return protocol.CommandRequest{}, err
 	}
-	if !present {
-		ws = "default"
-	}
-	if err := input.CheckSegment("workspaceId", ws); err != nil {
-		return protocol.CommandRequest{}, err
-	}
-	return protocol.CommandRequest{Command: cmd, Workspace: ws, Session: commandSession}, nil
+	return protocol.CommandRequest{Command: cmd, Workspace: sc.Workspace, Session: commandSession, User: sc.User}, nil
 }
 
 // list answers [{name, aliases, usage, description}]; ?q= narrows it to

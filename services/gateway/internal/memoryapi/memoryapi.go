@@ -39,28 +39,19 @@ func Mount(r chi.Router, d forward.Deps) {
 	r.Get("/memory/stats", a.stats)
 }
 
-// owner is the minds a request reaches: ?workspace= (or ?workspaceId=,
-// as the original accepts) and, on a team server, the user's own personal
-// mind.
-func owner(r *http.Request, workspace string) (protocol.MemoryOwner, error) {
-	o := protocol.MemoryOwner{Workspace: workspace}
-	if u, ok := teamauth.UserFrom(r.Context()); ok {
-		o.User = u.ID
-	}
+// owner is the minds a request reaches: the workspace the authorization
+// step resolved (from ?workspace=, ?workspaceId= or the body's workspace
+// or workspaceId, which must agree) and, on a team server, the user's own
+// personal mind.
+func owner(r *http.Request) (protocol.MemoryOwner, error) {
+	sc, _ := teamauth.ScopeFrom(r.Context())
+	o := protocol.MemoryOwner{Workspace: sc.Workspace, User: sc.User}
 	if o.Workspace != "" {
 		if err := input.CheckSegment("workspace", o.Workspace); err != nil {
 			return o, err
 		}
 	}
 	return o, nil
-}
-
-func queryWorkspace(r *http.Request) string {
-	q := r.URL.Query()
-	if q.Has("workspace") {
-		return q.Get("workspace")
-	}
-	return q.Get("workspaceId")
 }
 
 // frame is one frame as the original's normalizeFrame shapes it, with
@@ -114,7 +105,7 @@ func (a api) frames(w http.ResponseWriter, r *http.Request) {
 }
 
 func framesQuery(_ http.ResponseWriter, r *http.Request) (protocol.MemoryFramesRequest, error) {
-	o, err := owner(r, queryWorkspace(r))
+	o, err := owner(r)
 	q := r.URL.Query()
 	return protocol.MemoryFramesRequest{MemoryOwner: o, Limit: parseLimit(q.Get("limit"), defaultFrames), Since: q.Get("since"), Until: q.Get("until")}, err
 }
@@ -151,11 +142,7 @@ func (a api) addition(w http.ResponseWriter, r *http.Request) (protocol.MemoryAd
 	if err != nil {
 		return none, err
 	}
-	ws, _, _ := f.Str("workspace")
-	if ws == "" {
-		ws, _, _ = f.Str("workspaceId")
-	}
-	o, err := owner(r, ws)
+	o, err := owner(r)
 	if err != nil {
 		return none, err
 	}
@@ -212,7 +199,7 @@ func frameRequest(_ http.ResponseWriter, r *http.Request) (protocol.MemoryFrameR
 	if !protocol.ValidID(id) {
 		return protocol.MemoryFrameRequest{}, protocol.Errorf(protocol.Invalid, "Invalid frame ID")
 	}
-	o, err := owner(r, queryWorkspace(r))
+	o, err := owner(r)
 	return protocol.MemoryFrameRequest{MemoryOwner: o, ID: id}, err
 }
 
@@ -277,7 +264,7 @@ func searchQuery(_ http.ResponseWriter, r *http.Request) (protocol.MemoryQueryRe
 	if q.Get("q") == "" {
 		return protocol.MemoryQueryRequest{}, protocol.Errorf(protocol.Invalid, "q (query) parameter is required")
 	}
-	o, err := owner(r, queryWorkspace(r))
+	o, err := owner(r)
 	if err != nil {
 		return protocol.MemoryQueryRequest{}, err
 	}
@@ -292,7 +279,7 @@ func searchQuery(_ http.ResponseWriter, r *http.Request) (protocol.MemoryQueryRe
 // GET /api/memory/stats?workspace=
 func (a api) stats(w http.ResponseWriter, r *http.Request) {
 	forward.Serve(a.d, w, r, func(_ http.ResponseWriter, r *http.Request) (protocol.MemoryStatsRequest, error) {
-		o, err := owner(r, queryWorkspace(r))
+		o, err := owner(r)
 		return protocol.MemoryStatsRequest{MemoryOwner: o}, err
 	}, protocol.CountFrames, http.StatusOK, nil)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/forward"
 	"github.com/waggle-os/core/services/gateway/internal/input"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
+	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 )
 
 // Search limit of the contract: default 20, at most 50.
@@ -205,16 +206,17 @@ func (a api) timeline(w http.ResponseWriter, r *http.Request) {
 
 // ---- sessions by id ----
 
-// locator reads :sessionId and the optional ?workspace=, both checked.
+// locator reads :sessionId and the optional ?workspace= (as the
+// authorization step resolved it), both checked.
 func locator(_ http.ResponseWriter, r *http.Request) (protocol.SessionLocator, error) {
 	s, err := segment(r, "sessionId", "sessionId")
 	if err != nil {
 		return protocol.SessionLocator{}, err
 	}
 	loc := protocol.SessionLocator{Session: s}
-	if q := r.URL.Query(); q.Has("workspace") {
-		loc.Workspace = q.Get("workspace")
-		if err := input.CheckSegment("workspace", loc.Workspace); err != nil {
+	if sc, _ := teamauth.ScopeFrom(r.Context()); sc.Field != "" {
+		loc.Workspace = sc.Workspace
+		if err := input.CheckSegment(sc.Field, loc.Workspace); err != nil {
 			return loc, err
 		}
 	}

@@ -2,17 +2,28 @@ package teamauth
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/waggle-os/core/libs/protocol"
 )
 
-// scope says where a route finds the workspace it acts on.
+// scope says where a route finds the workspace (or team) it acts on.
 type scope int
 
 const (
-	// scopeGlobal routes act on no workspace: any user may read; writing
-	// needs a non-viewer role in some team.
+	// scopeGlobal routes act on no workspace and no team: any user may
+	// read; writing them is the operator's (refused on a team server).
+	// Being more than a viewer in some team is no right here: anyone may
+	// create a team of their own.
 	scopeGlobal scope = iota
+	// scopeOperator routes change what every team shares (the agent
+	// model, the cost totals): the operator's, even to read when they
+	// are not plain reads.
+	scopeOperator
+	// scopeSelf routes act on the user's own things, or check the team
+	// themselves from stored state (tokens, approvals, a turn's
+	// workspace): any authenticated user.
+	scopeSelf
 	// scopeTeams routes are the teams admin API: the teams service checks
 	// the team role itself.
 	scopeTeams
@@ -37,27 +48,58 @@ const (
 	// scopeWorkspaceCreate is POST /api/workspaces: the body's teamId
 	// must be a team the user may write in.
 	scopeWorkspaceCreate
+	// scopeGroupList is GET /api/agent-groups: the handler shows only
+	// the groups of the user's teams.
+	scopeGroupList
+	// scopeGroupCreate is POST /api/agent-groups: the body's teamId must
+	// be a team the user administers.
+	scopeGroupCreate
+	// scopeGroup routes name an agent group in {id}: the group's team
+	// decides (a group of no team, or of a team the user is not in, is
+	// not found).
+	scopeGroup
 )
 
 // rule is how the middleware treats one route.
 type rule struct {
 	scope  scope
 	action string
-	// bodyKeys are the body fields naming the workspace, first present
-	// wins; bodyDefault is used when none is present.
+	// bodyKeys are the body fields naming the workspace (aliases of one
+	// another: when more than one is sent they must agree); bodyDefault
+	// is used when none names one.
 	bodyKeys    []string
 	bodyDefault string
+	// queryKeys are the query parameters naming the workspace (aliases);
+	// queryDefault as bodyDefault.
+	queryKeys    []string
+	queryDefault string
 	// teamBody says the body may carry a teamId to check.
 	teamBody bool
+	// group says {id} names an agent group the user must be able to read
+	// (besides the workspace the route acts on).
+	group bool
+	// personal is the workspace value that names the user's personal
+	// mind rather than a workspace (agent/run's "personal").
+	personal string
+	// needWorkspace says a team server refuses the route without a
+	// workspace (the handler would fall back to the shared "default").
+	needWorkspace bool
 }
 
+// workspaceAliases are the two names the original accepts for a
+// workspace (DESIGN §9).
+var workspaceAliases = []string{"workspace", "workspaceId"}
+
 // rules maps "METHOD pattern" to its rule. Anything else is scopeGlobal:
-// reads for GET and HEAD, writes otherwise.
+// reads for GET and HEAD, writes (operator-only) otherwise.
 var rules = map[string]rule{
-	"POST /api/chat":           {scope: scopeWorkspaceBody, action: protocol.ActionChat, bodyKeys: []string{"workspace", "workspaceId"}, bodyDefault: "default"},
-	"DELETE /api/chat/history": {scope: scopeWorkspaceQuery, action: protocol.ActionWrite},
-	"GET /api/history":         {scope: scopeWorkspaceQuery, action: protocol.ActionRead},
-	"POST /api/agent/abort":    {scope: scopeWorkspaceBody, action: protocol.ActionWrite, bodyKeys: []string{"workspaceId", "workspace"}, bodyDefault: "default"},
+	"POST /api/chat":           {scope: scopeWorkspaceBody, action: protocol.ActionChat, bodyKeys: workspaceAliases, bodyDefault: "default"},
+	"DELETE /api/chat/history": {scope: scopeWorkspaceQuery, action: protocol.ActionWrite, queryKeys: []string{"workspace"}, queryDefault: "default"},
+	"GET /api/history":         {scope: scopeWorkspaceQuery, action: protocol.ActionRead, queryKeys: []string{"workspace"}, queryDefault: "default"},
+	"POST /api/agent/abort":    {scope: scopeWorkspaceBody, action: protocol.ActionWrite, bodyKeys: []string{"workspaceId", "workspace"}},
+	// A retrieval run reads the workspace it names; "personal" (or none)
+	// is the user's own mind.
+	"POST /api/agent/run": {scope: scopeWorkspaceBody, action: protocol.ActionRead, bodyKeys: workspaceAliases, personal: "personal"},
 
 	"GET /api/workspaces":         {scope: scopeWorkspaceList, action: protocol.ActionRead},
 	"POST /api/workspaces":        {scope: scopeWorkspaceCreate, action: protocol.ActionWrite, teamBody: true},
@@ -70,20 +112,44 @@ var rules = map[string]rule{
 	"GET /api/workspaces/{id}/sessions/search":               {scope: scopeWorkspaceParam, action: protocol.ActionRead},
 	"GET /api/workspaces/{id}/sessions/{sessionId}/export":   {scope: scopeWorkspaceParam, action: protocol.ActionRead},
 	"GET /api/workspaces/{id}/sessions/{sessionId}/timeline": {scope: scopeWorkspaceParam, action: protocol.ActionRead},
-	"PATCH /api/sessions/{sessionId}":                        {scope: scopeWorkspaceQueryRequired, action: protocol.ActionWrite},
-	"DELETE /api/sessions/{sessionId}":                       {scope: scopeWorkspaceQueryRequired, action: protocol.ActionWrite},
-	"GET /api/sessions/{sessionId}/summary":                  {scope: scopeWorkspaceQueryRequired, action: protocol.ActionRead},
+	"PATCH /api/sessions/{sessionId}":                        {scope: scopeWorkspaceQueryRequired, action: protocol.ActionWrite, queryKeys: []string{"workspace"}},
+	"DELETE /api/sessions/{sessionId}":                       {scope: scopeWorkspaceQueryRequired, action: protocol.ActionWrite, queryKeys: []string{"workspace"}},
+	"GET /api/sessions/{sessionId}/summary":                  {scope: scopeWorkspaceQueryRequired, action: protocol.ActionRead, queryKeys: []string{"workspace"}},
 	"POST /api/commands/execute":                             {scope: scopeWorkspaceBody, action: protocol.ActionChat, bodyKeys: []string{"workspaceId"}, bodyDefault: "default"},
-	"POST /api/agent-groups/{id}/run":                        {scope: scopeWorkspaceBody, action: protocol.ActionChat, bodyKeys: []string{"workspaceId"}},
-	"GET /api/mcp/servers":                                   {scope: scopeWorkspaceQuery, action: protocol.ActionRead},
+	"GET /api/mcp/servers":                                   {scope: scopeWorkspaceQuery, action: protocol.ActionRead, queryKeys: []string{"workspace"}, queryDefault: "default"},
 
-	"GET /api/memory/frames":               {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead},
-	"POST /api/memory/frames":              {scope: scopeWorkspaceBody, action: protocol.ActionWrite, bodyKeys: []string{"workspace", "workspaceId"}},
-	"PUT /api/memory/frames/{id}":          {scope: scopeWorkspaceQueryOptional, action: protocol.ActionWrite},
-	"DELETE /api/memory/frames/{id}":       {scope: scopeWorkspaceQueryOptional, action: protocol.ActionWrite},
-	"PATCH /api/memory/frames/{id}/access": {scope: scopeWorkspaceQueryOptional, action: protocol.ActionWrite},
-	"GET /api/memory/search":               {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead},
-	"GET /api/memory/stats":                {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead},
+	"GET /api/memory/frames":               {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases},
+	"POST /api/memory/frames":              {scope: scopeWorkspaceBody, action: protocol.ActionWrite, bodyKeys: workspaceAliases},
+	"PUT /api/memory/frames/{id}":          {scope: scopeWorkspaceQueryOptional, action: protocol.ActionWrite, queryKeys: workspaceAliases},
+	"DELETE /api/memory/frames/{id}":       {scope: scopeWorkspaceQueryOptional, action: protocol.ActionWrite, queryKeys: workspaceAliases},
+	"PATCH /api/memory/frames/{id}/access": {scope: scopeWorkspaceQueryOptional, action: protocol.ActionWrite, queryKeys: workspaceAliases},
+	"GET /api/memory/search":               {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases},
+	"GET /api/memory/stats":                {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases},
+
+	// The agent model and the cost totals are shared by every team.
+	"PUT /api/agent/model":       {scope: scopeOperator, action: protocol.ActionAdmin},
+	"POST /api/agent/cost/reset": {scope: scopeOperator, action: protocol.ActionAdmin},
+
+	// Agent groups belong to a team: listing shows the user's teams'
+	// groups, editing needs admin there, running needs chat in the
+	// workspace the run writes to.
+	"GET /api/agent-groups":                   {scope: scopeGroupList, action: protocol.ActionRead},
+	"POST /api/agent-groups":                  {scope: scopeGroupCreate, action: protocol.ActionAdmin, teamBody: true},
+	"GET /api/agent-groups/{id}":              {scope: scopeGroup, action: protocol.ActionRead, group: true},
+	"PATCH /api/agent-groups/{id}":            {scope: scopeGroup, action: protocol.ActionAdmin, group: true},
+	"DELETE /api/agent-groups/{id}":           {scope: scopeGroup, action: protocol.ActionAdmin, group: true},
+	"GET /api/agent-groups/{id}/runs/{jobId}": {scope: scopeGroup, action: protocol.ActionRead, group: true},
+	"POST /api/agent-groups/{id}/run":         {scope: scopeWorkspaceBody, action: protocol.ActionChat, bodyKeys: []string{"workspaceId"}, group: true, needWorkspace: true},
+
+	// These check the user themselves: their own tokens, approvals
+	// (approvalapi/scope.go), a turn's stored workspace (turns.go).
+	"GET /api/tokens":                      {scope: scopeSelf, action: protocol.ActionRead},
+	"POST /api/tokens":                     {scope: scopeSelf, action: protocol.ActionWrite},
+	"DELETE /api/tokens/{id}":              {scope: scopeSelf, action: protocol.ActionWrite},
+	"DELETE /api/approval/grants/{id}":     {scope: scopeSelf, action: protocol.ActionWrite},
+	"POST /api/approval/grants/clear":      {scope: scopeSelf, action: protocol.ActionWrite},
+	"POST /api/approval/{requestId}":       {scope: scopeSelf, action: protocol.ActionWrite},
+	"POST /api/chat/turns/{turnId}/cancel": {scope: scopeSelf, action: protocol.ActionWrite},
 }
 
 // ruleFor is the rule of a matched route.
@@ -91,7 +157,7 @@ func ruleFor(method, pattern string) rule {
 	if r, ok := rules[method+" "+pattern]; ok {
 		return r
 	}
-	if pattern == "/api/teams" || len(pattern) > len("/api/teams/") && pattern[:len("/api/teams/")] == "/api/teams/" {
+	if pattern == "/api/teams" || strings.HasPrefix(pattern, "/api/teams/") {
 		return rule{scope: scopeTeams, action: protocol.ActionRead}
 	}
 	if method == http.MethodGet || method == http.MethodHead {

@@ -89,6 +89,10 @@ func (f *teamsFake) register(t *testing.T, nc *nats.Conn) {
 	err = bus.Handle(svc, protocol.Authorize, func(_ context.Context, req protocol.AuthorizeRequest) (protocol.AuthorizeReply, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		if req.Workspace != "" {
+			team, role, err := f.authorize(req.User, req.Workspace, req.Action)
+			return protocol.AuthorizeReply{Team: team, Role: role}, err
+		}
 		role := f.roles[[2]string{req.Team, req.User}]
 		if role == "" {
 			return protocol.AuthorizeReply{}, &protocol.Error{Kind: protocol.NotFound, Message: "Team not found"}
@@ -148,8 +152,10 @@ func (e *env) server(t *testing.T, cfg Config) *httptest.Server {
 	echo := func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		u, _ := UserFrom(r.Context())
+		sc, _ := ScopeFrom(r.Context())
 		e.seen.add(r.Method + " " + r.URL.Path + " " + string(body))
-		respond.JSON(w, 200, map[string]string{"user": u.ID, "body": string(body)})
+		respond.JSON(w, 200, map[string]string{"user": u.ID, "body": string(body),
+			"scope": sc.User + "/" + sc.Team + "/" + sc.Role + "/" + sc.Workspace + "/" + sc.Field})
 	}
 	r.Route("/api", func(r chi.Router) {
 		r.Post("/chat", echo)
@@ -164,6 +170,7 @@ func (e *env) server(t *testing.T, cfg Config) *httptest.Server {
 		r.Delete("/workspaces/{id}", echo)
 		r.Patch("/sessions/{sessionId}", echo)
 		r.Put("/agent/model", echo)
+		r.Post("/agent/elsewhere", echo)
 		r.Get("/agent/status", echo)
 	})
 	srv := httptest.NewServer(r)
@@ -226,12 +233,17 @@ func TestAuthAndWorkspaceAccess(t *testing.T) {
 		{"viewer write by query", "PATCH", "/api/sessions/s1?workspace=acme-ws", vic, `{"title":"x"}`, 403, "VIEWER_READ_ONLY", false},
 		{"chat by body", "POST", "/api/chat", olga, `{"message":"hi","workspace":"acme-ws"}`, 200, "", true},
 		{"chat by workspaceId alias", "POST", "/api/chat", olga, `{"message":"hi","workspaceId":"acme-ws"}`, 200, "", true},
-		{"workspace wins over workspaceId", "POST", "/api/chat", olga, `{"message":"hi","workspace":"globex-ws","workspaceId":"acme-ws"}`, 404, "", false},
+		{"aliases that disagree", "POST", "/api/chat", olga, `{"message":"hi","workspace":"globex-ws","workspaceId":"acme-ws"}`, 400, "ALIAS_CONFLICT", false},
+		{"empty alias beside a set one", "POST", "/api/chat", greg, `{"message":"hi","workspace":"","workspaceId":"acme-ws"}`, 400, "ALIAS_CONFLICT", false},
+		{"null alias beside a set one", "POST", "/api/chat", greg, `{"message":"hi","workspace":null,"workspaceId":"acme-ws"}`, 400, "ALIAS_CONFLICT", false},
+		{"aliases that agree", "POST", "/api/chat", olga, `{"message":"hi","workspace":"acme-ws","workspaceId":"acme-ws"}`, 200, "", true},
+		{"repeated query parameter", "GET", "/api/history?workspace=globex-ws&workspace=acme-ws", olga, "", 400, "ALIAS_CONFLICT", false},
 		{"cross-team chat", "POST", "/api/chat", greg, `{"message":"hi","workspace":"acme-ws"}`, 404, "", false},
 		{"viewer chat", "POST", "/api/chat", vic, `{"message":"hi","workspace":"acme-ws"}`, 403, "VIEWER_READ_ONLY", false},
 		{"body too large", "POST", "/api/chat", olga, `{"message":"` + strings.Repeat("x", 2000) + `","workspace":"acme-ws"}`, 413, "FST_ERR_CTP_BODY_TOO_LARGE", false},
-		{"viewer global write", "PUT", "/api/agent/model", vic, `{"model":"m"}`, 403, "VIEWER_READ_ONLY", false},
-		{"member global write", "PUT", "/api/agent/model", greg, `{"model":"m"}`, 200, "", true},
+		{"viewer changes the shared model", "PUT", "/api/agent/model", vic, `{"model":"m"}`, 403, "OPERATOR_ONLY", false},
+		{"owner changes the shared model", "PUT", "/api/agent/model", olga, `{"model":"m"}`, 403, "OPERATOR_ONLY", false},
+		{"unlisted global write", "POST", "/api/agent/elsewhere", greg, `{}`, 403, "OPERATOR_ONLY", false},
 		{"create workspace without team", "POST", "/api/workspaces", olga, `{"name":"x"}`, 400, "TEAM_REQUIRED", false},
 		{"create workspace in foreign team", "POST", "/api/workspaces", olga, `{"name":"x","teamId":"globex"}`, 404, "", false},
 		{"viewer creates workspace", "POST", "/api/workspaces", vic, `{"name":"x","teamId":"acme"}`, 403, "VIEWER_READ_ONLY", false},
@@ -258,7 +270,11 @@ func TestAuthAndWorkspaceAccess(t *testing.T) {
 		})
 	}
 
-	res := do(t, srv, "POST", "/api/chat", vic, `{"message":"hi","workspace":"acme-ws"}`)
+	res := do(t, srv, "POST", "/api/chat", olga, `{"message":"hi","workspaceId":"acme-ws"}`)
+	if res.body["scope"] != "olga/acme/owner/acme-ws/workspaceId" {
+		t.Fatalf("the handler's scope = %v", res.body["scope"])
+	}
+	res = do(t, srv, "POST", "/api/chat", vic, `{"message":"hi","workspace":"acme-ws"}`)
 	if res.raw != `{"error":"Viewers cannot send messages in team workspaces. Ask a team admin to upgrade your role.","code":"VIEWER_READ_ONLY"}`+"\n" {
 		t.Fatalf("viewer chat body = %s", res.raw)
 	}
@@ -362,5 +378,45 @@ func TestConcurrentRequestsAreAllCounted(t *testing.T) {
 	wg.Wait()
 	if ok.Load() != 10 || limited.Load() != 6 {
 		t.Fatalf("ok=%d limited=%d, want 10 and 6", ok.Load(), limited.Load())
+	}
+}
+
+// Local mode resolves the workspace by the same rules, so handlers read
+// it from the scope in both modes.
+func TestResolveLocal(t *testing.T) {
+	d := forward.Deps{Log: slog.New(slog.DiscardHandler), BodyLimit: 1 << 10, Timeout: 5 * time.Second}
+	r := chi.NewRouter()
+	r.Use(Resolve(d))
+	r.Post("/api/chat", func(w http.ResponseWriter, r *http.Request) {
+		sc, _ := ScopeFrom(r.Context())
+		body, _ := io.ReadAll(r.Body)
+		respond.JSON(w, 200, map[string]string{"scope": sc.Workspace + "/" + sc.Field, "body": string(body)})
+	})
+	r.Post("/api/agent/run", func(w http.ResponseWriter, r *http.Request) {
+		sc, _ := ScopeFrom(r.Context())
+		respond.JSON(w, 200, map[string]string{"scope": sc.Workspace + "/" + sc.Field})
+	})
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	for _, c := range []struct {
+		path, body string
+		status     int
+		scope      string
+	}{
+		{"/api/chat", `{"message":"hi"}`, 200, "default/"},
+		{"/api/chat", `{"message":"hi","workspace":null}`, 200, "default/"},
+		{"/api/chat", `{"message":"hi","workspaceId":"w1"}`, 200, "w1/workspaceId"},
+		{"/api/chat", `{"message":"hi","workspace":"","workspaceId":"w1"}`, 400, ""},
+		{"/api/chat", `{"message":"hi","workspace":"w2","workspaceId":"w1"}`, 400, ""},
+		{"/api/chat", `{"message":"hi","workspace":7}`, 400, ""},
+		{"/api/agent/run", `{"question":"q","workspace":"personal"}`, 200, "/workspace"},
+	} {
+		res := do(t, srv, "POST", c.path, "", c.body)
+		if res.status != c.status || (c.status == 200 && res.body["scope"] != c.scope) {
+			t.Errorf("%s %s: %d %s", c.path, c.body, res.status, res.raw)
+		}
+		if c.path == "/api/chat" && c.status == 200 && res.body["body"] != c.body {
+			t.Errorf("%s: the handler got %q", c.body, res.body["body"])
+		}
 	}
 }

@@ -59,7 +59,10 @@ func TestExecuteRejects(t *testing.T) {
 		{"empty body", "", 400, `{"error":"command is required"}`},
 		{"unsafe workspace", map[string]any{"command": "/help", "workspaceId": "../etc"}, 400,
 			`{"statusCode":400,"error":"Bad Request","message":"Invalid workspaceId: contains illegal characters"}`},
-		{"workspace not a string", map[string]any{"command": "/help", "workspaceId": 3}, 400, `{"error":"workspaceId must be a string"}`},
+		// The workspace is resolved (and a non-string one refused) before
+		// the handler runs, with the safe-segment rule's answer.
+		{"workspace not a string", map[string]any{"command": "/help", "workspaceId": 3}, 400,
+			`{"statusCode":400,"error":"Bad Request","message":"Invalid workspaceId: contains illegal characters"}`},
 		{"malformed json", "{", 400,
 			`{"statusCode":400,"code":"FST_ERR_CTP_INVALID_JSON_BODY","error":"Bad Request","message":"Body is not valid JSON but content-type is set to 'application/json'"}`},
 	}
