@@ -54,10 +54,10 @@ func (f *Files) WriteRawSession(ws, session string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	err = os.WriteFile(path, data, 0o644)
+	err = os.WriteFile(path, data, 0o600)
 	f.sess.Invalidate(ws, session)
 	return err
 }
