@@ -204,18 +204,20 @@ func RequestMsg(ctx context.Context, nc *nats.Conn, msg *nats.Msg) (*nats.Msg, e
 			telemetry.BusErrors.WithLabelValues("no_responders").Inc()
 			return nil, fmt.Errorf("bus: %s: %w", msg.Subject, protocol.ErrUnavailable)
 		}
-		telemetry.BusErrors.WithLabelValues("request").Inc()
 		if !nc.IsConnected() || errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionDraining) {
 			// The request was buffered for a server that did not come
 			// back in time: say so, rather than a bare timeout (a 500).
+			telemetry.BusErrors.WithLabelValues("request").Inc()
 			return nil, fmt.Errorf("bus: request %s while disconnected (%v): %w", msg.Subject, err, protocol.ErrBusUnavailable)
 		}
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
+			telemetry.BusErrors.WithLabelValues("timeout").Inc()
 			// Nobody answered in time: the service is overloaded or
 			// stuck, which is a 503 to retry, not a 500. The handler had
 			// the same deadline and does not commit after it.
 			return nil, fmt.Errorf("bus: request %s: %w: %w", msg.Subject, protocol.ErrBusTimeout, err)
 		}
+		telemetry.BusErrors.WithLabelValues("request").Inc()
 		return nil, fmt.Errorf("bus: request %s: %w", msg.Subject, err)
 	}
 	if e := replyError(reply); e != nil {
