@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -21,6 +22,13 @@ import (
 
 // DefaultTimeout bounds a request whose context has no deadline.
 const DefaultTimeout = 10 * time.Second
+
+// DeadlineHeader carries the time a request's caller will wait for the
+// answer, in whole milliseconds, counted from when it sent the request: a
+// duration rather than a time, so the clocks of a team server's hosts
+// need not agree. Handle gives the handler a context that ends a little
+// before (see handlerDeadline).
+const DeadlineHeader = "Waggle-Timeout-Ms"
 
 // Dialer opens a named connection to the bus. The composition root builds
 // one (in-process for the embedded server, a URL otherwise) and every
@@ -172,13 +180,23 @@ func Subscribe[T any](nc *nats.Conn, ev protocol.Event[T], fn func(T)) (*nats.Su
 }
 
 // RequestMsg sends msg and returns the raw reply, turning micro error
-// headers into *protocol.Error.
+// headers into *protocol.Error. The time left until ctx's deadline goes
+// with the request (DeadlineHeader), so a Handle handler stops when its
+// caller does. A request nobody answered in time is
+// protocol.ErrBusTimeout (a 503; errors.Is context.DeadlineExceeded still
+// holds).
 func RequestMsg(ctx context.Context, nc *nats.Conn, msg *nats.Msg) (*nats.Msg, error) {
-	if _, ok := ctx.Deadline(); !ok {
+	deadline, ok := ctx.Deadline()
+	if !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
 		defer cancel()
+		deadline, _ = ctx.Deadline()
 	}
+	if msg.Header == nil {
+		msg.Header = nats.Header{}
+	}
+	msg.Header.Set(DeadlineHeader, strconv.FormatInt(max(time.Until(deadline).Milliseconds(), 0), 10))
 	telemetry.InjectNATS(ctx, msg)
 	reply, err := nc.RequestMsgWithContext(ctx, msg)
 	if err != nil {
@@ -186,12 +204,20 @@ func RequestMsg(ctx context.Context, nc *nats.Conn, msg *nats.Msg) (*nats.Msg, e
 			telemetry.BusErrors.WithLabelValues("no_responders").Inc()
 			return nil, fmt.Errorf("bus: %s: %w", msg.Subject, protocol.ErrUnavailable)
 		}
-		telemetry.BusErrors.WithLabelValues("request").Inc()
 		if !nc.IsConnected() || errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionDraining) {
 			// The request was buffered for a server that did not come
 			// back in time: say so, rather than a bare timeout (a 500).
+			telemetry.BusErrors.WithLabelValues("request").Inc()
 			return nil, fmt.Errorf("bus: request %s while disconnected (%v): %w", msg.Subject, err, protocol.ErrBusUnavailable)
 		}
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
+			telemetry.BusErrors.WithLabelValues("timeout").Inc()
+			// Nobody answered in time: the service is overloaded or
+			// stuck, which is a 503 to retry, not a 500. The handler had
+			// the same deadline and does not commit after it.
+			return nil, fmt.Errorf("bus: request %s: %w: %w", msg.Subject, protocol.ErrBusTimeout, err)
+		}
+		telemetry.BusErrors.WithLabelValues("request").Inc()
 		return nil, fmt.Errorf("bus: request %s: %w", msg.Subject, err)
 	}
 	if e := replyError(reply); e != nil {

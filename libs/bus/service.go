@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -106,12 +107,27 @@ func Handle[Req, Rep any](s *Service, ep protocol.Endpoint[Req, Rep], fn Handler
 	served := telemetry.BusRequests.MustCurryWith(prometheus.Labels{"service": s.name, "endpoint": name})
 	took := telemetry.BusDuration.WithLabelValues(s.name, name)
 	h := micro.HandlerFunc(func(r micro.Request) {
+		// The caller's deadline counts from arrival, before the wait for
+		// a free slot.
+		deadline, bounded := handlerDeadline(time.Now(), r.Headers())
 		s.dispatch(r, func(ctx context.Context) {
 			began := time.Now()
+			if bounded {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, deadline)
+				defer cancel()
+			}
 			ctx, span := telemetry.Tracer().Start(telemetry.ExtractNATS(ctx, nats.Header(r.Headers())), s.name+"/"+name,
 				trace.WithSpanKind(trace.SpanKindServer))
 			defer span.End()
 			defer func() { took.Observe(time.Since(began).Seconds()) }()
+			if ctx.Err() != nil {
+				// The caller has given up (it waited in the queue too
+				// long): whatever this request would do, it must not
+				// happen now that the caller was told it failed.
+				served.WithLabelValues(s.fail(ctx, r, name, ctx.Err()).String()).Inc()
+				return
+			}
 			var req Req
 			if err := json.Unmarshal(r.Data(), &req); err != nil {
 				served.WithLabelValues(protocol.Invalid.String()).Inc()
@@ -121,7 +137,7 @@ func Handle[Req, Rep any](s *Service, ep protocol.Endpoint[Req, Rep], fn Handler
 			rep, err := fn(ctx, req)
 			if err != nil {
 				err = s.mapError(name, err)
-				served.WithLabelValues(s.fail(r, name, err).String()).Inc()
+				served.WithLabelValues(s.fail(ctx, r, name, err).String()).Inc()
 				return
 			}
 			served.WithLabelValues("ok").Inc()
@@ -184,8 +200,9 @@ func (s *Service) mapError(name string, err error) error {
 	return mapped
 }
 
-// fail answers a handler's error and returns the kind it sent.
-func (s *Service) fail(r micro.Request, name string, err error) protocol.Kind {
+// fail answers a handler's error and returns the kind it sent. ctx is the
+// handler's.
+func (s *Service) fail(ctx context.Context, r micro.Request, name string, err error) protocol.Kind {
 	e := protocol.AsError(err)
 	switch {
 	case e != nil:
@@ -193,6 +210,11 @@ func (s *Service) fail(r micro.Request, name string, err error) protocol.Kind {
 		// Stop cut the handler short: not a failure of the request, and
 		// another instance may still serve it.
 		e = protocol.ErrUnavailable
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+		// The caller's deadline passed (it has its own timeout by now
+		// and will not read this): a 503 like the caller's, not a
+		// failure to log.
+		e = protocol.ErrBusTimeout
 	case IsNoSpace(err):
 		s.storage.Check(err)
 		s.log.Error("bus: handler failed: storage full", "endpoint", name, "err", err)
@@ -203,6 +225,26 @@ func (s *Service) fail(r micro.Request, name string, err error) protocol.Kind {
 	}
 	respondError(r, e)
 	return e.Kind
+}
+
+// handlerDeadline reads the caller's DeadlineHeader on a request that
+// arrived at now. The handler's deadline is a little earlier than the
+// caller's (a twentieth of the time, at most 100 ms): a write committed
+// just before it still has time to reach the caller as a success, so a
+// caller that was told "timed out" is much less likely to have had its
+// write done. Without the header (a client other than RequestMsg) the
+// handler is bounded only by the service's lifetime, as before.
+func handlerDeadline(now time.Time, h micro.Headers) (time.Time, bool) {
+	v := h.Get(DeadlineHeader)
+	if v == "" {
+		return time.Time{}, false
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms < 0 {
+		return time.Time{}, false
+	}
+	budget := time.Duration(min(ms, int64(24*time.Hour/time.Millisecond))) * time.Millisecond
+	return now.Add(budget - min(budget/20, 100*time.Millisecond)), true
 }
 
 func respondError(r micro.Request, e *protocol.Error) {

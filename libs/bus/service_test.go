@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -247,4 +248,95 @@ func outcome(err error) string {
 		return "ok"
 	}
 	return protocol.KindOf(err).String()
+}
+
+// A handler slower than its caller's deadline: the caller gets a 503
+// (protocol.ErrBusTimeout, not a bare timeout that the gateway answers
+// 500), and the handler's context carries the caller's deadline, so it is
+// done by the time the handler would commit, and the write does not
+// happen. Told "failed", the caller can trust that nothing was written.
+func TestHandlerMissingItsCallersDeadlineDoesNotCommit(t *testing.T) {
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{})
+	started, proceed, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var committed atomic.Bool
+	var handlerDeadline time.Time
+	if err := Handle(s, endpointOn[greetRequest, greetReply](s, "save", "bustest.save"), func(ctx context.Context, r greetRequest) (greetReply, error) {
+		defer close(finished)
+		handlerDeadline, _ = ctx.Deadline()
+		close(started)
+		<-proceed // the slow part (sanitising, an fsync)
+		if err := ctx.Err(); err != nil {
+			return greetReply{}, err
+		}
+		committed.Store(true)
+		return greetReply{Greeting: r.Name}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(ctxT(t), 300*time.Millisecond)
+	defer cancel()
+	callerDeadline, _ := ctx.Deadline()
+	_, err := call[greetReply](ctx, srv.Conn("client"), "bustest.save", greetRequest{Name: "x"})
+	<-started
+	close(proceed)
+	<-finished
+	if pe := protocol.AsError(err); pe == nil || pe.Kind != protocol.Unavailable || !errors.Is(err, protocol.ErrBusTimeout) {
+		t.Errorf("caller got %v (kind %s), want 503 %s", err, protocol.KindOf(err), protocol.ErrBusTimeout.Code)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("caller's error %v is not a context.DeadlineExceeded any more", err)
+	}
+	if handlerDeadline.IsZero() || handlerDeadline.After(callerDeadline) {
+		t.Errorf("handler's deadline %v, caller's %v: the handler may outlive its caller", handlerDeadline, callerDeadline)
+	}
+	if committed.Load() {
+		t.Error("the handler committed after its caller was told the request failed")
+	}
+}
+
+// A request that waited for a free slot until its caller's deadline had
+// passed is not run at all.
+func TestRequestWhoseDeadlinePassedInTheQueueIsNotRun(t *testing.T) {
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{Concurrency: 1})
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var ran []string
+	if err := Handle(s, endpointOn[greetRequest, greetReply](s, "save", "bustest.save"), func(_ context.Context, r greetRequest) (greetReply, error) {
+		mu.Lock()
+		ran = append(ran, r.Name)
+		mu.Unlock()
+		if r.Name == "first" {
+			<-release
+		}
+		return greetReply{Greeting: r.Name}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	nc := srv.Conn("client")
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := call[greetReply](ctxT(t), nc, "bustest.save", greetRequest{Name: "first"})
+		firstDone <- err
+	}()
+	waitfor.True(t, "first request running", func() bool { mu.Lock(); defer mu.Unlock(); return len(ran) == 1 })
+	ctx, cancel := context.WithTimeout(ctxT(t), 200*time.Millisecond)
+	defer cancel()
+	if _, err := call[greetReply](ctx, nc, "bustest.save", greetRequest{Name: "late"}); !errors.Is(err, protocol.ErrBusTimeout) {
+		t.Errorf("queued request: %v, want %s", err, protocol.ErrBusTimeout.Code)
+	}
+	close(release)
+	if err := <-firstDone; err != nil {
+		t.Fatal(err)
+	}
+	// Concurrency 1: "after" runs once "late" has been dealt with.
+	if _, err := call[greetReply](ctxT(t), nc, "bustest.save", greetRequest{Name: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(ran, []string{"first", "after"}) {
+		t.Errorf("handlers ran for %v, want [first after]: a request its caller gave up on ran", ran)
+	}
 }

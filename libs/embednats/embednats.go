@@ -9,13 +9,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/waggle-os/core/libs/private"
 )
 
 // Config configures the embedded server.
@@ -92,8 +93,14 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(opts.StoreDir, 0o700); err != nil {
+	// The store holds every stream and KV bucket (pending approvals,
+	// turn events): private to the owner, also when an older version
+	// left it open (nats-server itself creates 0750/0640).
+	if err := private.MkdirAll(opts.StoreDir); err != nil {
 		return fmt.Errorf("embednats: create store dir: %w", err)
+	}
+	if _, err := private.Tighten(opts.StoreDir); err != nil && s.cfg.Logger != nil {
+		s.cfg.Logger.Warn("embednats: could not make the store dir private to its owner", "err", err)
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {

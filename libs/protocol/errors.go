@@ -109,6 +109,11 @@ var (
 	// reached (PostgreSQL down or restarting); the request did nothing.
 	ErrStoreUnavailable = &Error{Kind: Unavailable, Code: "STORE_UNAVAILABLE",
 		Message: "The database is unavailable. Try again in a moment."}
+	// ErrBusTimeout means a service did not answer within the caller's
+	// deadline. The service was told the same deadline (libs/bus carries
+	// it with the request) and does not start a write once it has passed.
+	ErrBusTimeout = &Error{Kind: Unavailable, Code: "BUS_TIMEOUT",
+		Message: "The server did not answer in time. Try again in a moment."}
 )
 
 // AsError returns the *Error in err's chain, or nil.

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -44,9 +45,10 @@ func (s *Service) refuseIfStorageFull(w http.ResponseWriter) bool {
 
 // storageFailure turns a failed start into 507 STORAGE_FULL when a store
 // reports full by the time it failed: a chat that raced the first failing
-// write (and waited out its timeout) then says why, not "internal error".
+// write (and waited out its timeout, a 503 BUS_TIMEOUT otherwise) then
+// says why, not "internal error".
 func (s *Service) storageFailure(err error) error {
-	if err == nil || protocol.KindOf(err) != protocol.Internal {
+	if err == nil || protocol.KindOf(err) != protocol.Internal && !errors.Is(err, protocol.ErrBusTimeout) {
 		return err
 	}
 	if _, full := s.storage.watch.Full(); full {

@@ -54,10 +54,10 @@ func (f *Files) WriteRawSession(ws, session string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	err = os.WriteFile(path, data, 0o644)
+	err = os.WriteFile(path, data, 0o600)
 	f.sess.Invalidate(ws, session)
 	return err
 }
@@ -79,17 +79,26 @@ func (f *Files) GetWorkspace(_ context.Context, id string) (workspaces.Doc, erro
 func (f *Files) ListWorkspaces(context.Context) ([]workspaces.Doc, error) { return f.wss.List() }
 
 // CreateWorkspace implements Store.
-func (f *Files) CreateWorkspace(_ context.Context, fields workspaces.Doc, taken func(string) (bool, error)) (workspaces.Doc, error) {
+func (f *Files) CreateWorkspace(ctx context.Context, fields workspaces.Doc, taken func(string) (bool, error)) (workspaces.Doc, error) {
+	if err := checkDeadline(ctx); err != nil {
+		return workspaces.Doc{}, err
+	}
 	return f.wss.Create(fields, taken)
 }
 
 // UpdateWorkspace implements Store.
-func (f *Files) UpdateWorkspace(_ context.Context, id string, fields workspaces.Doc) (workspaces.Doc, error) {
+func (f *Files) UpdateWorkspace(ctx context.Context, id string, fields workspaces.Doc) (workspaces.Doc, error) {
+	if err := checkDeadline(ctx); err != nil {
+		return workspaces.Doc{}, err
+	}
 	return f.wss.Update(id, fields)
 }
 
 // DeleteWorkspace implements Store.
-func (f *Files) DeleteWorkspace(_ context.Context, id string) ([]string, error) {
+func (f *Files) DeleteWorkspace(ctx context.Context, id string) ([]string, error) {
+	if err := checkDeadline(ctx); err != nil {
+		return nil, err
+	}
 	ids, err := f.wss.Delete(id)
 	f.sess.ForgetWorkspace(id)
 	return ids, err
@@ -116,7 +125,10 @@ func (f *Files) SessionTimeline(_ context.Context, ref protocol.SessionRef) (jso
 }
 
 // CreateSession implements Store.
-func (f *Files) CreateSession(_ context.Context, req protocol.SessionCreateRequest) (protocol.SessionInfo, error) {
+func (f *Files) CreateSession(ctx context.Context, req protocol.SessionCreateRequest) (protocol.SessionInfo, error) {
+	if err := checkDeadline(ctx); err != nil {
+		return protocol.SessionInfo{}, err
+	}
 	return f.sess.Create(req.Workspace, req.Title)
 }
 
@@ -126,13 +138,19 @@ func (f *Files) LocateSession(_ context.Context, loc protocol.SessionLocator) (p
 }
 
 // RenameSession implements Store.
-func (f *Files) RenameSession(_ context.Context, ref protocol.SessionRef, title string) error {
+func (f *Files) RenameSession(ctx context.Context, ref protocol.SessionRef, title string) error {
+	if err := checkDeadline(ctx); err != nil {
+		return err
+	}
 	_, err := f.sess.Rename(protocol.SessionLocator{Workspace: ref.Workspace, Session: ref.Session}, title)
 	return err
 }
 
 // DeleteSession implements Store.
-func (f *Files) DeleteSession(_ context.Context, ref protocol.SessionRef) error {
+func (f *Files) DeleteSession(ctx context.Context, ref protocol.SessionRef) error {
+	if err := checkDeadline(ctx); err != nil {
+		return err
+	}
 	_, err := f.sess.Delete(protocol.SessionLocator{Workspace: ref.Workspace, Session: ref.Session})
 	return err
 }
@@ -186,7 +204,10 @@ func historyReply(f transcript.File, tools bool) protocol.HistoryReply {
 }
 
 // Append implements Store.
-func (f *Files) Append(_ context.Context, req protocol.AppendRequest) error {
+func (f *Files) Append(ctx context.Context, req protocol.AppendRequest) error {
+	if err := checkDeadline(ctx); err != nil {
+		return err
+	}
 	var line any = req.Message
 	if req.Tool != nil {
 		line = jsonl.NewToolLine(*req.Tool)
@@ -195,5 +216,17 @@ func (f *Files) Append(_ context.Context, req protocol.AppendRequest) error {
 		return fmt.Errorf("sessionstore: append %s/%s: %w", req.Workspace, req.Session, err)
 	}
 	f.sess.Invalidate(req.Workspace, req.Session)
+	return nil
+}
+
+// checkDeadline refuses a write whose caller has given up: the bus hands
+// a handler its caller's deadline, and a caller told "timed out" must
+// not find the write done. A JSONL write is quick once started, so the
+// check sits at its start (after any wait for the handler slot, which
+// bus.Handle checks too).
+func checkDeadline(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sessionstore: write not started: %w", err)
+	}
 	return nil
 }

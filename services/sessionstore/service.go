@@ -217,7 +217,7 @@ func (s *Service) closePG() {
 }
 
 func checkWritable(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("sessionstore: data dir not writable: %w", err)
 	}
 	f, err := os.CreateTemp(dir, ".write-check-*")

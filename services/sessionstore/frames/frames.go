@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -132,41 +131,6 @@ type Backend interface {
 
 // ErrNotFound is the API's 404 for an unknown frame.
 var ErrNotFound = protocol.Errorf(protocol.NotFound, "Frame not found")
-
-// Sanitise strips what could run in a browser from frame content, as the
-// original does before storing (stored-XSS defence): script elements,
-// event-handler attributes, javascript:/data:/vbscript: URLs in href/src
-// and iframe/object/embed/form/input/textarea/button tags. Other text and
-// Markdown are kept.
-func Sanitise(s string) string {
-	s = stripScripts(s)
-	s = eventAttr.ReplaceAllString(s, "")
-	s = badURL.ReplaceAllString(s, `${1}="`)
-	return badTag.ReplaceAllString(s, "")
-}
-
-var (
-	eventAttr = regexp.MustCompile(`(?i)\s+on\w+\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]+)`)
-	badURL    = regexp.MustCompile(`(?i)(href|src)\s*=\s*["']?\s*(?:javascript|data|vbscript)\s*:`)
-	badTag    = regexp.MustCompile(`(?i)<\s*/?\s*(?:iframe|object|embed|form|input|textarea|button)\b[^>]*>`)
-	scriptTag = regexp.MustCompile(`(?i)<script\b`)
-)
-
-// stripScripts removes each "<script…" up to and including the next
-// "</script>"; an unclosed one stays (as the original's pattern does).
-func stripScripts(s string) string {
-	for {
-		loc := scriptTag.FindStringIndex(s)
-		if loc == nil {
-			return s
-		}
-		end := strings.Index(strings.ToLower(s[loc[1]:]), "</script>")
-		if end < 0 {
-			return s
-		}
-		s = s[:loc[0]] + s[loc[1]+end+len("</script>"):]
-	}
-}
 
 // CheckImportance validates an importance; empty is allowed (the caller's
 // default).

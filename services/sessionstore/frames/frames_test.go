@@ -2,6 +2,7 @@ package frames_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -553,5 +554,22 @@ func TestJSONLCompactsAMostlySupersededLog(t *testing.T) {
 	}
 	if n := len(llm.EmbeddingRequests()) - before; n != 1 {
 		t.Errorf("%d embedding requests after compaction, want 1 (the query)", n)
+	}
+}
+
+// A save whose caller's deadline has passed (the bus gives the handler
+// the caller's deadline) is not stored: the caller was told it failed.
+func TestAddAfterTheCallersDeadlineStoresNothing(t *testing.T) {
+	dir := t.TempDir()
+	m := start(t, frames.NewJSONL(dir), nil, dir, &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
+	late, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel()
+	owner := protocol.MemoryOwner{Workspace: "w1"}
+	if _, err := m.Add(late, protocol.MemoryAddRequest{MemoryOwner: owner, Content: "too late"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Add after the deadline: %v", err)
+	}
+	got, err := m.Frames(ctx, protocol.MemoryFramesRequest{MemoryOwner: owner})
+	if err != nil || len(got) != 0 {
+		t.Fatalf("frames after a late save: %v, %v", got, err)
 	}
 }

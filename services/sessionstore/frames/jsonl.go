@@ -265,10 +265,10 @@ func (fm *fileMind) appendRecords(rs ...record) error {
 		buf.Write(b)
 		buf.WriteByte('\n')
 	}
-	if err := os.MkdirAll(filepath.Dir(fm.path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(fm.path), 0o700); err != nil {
 		return fmt.Errorf("frames: create dir of %s: %w", fm.mind.Key(), err)
 	}
-	f, err := os.OpenFile(fm.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(fm.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("frames: open %s: %w", fm.mind.Key(), err)
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -333,6 +334,12 @@ func (m *Minds) Add(ctx context.Context, req protocol.MemoryAddRequest) (protoco
 	f := Frame{ID: "mem-" + protocol.NewUUID(), Content: content, Tags: req.Tags,
 		Importance: cmp.Or(req.Importance, protocol.ImportanceNormal), Source: cmp.Or(req.Source, protocol.SourceAgentInferred),
 		Created: now, Updated: now}
+	// The caller's deadline (carried over the bus) may have passed while
+	// the content was checked: then the caller was told the save failed,
+	// and it must not happen.
+	if err := ctx.Err(); err != nil {
+		return protocol.MemoryAddReply{}, fmt.Errorf("frames: add to %s: %w", mind.Key(), err)
+	}
 	saved, dup, err := m.cfg.Backend.Add(ctx, mind, f)
 	if err != nil {
 		return protocol.MemoryAddReply{}, wrap("add to", mind, err)
@@ -421,6 +428,9 @@ func (m *Minds) Update(ctx context.Context, req protocol.MemoryUpdateRequest) (p
 	}
 	now := m.now()
 	f, err := m.find(ctx, req.MemoryFrameRequest, func(mind Mind) (Frame, error) {
+		if err := ctx.Err(); err != nil { // as in Add
+			return Frame{}, err
+		}
 		return m.cfg.Backend.Update(ctx, mind, req.ID, content, req.Importance, now)
 	})
 	if err == nil {

@@ -111,10 +111,10 @@ func (s *Store) AppendBatch(ws, session string, lines ...any) error {
 	}
 	l := s.lock(path)
 	defer s.unlock(path, l)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("jsonl: create sessions dir of %s: %w", ws, err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("jsonl: open %s/%s: %w", ws, session, err)
 	}
@@ -259,7 +259,7 @@ func (s *Store) rewrite(ws, session string, create, keepMtime bool, fn func(data
 	data, mtime, err := readFile(path)
 	if errors.Is(err, ErrNotFound) && create {
 		data, err = nil, nil
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return FileState{}, false, fmt.Errorf("jsonl: create sessions dir of %s: %w", ws, err)
 		}
 	}
@@ -325,7 +325,7 @@ func WriteFileAtomic(path string, data []byte) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Chmod(name, 0o644); err != nil {
+	if err := os.Chmod(name, 0o600); err != nil {
 		return err
 	}
 	if err := os.Rename(name, path); err != nil {

@@ -98,7 +98,7 @@ func (f *fileBackend) append(_ context.Context, ln line) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	fh, err := os.OpenFile(f.usagePath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	fh, err := os.OpenFile(f.usagePath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("ledger: open %s: %w", UsageFile, err)
 	}

@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore func(t *testing.T) sessionstore.Store) {
 		{"SearchSnippetsAndScope", testSearchSnippetsAndScope},
 		{"ConcurrentWritersLoseNothing", testConcurrentWriters},
 		{"TornAndMalformedLines", testTornLines},
+		{"WritesAfterTheDeadlineDoNothing", testWritesAfterTheDeadline},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -753,5 +754,28 @@ not json at all
 	h = must(s.History(ctx, protocol.HistoryRequest{SessionRef: ref(ws, "torn")}))(t)
 	if len(h.Messages) != 2 || h.Messages[1].Content != "after repair" {
 		t.Fatalf("history after append = %+v", h)
+	}
+}
+
+// testWritesAfterTheDeadline: a write whose caller's deadline has passed
+// (the bus gives handlers their caller's deadline) fails and leaves
+// nothing behind: the caller was told it timed out.
+func testWritesAfterTheDeadline(t *testing.T, s sessionstore.Store) {
+	late, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel()
+	before := must(s.ListWorkspaces(ctx))(t)
+	if _, err := s.CreateWorkspace(late, raw(t, map[string]any{"name": "Late"}), nil); err == nil {
+		t.Error("a workspace was created after the deadline")
+	}
+	if after := must(s.ListWorkspaces(ctx))(t); len(after) != len(before) {
+		t.Errorf("workspaces %d before a late create, %d after", len(before), len(after))
+	}
+	ws := newWorkspace(t, s, "Deadline")
+	m := protocol.Message{Role: "user", Content: "late", Timestamp: protocol.Timestamp(time.Now())}
+	if err := s.Append(late, protocol.AppendRequest{SessionRef: ref(ws, "s1"), Message: &m}); err == nil {
+		t.Error("a message was appended after the deadline")
+	}
+	if h := must(s.History(ctx, protocol.HistoryRequest{SessionRef: ref(ws, "s1")}))(t); len(h.Messages) != 0 {
+		t.Errorf("history after a late append: %+v", h.Messages)
 	}
 }

@@ -191,7 +191,7 @@ func (f *fileBackend) load(workspace string) (state, error) {
 // leaves the old or the new file, never half of one.
 func (f *fileBackend) save(workspace string, st state) error {
 	path := f.path(workspace)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("workflows: save %s: %w", workspace, err)
 	}
 	b, err := json.Marshal(st)

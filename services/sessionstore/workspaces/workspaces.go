@@ -325,7 +325,7 @@ func (s *Registry) Delete(id string) ([]string, error) {
 }
 
 func (s *Registry) write(id string, doc Doc) error {
-	if err := os.MkdirAll(s.Dir(id), 0o755); err != nil {
+	if err := os.MkdirAll(s.Dir(id), 0o700); err != nil {
 		return fmt.Errorf("workspaces: create %s: %w", id, err)
 	}
 	var buf bytes.Buffer

@@ -222,7 +222,7 @@ func (g *Gate) ask(ctx context.Context, req protocol.ApprovalCheckRequest) (prot
 			return rep, ctx.Err()
 		}
 		if !errors.Is(err, protocol.ErrUnavailable) || time.Now().After(giveUp) {
-			if !errors.Is(err, protocol.ErrUnavailable) && protocol.AsError(err) == nil {
+			if !errors.Is(err, protocol.ErrUnavailable) && (protocol.AsError(err) == nil || errors.Is(err, protocol.ErrBusTimeout)) {
 				// A timeout may hide an entry created for a reply we lost.
 				g.mu.Lock()
 				g.unsure = true

@@ -361,7 +361,7 @@ func (m *Manager) command(key serverKey, c ServerConfig) (*exec.Cmd, error) {
 		dir := ""
 		if key.workspace != "" {
 			dir = filepath.Join(m.cfg.DataDir, "workspaces", key.workspace, "files")
-			if err := os.MkdirAll(dir, 0o755); err != nil {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
 				return nil, fmt.Errorf("workspace files: %w", err)
 			}
 		}
@@ -370,7 +370,7 @@ func (m *Manager) command(key serverKey, c ServerConfig) (*exec.Cmd, error) {
 		cmd = exec.Command(c.Command, c.Args...)
 		if key.workspace != "" {
 			dir := filepath.Join(m.cfg.DataDir, "workspaces", key.workspace, "files")
-			if os.MkdirAll(dir, 0o755) == nil {
+			if os.MkdirAll(dir, 0o700) == nil {
 				cmd.Dir = dir
 			}
 		}

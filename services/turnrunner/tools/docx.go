@@ -75,7 +75,7 @@ func (t generateDocxTool) run(_ context.Context, env Env, in *generateDocxInput)
 		return "", err
 	}
 	defer ws.Close()
-	if err := writeFile(ws, rel, data, 0o644); err != nil {
+	if err := writeFile(ws, rel, data, 0o600); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("Generated %s (%d bytes)", rel, len(data)), nil

@@ -213,7 +213,7 @@ func (writeFileTool) run(_ context.Context, env Env, in *writeFileInput) (string
 		return "", err
 	}
 	defer ws.Close()
-	if err := writeFile(ws, rel, []byte(*in.Content), 0o644); err != nil {
+	if err := writeFile(ws, rel, []byte(*in.Content), 0o600); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("Wrote %d bytes to %s", len(*in.Content), rel), nil
@@ -238,7 +238,7 @@ func writeFile(ws *workspace, rel string, data []byte, perm fs.FileMode) error {
 		return fmt.Errorf("%s is a directory", quote(rel))
 	}
 	if dir := path.Dir(rel); dir != "." {
-		if err := ws.root.MkdirAll(dir, 0o755); err != nil {
+		if err := ws.root.MkdirAll(dir, 0o700); err != nil {
 			return fsError(dir, err)
 		}
 	}

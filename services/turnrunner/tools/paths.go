@@ -28,7 +28,7 @@ func openWorkspace(env Env) (*workspace, error) {
 	if env.FilesDir == "" || !filepath.IsAbs(env.FilesDir) {
 		return nil, errNoFilesDir
 	}
-	if err := os.MkdirAll(env.FilesDir, 0o755); err != nil {
+	if err := os.MkdirAll(env.FilesDir, 0o700); err != nil {
 		return nil, errors.New("the workspace directory cannot be created")
 	}
 	root, err := os.OpenRoot(env.FilesDir)

@@ -23,6 +23,7 @@ import (
 	"github.com/waggle-os/core/libs/embednats"
 	"github.com/waggle-os/core/libs/lifecycle"
 	"github.com/waggle-os/core/libs/llmprobe"
+	"github.com/waggle-os/core/libs/private"
 	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/approval"
 	"github.com/waggle-os/core/services/command"
@@ -103,7 +104,7 @@ func New(cfg Config, log *slog.Logger) *App {
 // Start runs the configured targets; on failure everything started is
 // stopped again.
 func (a *App) Start(ctx context.Context) error {
-	if err := checkDataDir(a.cfg.DataDir); err != nil {
+	if err := checkDataDir(a.cfg.DataDir, a.log); err != nil {
 		return err
 	}
 	targets := a.cfg.Targets
@@ -235,9 +236,20 @@ func streamConfig(c Config) bus.TurnStreamConfig {
 // Running lists the started modules.
 func (a *App) Running() []string { return a.mgr.Running() }
 
-func checkDataDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// checkDataDir creates the data dir private (0700) and makes an existing
+// one private: the dir itself, and every file and dir in it loses group
+// and other access (an older version left 0755 and 0644; chats, memories
+// and API keys are in there). A failure to tighten is logged, not fatal:
+// the dir is still the operator's to fix. Then it checks the dir is
+// writable.
+func checkDataDir(dir string, log *slog.Logger) error {
+	if err := private.MkdirAll(dir); err != nil {
 		return fmt.Errorf("data directory %s cannot be created: %w", dir, err)
+	}
+	if n, err := private.Tighten(dir); err != nil {
+		log.Warn("could not make every file in the data directory private to its owner", "dir", dir, "err", err)
+	} else if n > 0 {
+		log.Info("made the data directory private to its owner", "dir", dir, "changed", n)
 	}
 	f, err := os.CreateTemp(dir, ".waggle-write-check-*")
 	if err != nil {

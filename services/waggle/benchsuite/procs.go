@@ -188,7 +188,7 @@ func StartServer(ctx context.Context, spec ServerSpec) (*Server, error) {
 	s := &Server{URL: "http://" + httpAddr}
 	start := func(name string, args ...string) error {
 		dataDir := filepath.Join(spec.Dir, name)
-		if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
 			return err
 		}
 		if name == "single" || name == "stores" {

@@ -29,12 +29,12 @@ const Needle = "quasarneedle"
 func SeedSessions(dataDir, ws string, n int) error {
 	wsDir := filepath.Join(dataDir, "workspaces", ws)
 	dir := filepath.Join(wsDir, "sessions")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("benchsuite: seed: %w", err)
 	}
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	meta, _ := json.Marshal(map[string]string{"id": ws, "name": "Bench " + ws, "created": protocol.Timestamp(base)})
-	if err := os.WriteFile(filepath.Join(wsDir, "workspace.json"), meta, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(wsDir, "workspace.json"), meta, 0o600); err != nil {
 		return fmt.Errorf("benchsuite: seed workspace: %w", err)
 	}
 	var buf bytes.Buffer
@@ -57,7 +57,7 @@ func SeedSessions(dataDir, ws string, n int) error {
 			_ = enc.Encode(map[string]string{"role": m.role, "content": m.content, "timestamp": protocol.Timestamp(at.Add(time.Duration(j) * time.Second))})
 		}
 		name := filepath.Join(dir, fmt.Sprintf("s%05d.jsonl", i))
-		if err := os.WriteFile(name, buf.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(name, buf.Bytes(), 0o600); err != nil {
 			return fmt.Errorf("benchsuite: seed session %d: %w", i, err)
 		}
 	}

@@ -82,6 +82,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	log := newLogger(cfg, stderr)
 	slog.SetDefault(log)
+	privateUmask()
 	if n, err := raiseOpenFiles(); err != nil {
 		log.Warn("could not raise the open-files limit", "limit", n, "err", err)
 	} else if n > 0 && n < 4096 {
