@@ -76,6 +76,8 @@ var rules = map[string]rule{
 	"POST /api/commands/execute":                             {scope: scopeWorkspaceBody, action: protocol.ActionChat, bodyKeys: []string{"workspaceId"}, bodyDefault: "default"},
 	"POST /api/agent-groups/{id}/run":                        {scope: scopeWorkspaceBody, action: protocol.ActionChat, bodyKeys: []string{"workspaceId"}},
 	"GET /api/mcp/servers":                                   {scope: scopeWorkspaceQuery, action: protocol.ActionRead},
+	"GET /api/workspaces/{id}/mcp-servers":                   {scope: scopeWorkspaceParam, action: protocol.ActionAdmin},
+	"PUT /api/workspaces/{id}/mcp-servers":                   {scope: scopeWorkspaceParam, action: protocol.ActionAdmin},
 
 	"GET /api/memory/frames":               {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead},
 	"POST /api/memory/frames":              {scope: scopeWorkspaceBody, action: protocol.ActionWrite, bodyKeys: []string{"workspace", "workspaceId"}},
