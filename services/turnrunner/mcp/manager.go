@@ -166,13 +166,12 @@ type Manager struct {
 type workspaceServers struct {
 	// load serialises reading the workspace's config.
 	load sync.Mutex
-	// servers, raw, checked and lastUsed are guarded by load; err and
-	// replacing servers also by Manager.mu (Status and reapIdle read them).
+	// servers, raw, checked and lastUsed are guarded by load; replacing
+	// servers also by Manager.mu (Status and reapIdle read them).
 	servers  map[string]*server
 	raw      string // the mcpServers JSON they were built from
 	checked  time.Time
 	lastUsed time.Time
-	err      string
 }
 
 type fileStamp struct {
@@ -547,12 +546,10 @@ func (m *Manager) reloadLocked(ctx context.Context, id string, ws *workspaceServ
 	if raw == ws.raw {
 		return ws.servers
 	}
+	// Not an object: no servers (Status reports the config error).
 	var members map[string]json.RawMessage
-	errText := ""
 	if raw != "" {
-		if err := json.Unmarshal([]byte(raw), &members); err != nil {
-			errText = "workspace mcpServers must be an object"
-		}
+		_ = json.Unmarshal([]byte(raw), &members)
 	}
 	m.mu.Lock()
 	if m.stopped || m.workspaces[id] != ws {
@@ -560,7 +557,7 @@ func (m *Manager) reloadLocked(ctx context.Context, id string, ws *workspaceServ
 		return nil
 	}
 	next, gone, fresh := m.reconcile(ws.servers, parseServerMap(members), id)
-	ws.servers, ws.raw, ws.err = next, raw, errText
+	ws.servers, ws.raw = next, raw
 	m.mu.Unlock()
 	m.swap(gone, fresh)
 	return ws.servers
