@@ -75,6 +75,9 @@ var (
 	UpdateWorkspace = Endpoint[WorkspaceUpdateRequest, WorkspaceDocReply]{ServiceSessionStore, "workspace-update", "waggle.store.cmd.workspace.update"}
 	// DeleteWorkspace removes a workspace and its sessions.
 	DeleteWorkspace = Endpoint[WorkspaceRequest, DeletedReply]{ServiceSessionStore, "workspace-delete", "waggle.store.cmd.workspace.delete"}
+	// SetWorkspaceMCPServers replaces a workspace's MCP servers (the only
+	// way to set them: workspace create and update refuse the field).
+	SetWorkspaceMCPServers = Endpoint[WorkspaceMCPServers, WorkspaceMCPServers]{ServiceSessionStore, "workspace-mcp-set", "waggle.store.cmd.workspace.mcp.set"}
 	// ListSessions lists a workspace's sessions.
 	ListSessions = Endpoint[SessionListRequest, SessionListReply]{ServiceSessionStore, "session-list", "waggle.store.cmd.session.list"}
 	// SearchSessions searches a workspace's sessions.
@@ -254,6 +257,10 @@ var (
 	// WorkspaceAborts asks every runner to cancel the running turns of one
 	// workspace, for POST /api/agent/abort.
 	WorkspaceAborts = Event[AbortWorkspace]{"waggle.turn.bcast.abort"}
+	// MCPConfigChanges is published by the store after a workspace's MCP
+	// servers were replaced or the workspace was deleted; every runner's
+	// MCP manager stops or restarts that workspace's servers at once.
+	MCPConfigChanges = Event[MCPConfigChanged]{"waggle.store.evt.mcp-config"}
 )
 
 // Turn subjects.

@@ -155,6 +155,7 @@ func (s *Service) register() error {
 		bus.Handle(s.svc, protocol.CreateWorkspace, s.workspaceCreate),
 		bus.Handle(s.svc, protocol.UpdateWorkspace, s.workspaceUpdate),
 		bus.Handle(s.svc, protocol.DeleteWorkspace, s.workspaceDelete),
+		bus.Handle(s.svc, protocol.SetWorkspaceMCPServers, s.workspaceMCPSet),
 		bus.Handle(s.svc, protocol.ListSessions, s.sessionList),
 		bus.Handle(s.svc, protocol.SearchSessions, s.sessionSearch),
 		bus.Handle(s.svc, protocol.ExportSession, s.sessionExport),

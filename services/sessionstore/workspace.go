@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/workspaces"
 )
@@ -48,6 +49,9 @@ func (s *Service) getWorkspace(ctx context.Context, id string) (workspaces.Doc, 
 
 func (s *Service) workspaceCreate(ctx context.Context, req protocol.WorkspaceCreateRequest) (protocol.WorkspaceDocReply, error) {
 	fields, err := decodeFields(req.Fields)
+	if err == nil {
+		err = refuseReserved(fields)
+	}
 	if err != nil {
 		return protocol.WorkspaceDocReply{}, err
 	}
@@ -56,6 +60,9 @@ func (s *Service) workspaceCreate(ctx context.Context, req protocol.WorkspaceCre
 
 func (s *Service) workspaceUpdate(ctx context.Context, req protocol.WorkspaceUpdateRequest) (protocol.WorkspaceDocReply, error) {
 	fields, err := decodeFields(req.Fields)
+	if err == nil {
+		err = refuseReserved(fields)
+	}
 	if err != nil {
 		return protocol.WorkspaceDocReply{}, err
 	}
@@ -78,11 +85,59 @@ func (s *Service) workspaceDelete(ctx context.Context, req protocol.WorkspaceReq
 	if err != nil {
 		return protocol.DeletedReply{}, err
 	}
+	// Its MCP servers stop at once on every runner (the config is gone).
+	s.publishMCPChange(protocol.MCPConfigChanged{Workspace: req.Workspace, Deleted: true})
 	// The workspace's mind goes with it.
 	if err := s.minds.DropWorkspace(ctx, req.Workspace); err != nil {
 		return protocol.DeletedReply{}, err
 	}
 	return protocol.DeletedReply{Deleted: true}, nil
+}
+
+// ErrMCPServersField refuses mcpServers in a workspace create or update
+// body: servers run code (or are URLs the server calls), so they are set
+// only through their own route, which has its own authorization.
+var ErrMCPServersField = protocol.Errorf(protocol.Invalid,
+	"mcpServers cannot be set here; use %s", protocol.MCPServersRoute).WithCode("MCP_SERVERS_ROUTE")
+
+// refuseReserved refuses the fields only dedicated routes write.
+func refuseReserved(fields workspaces.Doc) error {
+	if _, ok := fields[protocol.MCPServersField]; ok {
+		return ErrMCPServersField
+	}
+	return nil
+}
+
+// workspaceMCPSet replaces a workspace's MCP servers (validated again here:
+// the store keeps nothing a runner could not read) and tells every runner.
+func (s *Service) workspaceMCPSet(ctx context.Context, req protocol.WorkspaceMCPServers) (protocol.WorkspaceMCPServers, error) {
+	if !protocol.ValidID(req.Workspace) {
+		return protocol.WorkspaceMCPServers{}, workspaces.ErrNotFound
+	}
+	servers, err := protocol.ParseMCPServers(req.Servers)
+	if err != nil {
+		return protocol.WorkspaceMCPServers{}, err
+	}
+	value := json.RawMessage("null") // null removes the field
+	if len(servers) > 0 {
+		if value, err = json.Marshal(servers); err != nil {
+			return protocol.WorkspaceMCPServers{}, fmt.Errorf("sessionstore: encode mcpServers: %w", err)
+		}
+	}
+	if _, err := s.store.UpdateWorkspace(ctx, req.Workspace, workspaces.Doc{protocol.MCPServersField: value}); err != nil {
+		return protocol.WorkspaceMCPServers{}, err
+	}
+	s.publishMCPChange(protocol.MCPConfigChanged{Workspace: req.Workspace})
+	if len(servers) == 0 {
+		value = json.RawMessage("{}")
+	}
+	return protocol.WorkspaceMCPServers{Workspace: req.Workspace, Servers: value}, nil
+}
+
+func (s *Service) publishMCPChange(ev protocol.MCPConfigChanged) {
+	if err := bus.Publish(s.nc, protocol.MCPConfigChanges, ev); err != nil {
+		s.log.Warn("publish MCP config change failed", "workspace", ev.Workspace, "err", err)
+	}
 }
 
 func decodeFields(raw json.RawMessage) (workspaces.Doc, error) {

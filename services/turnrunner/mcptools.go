@@ -11,7 +11,7 @@ import (
 // servers as it is from bash.
 func (c *Config) mcpConfig() mcp.Config {
 	mc := c.MCP
-	mc.DataDir, mc.RunnerID = c.DataDir, c.RunnerID
+	mc.DataDir, mc.RunnerID, mc.TeamServer = c.DataDir, c.RunnerID, c.TeamServer
 	mc.SandboxHide = append(mc.SandboxHide, c.DataDir)
 	return mc
 }

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
@@ -165,11 +164,9 @@ type entry struct {
 	err  error
 }
 
-// validServerName: a protocol ID (so it fits a tool name and a policy
-// entry) without "__", which separates the server from the tool.
-func validServerName(name string) bool {
-	return protocol.ValidID(name) && !strings.Contains(name, "__") && len(name) <= 32
-}
+// validServerName is protocol.ValidMCPServerName: the API and the runner
+// accept the same names.
+func validServerName(name string) bool { return protocol.ValidMCPServerName(name) }
 
 // parseServers reads the "mcpServers" member of a config document (the
 // whole config.json or a workspace's config). A missing member is no

@@ -20,5 +20,6 @@ const StdioAuto = "auto"
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	flagext.EnumVar(fs, &c.Stdio, "mcp-stdio", StdioAuto, "stdio MCP servers: direct, sandbox (bubblewrap), off, or auto (direct locally, sandbox with --auth=required)",
 		StdioAuto, StdioDirect, StdioSandbox, StdioOff)
+	fs.BoolVar(&c.AllowPrivateURLs, "mcp-allow-private-urls", false, "team servers: let workspaces' HTTP MCP servers be on loopback, link-local, private or metadata addresses (refused by default; config.json's servers always may)")
 	flagext.DurationVar(fs, &c.CallTimeout, "mcp-call-timeout", DefaultCallTimeout, "time limit of one MCP tool call (a server's \"timeout\" overrides it)")
 }

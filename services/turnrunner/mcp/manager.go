@@ -24,9 +24,11 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -59,6 +61,15 @@ type Config struct {
 	// Sandbox is the bubblewrap binary for StdioSandbox; without it stdio
 	// servers are refused in that mode.
 	Sandbox string
+	// TeamServer is set on a team server (--auth=required): a workspace's
+	// HTTP servers may then reach only public addresses (see
+	// AllowPrivateURLs), and their connection errors are shown without
+	// detail.
+	TeamServer bool
+	// AllowPrivateURLs (--mcp-allow-private-urls) lets a team server's
+	// workspace HTTP servers be on loopback, link-local, private or metadata
+	// addresses (an operator's own MCP servers on the LAN).
+	AllowPrivateURLs bool
 	// SandboxHide are directories a sandboxed server must not read (the
 	// data directory); a workspace server gets its workspace's files
 	// directory back, writable.
@@ -132,8 +143,15 @@ type Manager struct {
 	log *slog.Logger
 
 	svc      *bus.Service
+	sub      *nats.Subscription
 	stopLoop context.CancelFunc
 	loop     sync.WaitGroup
+
+	// changes are the workspaces whose MCP config changed (by id; Deleted
+	// sticks), applied by the loop; changed wakes it.
+	changesMu sync.Mutex
+	changes   map[string]protocol.MCPConfigChanged
+	changed   chan struct{}
 
 	mu      sync.Mutex
 	stopped bool
@@ -148,13 +166,12 @@ type Manager struct {
 type workspaceServers struct {
 	// load serialises reading the workspace's config.
 	load sync.Mutex
-	// servers, raw, checked and lastUsed are guarded by load; err and
-	// replacing servers also by Manager.mu (Status and reapIdle read them).
+	// servers, raw, checked and lastUsed are guarded by load; replacing
+	// servers also by Manager.mu (Status and reapIdle read them).
 	servers  map[string]*server
 	raw      string // the mcpServers JSON they were built from
 	checked  time.Time
 	lastUsed time.Time
-	err      string
 }
 
 type fileStamp struct {
@@ -168,11 +185,13 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) *Manager {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Manager{cfg: cfg.withDefaults(), nc: nc, log: log, global: map[string]*server{}, workspaces: map[string]*workspaceServers{}}
+	return &Manager{cfg: cfg.withDefaults(), nc: nc, log: log, global: map[string]*server{}, workspaces: map[string]*workspaceServers{},
+		changes: map[string]protocol.MCPConfigChanged{}, changed: make(chan struct{}, 1)}
 }
 
 // Start reads config.json, starts its servers (without waiting for them),
-// watches the file and answers protocol.ListMCPServers.Subject.
+// watches the file, follows protocol.MCPConfigChanges and answers
+// protocol.ListMCPServers.Subject.
 func (m *Manager) Start(ctx context.Context) error {
 	if err := m.cfg.Validate(); err != nil {
 		return err
@@ -194,13 +213,75 @@ func (m *Manager) Start(ctx context.Context) error {
 		m.Stop(ctx)
 		return fmt.Errorf("mcp: %w", err)
 	}
+	if m.sub, err = bus.Subscribe(m.nc, protocol.MCPConfigChanges, m.noteChange); err != nil {
+		m.Stop(ctx)
+		return fmt.Errorf("mcp: %w", err)
+	}
 	return nil
+}
+
+// noteChange queues a workspace's config change for the loop (the
+// subscription's goroutine must not wait for processes to end).
+func (m *Manager) noteChange(ev protocol.MCPConfigChanged) {
+	if !protocol.ValidID(ev.Workspace) {
+		return
+	}
+	m.changesMu.Lock()
+	prev, ok := m.changes[ev.Workspace]
+	ev.Deleted = ev.Deleted || (ok && prev.Deleted)
+	m.changes[ev.Workspace] = ev
+	m.changesMu.Unlock()
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
+}
+
+// applyChanges stops the servers of deleted workspaces and re-reads the
+// config of changed ones this runner runs (a workspace it does not run
+// reads its config at its next turn anyway).
+func (m *Manager) applyChanges(ctx context.Context) {
+	m.changesMu.Lock()
+	changes := m.changes
+	m.changes = map[string]protocol.MCPConfigChanged{}
+	m.changesMu.Unlock()
+	for id, ev := range changes {
+		m.mu.Lock()
+		ws := m.workspaces[id]
+		m.mu.Unlock()
+		if ws == nil {
+			continue
+		}
+		// The loader holds load while it swaps servers; taking it first
+		// means no server is half started when it is stopped here.
+		ws.load.Lock()
+		if ev.Deleted {
+			var gone []*server
+			m.mu.Lock()
+			if m.workspaces[id] == ws {
+				for _, s := range ws.servers {
+					gone = append(gone, s)
+				}
+				delete(m.workspaces, id)
+			}
+			m.mu.Unlock()
+			ws.load.Unlock()
+			stopAll(gone)
+			m.log.Info("mcp: workspace deleted; its servers stopped", "workspace", id, "servers", len(gone))
+			continue
+		}
+		m.reloadLocked(ctx, id, ws)
+		ws.load.Unlock()
+	}
 }
 
 // Stop stops answering, the watcher and every server (their processes
 // are ended).
 func (m *Manager) Stop(ctx context.Context) error {
 	var err error
+	if m.sub != nil {
+		_ = m.sub.Unsubscribe()
+	}
 	if m.svc != nil {
 		err = m.svc.Stop(ctx)
 	}
@@ -246,6 +327,8 @@ func (m *Manager) watch(ctx context.Context) {
 		case <-t.C:
 			m.reloadGlobal()
 			m.reapIdle(time.Now())
+		case <-m.changed:
+			m.applyChanges(ctx)
 		}
 	}
 }
@@ -446,6 +529,13 @@ func (m *Manager) workspace(ctx context.Context, id string) map[string]*server {
 	if !ws.checked.IsZero() && now.Sub(ws.checked) < m.cfg.ConfigCheck {
 		return ws.servers
 	}
+	return m.reloadLocked(ctx, id, ws)
+}
+
+// reloadLocked reads the workspace's config from the session store and
+// reconciles its servers with it; the caller holds ws.load.
+func (m *Manager) reloadLocked(ctx context.Context, id string, ws *workspaceServers) map[string]*server {
+	now := time.Now()
 	raw, err := m.workspaceConfig(ctx, id)
 	if err != nil {
 		// Keep what runs: the store restarting must not stop the servers.
@@ -456,12 +546,10 @@ func (m *Manager) workspace(ctx context.Context, id string) map[string]*server {
 	if raw == ws.raw {
 		return ws.servers
 	}
+	// Not an object: no servers (Status reports the config error).
 	var members map[string]json.RawMessage
-	errText := ""
 	if raw != "" {
-		if err := json.Unmarshal([]byte(raw), &members); err != nil {
-			errText = "workspace mcpServers must be an object"
-		}
+		_ = json.Unmarshal([]byte(raw), &members)
 	}
 	m.mu.Lock()
 	if m.stopped || m.workspaces[id] != ws {
@@ -469,7 +557,7 @@ func (m *Manager) workspace(ctx context.Context, id string) map[string]*server {
 		return nil
 	}
 	next, gone, fresh := m.reconcile(ws.servers, parseServerMap(members), id)
-	ws.servers, ws.raw, ws.err = next, raw, errText
+	ws.servers, ws.raw = next, raw
 	m.mu.Unlock()
 	m.swap(gone, fresh)
 	return ws.servers
@@ -535,36 +623,97 @@ func (m *Manager) servers(ctx context.Context, req protocol.MCPServersRequest) (
 }
 
 // Status lists the servers a workspace's turns use ("" for the global
-// ones), with their state and tools.
+// ones), with their state and tools. It starts nothing: a workspace server
+// that is configured but not running on this runner is reported idle (it
+// starts with the workspace's next turn), so a listing is safe to ask for
+// at any time, by anyone who may read the workspace.
 func (m *Manager) Status(ctx context.Context, workspace string) protocol.MCPServersReply {
 	rep := protocol.MCPServersReply{Runner: m.cfg.RunnerID, Servers: []protocol.MCPServerStatus{}}
-	servers := m.active(ctx, workspace)
+	byName := map[string]protocol.MCPServerStatus{}
 	m.mu.Lock()
+	for name, s := range m.global {
+		byName[name] = statusOf(s)
+	}
 	if m.configErr != "" {
 		rep.ConfigErrors = append(rep.ConfigErrors, m.configErr)
 	}
-	if ws := m.workspaces[workspace]; workspace != "" && ws != nil && ws.err != "" {
-		rep.ConfigErrors = append(rep.ConfigErrors, ws.err)
+	running := map[string]*server{}
+	if ws := m.workspaces[workspace]; workspace != "" && ws != nil {
+		maps.Copy(running, ws.servers)
 	}
 	m.mu.Unlock()
-	for _, s := range servers {
-		snap := s.snapshot()
-		st := protocol.MCPServerStatus{
-			Name: s.key.name, Scope: scopeGlobal, Transport: s.cfg.transport(),
-			State: snap.state, Error: snap.err, Restarts: snap.restarts, Tools: []protocol.MCPToolInfo{},
+	if workspace != "" && protocol.ValidID(workspace) {
+		own, errText := m.configured(ctx, workspace, running)
+		if errText != "" {
+			rep.ConfigErrors = append(rep.ConfigErrors, errText)
 		}
+		maps.Copy(byName, own)
+	}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		rep.Servers = append(rep.Servers, byName[name])
+	}
+	return rep
+}
+
+// configured is the workspace's own servers as its config names them: the
+// state of those running here, idle (or refused) for the others. When the
+// config cannot be read, the running ones are reported.
+func (m *Manager) configured(ctx context.Context, workspace string, running map[string]*server) (map[string]protocol.MCPServerStatus, string) {
+	out := map[string]protocol.MCPServerStatus{}
+	raw, err := m.workspaceConfig(ctx, workspace)
+	if err != nil {
+		m.log.Warn("mcp: workspace config unavailable", "workspace", workspace, "err", err)
+		for name, s := range running {
+			out[name] = statusOf(s)
+		}
+		return out, "the workspace's configuration could not be read"
+	}
+	var members map[string]json.RawMessage
+	if raw != "" && json.Unmarshal([]byte(raw), &members) != nil {
+		return out, "workspace mcpServers must be an object"
+	}
+	for _, e := range parseServerMap(members) {
+		if e.err == nil && e.cfg.Disabled {
+			continue
+		}
+		refused := e.err
+		if refused == nil {
+			refused = m.refusal(e.cfg)
+		}
+		if s, ok := running[e.name]; ok && s.cfg.equal(e.cfg) {
+			out[e.name] = statusOf(s)
+			continue
+		}
+		st := protocol.MCPServerStatus{Name: e.name, Scope: scopeWorkspace, Transport: e.cfg.transport(),
+			State: protocol.MCPStateIdle, Tools: []protocol.MCPToolInfo{}}
 		if st.Transport == "" {
 			st.Transport = "unknown"
 		}
-		if s.key.workspace != "" {
-			st.Scope = scopeWorkspace
+		if refused != nil {
+			st.State, st.Error = protocol.MCPStateRefused, refused.Error()
 		}
-		for _, d := range snap.tools {
-			st.Tools = append(st.Tools, protocol.MCPToolInfo{
-				Name: d.name, Tool: d.tool, Description: d.description, Gated: !s.cfg.Trust.trusts(d.tool, d.readOnly),
-			})
-		}
-		rep.Servers = append(rep.Servers, st)
+		out[e.name] = st
 	}
-	return rep
+	return out, ""
+}
+
+// statusOf is a server's status now.
+func statusOf(s *server) protocol.MCPServerStatus {
+	snap := s.snapshot()
+	st := protocol.MCPServerStatus{
+		Name: s.key.name, Scope: scopeGlobal, Transport: s.cfg.transport(),
+		State: snap.state, Error: snap.err, Restarts: snap.restarts, Tools: []protocol.MCPToolInfo{},
+	}
+	if st.Transport == "" {
+		st.Transport = "unknown"
+	}
+	if s.key.workspace != "" {
+		st.Scope = scopeWorkspace
+	}
+	for _, d := range snap.tools {
+		st.Tools = append(st.Tools, protocol.MCPToolInfo{
+			Name: d.name, Tool: d.tool, Description: d.description, Gated: !s.cfg.Trust.trusts(d.tool, d.readOnly),
+		})
+	}
+	return st
 }

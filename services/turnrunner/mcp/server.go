@@ -142,8 +142,13 @@ func (s *server) loop(ctx context.Context) {
 			}
 		}
 		reason := describeFailure(err, stderr)
-		s.setError(reason)
 		s.m.log.Warn("mcp server unavailable; retrying", append(s.log(), "err", reason, "retry_in", backoff)...)
+		if s.cfg.transport() == transportHTTP && s.guarded() {
+			// The detail (a refused address, a status, a body) stays in
+			// the log: shown to users it would map the runner's network.
+			reason = errUnreachable.Error()
+		}
+		s.setError(reason)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -223,7 +228,7 @@ func (s *server) connect(ctx context.Context) (*sdk.ClientSession, *tailBuffer, 
 		}
 		transport = &sdk.StreamableClientTransport{
 			Endpoint:   s.cfg.URL,
-			HTTPClient: &http.Client{Transport: headerTransport{headers: headers, base: http.DefaultTransport}},
+			HTTPClient: httpClient(headers, s.guarded()),
 			MaxRetries: 2,
 		}
 	}

@@ -95,7 +95,7 @@ var serveFlags = map[string]string{
 	"addr": "127.0.0.1:3333", "agent-max-steps": "200", "allow-dev-origins": "false", "body-read-timeout": "30s", "allowed-hosts": "", "allowed-origins": "", "approval-timeout": "5m",
 	"auth": "local", "bash-sandbox": "auto", "data-dir": "", "disconnect-grace": "30s", "echo-delay": "15ms",
 	"enable-bash": "auto", "frontend-dir": "", "llm-api-key": "", "llm-url": "http://localhost:4000/v1", "log-format": "auto",
-	"log-level": "info", "max-message-length": "50000", "model": "", "max-turns": "auto", "mcp-call-timeout": "1m", "mcp-stdio": "auto",
+	"log-level": "info", "max-message-length": "50000", "model": "", "max-turns": "auto", "mcp-allow-private-urls": "false", "mcp-call-timeout": "1m", "mcp-stdio": "auto",
 	"metrics-addr": "", "nats-listen": "", "nats-replicas": "1", "nats-url": "", "otlp-endpoint": "", "postgres-url": "",
 	"rate-limit": "0", "rate-limit-chat": "120", "rate-limit-window": "1m", "shutdown-timeout": "15s", "store": "jsonl",
 	"targets": "all", "turn-stream-max-bytes": "64MiB", "turn-stream-storage": "memory",

@@ -138,6 +138,12 @@ func routes() []op {
 			summary: "The MCP servers a workspace's turns can use, as one runner sees them",
 			params:  []Parameter{queryID("workspace", "adds that workspace's own servers")},
 			ok:      ref("MCPServers"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.ListMCPServers.Subject}},
+		{method: get, path: "/api/workspaces/{id}/mcp-servers", id: "getWorkspaceMCPServers", tag: "mcp",
+			summary: "A workspace's own MCP servers as configured (a same-origin or non-browser caller; on a team server a team admin)", params: []Parameter{wsParam},
+			ok: ref("WorkspaceMCPServers"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.GetWorkspaceDoc.Subject}},
+		{method: put, path: "/api/workspaces/{id}/mcp-servers", id: "setWorkspaceMCPServers", tag: "mcp",
+			summary: "Replace a workspace's own MCP servers (a same-origin or non-browser caller; on a team server a team admin); runners apply it at once", params: []Parameter{wsParam},
+			body: ref("WorkspaceMCPServers"), ok: ref("WorkspaceMCPServers"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.SetWorkspaceMCPServers.Subject}},
 
 		// ---- workspaces and sessions ----
 		{method: get, path: "/api/workspaces", id: "listWorkspaces", tag: "sessions",

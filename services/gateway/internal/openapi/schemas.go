@@ -30,6 +30,7 @@ var reflected = map[string]reflect.Type{
 	"MCPServers":          reflect.TypeFor[protocol.MCPServersReply](),
 	"MCPServerStatus":     reflect.TypeFor[protocol.MCPServerStatus](),
 	"MCPToolInfo":         reflect.TypeFor[protocol.MCPToolInfo](),
+	"MCPServerEntry":      reflect.TypeFor[protocol.MCPServerEntry](),
 	"Team":                reflect.TypeFor[protocol.Team](),
 	"TeamDetail":          reflect.TypeFor[protocol.TeamDetail](),
 	"TeamMember":          reflect.TypeFor[protocol.TeamMember](),
@@ -73,9 +74,14 @@ var edits = map[string]func(s *Schema){
 		s.Properties["phase"].Enum = []any{protocol.PhasePlan, protocol.PhaseWork, protocol.PhaseCombine}
 	},
 	"MCPServerStatus": func(s *Schema) {
-		s.Properties["state"].Enum = []any{protocol.MCPStateConnecting, protocol.MCPStateConnected, protocol.MCPStateError, protocol.MCPStateRefused}
+		s.Properties["state"].Enum = []any{protocol.MCPStateConnecting, protocol.MCPStateConnected, protocol.MCPStateError, protocol.MCPStateRefused, protocol.MCPStateIdle}
 		s.Properties["scope"].Enum = []any{"global", "workspace"}
 		s.Properties["transport"].Enum = []any{"stdio", "http"}
+	},
+	"MCPServerEntry": func(s *Schema) {
+		s.Description = "One MCP server (Claude Desktop's format): command/args/env (stdio) or url/headers/bearer (Streamable HTTP); no other fields."
+		s.Properties["type"].Enum = []any{"stdio", "http", "streamable-http", "streamableHttp"}
+		s.Properties["trust"] = anyValue(`"readOnly" or a list of tool names that run without an approval`)
 	},
 	"TeamMember": func(s *Schema) { s.Properties["role"].Enum = roles() },
 	"TeamPolicy": func(s *Schema) { s.Properties["role"].Enum = roles() },
@@ -201,6 +207,9 @@ func handSchemas() map[string]*Schema {
 			"created":   &Schema{Type: "string", Format: "date-time"},
 		}, Required: []string{"id", "name", "created"}},
 			"A workspace's config. Fields other than these are stored and returned as sent."),
+		"WorkspaceMCPServers": describe(object(
+			req("mcpServers", &Schema{Type: "object", AdditionalProperties: ref("MCPServerEntry")}),
+		), "A workspace's own MCP servers by name ({} or null on PUT removes them)."),
 		"WorkspaceWrite": describe(&Schema{Type: "object", Properties: map[string]*Schema{
 			"name":      str(),
 			"group":     str(),
@@ -209,7 +218,7 @@ func handSchemas() map[string]*Schema {
 			"teamId":    describe(&Schema{Type: []string{"string", "null"}}, "the owning team (team servers); a workspace created with one lives in PostgreSQL"),
 			"directory": str(),
 			"budget":    &Schema{Type: "number", Minimum: ptr(0.0)},
-		}}, "On create name is required; on update the fields are merged (null removes one; id and created never change)."),
+		}}, "On create name is required; on update the fields are merged (null removes one; id and created never change). mcpServers is refused (400 MCP_SERVERS_ROUTE): it is set with PUT /api/workspaces/{id}/mcp-servers."),
 		"TimelineEvent": object(
 			req("id", str()),
 			req("timestamp", str()),

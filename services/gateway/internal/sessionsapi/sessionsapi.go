@@ -62,7 +62,12 @@ func (a api) fail(w http.ResponseWriter, err error) { respond.Error(w, a.d.Log, 
 
 func (a api) listWorkspaces(w http.ResponseWriter, r *http.Request) {
 	forward.Serve(a.d, w, r, forward.NoInput, protocol.ListWorkspaces, http.StatusOK,
-		func(rep protocol.WorkspaceListReply) any { return forward.OrEmpty(rep.Workspaces) })
+		func(rep protocol.WorkspaceListReply) any {
+			for i, doc := range rep.Workspaces {
+				rep.Workspaces[i] = withoutMCPServers(doc)
+			}
+			return forward.OrEmpty(rep.Workspaces)
+		})
 }
 
 func (a api) createWorkspace(w http.ResponseWriter, r *http.Request) {
@@ -81,8 +86,29 @@ func (a api) deleteWorkspace(w http.ResponseWriter, r *http.Request) {
 	forward.Serve(a.d, w, r, workspaceRef, protocol.DeleteWorkspace, http.StatusOK, nil)
 }
 
-// workspaceDoc is the reply of the workspace routes: the document itself.
-func workspaceDoc(rep protocol.WorkspaceDocReply) any { return rep.Workspace }
+// workspaceDoc is the reply of the workspace routes: the document itself,
+// without its MCP servers.
+func workspaceDoc(rep protocol.WorkspaceDocReply) any { return withoutMCPServers(rep.Workspace) }
+
+// withoutMCPServers drops mcpServers from a workspace doc: its entries
+// hold secrets (env, headers) and are read only through their own route
+// (mcpapi), which only a trusted caller (a team's admin) may use; anyone
+// who may read the workspace reads the rest.
+func withoutMCPServers(doc json.RawMessage) json.RawMessage {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(doc, &fields) != nil {
+		return doc
+	}
+	if _, ok := fields[protocol.MCPServersField]; !ok {
+		return doc
+	}
+	delete(fields, protocol.MCPServersField)
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return doc
+	}
+	return out
+}
 
 func workspaceRef(_ http.ResponseWriter, r *http.Request) (protocol.WorkspaceRequest, error) {
 	id, err := segment(r, "id", "id")

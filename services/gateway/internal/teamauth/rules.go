@@ -117,6 +117,8 @@ var rules = map[string]rule{
 	"GET /api/sessions/{sessionId}/summary":                  {scope: scopeWorkspaceQueryRequired, action: protocol.ActionRead, queryKeys: []string{"workspace"}},
 	"POST /api/commands/execute":                             {scope: scopeWorkspaceBody, action: protocol.ActionChat, bodyKeys: []string{"workspaceId"}, bodyDefault: "default"},
 	"GET /api/mcp/servers":                                   {scope: scopeWorkspaceQuery, action: protocol.ActionRead, queryKeys: []string{"workspace"}, queryDefault: "default"},
+	"GET /api/workspaces/{id}/mcp-servers":                   {scope: scopeWorkspaceParam, action: protocol.ActionAdmin},
+	"PUT /api/workspaces/{id}/mcp-servers":                   {scope: scopeWorkspaceParam, action: protocol.ActionAdmin},
 
 	"GET /api/memory/frames":               {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases},
 	"POST /api/memory/frames":              {scope: scopeWorkspaceBody, action: protocol.ActionWrite, bodyKeys: workspaceAliases},

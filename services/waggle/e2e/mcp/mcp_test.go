@@ -380,8 +380,8 @@ func TestCrashedServerRestarted(t *testing.T) {
 }
 
 // TestWorkspaceServersAndReload: a workspace's own mcpServers (set through
-// the workspace API) are offered to its turns only, and config.json edits
-// apply without a restart.
+// PUT /api/workspaces/{id}/mcp-servers) are offered to its turns only, and
+// config.json edits apply without a restart.
 func TestWorkspaceServersAndReload(t *testing.T) {
 	s := newSetup(t)
 	llm := scriptedModel(t)
@@ -392,10 +392,10 @@ func TestWorkspaceServersAndReload(t *testing.T) {
 	}
 	id := fmt.Sprint(ws["id"])
 	var upd map[string]any
-	if code := srv.JSON(http.MethodPatch, "/api/workspaces/"+id, map[string]any{"mcpServers": map[string]any{
+	if code := srv.JSON(http.MethodPut, "/api/workspaces/"+id+"/mcp-servers", map[string]any{"mcpServers": map[string]any{
 		"docs": map[string]any{"url": s.remote.URL()},
 	}}, &upd); code != 200 {
-		t.Fatalf("patch workspace: %d %v", code, upd)
+		t.Fatalf("set the workspace's servers: %d %v", code, upd)
 	}
 	body := chat("w1", "mcp__docs__add", `{"a":3,"b":4}`, yolo)
 	body["workspace"] = id

@@ -16,11 +16,15 @@ import (
 	"os"
 	"testing"
 
+	"github.com/waggle-os/core/services/turnrunner/mcp/mcptest"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
 var waggleBin string
 
 func TestMain(m *testing.M) {
+	// The binary doubles as a stdio MCP server when a test's runner starts
+	// it with mcptest.EnvServe set (mcpconfig_test.go).
+	mcptest.MaybeServeStdio()
 	os.Exit(waggletest.RunWithBinary(m, &waggleBin))
 }
