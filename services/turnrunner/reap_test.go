@@ -14,8 +14,8 @@ import (
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/natstest"
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/turnrunner/ownership"
 	"github.com/waggle-os/core/libs/waitfor"
+	"github.com/waggle-os/core/services/turnrunner/ownership"
 )
 
 // reapEnv is a real runner on an embedded NATS server and a connection
