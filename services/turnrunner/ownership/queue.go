@@ -46,7 +46,7 @@ import (
 const StreamName = "WAGGLE_SESSION_QUEUES"
 
 // subjectPrefix starts the subject of every session's queue.
-const subjectPrefix = "waggle.sessionq."
+const subjectPrefix = "waggle.turn.queue."
 
 // Session names one session's queue. Both parts are protocol IDs (letters,
 // digits, '-' and '_'), so each is one subject token.

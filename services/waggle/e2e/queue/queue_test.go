@@ -91,15 +91,21 @@ func queueStart(t *testing.T, runners int, storeArgs []string) *queueServer {
 	natsAddr := waggletest.FreeAddr(t)
 	args := append([]string{"--nats-listen", natsAddr, "--echo-delay", "1ms", "--log-format", "text"}, storeArgs...)
 	main := waggletest.StartProc(t, waggleBin, waggletest.ProcArgs(args...))
+	// A listener that wants credentials made them in the main process's
+	// data dir at its start; the runners present them.
+	natsArgs := []string{"--nats-url", "nats://" + natsAddr}
+	if key := filepath.Join(main.DataDir, "nats.nk"); fileExists(key) {
+		natsArgs = append(natsArgs, "--nats-nkey", key)
+	}
 	for i := 1; i < runners; i++ {
-		queueRunner(t, fmt.Sprintf("runner-%d", i), "nats://"+natsAddr, storeArgs)
+		queueRunner(t, fmt.Sprintf("runner-%d", i), append(natsArgs, storeArgs...))
 	}
 	return &queueServer{main: main}
 }
 
 // queueRunner starts a process that runs only a turn runner and waits for
 // its /health (on its metrics listener).
-func queueRunner(t *testing.T, name, natsURL string, storeArgs []string) {
+func queueRunner(t *testing.T, name string, extra []string) {
 	t.Helper()
 	addr := waggletest.FreeAddr(t)
 	dir := t.TempDir()
@@ -108,8 +114,8 @@ func queueRunner(t *testing.T, name, natsURL string, storeArgs []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"serve", "--targets=turn-runner", "--nats-url", natsURL, "--data-dir", filepath.Join(dir, "data"),
-		"--metrics-addr", addr, "--echo-delay", "1ms", "--llm-url", "http://127.0.0.1:9/v1", "--log-format", "text"}, storeArgs...)
+	args := append([]string{"serve", "--targets=turn-runner", "--data-dir", filepath.Join(dir, "data"),
+		"--metrics-addr", addr, "--echo-delay", "1ms", "--llm-url", "http://127.0.0.1:9/v1", "--log-format", "text"}, extra...)
 	cmd := exec.Command(waggleBin, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -155,6 +161,11 @@ func queueRunner(t *testing.T, name, natsURL string, storeArgs []string) {
 		}
 		return nil
 	})
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // queueChat is one chat of the burst, as the client saw it.
