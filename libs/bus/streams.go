@@ -220,6 +220,18 @@ func retryableCreate(err error) bool {
 	return false
 }
 
+// EnsureStream creates a stream or updates its configuration, retrying
+// (with backoff, bounded by ctx) while the cluster cannot answer yet.
+func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	st, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.Stream, error) {
+		return js.CreateOrUpdateStream(ctx, cfg)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bus: stream %s: %w", cfg.Name, err)
+	}
+	return st, nil
+}
+
 // EnsureKeyValue creates a bucket or updates its configuration, retrying
 // (with backoff, bounded by ctx) while the cluster cannot answer yet, so a
 // process starting beside others on a fresh or electing cluster waits for

@@ -15,7 +15,8 @@ import (
 // its checkpoint: the session store (the user message, finished tool calls)
 // and the turn's own events (tokens streamed so far and the internal
 // checkpoint events below). At most one turn per session runs at a time:
-// the turn holding the session's entry in BucketSessionLocks.
+// the turn runners' session queues (services/turnrunner/ownership, private
+// to the runners) decide which.
 
 // RunnerBeat is the value of a runner's entry in BucketRunners.
 type RunnerBeat struct {
@@ -102,10 +103,6 @@ var ErrSessionBusy = &Error{Kind: Conflict, Message: "This session already has a
 // both try within the stream's duplicate window.
 func TurnEndMsgID(turnID string) string { return turnID + ":end" }
 
-// SessionLockKey is a session's key in BucketSessionLocks (both parts pass
-// ValidID, so the key is a valid KV key).
-func SessionLockKey(workspace, session string) string { return workspace + "." + session }
-
 // TurnLease is the value of a turn's lease.
 type TurnLease struct {
 	// Request is the turn as the gateway sent it: everything a runner needs
@@ -128,17 +125,6 @@ type TurnLease struct {
 	// Followed is set once any client attached, so a runner that takes the
 	// turn over applies the disconnect grace to it too.
 	Followed bool `json:"followed,omitempty"`
-}
-
-// SessionLock is the value of a session's lock.
-type SessionLock struct {
-	// TurnID is the turn that holds the session.
-	TurnID string `json:"turnId"`
-	// Acquired is when the lock was taken (Unix ms), for operators.
-	Acquired int64 `json:"acquired"`
-	// Queue lists the turns waiting for the session, oldest first: the
-	// holder hands the session to Queue[0].
-	Queue []string `json:"queue,omitempty"`
 }
 
 // StartMarker is the data of EventStart.

@@ -315,10 +315,6 @@ const (
 	// keyed by turn id. The entry is deleted once the turn's terminal event
 	// is stored.
 	BucketTurnLeases = "waggle_turn_leases"
-	// BucketSessionLocks holds one SessionLock per session that has a turn
-	// running, keyed by SessionLockKey. A lock is held while the turn it
-	// names has a lease: a lock naming a turn without one is free.
-	BucketSessionLocks = "waggle_session_locks"
 	// BucketRunners holds one RunnerBeat per live turn runner, keyed by
 	// runner id and rewritten every LeaseHeartbeat: one write per runner,
 	// however many turns it runs, is what keeps all of its leases alive.

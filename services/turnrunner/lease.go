@@ -12,6 +12,7 @@ import (
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/ownership"
 )
 
 // Leases: every turn this runner accepts or claims has an entry in
@@ -38,7 +39,8 @@ var errLeaseLost = errors.New("turn lease lost")
 // errHandover cancels a turn this runner gives to another on shutdown.
 var errHandover = errors.New("turn handed over")
 
-// ensureBuckets creates the lease and session-lock buckets (or checks them).
+// ensureBuckets creates the lease and runner buckets and the session
+// queues (or checks them).
 func (s *Service) ensureBuckets(ctx context.Context) error {
 	replicas := max(s.cfg.Stream.Replicas, 1)
 	leases, err := bus.EnsureKeyValue(ctx, s.js, jetstream.KeyValueConfig{
@@ -52,15 +54,14 @@ func (s *Service) ensureBuckets(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("turnrunner: bucket %s: %w", protocol.BucketTurnLeases, err)
 	}
-	locks, err := bus.EnsureKeyValue(ctx, s.js, jetstream.KeyValueConfig{
-		Bucket:      protocol.BucketSessionLocks,
-		Description: "The turn running in each busy session",
-		History:     1,
-		Storage:     jetstream.FileStorage,
-		Replicas:    replicas,
+	queue, err := ownership.Open(ctx, s.js, ownership.Config{
+		Replicas: replicas,
+		Alive:    s.holderAlive,
+		Poll:     protocol.LeaseHeartbeat,
+		Logger:   s.log,
 	})
 	if err != nil {
-		return fmt.Errorf("turnrunner: bucket %s: %w", protocol.BucketSessionLocks, err)
+		return fmt.Errorf("turnrunner: %w", err)
 	}
 	runners, err := bus.EnsureKeyValue(ctx, s.js, jetstream.KeyValueConfig{
 		Bucket:      protocol.BucketRunners,
@@ -73,7 +74,7 @@ func (s *Service) ensureBuckets(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("turnrunner: bucket %s: %w", protocol.BucketRunners, err)
 	}
-	s.leases, s.locks, s.runners = leases, locks, runners
+	s.leases, s.queue, s.runners = leases, queue, runners
 	return nil
 }
 

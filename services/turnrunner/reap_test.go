@@ -15,6 +15,7 @@ import (
 	"github.com/waggle-os/core/libs/natstest"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/waitfor"
+	"github.com/waggle-os/core/services/turnrunner/ownership"
 )
 
 // reapEnv is a real runner on an embedded NATS server and a connection
@@ -304,15 +305,15 @@ func TestLaterRunnerDoesNotResumeAnEndedTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	locks, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: protocol.BucketSessionLocks, History: 1,
-		Storage: jetstream.FileStorage})
+	queue, err := ownership.Open(ctx, js, ownership.Config{Alive: func(context.Context, string) (bool, error) { return true, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(queue.Close)
 	e.leases = leases
 	e.lease(id, "dead", "inc-0")
-	lock, _ := json.Marshal(protocol.SessionLock{TurnID: id, Acquired: time.Now().UnixMilli()})
-	if _, err := locks.Put(ctx, protocol.SessionLockKey("ws", "s1"), lock); err != nil {
+	session := ownership.Session{Workspace: "ws", Session: "s1"}
+	if _, err := queue.Join(ctx, session, id, id, false); err != nil {
 		t.Fatal(err)
 	}
 	e.event(id, "_start", "")
@@ -331,14 +332,7 @@ func TestLaterRunnerDoesNotResumeAnEndedTurn(t *testing.T) {
 	if last, k := e.last(id); k != n || last.Header.Get(protocol.HeaderEvent) != protocol.EventError {
 		t.Fatalf("after the claim: %d events (were %d), last %s", k, n, last.Header.Get(protocol.HeaderEvent))
 	}
-	kve, err := locks.Get(ctx, protocol.SessionLockKey("ws", "s1"))
-	if err == nil {
-		var l protocol.SessionLock
-		_ = json.Unmarshal(kve.Value(), &l)
-		if l.TurnID == id {
-			t.Fatalf("the session is still held by the ended turn: %+v", l)
-		}
-	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-		t.Fatal(err)
+	if seq, err := queue.Find(ctx, session, id); err != nil || seq != 0 {
+		t.Fatalf("the ended turn is still in its session's queue at %d (%v)", seq, err)
 	}
 }

@@ -45,7 +45,18 @@ func (t *turn) resume() {
 	if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: protocol.StepResumed}); err != nil {
 		log.Error("publish step", "err", err)
 	}
-	if t.lockRev == 0 && !t.waitLockQuietly() {
+	if t.qseq == 0 {
+		// No place in the queue (see ownLock): it joins again, at the end.
+		ctx, cancel := kvCtx()
+		_, err := t.joinSession(ctx, joinQueue)
+		cancel()
+		if err != nil {
+			log.Error("rejoin the session's queue", "err", err)
+			t.finishError("Something went wrong. Try sending your message again.")
+			return
+		}
+	}
+	if !t.holds && !t.waitLockQuietly() {
 		return
 	}
 	msgs, tools, err := t.turnHistory()

@@ -24,6 +24,7 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
 	"github.com/waggle-os/core/services/turnrunner/mcp"
+	"github.com/waggle-os/core/services/turnrunner/ownership"
 	"github.com/waggle-os/core/services/turnrunner/retrieval"
 	"github.com/waggle-os/core/services/turnrunner/tools"
 )
@@ -41,8 +42,9 @@ type Service struct {
 	// use it without asking for the stream's info each time.
 	stream  jetstream.Stream
 	leases  jetstream.KeyValue
-	locks   jetstream.KeyValue
 	runners jetstream.KeyValue
+	// queue orders the turns of each session (package ownership).
+	queue *ownership.Queue
 	// incarnation tells this process's leases from those of an earlier
 	// process with the same runner id.
 	incarnation string
@@ -277,6 +279,9 @@ func (s *Service) Stop(ctx context.Context) error {
 		s.stopLoops()
 		s.loops.Wait()
 	}
+	if s.queue != nil {
+		s.queue.Close() // no turn waits any more
+	}
 	for _, sub := range s.subs {
 		_ = sub.Unsubscribe()
 	}
@@ -355,25 +360,24 @@ func (s *Service) startTurn(_ context.Context, req protocol.TurnRequest) (protoc
 	case protocol.MultitaskInterrupt:
 		mode = joinFront
 	}
-	// The lease and the session lock are written at once (one round trip
-	// instead of two). A lock whose turn has no lease counts as free, so a
-	// crash between the two leaves nothing stuck.
-	leased := make(chan error, 1)
-	go func() { leased <- t.createLease() }()
-	ctx, cancel := kvCtx()
-	holder, err := t.joinSession(ctx, mode)
-	cancel()
-	if lerr := <-leased; lerr != nil {
-		if isConflict(lerr) {
-			// A retried start of a turn that exists: the lock is that
-			// turn's (same id), not ours to give back.
+	// The lease is written before the turn joins its session's queue: a
+	// queued turn without a lease is taken for dead and passed over, so it
+	// must never be seen without one. A crash between the two leaves a
+	// lease without a place, which the runner that claims it joins again.
+	if err := t.createLease(); err != nil {
+		if isConflict(err) {
+			// A retried start of a turn that exists: its place in the
+			// queue is that turn's, not ours to give back.
 			<-s.slots
 			return protocol.TurnStarted{}, protocol.Errorf(protocol.Conflict, "turn %s already exists", req.TurnID)
 		}
-		return fail(storageError(lerr))
+		return fail(storageError(err))
 	}
+	ctx, cancel := kvCtx()
+	holder, err := t.joinSession(ctx, mode)
+	cancel()
 	if err != nil {
-		return fail(err)
+		return fail(storageError(err))
 	}
 	if holder != "" {
 		switch req.Multitask {

@@ -28,13 +28,10 @@ type turn struct {
 	resumed bool
 	// finished is set once the terminal event is stored.
 	finished bool
-	// lockRev is the revision of this turn's session lock (0: not held).
-	lockRev uint64
-	// lockSolo says the lock entry at lockRev had no queue: giving the
-	// session back is then a delete at that revision.
-	lockSolo bool
-	// queued is set while the turn waits in its session's queue.
-	queued   bool
+	// qseq is this turn's place in its session's queue (0: none).
+	qseq uint64
+	// holds is set once the turn holds its session.
+	holds    bool
 	presence *presence
 
 	// leaseOp serialises the lease's writes (renew, drop, release), so a
@@ -86,7 +83,7 @@ func (t *turn) silent() bool {
 // run runs a newly accepted turn.
 func (t *turn) run() {
 	log := t.logger()
-	if t.lockRev == 0 && !t.queue() {
+	if !t.holds && !t.queue() {
 		return
 	}
 	if protocol.IsSlashCommand(t.req.Message) {
