@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waggle-os/core/libs/embednats"
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/waggletest"
@@ -228,13 +229,14 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 	}
 	common := []string{"--data-dir", data, "--log-format", "text", "--log-level", "debug", "--echo-delay", "1ms"}
 	natsArgs := []string{"--nats-listen", natsAddr}
-	// The services process's embedded listener wants the credentials it
-	// makes in the (shared) data dir at its start.
-	c.natsAuth = []string{"--nats-nkey", filepath.Join(data, "nats.nk")}
+	// The embedded listener of the services process wants the credentials
+	// it makes in the (shared) data dir at its start; `waggle nats` makes
+	// them in its store dir.
+	c.natsAuth = []string{"--nats-nkey", filepath.Join(data, embednats.CredentialsFileName)}
 	if o.externalNATS {
 		c.nats = c.startNATS(natsAddr)
 		natsArgs = []string{"--nats-url", c.natsURL}
-		c.natsAuth = nil
+		c.natsAuth = []string{"--nats-nkey", c.nats.nkey()}
 	}
 	c.services = c.start("services", "", append(append([]string{"--targets=session-store,approval,command",
 		"--llm-url", c.model.llm[0].URL()}, natsArgs...), common...)...)

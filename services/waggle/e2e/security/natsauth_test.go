@@ -19,6 +19,7 @@ import (
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
@@ -199,5 +200,48 @@ func TestTokenCLIWithDataDirCreatesToken(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /api/workspaces with the new token: %d", resp.StatusCode)
+	}
+}
+
+// `waggle nats --listen --store-dir` (a standalone server without a
+// config file, whose users would otherwise be none) refuses an anonymous
+// client too, and admits the key it made in its store dir.
+func TestStandaloneNATSRefusesClientWithoutCredentials(t *testing.T) {
+	addr, store := waggletest.FreeAddr(t), filepath.Join(t.TempDir(), "nats")
+	cmd := exec.Command(waggleBin, "nats", "--listen", addr, "--store-dir", store)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		<-exited
+	})
+	url, key := "nats://"+addr, filepath.Join(store, "nats.nk")
+	waitfor.Within(30*time.Second).NoError(t, "waggle nats accepts its own key", func() error {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("waggle nats exited (%v): %s", err, out.String())
+		default:
+		}
+		opt, err := nats.NkeyOptionFromSeed(key)
+		if err != nil {
+			return err
+		}
+		nc, err := natsauthDial(t, url, opt)
+		if err == nil {
+			nc.Close()
+		}
+		return err
+	})
+	if _, err := natsauthDial(t, url); !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("anonymous connect to waggle nats: %v, want an authorization violation", err)
+	}
+	if st, err := os.Stat(key); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("waggle nats credentials file: %v %v, want mode 600", st, err)
 	}
 }
