@@ -235,8 +235,8 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 	c.natsAuth = []string{"--nats-nkey", filepath.Join(data, embednats.CredentialsFileName)}
 	if o.externalNATS {
 		c.nats = c.startNATS(natsAddr)
-		natsArgs = []string{"--nats-url", c.natsURL}
 		c.natsAuth = []string{"--nats-nkey", c.nats.nkey()}
+		natsArgs = append([]string{"--nats-url", c.natsURL}, c.natsAuth...)
 	}
 	c.services = c.start("services", "", append(append([]string{"--targets=session-store,approval,command",
 		"--llm-url", c.model.llm[0].URL()}, natsArgs...), common...)...)
