@@ -46,6 +46,15 @@ type Config struct {
 	// MinFree is the free space the store needs before a JetStream that
 	// failed for lack of space is restarted. Default 1 MiB.
 	MinFree int64
+	// CredentialsFile, when set, turns authentication on: TCP clients must
+	// prove the nkey whose seed this file holds (Start creates it, mode
+	// 0600, with a random key when it does not exist, and reuses it
+	// otherwise), and in-process connections (ConnectOption) use a key
+	// made for this start that exists only in memory. Empty: clients are
+	// not authenticated, which only tests and a server without a
+	// listener should use. Not with ConfigFile, whose accounts and users
+	// apply.
+	CredentialsFile string
 }
 
 // Validate checks c and fills defaults.
@@ -62,6 +71,9 @@ func (c *Config) Validate() error {
 	if c.MinFree <= 0 {
 		c.MinFree = 1 << 20
 	}
+	if c.CredentialsFile != "" && c.ConfigFile != "" {
+		return errors.New("embednats: CredentialsFile does not apply with ConfigFile (its users apply)")
+	}
 	if c.Listen != "" {
 		if _, _, err := splitHostPort(c.Listen); err != nil {
 			return fmt.Errorf("embednats: listen address %q: %w", c.Listen, err)
@@ -75,6 +87,9 @@ type Server struct {
 	cfg  Config
 	ns   *server.Server
 	opts *server.Options
+	// inProcess dials ns in process, authenticated when the server
+	// requires it.
+	inProcess nats.Option
 
 	storage storageMonitor
 }
@@ -102,6 +117,12 @@ func (s *Server) Start(ctx context.Context) error {
 	if _, err := private.Tighten(opts.StoreDir); err != nil && s.cfg.Logger != nil {
 		s.cfg.Logger.Warn("embednats: could not make the store dir private to its owner", "err", err)
 	}
+	var auth nats.Option
+	if s.cfg.CredentialsFile != "" {
+		if auth, err = s.authOptions(opts); err != nil {
+			return err
+		}
+	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return fmt.Errorf("embednats: new server: %w", err)
@@ -119,6 +140,16 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("embednats: server not ready within %s", s.cfg.ReadyTimeout)
 	}
 	s.ns, s.opts = ns, opts
+	s.inProcess = nats.InProcessServer(ns)
+	if auth != nil {
+		inProcess := s.inProcess
+		s.inProcess = func(o *nats.Options) error {
+			if err := inProcess(o); err != nil {
+				return err
+			}
+			return auth(o)
+		}
+	}
 	s.storage.start(s)
 	return nil
 }
@@ -180,8 +211,9 @@ func (s *Server) options() (*server.Options, error) {
 	return opts, nil
 }
 
-// ConnectOption returns the nats.Option that dials this server in process.
-func (s *Server) ConnectOption() nats.Option { return nats.InProcessServer(s.ns) }
+// ConnectOption returns the nats.Option that dials this server in process
+// (with the in-process key when Config.CredentialsFile is set).
+func (s *Server) ConnectOption() nats.Option { return s.inProcess }
 
 // ClientURL is the TCP URL clients can use, or "" without a listener.
 func (s *Server) ClientURL() string {

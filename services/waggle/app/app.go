@@ -225,6 +225,14 @@ func (a *App) NATSURL() string {
 	return a.embed.ClientURL()
 }
 
+// NATSCredentials is the credentials file of the embedded NATS server on
+// dataDir: an nkey seed, 0600, made at its first start. TCP clients of
+// --nats-listen authenticate with it (`nats --nkey`, --nats-nkey, and
+// `waggle team` / `waggle token` with --data-dir).
+func NATSCredentials(dataDir string) string {
+	return filepath.Join(dataDir, embednats.CredentialsFileName)
+}
+
 // streamConfig is the turn stream's shape, which gateways and runners
 // must agree on.
 func streamConfig(c Config) bus.TurnStreamConfig {
@@ -286,7 +294,15 @@ func (b *busModule) onStorage(full bool, reason string) {
 func (b *busModule) Start(ctx context.Context) error {
 	a := b.app
 	if a.cfg.NATSURL != "" {
-		a.dial = bus.URLDialer(a.cfg.NATSURL)
+		var opts []nats.Option
+		if a.cfg.NATSNkey != "" {
+			opt, err := embednats.ClientOption(a.cfg.NATSNkey)
+			if err != nil {
+				return fmt.Errorf("--nats-nkey: %w", err)
+			}
+			opts = append(opts, opt)
+		}
+		a.dial = bus.URLDialer(a.cfg.NATSURL, opts...)
 		// Fail fast with a clear error instead of every service timing out.
 		nc, err := a.dial("waggle-probe")
 		if err != nil {
@@ -300,8 +316,11 @@ func (b *busModule) Start(ctx context.Context) error {
 		return err
 	}
 	b.lock = lock
+	// Authentication is always on, listener or not: a listener added
+	// later finds the credentials made, and in-process connections take
+	// the same path as TCP ones.
 	a.embed = embednats.New(embednats.Config{StoreDir: filepath.Join(a.cfg.DataDir, "nats"), Listen: a.cfg.NATSListen,
-		Logger: a.log.With("service", "nats"), OnStorage: b.onStorage})
+		CredentialsFile: NATSCredentials(a.cfg.DataDir), Logger: a.log.With("service", "nats"), OnStorage: b.onStorage})
 	if err := a.embed.Start(ctx); err != nil {
 		b.lock.release()
 		return err
@@ -321,7 +340,7 @@ func (b *busModule) Start(ctx context.Context) error {
 		g.SetFull(reason)
 	}
 	if url := a.embed.ClientURL(); url != "" {
-		a.log.Info("embedded NATS listening", "url", url)
+		a.log.Info("embedded NATS listening", "url", url, "credentials", NATSCredentials(a.cfg.DataDir))
 	}
 	return nil
 }

@@ -45,8 +45,14 @@ type Config struct {
 	// (default) runs an embedded NATS server.
 	NATSURL string
 	// NATSListen (--nats-listen) is where the embedded NATS server accepts
-	// TCP clients; empty (default): in-process only.
+	// TCP clients; empty (default): in-process only. Clients authenticate
+	// with the nkey in <data-dir>/nats.nk (NATSCredentials).
 	NATSListen string
+	// NATSNkey (--nats-nkey) is an nkey seed file this process presents to
+	// NATSURL, such as another process's <data-dir>/nats.nk when
+	// NATSURL is that process's --nats-listen. Empty (default): the URL's
+	// own credentials, if any.
+	NATSNkey string
 	// Targets (--targets) are the services to run. Default (also nil):
 	// all.
 	Targets []string
@@ -96,7 +102,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	home, _ := os.UserHomeDir()
 	flagext.PathVar(fs, &c.DataDir, "data-dir", filepath.Join(home, ".waggle"), "data directory (sessions, grants, config.json, embedded NATS store)")
 	fs.StringVar(&c.NATSURL, "nats-url", "", "external NATS URL(s), comma-separated; empty runs an embedded NATS server")
-	fs.StringVar(&c.NATSListen, "nats-listen", "", "host:port for the embedded NATS server to accept TCP clients on; empty = in-process only")
+	fs.StringVar(&c.NATSListen, "nats-listen", "", "host:port for the embedded NATS server to accept TCP clients on (they authenticate with <data-dir>/nats.nk); empty = in-process only")
+	flagext.PathVar(fs, &c.NATSNkey, "nats-nkey", "", "nkey seed file to authenticate to --nats-url with (e.g. the <data-dir>/nats.nk of the process whose --nats-listen it is)")
 	flagext.ListVar(fs, &c.Targets, "targets", []string{"all"}, "comma list of services to run: all, gateway, turn-runner, approval, session-store, command")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "extra listener for /metrics and /health (processes without a gateway); empty = only the gateway serves them")
 	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint for traces (e.g. http://collector:4318); empty = no export")
@@ -232,6 +239,9 @@ func (c Config) Validate() error {
 		// Users, teams and tokens live only in PostgreSQL: without it every
 		// authenticated request would answer 503 behind a healthy /health.
 		return errors.New("--auth=required needs --postgres-url (users, teams and tokens are kept in PostgreSQL)")
+	}
+	if c.NATSNkey != "" && c.NATSURL == "" {
+		return errors.New("--nats-nkey only applies with --nats-url (the embedded server keeps its credentials in <data-dir>/nats.nk)")
 	}
 	for _, v := range []interface{ Validate() error }{c.Gateway, c.TurnRunner, c.SessionStore, c.Approval} {
 		if err := v.Validate(); err != nil {

@@ -96,7 +96,7 @@ var serveFlags = map[string]string{
 	"auth": "local", "bash-sandbox": "auto", "data-dir": "", "disconnect-grace": "30s", "echo-delay": "15ms",
 	"enable-bash": "auto", "frontend-dir": "", "llm-api-key": "", "llm-url": "http://localhost:4000/v1", "log-format": "auto",
 	"log-level": "info", "max-message-length": "50000", "model": "", "max-turns": "auto", "mcp-allow-private-urls": "false", "mcp-call-timeout": "1m", "mcp-stdio": "auto",
-	"metrics-addr": "", "nats-listen": "", "nats-replicas": "1", "nats-url": "", "otlp-endpoint": "", "postgres-url": "",
+	"metrics-addr": "", "nats-listen": "", "nats-nkey": "", "nats-replicas": "1", "nats-url": "", "otlp-endpoint": "", "postgres-url": "",
 	"rate-limit": "0", "rate-limit-chat": "120", "rate-limit-window": "1m", "shutdown-timeout": "15s", "store": "jsonl",
 	"targets": "all", "turn-stream-max-bytes": "64MiB", "turn-stream-storage": "memory",
 }
@@ -186,6 +186,7 @@ func TestServeSettings(t *testing.T) {
 		{name: "postgres store without URL", args: []string{"--store", "postgres"}, err: "--store=postgres needs --postgres-url"},
 		{name: "unknown turn storage", args: []string{"--turn-stream-storage", "disk"}, err: "--turn-stream-storage must be memory or file"},
 		{name: "listen with external NATS", args: []string{"--nats-url", "nats://x:4222", "--nats-listen", "127.0.0.1:4222"}, err: "--nats-listen only applies"},
+		{name: "nkey without external NATS", args: []string{"--nats-nkey", "/x/nats.nk"}, err: "--nats-nkey only applies"},
 		{name: "empty data dir", args: []string{"--data-dir", ""}, err: "the data directory is empty"},
 		{name: "team server without PostgreSQL", args: []string{"--auth", "required"}, err: "--auth=required needs --postgres-url"},
 		{name: "team server's store without PostgreSQL", args: []string{"--auth", "required", "--targets", "session-store"}, err: "--auth=required needs --postgres-url"},

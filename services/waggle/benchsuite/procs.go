@@ -230,10 +230,12 @@ func StartServer(ctx context.Context, spec ServerSpec) (*Server, error) {
 		if err := waitTCP(ctx, natsAddr, s.Procs[0]); err != nil {
 			return fail(err)
 		}
-		if err := start("runner", "--targets", "turn-runner", "--nats-url", natsURL, "--addr", "127.0.0.1:0"); err != nil {
+		// The others present the stores' NATS credentials, made at its start.
+		nkey := filepath.Join(s.StoreDir, "nats.nk")
+		if err := start("runner", "--targets", "turn-runner", "--nats-url", natsURL, "--nats-nkey", nkey, "--addr", "127.0.0.1:0"); err != nil {
 			return fail(err)
 		}
-		if err := start("gateway", "--targets", "gateway", "--nats-url", natsURL, "--addr", httpAddr); err != nil {
+		if err := start("gateway", "--targets", "gateway", "--nats-url", natsURL, "--nats-nkey", nkey, "--addr", httpAddr); err != nil {
 			return fail(err)
 		}
 	default:

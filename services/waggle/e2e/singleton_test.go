@@ -27,7 +27,7 @@ func TestSecondJSONLStoreWaits(t *testing.T) {
 		c.Targets = []string{app.TargetGateway, app.TargetTurnRunner, app.TargetApproval, app.TargetCommand}
 	}))
 	dataDir := t.TempDir()
-	storeCfg := app.Config{DataDir: dataDir, NATSURL: hub.App.NATSURL(), Targets: []string{app.TargetSessionStore}, ShutdownTimeout: 5 * time.Second}
+	storeCfg := app.Config{DataDir: dataDir, NATSURL: hub.App.NATSURL(), NATSNkey: app.NATSCredentials(hub.DataDir), Targets: []string{app.TargetSessionStore}, ShutdownTimeout: 5 * time.Second}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	first := app.New(storeCfg, log)
 	if err := first.Start(context.Background()); err != nil {

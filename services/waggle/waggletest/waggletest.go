@@ -20,6 +20,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/embednats"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/gateway"
 	"github.com/waggle-os/core/services/turnrunner"
@@ -104,6 +105,43 @@ func (s *Server) Restart() {
 	s.Stop()
 	s.Config.Gateway.Addr = addr
 	s.start()
+}
+
+// NATSAuth is the option that authenticates to the server's embedded NATS
+// listener: its data dir's credentials (app.NATSCredentials), as `waggle
+// team` and `nats --nkey` use them.
+func (s *Server) NATSAuth() nats.Option {
+	s.t.Helper()
+	opt, err := embednats.ClientOption(app.NATSCredentials(s.DataDir))
+	if err != nil {
+		s.t.Fatalf("waggletest: NATS credentials: %v", err)
+	}
+	return opt
+}
+
+// DialNATS connects to the server's embedded NATS listener (Config.NATSListen
+// must be set) with its credentials, as the operator's tools do. The
+// connection closes at the end of the test, before the server stops.
+func (s *Server) DialNATS() *nats.Conn {
+	s.t.Helper()
+	url := s.App.NATSURL()
+	if url == "" {
+		s.t.Fatal("waggletest: DialNATS: the server has no NATS listener (set Config.NATSListen)")
+	}
+	nc, err := nats.Connect(url, s.NATSAuth())
+	if err != nil {
+		s.t.Fatalf("waggletest: connect to %s: %v", url, err)
+	}
+	s.t.Cleanup(nc.Close)
+	return nc
+}
+
+// WithNATSOf makes the process dial hub's embedded NATS listener (another
+// process of one installation): NATSURL and the hub's credentials.
+func WithNATSOf(hub *Server) Option {
+	return func(c *app.Config) {
+		c.NATSURL, c.NATSNkey = hub.App.NATSURL(), app.NATSCredentials(hub.DataDir)
+	}
 }
 
 // unreachableURL is a base URL on a port nothing listens on, so the model

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -157,6 +158,7 @@ func natsServer(args []string, stdout, stderr io.Writer) int {
 	listen := fs.String("listen", "", "client listen address host:port (overrides the file)")
 	storeDir := fs.String("store-dir", "", "JetStream store directory (overrides the file)")
 	name := fs.String("name", "waggle-nats", "server name (without --config)")
+	nkey := fs.String("nkey-file", "", "without --config: the nkey seed file clients must prove, made (mode 0600) at the first start (default <store-dir>/"+embednats.CredentialsFileName+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -167,8 +169,24 @@ func natsServer(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "waggle nats: give --config, or both --listen and --store-dir")
 		return 2
 	}
+	if *config != "" && *nkey != "" {
+		fmt.Fprintln(stderr, "waggle nats: --nkey-file only applies without --config (the config's users apply)")
+		return 2
+	}
+	// Without a config the server has no users of its own: it admits only
+	// clients with the key of --nkey-file, never anonymous ones.
+	if *config == "" && *nkey == "" {
+		*nkey = filepath.Join(*storeDir, embednats.CredentialsFileName)
+	}
+	if *config == "" {
+		if err := os.MkdirAll(filepath.Dir(*nkey), 0o700); err != nil {
+			fmt.Fprintf(stderr, "waggle nats: %v\n", err)
+			return 1
+		}
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv := embednats.New(embednats.Config{ConfigFile: *config, Listen: *listen, StoreDir: *storeDir, ServerName: *name, Logger: log, ReadyTimeout: 30 * time.Second})
+	srv := embednats.New(embednats.Config{ConfigFile: *config, Listen: *listen, StoreDir: *storeDir, ServerName: *name, Logger: log, ReadyTimeout: 30 * time.Second,
+		CredentialsFile: *nkey})
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -176,7 +194,7 @@ func natsServer(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "waggle nats: %v\n", err)
 		return 1
 	}
-	log.Info("nats server ready", "url", srv.ClientURL())
+	log.Info("nats server ready", "url", srv.ClientURL(), "nkey_file", *nkey)
 	<-sigs
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()

@@ -7,14 +7,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/embednats"
+	"github.com/waggle-os/core/libs/flagext"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/waggle/app"
 )
 
 const teamUsage = `Usage: waggle team <command> [flags]
@@ -35,8 +40,11 @@ Commands:
              [--code-tools on|off]             and enable or disable code-running tools (bash)
 
 Flags (every command):
-  --nats-url URL   the server's NATS (env WAGGLE_NATS_URL; default nats://127.0.0.1:4222)
-  --timeout D      request timeout (default 10s)
+  --nats-url URL    the server's NATS (env WAGGLE_NATS_URL; default nats://127.0.0.1:4222)
+  --data-dir DIR    the server's data dir, whose nats.nk authenticates to its --nats-listen
+                    (env WAGGLE_DATA_DIR; default ~/.waggle)
+  --nats-nkey FILE  an nkey seed file to authenticate with instead (env WAGGLE_NATS_NKEY)
+  --timeout D       request timeout (default 10s)
 `
 
 const tokenUsage = `Usage: waggle token <command> [flags]
@@ -46,13 +54,16 @@ Commands:
   list <user>                   list user's tokens (never their secrets)
   revoke <id>                   revoke a token at once
 
-Flags: --nats-url URL (env WAGGLE_NATS_URL), --timeout D
+Flags: --nats-url URL (env WAGGLE_NATS_URL), --data-dir DIR (env WAGGLE_DATA_DIR),
+       --nats-nkey FILE (env WAGGLE_NATS_NKEY), --timeout D; see waggle team --help
 `
 
 // cliFlags are the flags every team/token command accepts.
 type cliFlags struct {
 	fs        *flag.FlagSet
 	natsURL   string
+	dataDir   string
+	natsNkey  string
 	timeout   time.Duration
 	name      string
 	owner     string
@@ -69,6 +80,10 @@ func newCLIFlags(name string, stderr io.Writer) *cliFlags {
 		def = nats.DefaultURL
 	}
 	c.fs.StringVar(&c.natsURL, "nats-url", def, "NATS URL of the server")
+	home, _ := os.UserHomeDir()
+	flagext.PathVar(c.fs, &c.dataDir, "data-dir", envOr("WAGGLE_DATA_DIR", filepath.Join(home, ".waggle")),
+		"the server's data directory (its nats.nk authenticates to the server's --nats-listen)")
+	flagext.PathVar(c.fs, &c.natsNkey, "nats-nkey", os.Getenv("WAGGLE_NATS_NKEY"), "nkey seed file to authenticate with (default: <data-dir>/nats.nk when it exists)")
 	c.fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "request timeout")
 	c.fs.StringVar(&c.name, "name", "", "display name")
 	c.fs.StringVar(&c.owner, "owner", "", "first owner of a new team")
@@ -76,6 +91,47 @@ func newCLIFlags(name string, stderr io.Writer) *cliFlags {
 	c.fs.StringVar(&c.block, "block", "", "comma-separated tools to block")
 	c.fs.StringVar(&c.codeTools, "code-tools", "", "on or off")
 	return c
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return flagext.ExpandHome(v)
+	}
+	return def
+}
+
+// credentials is the nats.Option that authenticates the CLI: --nats-nkey,
+// else the data dir's nats.nk when it exists and the URL carries no user
+// of its own (an external cluster's), else an option that adds nothing.
+func (c *cliFlags) credentials() (nats.Option, error) {
+	file := c.natsNkey
+	if file == "" {
+		if hasUser(c.natsURL) {
+			return noOption, nil
+		}
+		file = app.NATSCredentials(c.dataDir)
+		if _, err := os.Stat(file); err != nil {
+			return noOption, nil
+		}
+	}
+	opt, err := embednats.ClientOption(file)
+	if err != nil {
+		return nil, err
+	}
+	return opt, nil
+}
+
+func noOption(*nats.Options) error { return nil }
+
+// hasUser reports whether any of the comma-separated NATS URLs carries a
+// user (nats://user:pass@host), which nats.go then authenticates with.
+func hasUser(urls string) bool {
+	for _, u := range strings.Split(urls, ",") {
+		if p, err := url.Parse(strings.TrimSpace(u)); err == nil && p.User != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // parse accepts flags before, between and after positional arguments.
@@ -195,9 +251,23 @@ func runCLI(group string, args []string, want map[string]int, usage string, stdo
 		fmt.Fprintf(stderr, "waggle %s %s: want %d argument(s), got %d\n\n%s", group, args[0], n, len(pos), usage)
 		return 2
 	}
-	nc, err := nats.Connect(f.natsURL, nats.Name("waggle-cli"), nats.Timeout(f.timeout))
+	opts := []nats.Option{nats.Name("waggle-cli"), nats.Timeout(f.timeout)}
+	cred, err := f.credentials()
+	if err != nil {
+		fmt.Fprintf(stderr, "waggle %s: %v\n", group, err)
+		return 1
+	}
+	nc, err := nats.Connect(f.natsURL, append(opts, cred)...)
+	if errors.Is(err, nats.ErrNkeysNotSupported) && f.natsNkey == "" {
+		// The data dir's key was only a default, and this server (an
+		// external one without nkeys) takes none.
+		nc, err = nats.Connect(f.natsURL, opts...)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "waggle %s: connect to %s: %v\n", group, f.natsURL, err)
+		if errors.Is(err, nats.ErrAuthorization) {
+			fmt.Fprintf(stderr, "the server wants credentials: give --data-dir of the server (its nats.nk) or --nats-nkey\n")
+		}
 		return 1
 	}
 	defer nc.Close()

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
@@ -32,11 +30,7 @@ func TestTeamTrafficMatchesDescription(t *testing.T) {
 		c.NATSListen = natsAddr
 		c.Gateway.RateLimit = 8
 	}))
-	nc, err := nats.Connect("nats://" + natsAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := srv.DialNATS()
 	token := func(user string) []string {
 		rep, err := bus.Call(context.Background(), nc, protocol.CreateToken, protocol.TokenCreateRequest{User: user})
 		if err != nil {

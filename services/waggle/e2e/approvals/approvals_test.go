@@ -357,11 +357,10 @@ func TestDisconnectDeniesPendingApproval(t *testing.T) {
 // process on the same NATS) lists and approves it.
 func TestTwoGatewaysOneNATS(t *testing.T) {
 	a := start(t, scriptedModel(t), withConfig(func(c *app.Config) { c.NATSListen = waggletest.FreeAddr(t) }))
-	url := a.App.NATSURL()
-	if url == "" {
+	if a.App.NATSURL() == "" {
 		t.Fatal("embedded NATS has no client URL")
 	}
-	b := waggletest.Start(t, withConfig(func(c *app.Config) { c.Targets = []string{app.TargetGateway}; c.NATSURL = url }))
+	b := waggletest.Start(t, waggletest.WithNATSOf(a), withConfig(func(c *app.Config) { c.Targets = []string{app.TargetGateway} }))
 
 	st := a.Chat(body("s1", "write_file", writeArgs("ab.txt", "from A"), nil))
 	_, req := untilApproval(t, st)
@@ -386,9 +385,8 @@ func TestApprovalServiceRestartLosesNothing(t *testing.T) {
 		c.NATSListen = waggletest.FreeAddr(t)
 		c.Targets = []string{app.TargetGateway, app.TargetTurnRunner, app.TargetSessionStore, app.TargetCommand}
 	}))
-	approvals := waggletest.Start(t, withConfig(func(c *app.Config) {
+	approvals := waggletest.Start(t, waggletest.WithNATSOf(main), withConfig(func(c *app.Config) {
 		c.Targets = []string{app.TargetApproval}
-		c.NATSURL = main.App.NATSURL()
 		c.Approval.Timeout = 10 * time.Second
 	}))
 

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/creack/pty"
-	"github.com/nats-io/nats.go"
 
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/pgtest"
@@ -276,11 +275,7 @@ func TestChatTeamToken(t *testing.T) {
 		c.Gateway.Auth = "required"
 		c.NATSListen = natsAddr
 	}))
-	nc, err := nats.Connect("nats://" + natsAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := srv.DialNATS()
 	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
 	tok := waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"})
 	var ws struct{ ID string }

@@ -244,12 +244,7 @@ func startWithBus(t *testing.T, opts ...waggletest.Option) (*waggletest.Server, 
 	srv := waggletest.Start(t, opts...)
 	connect := func() *nats.Conn {
 		t.Helper()
-		nc, err := nats.Connect(srv.App.NATSURL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		return nc
+		return srv.DialNATS()
 	}
 	return srv, connect
 }

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waggle-os/core/libs/embednats"
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/waggletest"
@@ -172,6 +173,7 @@ type cluster struct {
 	t        *testing.T
 	dir      string
 	natsURL  string
+	natsAuth []string // the flags that authenticate to natsURL
 	model    *model
 	services *proc
 	gateways []*proc
@@ -227,19 +229,24 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 	}
 	common := []string{"--data-dir", data, "--log-format", "text", "--log-level", "debug", "--echo-delay", "1ms"}
 	natsArgs := []string{"--nats-listen", natsAddr}
+	// The embedded listener of the services process wants the credentials
+	// it makes in the (shared) data dir at its start; `waggle nats` makes
+	// them in its store dir.
+	c.natsAuth = []string{"--nats-nkey", filepath.Join(data, embednats.CredentialsFileName)}
 	if o.externalNATS {
 		c.nats = c.startNATS(natsAddr)
-		natsArgs = []string{"--nats-url", c.natsURL}
+		c.natsAuth = []string{"--nats-nkey", c.nats.nkey()}
+		natsArgs = append([]string{"--nats-url", c.natsURL}, c.natsAuth...)
 	}
 	c.services = c.start("services", "", append(append([]string{"--targets=session-store,approval,command",
 		"--llm-url", c.model.llm[0].URL()}, natsArgs...), common...)...)
 	for i := range runners {
-		c.runners = append(c.runners, c.start(fmt.Sprintf("runner-%d", i), "", append([]string{"--targets=turn-runner", "--nats-url", c.natsURL,
-			"--llm-url", c.model.llm[i].URL(), "--disconnect-grace", o.grace, "--shutdown-timeout", o.shutdown}, common...)...))
+		c.runners = append(c.runners, c.start(fmt.Sprintf("runner-%d", i), "", append(append([]string{"--targets=turn-runner", "--nats-url", c.natsURL,
+			"--llm-url", c.model.llm[i].URL(), "--disconnect-grace", o.grace, "--shutdown-timeout", o.shutdown}, c.natsAuth...), common...)...))
 	}
 	for i := range 2 {
-		c.gateways = append(c.gateways, c.start(fmt.Sprintf("gateway-%d", i), "gateway", append([]string{"--targets=gateway", "--nats-url", c.natsURL,
-			"--llm-url", c.model.llm[0].URL()}, common...)...))
+		c.gateways = append(c.gateways, c.start(fmt.Sprintf("gateway-%d", i), "gateway", append(append([]string{"--targets=gateway", "--nats-url", c.natsURL,
+			"--llm-url", c.model.llm[0].URL()}, c.natsAuth...), common...)...))
 	}
 	return c
 }

@@ -601,11 +601,11 @@ func (c *cluster) restart(o clusterOpts) {
 	c.services = c.start("services"+suffix, "", append([]string{"--targets=session-store,approval,command", "--nats-listen", natsAddr,
 		"--llm-url", c.model.llm[0].URL()}, common...)...)
 	for i := range c.runners {
-		c.runners[i] = c.start(fmt.Sprintf("runner-%d%s", i, suffix), "", append([]string{"--targets=turn-runner", "--nats-url", c.natsURL,
-			"--llm-url", c.model.llm[i].URL(), "--disconnect-grace", o.grace, "--shutdown-timeout", o.shutdown}, common...)...)
+		c.runners[i] = c.start(fmt.Sprintf("runner-%d%s", i, suffix), "", append(append([]string{"--targets=turn-runner", "--nats-url", c.natsURL,
+			"--llm-url", c.model.llm[i].URL(), "--disconnect-grace", o.grace, "--shutdown-timeout", o.shutdown}, c.natsAuth...), common...)...)
 	}
 	for i := range c.gateways {
-		c.gateways[i] = c.start(fmt.Sprintf("gateway-%d%s", i, suffix), "gateway", append([]string{"--targets=gateway", "--nats-url", c.natsURL,
-			"--llm-url", c.model.llm[0].URL()}, common...)...)
+		c.gateways[i] = c.start(fmt.Sprintf("gateway-%d%s", i, suffix), "gateway", append(append([]string{"--targets=gateway", "--nats-url", c.natsURL,
+			"--llm-url", c.model.llm[0].URL()}, c.natsAuth...), common...)...)
 	}
 }

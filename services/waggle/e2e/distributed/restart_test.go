@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/waggle-os/core/libs/embednats"
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/waggletest"
@@ -87,7 +88,11 @@ func (n *natsProc) start() {
 
 // ready reports whether the server accepts a client and JetStream answers.
 func (n *natsProc) ready() bool {
-	nc, err := nats.Connect("nats://"+n.addr, nats.Timeout(time.Second), nats.NoReconnect())
+	auth, err := embednats.ClientOption(n.nkey())
+	if err != nil {
+		return false // not made yet
+	}
+	nc, err := nats.Connect("nats://"+n.addr, auth, nats.Timeout(time.Second), nats.NoReconnect())
 	if err != nil {
 		return false
 	}
@@ -101,6 +106,9 @@ func (n *natsProc) ready() bool {
 	_, err = js.AccountInfo(ctx)
 	return err == nil
 }
+
+// nkey is the credentials file `waggle nats` makes in its store dir.
+func (n *natsProc) nkey() string { return filepath.Join(n.store, embednats.CredentialsFileName) }
 
 // stop shuts the server down (SIGTERM, as a service manager's restart does).
 func (n *natsProc) stop() {

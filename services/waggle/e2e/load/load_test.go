@@ -362,7 +362,7 @@ func TestSlowBusNeverFailsATurn(t *testing.T) {
 	}))
 	waggletest.Start(t, waggletest.WithLLM(model.URL()), waggletest.WithDataDir(services.DataDir), waggletest.WithConfig(func(c *app.Config) {
 		c.Targets = []string{app.TargetTurnRunner}
-		c.NATSURL = throttle(t, natsAddr, 400<<10)
+		c.NATSURL, c.NATSNkey = throttle(t, natsAddr, 400<<10), app.NATSCredentials(services.DataDir)
 	}))
 	want := strings.Repeat("tok ", tokens)
 	results := make([]streamResult, turns)

@@ -9,8 +9,6 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
@@ -216,11 +214,7 @@ func TestTeamMinds(t *testing.T) {
 		c.Gateway.Auth = "required"
 		c.NATSListen = natsAddr
 	}))
-	nc, err := nats.Connect("nats://" + natsAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := srv.DialNATS()
 	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
 	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "globex", Owner: "greg"})
 	olga := waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"}).Token

@@ -58,7 +58,7 @@ func (e *env) startStore(t *testing.T, mode, dataDir string) {
 	t.Helper()
 	e.dataDir = dataDir
 	e.store = sessionstore.New(sessionstore.Config{DataDir: dataDir, PostgresURL: e.pgURL, Store: mode},
-		bus.URLDialer(e.natsURL), slog.New(slog.DiscardHandler))
+		bus.URLDialer(e.natsURL, e.srv.NATSAuth()), slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := e.store.Start(ctx); err != nil {

@@ -28,12 +28,7 @@ func startWithBus(t *testing.T) (*waggletest.Server, *nats.Conn) {
 	addr := ln.Addr().String()
 	ln.Close()
 	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) { c.NATSListen = addr }))
-	nc, err := nats.Connect(srv.App.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return srv, nc
+	return srv, srv.DialNATS()
 }
 
 func request[Req, Rep any](t *testing.T, nc *nats.Conn, ep protocol.Endpoint[Req, Rep], req Req) (Rep, error) {
@@ -75,11 +70,7 @@ func TestMemoryOverBus(t *testing.T) {
 	}
 	// Memories are durable: a restart still finds them.
 	srv.Restart()
-	nc2, err := nats.Connect(srv.App.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc2.Close()
+	nc2 := srv.DialNATS()
 	rep, err := request(t, nc2, protocol.SearchMemory, protocol.MemorySearchRequest{Workspace: "default", Query: "friday"})
 	if err != nil || len(rep.Memories) != 1 {
 		t.Fatalf("after restart: %+v %v", rep, err)

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
@@ -32,11 +30,7 @@ func TestApprovalsAreTeamScoped(t *testing.T) {
 		c.NATSListen = natsAddr
 		c.TurnRunner.LLMURL = llm.URL()
 	}))
-	nc, err := nats.Connect("nats://" + natsAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := srv.DialNATS()
 	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
 	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "rival", Owner: "rita"})
 	olga := waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"}).Token

@@ -24,11 +24,7 @@ func teamServer(t *testing.T) (*waggletest.Server, *nats.Conn) {
 		c.Gateway.Auth = "required"
 		c.NATSListen = natsAddr
 	}))
-	nc, err := nats.Connect("nats://" + natsAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := srv.DialNATS()
 	return srv, nc
 }
 

@@ -17,7 +17,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
-	"github.com/nats-io/nats.go"
 
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/pgtest"
@@ -495,11 +494,7 @@ func TestWebChat(t *testing.T) {
 			c.Gateway.Auth = "required"
 			c.NATSListen = natsAddr
 		})
-		nc, err := nats.Connect("nats://" + natsAddr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
+		nc := srv.DialNATS()
 		waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
 		tok := waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"})
 		if st := srv.JSON(http.MethodPost, "/api/workspaces", map[string]any{"name": "Acme Ops", "teamId": "acme"}, nil,
