@@ -11,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/waggle-os/core/libs/embednats"
 	"github.com/waggle-os/core/libs/waitfor"
+	"github.com/waggle-os/core/services/waggle/app"
 )
 
 // Proc is a `waggle serve` running as its own OS process, for black-box
@@ -106,6 +110,23 @@ func StartProc(t testing.TB, bin string, opts ...ProcOption) *Proc {
 
 // Pid is the process's id.
 func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// DialNATS connects to the process's embedded NATS listener at addr (its
+// --nats-listen) as the operator does, with the key in its data dir; the
+// connection is closed when the test ends.
+func (p *Proc) DialNATS(t testing.TB, addr string) *nats.Conn {
+	t.Helper()
+	auth, err := embednats.ClientOption(app.NATSCredentials(p.DataDir))
+	if err != nil {
+		t.Fatalf("waggletest: NATS credentials: %v", err)
+	}
+	nc, err := nats.Connect("nats://"+addr, auth)
+	if err != nil {
+		t.Fatalf("waggletest: dial NATS %s: %v", addr, err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
 
 // Output is what the process has printed so far (stdout and stderr).
 func (p *Proc) Output() string { return p.out.String() }

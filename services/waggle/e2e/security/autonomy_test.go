@@ -76,19 +76,6 @@ func autonomyPwned(t *testing.T, p *waggletest.Proc, ws string) bool {
 	return err == nil
 }
 
-// autonomyDialNATS connects to a process's embedded NATS listener as the
-// operator. It is the one place that dials it, so credentials for the
-// listener are one change here.
-func autonomyDialNATS(t *testing.T, addr string) *nats.Conn {
-	t.Helper()
-	nc, err := nats.Connect("nats://" + addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
-}
-
 // autonomyTeam is a team server with team "acme" (bash enabled), its
 // owner olga, admin ada and member greg, and a team workspace.
 type autonomyTeam struct {
@@ -107,7 +94,7 @@ func autonomyTeamServer(t *testing.T) *autonomyTeam {
 	p := waggletest.StartProc(t, waggleBin,
 		waggletest.ProcArgs("--nats-listen", natsAddr, "--enable-bash", "true"),
 		waggletest.ProcEnv("WAGGLE_AUTH=required", "WAGGLE_POSTGRES_URL="+pgtest.URL(t), "WAGGLE_LLM_URL="+llm.URL()))
-	tm := &autonomyTeam{proc: p, nc: autonomyDialNATS(t, natsAddr)}
+	tm := &autonomyTeam{proc: p, nc: p.DialNATS(t, natsAddr)}
 	waggletest.Operate(t, tm.nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
 	codeTools := true
 	waggletest.Operate(t, tm.nc, protocol.UpdateTeam, protocol.TeamUpdateRequest{TeamRef: protocol.TeamRef{Team: "acme"}, CodeTools: &codeTools})

@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/pgtest"
@@ -278,11 +276,7 @@ func mcpconfigStartTeam(t *testing.T, allowPrivate bool) mcpconfigTeam {
 		c.NATSListen = natsAddr
 		c.TurnRunner.MCP.AllowPrivateURLs = allowPrivate
 	}))
-	nc, err := nats.Connect(srv.App.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := srv.DialNATS()
 	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
 	waggletest.Operate(t, nc, protocol.PutMember, protocol.MemberPutRequest{TeamRef: protocol.TeamRef{Team: "acme"}, User: "greg", Role: "member"})
 	token := func(user string) []string {

@@ -34,18 +34,6 @@ type teamsWorld struct {
 	acmeWS, evilWS       string // workspace ids
 }
 
-// teamsDialNATS is the one place these tests dial the server's NATS
-// listener as the operator (the `waggle team` CLI does the same).
-func teamsDialNATS(t *testing.T, addr string) *nats.Conn {
-	t.Helper()
-	nc, err := nats.Connect("nats://" + addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
-}
-
 func teamsBearer(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
 
 // teamsSetup starts a team server (with a model at llmURL when not "")
@@ -62,7 +50,7 @@ func teamsSetup(t *testing.T, llmURL string) *teamsWorld {
 		opts = append(opts, waggletest.WithLLM(llmURL))
 	}
 	w := &teamsWorld{srv: waggletest.Start(t, opts...)}
-	w.nc = teamsDialNATS(t, natsAddr)
+	w.nc = w.srv.DialNATS()
 	token := func(user string) string {
 		return waggletest.Operate(t, w.nc, protocol.CreateToken, protocol.TokenCreateRequest{User: user}).Token
 	}
