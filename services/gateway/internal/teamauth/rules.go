@@ -131,6 +131,10 @@ var rules = map[string]rule{
 	// The agent model and the cost totals are shared by every team.
 	"PUT /api/agent/model":       {scope: scopeOperator, action: protocol.ActionAdmin},
 	"POST /api/agent/cost/reset": {scope: scopeOperator, action: protocol.ActionAdmin},
+	// The usage totals add up every team's turns: one team must not read
+	// another's spending or activity, so they are the operator's too.
+	"GET /api/agent/cost":   {scope: scopeOperator, action: protocol.ActionRead},
+	"GET /api/agent/status": {scope: scopeOperator, action: protocol.ActionRead},
 
 	// Agent groups belong to a team: listing shows the user's teams'
 	// groups, editing needs admin there, running needs chat in the

@@ -172,6 +172,7 @@ func (e *env) server(t *testing.T, cfg Config) *httptest.Server {
 		r.Put("/agent/model", echo)
 		r.Post("/agent/elsewhere", echo)
 		r.Get("/agent/status", echo)
+		r.Get("/commands", echo)
 	})
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
@@ -220,10 +221,11 @@ func TestAuthAndWorkspaceAccess(t *testing.T) {
 		reaches                         bool
 	}{
 		{"health needs no token", "GET", "/health", "", "", 200, "", false},
-		{"missing token", "GET", "/api/agent/status", "", "", 401, "MISSING_TOKEN", false},
-		{"not a bearer", "GET", "/api/agent/status", "Basic abc", "", 401, "INVALID_TOKEN", false},
-		{"unknown token", "GET", "/api/agent/status", "Bearer nope", "", 401, "INVALID_TOKEN", false},
-		{"global read", "GET", "/api/agent/status", vic, "", 200, "", true},
+		{"missing token", "GET", "/api/commands", "", "", 401, "MISSING_TOKEN", false},
+		{"not a bearer", "GET", "/api/commands", "Basic abc", "", 401, "INVALID_TOKEN", false},
+		{"unknown token", "GET", "/api/commands", "Bearer nope", "", 401, "INVALID_TOKEN", false},
+		{"global read", "GET", "/api/commands", vic, "", 200, "", true},
+		{"every team's usage totals", "GET", "/api/agent/status", vic, "", 403, "OPERATOR_ONLY", false},
 		{"own workspace by path", "GET", "/api/workspaces/acme-ws/sessions", olga, "", 200, "", true},
 		{"other team's workspace by path", "GET", "/api/workspaces/globex-ws/sessions", olga, "", 404, "", false},
 		{"missing workspace by path", "GET", "/api/workspaces/nope/sessions", olga, "", 404, "", false},
@@ -278,7 +280,7 @@ func TestAuthAndWorkspaceAccess(t *testing.T) {
 	if res.raw != `{"error":"Viewers cannot send messages in team workspaces. Ask a team admin to upgrade your role.","code":"VIEWER_READ_ONLY"}`+"\n" {
 		t.Fatalf("viewer chat body = %s", res.raw)
 	}
-	res = do(t, srv, "GET", "/api/agent/status", "", "")
+	res = do(t, srv, "GET", "/api/commands", "", "")
 	if res.raw != `{"error":"Unauthorized","code":"MISSING_TOKEN"}`+"\n" {
 		t.Fatalf("missing token body = %s", res.raw)
 	}
@@ -300,13 +302,13 @@ func TestWorkspaceListShowsOnlyOwnTeams(t *testing.T) {
 func TestRevokedTokenStopsAtOnce(t *testing.T) {
 	e := newEnv(t)
 	srv := e.server(t, Config{})
-	if res := do(t, srv, "GET", "/api/agent/status", "Bearer tok-olga", ""); res.status != 200 {
+	if res := do(t, srv, "GET", "/api/commands", "Bearer tok-olga", ""); res.status != 200 {
 		t.Fatalf("before revoke: %d", res.status)
 	}
 	e.fake.mu.Lock()
 	delete(e.fake.tokens, "tok-olga")
 	e.fake.mu.Unlock()
-	if res := do(t, srv, "GET", "/api/agent/status", "Bearer tok-olga", ""); res.status != 401 || res.body["code"] != "INVALID_TOKEN" {
+	if res := do(t, srv, "GET", "/api/commands", "Bearer tok-olga", ""); res.status != 401 || res.body["code"] != "INVALID_TOKEN" {
 		t.Fatalf("after revoke: %d %s", res.status, res.raw)
 	}
 }
@@ -321,7 +323,7 @@ func TestRateLimitSharedAcrossReplicas(t *testing.T) {
 	olga := "Bearer tok-olga"
 
 	for i, srv := range []*httptest.Server{a, b, a} {
-		res := do(t, srv, "GET", "/api/agent/status", olga, "")
+		res := do(t, srv, "GET", "/api/commands", olga, "")
 		if res.status != 200 || res.header.Get("X-RateLimit-Limit") != "3" || res.header.Get("X-RateLimit-Remaining") != string(rune('2'-i)) {
 			t.Fatalf("request %d: %d limit=%s remaining=%s", i, res.status, res.header.Get("X-RateLimit-Limit"), res.header.Get("X-RateLimit-Remaining"))
 		}
@@ -329,7 +331,7 @@ func TestRateLimitSharedAcrossReplicas(t *testing.T) {
 		now = now.Add(10 * time.Second)
 		mu.Unlock()
 	}
-	res := do(t, b, "GET", "/api/agent/status", olga, "")
+	res := do(t, b, "GET", "/api/commands", olga, "")
 	if res.status != 429 || res.body["error"] != "Too Many Requests" || res.header.Get("X-RateLimit-Remaining") != "0" {
 		t.Fatalf("4th request: %d %s", res.status, res.raw)
 	}
@@ -341,7 +343,7 @@ func TestRateLimitSharedAcrossReplicas(t *testing.T) {
 	if res := do(t, a, "GET", "/api/workspaces/acme-ws/sessions", olga, ""); res.status != 200 {
 		t.Fatalf("other route limited: %d", res.status)
 	}
-	if res := do(t, a, "GET", "/api/agent/status", "Bearer tok-vic", ""); res.status != 200 {
+	if res := do(t, a, "GET", "/api/commands", "Bearer tok-vic", ""); res.status != 200 {
 		t.Fatalf("other user limited: %d", res.status)
 	}
 	if res := do(t, a, "POST", "/api/chat", olga, `{"message":"x","workspace":"acme-ws"}`); res.header.Get("X-RateLimit-Limit") != "4" {
@@ -350,7 +352,7 @@ func TestRateLimitSharedAcrossReplicas(t *testing.T) {
 	mu.Lock()
 	now = now.Add(31 * time.Second)
 	mu.Unlock()
-	if res := do(t, b, "GET", "/api/agent/status", olga, ""); res.status != 200 {
+	if res := do(t, b, "GET", "/api/commands", olga, ""); res.status != 200 {
 		t.Fatalf("after the window slid: %d %s", res.status, res.raw)
 	}
 }
@@ -367,7 +369,7 @@ func TestConcurrentRequestsAreAllCounted(t *testing.T) {
 			s = b
 		}
 		wg.Go(func() {
-			switch do(t, s, "GET", "/api/agent/status", "Bearer tok-olga", "").status {
+			switch do(t, s, "GET", "/api/commands", "Bearer tok-olga", "").status {
 			case 200:
 				ok.Add(1)
 			case 429:

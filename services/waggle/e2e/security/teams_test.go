@@ -197,6 +197,14 @@ func TestTeamsViewerChangesAgentModel(t *testing.T) {
 	if after["model"] == "evil-model" || fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("model changed: %v -> %v", before, after)
 	}
+	// The server-wide usage totals (every team's spending) are no team's
+	// to read either.
+	for _, route := range []string{"/api/agent/cost", "/api/agent/status"} {
+		var out map[string]any
+		if st := w.srv.JSON("GET", route, nil, &out, teamsBearer(w.mal)...); st != 403 || out["code"] != "OPERATOR_ONLY" {
+			t.Errorf("mal reads %s: %d %v", route, st, out)
+		}
+	}
 }
 
 // Finding 11: agent groups were server-wide; mal listed, edited and
