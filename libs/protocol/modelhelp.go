@@ -6,8 +6,9 @@ package protocol
 // Keys" screen that does not exist here).
 const (
 	// ModelSetupHint ends the echo-mode reply and the "requires AI" notice.
-	ModelSetupHint = "To get AI replies, point Waggle at an OpenAI-compatible model server: set WAGGLE_LLM_URL " +
-		"(Ollama: http://localhost:11434/v1) and, if the server needs one, WAGGLE_LLM_API_KEY, then restart waggle serve."
+	// It is as many words as the original's hint: echo mode streams one
+	// token per word, and the reply stays within the publisher's window.
+	ModelSetupHint = "To get AI replies, set WAGGLE_LLM_URL to an OpenAI-compatible model server (Ollama: http://localhost:11434/v1)."
 	// ModelChoiceHint says how to choose the model a turn uses.
 	ModelChoiceHint = "Choose one it serves with --model (WAGGLE_MODEL) or \"defaultModel\" in config.json."
 )

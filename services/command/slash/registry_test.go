@@ -290,8 +290,7 @@ func TestTokenHelpers(t *testing.T) {
 }
 
 func TestRequiresAIText(t *testing.T) {
-	want := "**/research requires AI** — This command needs a working LLM connection.\n\nTo get AI replies, point Waggle at an OpenAI-compatible model server: set WAGGLE_LLM_URL " +
-		"(Ollama: http://localhost:11434/v1) and, if the server needs one, WAGGLE_LLM_API_KEY, then restart waggle serve."
+	want := "**/research requires AI** — This command needs a working LLM connection.\n\nTo get AI replies, set WAGGLE_LLM_URL to an OpenAI-compatible model server (Ollama: http://localhost:11434/v1)."
 	if got := RequiresAIText("/research"); got != want {
 		t.Errorf("RequiresAIText = %q, want %q", got, want)
 	}

@@ -19,8 +19,7 @@ import (
 
 func echoText(msg string) string {
 	return "**Waggle is running in local mode** (no LLM proxy connected).\n\nYour message: \"" + msg +
-		"\"\n\nTo get AI replies, point Waggle at an OpenAI-compatible model server: set WAGGLE_LLM_URL " +
-		"(Ollama: http://localhost:11434/v1) and, if the server needs one, WAGGLE_LLM_API_KEY, then restart waggle serve."
+		"\"\n\nTo get AI replies, set WAGGLE_LLM_URL to an OpenAI-compatible model server (Ollama: http://localhost:11434/v1)."
 }
 
 func jsonString(s string) string {
