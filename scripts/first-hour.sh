@@ -95,7 +95,7 @@ serve() {
 }
 running_or_dead() { grep -q '"msg":"waggle is running"' "$1" || ! kill -0 "$2" 2>/dev/null; }
 
-# chat FILE URL-PATH-AND-BODY...: the README's curl chat (plus any extra
+# chat FILE BODY [CURL-ARGS...]: the README's curl chat (plus any extra
 # curl arguments), its SSE stream in FILE; bounded by --max-time.
 chat() {
   local out=$1 body=$2; shift 2
