@@ -55,7 +55,11 @@ func (s *chat) interactive(ctx context.Context, stdin *os.File, stdout io.Writer
 	} else {
 		p.notice("no command completion: " + err.Error())
 	}
-	p.notice(fmt.Sprintf("%s · workspace %s · session %s — Ctrl-C cancels a reply, Ctrl-D quits", s.c.base, s.opts.Workspace, s.opts.Session))
+	session := s.opts.Session
+	if session == "" {
+		session = "new (created with the first message)"
+	}
+	p.notice(fmt.Sprintf("%s · workspace %s · session %s — Ctrl-C cancels a reply, Ctrl-D quits", s.c.base, s.opts.Workspace, session))
 	ask := func(ctx context.Context, a approval) decision { return askKey(ctx, t, keys) }
 
 	if s.opts.Resume != "" {
@@ -83,7 +87,11 @@ func (s *chat) interactive(ctx context.Context, stdin *os.File, stdout io.Writer
 		case "/exit", "/quit":
 			return exitOK
 		}
-		turnID, evs, err := s.c.chat(ctx, line, s.opts.Workspace, s.opts.Session)
+		fresh := s.opts.Session == ""
+		turnID, evs, err := s.send(ctx, line)
+		if fresh && s.opts.Session != "" {
+			p.notice("session " + s.opts.Session)
+		}
 		if err != nil {
 			p.line("✖ " + err.Error())
 			continue
