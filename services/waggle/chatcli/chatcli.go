@@ -86,6 +86,7 @@ func parse(args []string, out io.Writer) (Options, error) {
 
 Chat with a waggle server. On a terminal: Enter sends, Tab completes /commands,
 arrow keys recall history, Ctrl-C cancels the running turn, Ctrl-D or /exit quits;
+what you type during a reply waits for the next prompt (Enter in it sends it then);
 approvals are asked as [a]llow once / al[w]ays / [d]eny.
 With stdin from a pipe (echo hi | waggle chat): sends stdin as one message, prints
 the reply on stdout and steps on stderr, exits 0 on done and 1 on error
@@ -123,6 +124,9 @@ func randomID() string {
 type chat struct {
 	c    *client
 	opts Options
+	// typeahead holds the keys typed while a turn streamed (Ctrl-C
+	// aside), in order, until the next prompt takes them.
+	typeahead []byte
 }
 
 // send posts one message, creating the session first when none was given:

@@ -68,6 +68,10 @@ func (s *chat) interactive(ctx context.Context, stdin *os.File, stdout io.Writer
 		}
 	}
 	for {
+		// Keys typed during the last turn come first, as if typed here:
+		// text waits in the line, an Enter among them sends it.
+		kr.unread(s.typeahead)
+		s.typeahead = nil
 		line, err := t.ReadLine()
 		if errors.Is(err, io.EOF) {
 			// Not through t: the editor would draw its prompt again.
@@ -143,6 +147,14 @@ func askKey(ctx context.Context, out io.Writer, keys <-chan byte) decision {
 type keyReader struct {
 	keys    <-chan byte
 	pending []byte
+}
+
+// unread puts keys before those still to come from the terminal. They
+// are given as typed: a Ctrl-C among them is not turned into a clear.
+func (k *keyReader) unread(keys []byte) {
+	if len(keys) > 0 {
+		k.pending = append(append([]byte(nil), keys...), k.pending...)
+	}
 }
 
 func (k *keyReader) Read(p []byte) (int, error) {
