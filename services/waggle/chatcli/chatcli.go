@@ -65,18 +65,6 @@ func Main(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.
 		c.token = h.WSToken // local mode: the desktop token /health hands out
 	}
 	interactive := term.IsTerminal(int(stdin.Fd()))
-	if opts.Session == "" && !(opts.Resume != "" && !interactive) {
-		if opts.Session, err = c.newSession(ctx, opts.Workspace); err != nil {
-			// An ad-hoc workspace has no session list to add to; the chat
-			// route creates the session on first use.
-			var ae *apiError
-			if !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
-				fmt.Fprintf(stderr, "waggle chat: %v\n", err)
-				return exitFailed
-			}
-			opts.Session = "chat-" + randomID()
-		}
-	}
 	s := &chat{c: c, opts: opts}
 	if interactive {
 		return s.interactive(ctx, stdin, stdout)
@@ -98,6 +86,7 @@ func parse(args []string, out io.Writer) (Options, error) {
 
 Chat with a waggle server. On a terminal: Enter sends, Tab completes /commands,
 arrow keys recall history, Ctrl-C cancels the running turn, Ctrl-D or /exit quits;
+what you type during a reply waits for the next prompt (Enter in it sends it then);
 approvals are asked as [a]llow once / al[w]ays / [d]eny.
 With stdin from a pipe (echo hi | waggle chat): sends stdin as one message, prints
 the reply on stdout and steps on stderr, exits 0 on done and 1 on error
@@ -135,6 +124,28 @@ func randomID() string {
 type chat struct {
 	c    *client
 	opts Options
+	// typeahead holds the keys typed while a turn streamed (Ctrl-C
+	// aside), in order, until the next prompt takes them.
+	typeahead []byte
+}
+
+// send posts one message, creating the session first when none was given:
+// a chat that never sends anything leaves no empty session behind.
+func (s *chat) send(ctx context.Context, msg string) (string, *events, error) {
+	if s.opts.Session == "" {
+		id, err := s.c.newSession(ctx, s.opts.Workspace)
+		if err != nil {
+			// An ad-hoc workspace has no session list to add to; the chat
+			// route creates the session on first use.
+			var ae *apiError
+			if !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
+				return "", nil, err
+			}
+			id = "chat-" + randomID()
+		}
+		s.opts.Session = id
+	}
+	return s.c.chat(ctx, msg, s.opts.Workspace, s.opts.Session)
 }
 
 // pipe sends stdin as one message (or follows --resume) and reports the
@@ -158,7 +169,7 @@ func (s *chat) pipe(ctx context.Context, stdin io.Reader, stdout, stderr io.Writ
 			fmt.Fprintln(stderr, "waggle chat: nothing to send (stdin was empty)")
 			return exitUsage
 		}
-		if turnID, evs, err = s.c.chat(ctx, msg, s.opts.Workspace, s.opts.Session); err != nil {
+		if turnID, evs, err = s.send(ctx, msg); err != nil {
 			fmt.Fprintf(stderr, "waggle chat: %v\n", err)
 			return exitFailed
 		}

@@ -105,3 +105,15 @@ func TestKeyReaderCtrlCClearsLine(t *testing.T) {
 		t.Fatalf("keys %q", got)
 	}
 }
+
+func TestKeyReaderUnreadComesFirst(t *testing.T) {
+	keys := make(chan byte, 1)
+	keys <- 'z'
+	close(keys)
+	kr := &keyReader{keys: keys}
+	kr.unread([]byte("ab\r"))
+	got, err := io.ReadAll(kr)
+	if err != nil || string(got) != "ab\rz" {
+		t.Fatalf("keys %q %v, want the typed-ahead keys first", got, err)
+	}
+}

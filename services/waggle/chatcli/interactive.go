@@ -55,7 +55,11 @@ func (s *chat) interactive(ctx context.Context, stdin *os.File, stdout io.Writer
 	} else {
 		p.notice("no command completion: " + err.Error())
 	}
-	p.notice(fmt.Sprintf("%s · workspace %s · session %s — Ctrl-C cancels a reply, Ctrl-D quits", s.c.base, s.opts.Workspace, s.opts.Session))
+	session := s.opts.Session
+	if session == "" {
+		session = "new (created with the first message)"
+	}
+	p.notice(fmt.Sprintf("%s · workspace %s · session %s — Ctrl-C cancels a reply, Ctrl-D quits", s.c.base, s.opts.Workspace, session))
 	ask := func(ctx context.Context, a approval) decision { return askKey(ctx, t, keys) }
 
 	if s.opts.Resume != "" {
@@ -64,6 +68,10 @@ func (s *chat) interactive(ctx context.Context, stdin *os.File, stdout io.Writer
 		}
 	}
 	for {
+		// Keys typed during the last turn come first, as if typed here:
+		// text waits in the line, an Enter among them sends it.
+		kr.unread(s.typeahead)
+		s.typeahead = nil
 		line, err := t.ReadLine()
 		if errors.Is(err, io.EOF) {
 			// Not through t: the editor would draw its prompt again.
@@ -83,7 +91,11 @@ func (s *chat) interactive(ctx context.Context, stdin *os.File, stdout io.Writer
 		case "/exit", "/quit":
 			return exitOK
 		}
-		turnID, evs, err := s.c.chat(ctx, line, s.opts.Workspace, s.opts.Session)
+		fresh := s.opts.Session == ""
+		turnID, evs, err := s.send(ctx, line)
+		if fresh && s.opts.Session != "" {
+			p.notice("session " + s.opts.Session)
+		}
 		if err != nil {
 			p.line("✖ " + err.Error())
 			continue
@@ -135,6 +147,14 @@ func askKey(ctx context.Context, out io.Writer, keys <-chan byte) decision {
 type keyReader struct {
 	keys    <-chan byte
 	pending []byte
+}
+
+// unread puts keys before those still to come from the terminal. They
+// are given as typed: a Ctrl-C among them is not turned into a clear.
+func (k *keyReader) unread(keys []byte) {
+	if len(keys) > 0 {
+		k.pending = append(append([]byte(nil), keys...), k.pending...)
+	}
 }
 
 func (k *keyReader) Read(p []byte) (int, error) {

@@ -39,7 +39,8 @@ const maxReconnects = 5
 // stream shows a turn until its terminal event: from evs when given, then
 // (after a cut connection) from the turn's event route after the last
 // event seen. keys, when not nil, carries the terminal's keys: Ctrl-C
-// cancels the turn. It reports whether the turn ended with done.
+// cancels the turn, any other key is kept in s.typeahead for the next
+// prompt. It reports whether the turn ended with done.
 func (s *chat) stream(ctx context.Context, turnID string, evs *events, p *printer, keys <-chan byte, ask func(context.Context, approval) decision) (bool, error) {
 	var lastID string
 	cancelled := false
@@ -149,7 +150,11 @@ func (s *chat) consume(ctx context.Context, turnID string, evs *events, p *print
 			}
 			if k == keyCtrlC {
 				interrupt()
+				continue
 			}
+			// Type-ahead: the key is kept for the next prompt, where the
+			// line editor gets it as if typed there.
+			s.typeahead = append(s.typeahead, k)
 		case <-ctx.Done():
 			s.cancelTurn(turnID)
 			return false, false, ctx.Err()

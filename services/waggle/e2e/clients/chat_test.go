@@ -301,3 +301,126 @@ func TestChatTeamToken(t *testing.T) {
 		t.Fatalf("WAGGLE_TOKEN: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// TestChatCreatesNoEmptySession: a `waggle chat` that sends nothing — empty
+// stdin in a pipe, or a terminal quit at once — leaves no empty session
+// behind; the session is created with the first message.
+func TestChatCreatesNoEmptySession(t *testing.T) {
+	llm := agentModel(t, llmtest.NewPause())
+	srv := startApp(t, llm)
+	sessions := func() []map[string]any {
+		t.Helper()
+		var out []map[string]any
+		if st := srv.JSON(http.MethodGet, "/api/workspaces/default/sessions", nil, &out); st != http.StatusOK {
+			t.Fatalf("list sessions: %d", st)
+		}
+		return out
+	}
+
+	cmd := exec.Command(waggleBin, "chat", "--server", srv.URL)
+	cmd.Env, cmd.Stdin = baseEnv(t), strings.NewReader("")
+	if out, _ := cmd.CombinedOutput(); cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "nothing to send") {
+		t.Fatalf("empty stdin: exit %d, output %q", cmd.ProcessState.ExitCode(), out)
+	}
+	if got := sessions(); len(got) != 0 {
+		t.Fatalf("an empty pipe created sessions: %v", got)
+	}
+
+	term := startTerminal(t, "--server", srv.URL)
+	term.expect("you> ")
+	term.send("\x04") // Ctrl-D at once
+	select {
+	case <-term.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Ctrl-D did not quit:\n%s", term.out.String())
+	}
+	if err := term.cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	if got := sessions(); len(got) != 0 {
+		t.Fatalf("a terminal quit at once created sessions: %v", got)
+	}
+
+	// The first message creates the session, and the chat stays in it.
+	term = startTerminal(t, "--server", srv.URL)
+	term.expect("you> ")
+	term.send("first\r")
+	term.expect("you said: first")
+	term.expect("you> ")
+	term.send("second\r")
+	term.expect("you said: second")
+	term.expect("you> ")
+	got := sessions()
+	if len(got) != 1 {
+		t.Fatalf("after two messages: sessions %v", got)
+	}
+	id, _ := got[0]["id"].(string)
+	var h struct {
+		Messages []struct{ Role, Content string }
+	}
+	srv.JSON(http.MethodGet, "/api/history?workspace=default&session="+id, nil, &h)
+	if len(h.Messages) != 4 {
+		t.Fatalf("history of %s: %+v", id, h.Messages)
+	}
+}
+
+// TestChatTerminalTypeAhead: what the user types while a reply streams is
+// kept, not dropped: it appears at the next prompt when the reply ends,
+// and an Enter typed during the stream sends it then (type-ahead, as in a
+// shell).
+func TestChatTerminalTypeAhead(t *testing.T) {
+	// "HOLD n" streams a first part and waits on holds[n].
+	holds := []*llmtest.Pause{llmtest.NewPause(), llmtest.NewPause()}
+	defer func() {
+		for _, h := range holds {
+			h.Release()
+		}
+	}()
+	llm := llmtest.New(llmtest.WithHandler(func(r *llmtest.Request) llmtest.Response {
+		last := r.Chat.Messages[len(r.Chat.Messages)-1].Content
+		if _, n, ok := strings.Cut(last, "HOLD "); ok && (n == "0" || n == "1") {
+			return llmtest.Response{Steps: []llmtest.Step{llmtest.Content("holding on"), llmtest.Wait(holds[n[0]-'0']), llmtest.Content(" — released")}}
+		}
+		return llmtest.Reply("you said: ", last)
+	}))
+	llm.Start()
+	t.Cleanup(llm.Close)
+	srv := startApp(t, llm)
+	term := startTerminal(t, "--server", srv.URL, "--session", "ahead")
+	term.expect("you> ")
+
+	// Typed during the stream, no Enter: it waits in the input line.
+	term.send("please HOLD 0\r")
+	term.expect("holding on")
+	term.send("kept in the line")
+	holds[0].Release()
+	term.expect("released")
+	term.expect("you> ")
+	term.expect("kept in the line")
+	term.send(" and sent\r")
+	term.expect("you said: kept in the line and sent")
+	term.expect("you> ")
+
+	// Typed during the stream with Enter: sent when the reply is done.
+	term.send("please HOLD 1\r")
+	term.expect("holding on")
+	term.send("queued message\r")
+	holds[1].Release()
+	term.expect("released")
+	term.expect("you said: queued message")
+	term.expect("you> ")
+
+	var h struct {
+		Messages []struct{ Role, Content string }
+	}
+	srv.JSON(http.MethodGet, "/api/history?workspace=default&session=ahead", nil, &h)
+	var user []string
+	for _, m := range h.Messages {
+		if m.Role == "user" {
+			user = append(user, m.Content)
+		}
+	}
+	if want := "please HOLD 0|kept in the line and sent|please HOLD 1|queued message"; strings.Join(user, "|") != want {
+		t.Fatalf("user messages %q, want %q", user, want)
+	}
+}
