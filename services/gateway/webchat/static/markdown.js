@@ -191,7 +191,7 @@ const Markdown = (() => {
       else if (m[5] !== undefined || m[6] !== undefined) nest('em', m[5] ?? m[6], parent);
       else if (m[7] !== undefined) nest('del', m[7], parent);
       else if (m[8] !== undefined) link(m[8], m[9], parent);
-      else if (m[10] !== undefined) link(m[10], m[10], parent);
+      else if (m[10] !== undefined) link(m[10], m[10], parent, true);
     }
     if (last < text.length) parent.append(document.createTextNode(text.slice(last)));
   }
@@ -202,7 +202,9 @@ const Markdown = (() => {
     parent.append(e);
   }
 
-  function link(label, href, parent) {
+  // link appends a link; a bare URL's label is the URL itself, which is
+  // text (running inline over it would find the same URL again, forever).
+  function link(label, href, parent, bare) {
     const url = safeURL(href);
     if (!url) {
       parent.append(document.createTextNode(label));
@@ -212,7 +214,8 @@ const Markdown = (() => {
     a.href = url;
     a.target = '_blank';
     a.rel = 'noopener noreferrer';
-    inline(label, a);
+    if (bare) a.append(document.createTextNode(label));
+    else inline(label, a);
     parent.append(a);
   }
 
