@@ -85,10 +85,10 @@ func collapse(s string) string { return strings.TrimSpace(spaces.ReplaceAllStrin
 // textWriter accumulates lines: inline text is collapsed into the current
 // line, blocks break it.
 type textWriter struct {
-	base  *url.URL
-	out   strings.Builder
-	cur   strings.Builder
-	pre   int
+	base *url.URL
+	out  strings.Builder
+	cur  strings.Builder
+	pre  int
 }
 
 func (w *textWriter) walk(n *html.Node) {
