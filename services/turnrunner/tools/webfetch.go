@@ -17,6 +17,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/net/idna"
+
 	"github.com/waggle-os/core/libs/netguard"
 )
 
@@ -154,7 +156,7 @@ func (t webFetchTool) Decode(input json.RawMessage) (Call, error) {
 	if err != nil {
 		return Call{}, err
 	}
-	f := &fetcher{tool: t, pins: map[string][]netip.Addr{u.Hostname(): addrs}, approved: approved}
+	f := &fetcher{tool: t, pins: map[string][]netip.Addr{pinKey(u.Hostname()): addrs}, approved: approved}
 	return Call{Input: canonical, run: func(ctx context.Context, _ Env) (string, error) {
 		return f.fetch(ctx, u, c.MaxChars)
 	}}, nil
@@ -190,6 +192,16 @@ func (t webFetchTool) resolve(ctx context.Context, host string) ([]netip.Addr, e
 	return out, nil
 }
 
+// pinKey is the form of a host name pins are kept under: the transport
+// dials a URL's host in its IDNA ASCII form, which a redirect's
+// req.URL.Hostname() need not be in.
+func pinKey(host string) string {
+	if a, err := idna.Lookup.ToASCII(host); err == nil {
+		host = a
+	}
+	return strings.ToLower(host)
+}
+
 // fetcher is one call's fetch: the hosts it has resolved, each pinned to
 // its addresses, and the private addresses the approval covered.
 type fetcher struct {
@@ -209,7 +221,7 @@ func (f *fetcher) allowed(a netip.Addr) bool {
 // address is neither public nor approved.
 func (f *fetcher) pin(ctx context.Context, host string) error {
 	f.mu.Lock()
-	_, ok := f.pins[host]
+	_, ok := f.pins[pinKey(host)]
 	f.mu.Unlock()
 	if ok {
 		return nil
@@ -225,7 +237,7 @@ func (f *fetcher) pin(ctx context.Context, host string) error {
 		}
 	}
 	f.mu.Lock()
-	f.pins[host] = addrs
+	f.pins[pinKey(host)] = addrs
 	f.mu.Unlock()
 	return nil
 }
@@ -239,7 +251,7 @@ func (f *fetcher) dial(ctx context.Context, network, address string) (net.Conn, 
 		return nil, err
 	}
 	f.mu.Lock()
-	addrs := f.pins[host]
+	addrs := f.pins[pinKey(host)]
 	f.mu.Unlock()
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("web_fetch: %s was not resolved before the dial", host)

@@ -289,3 +289,13 @@ func TestWebFetchArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestWebFetchApprovedPrivateRedirect: an approved private fetch may follow
+// redirects within the address it was approved for.
+func TestWebFetchApprovedPrivateRedirect(t *testing.T) {
+	srv := redirector(t)
+	out, err := fetch(t, DefaultConfig(), map[string]any{"url": srv.URL + "/r/2"})
+	if err != nil || !strings.Contains(out, "arrived") {
+		t.Fatalf("redirect within the approved address: %q, %v", out, err)
+	}
+}
