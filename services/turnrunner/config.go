@@ -95,6 +95,12 @@ type Config struct {
 	// BashOutputLimit caps the bash output returned to the model, in bytes.
 	// Default 64 KiB.
 	BashOutputLimit int
+	// WebFetchAllowPrivate (--web-fetch-allow-private) lets web_fetch reach
+	// loopback, link-local, private and metadata addresses on a team
+	// server, each fetch after an approval as on a desktop; without it a
+	// team server refuses them (a member's model must not probe the
+	// server's own network). A desktop always may, after an approval.
+	WebFetchAllowPrivate bool
 	// ReadFileLimit is the most bytes read_file returns in one call.
 	// Default 256 KiB.
 	ReadFileLimit int64
@@ -160,6 +166,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	flagext.DurationVar(fs, &c.DisconnectGrace, "disconnect-grace", DefaultDisconnectGrace, "how long a turn keeps running with no client attached (0 = cancel at once)")
 	flagext.EnumVar(fs, &c.EnableBash, "enable-bash", Auto, "offer the bash tool: true, false, or auto (on locally, off with --auth=required)", BashOn, BashOff, Auto)
 	flagext.EnumVar(fs, &c.BashSandbox, "bash-sandbox", Auto, "run bash under bubblewrap (bwrap): on, off, or auto (on with --auth=required)", SandboxOn, SandboxOff, Auto)
+	fs.BoolVar(&c.WebFetchAllowPrivate, "web-fetch-allow-private", false, "team servers: let web_fetch reach loopback, link-local, private or metadata addresses after an approval (refused by default; a desktop always asks)")
 	flagext.IntVar(fs, &c.AgentMaxSteps, "agent-max-steps", agent.DefaultMaxSteps, "model calls one agent turn may make")
 	c.MCP.RegisterFlags(fs)
 }
@@ -347,6 +354,7 @@ func (c *Config) toolsConfig() tools.Config {
 	tc.BashTimeout, tc.BashMaxTimeout, tc.BashOutputLimit = c.BashTimeout, c.BashMaxTimeout, c.BashOutputLimit
 	tc.ReadLimit = c.ReadFileLimit
 	tc.BashSandbox, tc.SandboxHide = c.bashSandboxPath, []string{c.DataDir}
+	tc.WebFetchAllowPrivate = !c.TeamServer || c.WebFetchAllowPrivate
 	return tc
 }
 

@@ -112,3 +112,17 @@ func TestAutoSettings(t *testing.T) {
 		t.Fatalf("missing bwrap: %v", err)
 	}
 }
+
+// TestWebFetchPrivateConfig: web_fetch may reach private addresses (after
+// an approval) on a desktop, not on a team server unless the operator
+// says so.
+func TestWebFetchPrivateConfig(t *testing.T) {
+	for _, tt := range []struct {
+		team, flag, want bool
+	}{{false, false, true}, {true, false, false}, {true, true, true}} {
+		c := Config{TeamServer: tt.team, WebFetchAllowPrivate: tt.flag}
+		if got := c.toolsConfig().WebFetchAllowPrivate; got != tt.want {
+			t.Errorf("team %v flag %v: allow private %v, want %v", tt.team, tt.flag, got, tt.want)
+		}
+	}
+}

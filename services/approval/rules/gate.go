@@ -29,6 +29,7 @@ const (
 	ToolReadOtherWorkspace     = "read_other_workspace"
 	ToolListWorkspaceFiles     = "list_workspace_files"
 	ToolReadOtherWorkspaceFile = "read_other_workspace_file"
+	ToolWebFetch               = "web_fetch"
 )
 
 // connectorPrefix starts the name of every connector tool:
@@ -109,6 +110,14 @@ func NeedsConfirmation(tool string, args map[string]any) bool {
 	}
 	if alwaysConfirm[tool] {
 		return true
+	}
+	if tool == ToolWebFetch {
+		// Reading the web only reads; a fetch asks when the turn runner,
+		// which resolved the URL's host before asking, marked it _private:
+		// a loopback, link-local, private or metadata address, the user's
+		// own network rather than the web. The model cannot set the mark
+		// (the tool's decoding refuses the key).
+		return truthy(args["_private"])
 	}
 	if tool != ToolBash {
 		return false

@@ -31,6 +31,10 @@ func TestNeedsConfirmationTools(t *testing.T) {
 		// Everything else that is not bash or a connector runs.
 		{"read_file", map[string]any{"path": "/etc/passwd"}, false},
 		{"web_search", nil, false},
+		// web_fetch reads the web freely; an address the runner found
+		// private asks.
+		{ToolWebFetch, map[string]any{"url": "https://example.org/"}, false},
+		{ToolWebFetch, map[string]any{"url": "http://127.0.0.1/", "_private": true, "_addresses": []any{"127.0.0.1"}}, true},
 		{"git_status", nil, false},
 		{"save_memory", nil, false},
 		{"", nil, false},
@@ -248,6 +252,8 @@ func TestNeedsConfirmationWithAutonomy(t *testing.T) {
 		{"list_workspace_files", ToolListWorkspaceFiles, nil, want{true, true, false}},
 		{"gated connector", "connector_gmail_send_email", nil, want{true, true, false}},
 		{"ungated connector", "connector_gmail_list_emails", nil, want{false, false, false}},
+		{"public web_fetch", ToolWebFetch, map[string]any{"url": "https://example.org/"}, want{false, false, false}},
+		{"private web_fetch", ToolWebFetch, map[string]any{"url": "http://10.0.0.1/", "_private": true}, want{true, true, false}},
 		// Critical calls ask at every level.
 		{"sudo in yolo", ToolBash, bash("sudo rm x"), want{true, true, true}},
 		{"rm -rf / in yolo", ToolBash, bash("rm -rf /"), want{true, true, true}},
@@ -358,6 +364,9 @@ func TestTargetKey(t *testing.T) {
 		{"mcp__fs__read_file", map[string]any{"path": "a.txt"}, "fs/read_file"},
 		{"mcp__git-hub__create__issue", nil, "git-hub/create__issue"},
 		{"mcp__fs", map[string]any{"path": "a"}, "*"},
+		{ToolWebFetch, map[string]any{"url": "http://LocalHost:8080/admin?x=1", "_private": true}, "localhost:8080"},
+		{ToolWebFetch, map[string]any{"url": "http://[::1]/"}, "[::1]"},
+		{ToolWebFetch, map[string]any{}, "*"},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%s %v", tc.tool, tc.args), func(t *testing.T) {
@@ -392,6 +401,7 @@ func TestDescribeGrant(t *testing.T) {
 		{ToolGitMerge, "*", nil, "Run git_merge"},
 		{ToolBash, "*", nil, "Run bash with no command"},
 		{ToolBash, "ls -la", nil, "Run the command: ls -la"},
+		{ToolWebFetch, "localhost:8080", nil, "Fetch web pages from localhost:8080 (a private address)"},
 		{"mcp__fs__read_file", "fs/read_file", &ws, `Use read_file of MCP server "fs"`},
 		{ToolReadOtherWorkspaceFile, "*", nil, "Execute read_other_workspace_file on *"},
 		{"connector_gmail_send_email", "*", nil, "Execute connector_gmail_send_email on *"},

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"net/url"
 	"strings"
 
 	"github.com/waggle-os/core/libs/protocol"
@@ -36,6 +37,8 @@ func TargetKey(tool string, args map[string]any) string {
 		key = jsTrim(argString(args, "target_workspace_id"))
 	case ToolBash:
 		key = BashTargetKey(argString(args, "command"))
+	case ToolWebFetch:
+		key = webFetchHost(argString(args, "url"))
 	}
 	if key == "" {
 		return WildcardTarget
@@ -69,6 +72,11 @@ func DescribeGrant(tool, targetKey string, source *string) string {
 			return "Run bash with no command"
 		}
 		return "Run the command: " + targetKey
+	case tool == ToolWebFetch:
+		if targetKey == WildcardTarget {
+			return "Fetch web pages on private addresses"
+		}
+		return "Fetch web pages from " + targetKey + " (a private address)"
 	case tool == ToolGenerateDocx:
 		return "Generate .docx documents"
 	case tool == ToolInstallCapability:
@@ -77,4 +85,15 @@ func DescribeGrant(tool, targetKey string, source *string) string {
 		return "Run " + tool
 	}
 	return "Execute " + tool + " on " + targetKey
+}
+
+// webFetchHost is the grant target of a web_fetch call: its URL's host and
+// port, lower-cased, so one grant covers the pages of one host, not every
+// private address.
+func webFetchHost(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Host)
 }

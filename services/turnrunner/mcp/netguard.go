@@ -2,16 +2,15 @@ package mcp
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
-	"syscall"
 	"time"
+
+	"github.com/waggle-os/core/libs/netguard"
 )
 
 // errPrivateAddress is a dial refused because the address is not public.
-var errPrivateAddress = errors.New("mcp: the address is not a public one")
+var errPrivateAddress = netguard.ErrPrivateAddress
 
 // errUnreachable is what a team server shows for any failure to reach an
 // HTTP server: the same text whether the address was refused, did not
@@ -19,31 +18,11 @@ var errPrivateAddress = errors.New("mcp: the address is not a public one")
 // what lies on the runner's network. The details are logged.
 var errUnreachable = errors.New("could not connect to the MCP server")
 
-// publicOnly is a dialer Control hook: it refuses a connection to a
-// loopback, link-local (the cloud metadata address 169.254.169.254
-// included), private, unique-local, CGNAT, multicast or unspecified
-// address. It sees the resolved address of every connection, so a DNS
-// name that resolves to a private address and every redirect are caught.
-func publicOnly(_, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("%w: %s", errPrivateAddress, address)
-	}
-	if !isPublic(ap.Addr()) {
-		return fmt.Errorf("%w: %s", errPrivateAddress, ap.Addr())
-	}
-	return nil
-}
-
-// cgnat is the shared address space of RFC 6598, used inside providers.
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
-
-// isPublic reports whether addr is a unicast address on the internet.
-func isPublic(addr netip.Addr) bool {
-	addr = addr.Unmap()
-	return addr.IsValid() && addr.IsGlobalUnicast() && !addr.IsPrivate() &&
-		!addr.IsLoopback() && !addr.IsLinkLocalUnicast() && !cgnat.Contains(addr)
-}
+// publicOnly is the dialer Control hook of a guarded client: it refuses a
+// connection to any address that is not public (netguard.IsPublic). It
+// sees the resolved address of every connection, so a DNS name that
+// resolves to a private address and every redirect are caught.
+var publicOnly = netguard.PublicOnly
 
 // httpClient is the client of an HTTP server: guarded, it dials public
 // addresses only and uses no proxy (a proxy would dial for it, unchecked).

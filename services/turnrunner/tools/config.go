@@ -1,8 +1,10 @@
 package tools
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 )
 
@@ -39,6 +41,22 @@ type Config struct {
 	// (the data directory, with every other workspace); the command's own
 	// workspace is mounted back inside it.
 	SandboxHide []string
+	// WebFetchAllowPrivate lets web_fetch reach loopback, link-local,
+	// private and metadata addresses, each fetch after a human approval.
+	// The zero value refuses them outright (a team server without
+	// --web-fetch-allow-private); DefaultConfig, the desktop, allows them.
+	WebFetchAllowPrivate bool
+	// WebFetchTimeout bounds one web_fetch, redirects and body included.
+	// Default 20s.
+	WebFetchTimeout time.Duration
+	// WebFetchMaxBytes is the most of a response body web_fetch reads; the
+	// rest is not downloaded. Default 2 MiB.
+	WebFetchMaxBytes int64
+
+	// webFetchIsPublic and webFetchLookup replace netguard.IsPublic and
+	// the DNS resolver in tests, so loopback servers can play public ones.
+	webFetchIsPublic func(netip.Addr) bool
+	webFetchLookup   func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 // Defaults of Config's numeric fields.
@@ -54,7 +72,7 @@ const (
 
 // DefaultConfig is the local-mode configuration: every default, bash on.
 func DefaultConfig() Config {
-	return Config{EnableBash: true}.withDefaults()
+	return Config{EnableBash: true, WebFetchAllowPrivate: true}.withDefaults()
 }
 
 // Validate reports fields set to values the tools cannot work with.
@@ -72,6 +90,8 @@ func (c Config) Validate() error {
 	neg("ListLimit", int64(c.ListLimit))
 	neg("SearchLimit", int64(c.SearchLimit))
 	neg("SearchMaxFileSize", c.SearchMaxFileSize)
+	neg("WebFetchTimeout", int64(c.WebFetchTimeout))
+	neg("WebFetchMaxBytes", c.WebFetchMaxBytes)
 	d := c.withDefaults()
 	if d.BashTimeout > d.BashMaxTimeout {
 		errs = append(errs, fmt.Errorf("tools: config: BashTimeout %v exceeds BashMaxTimeout %v", d.BashTimeout, d.BashMaxTimeout))
@@ -101,6 +121,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SearchMaxFileSize <= 0 {
 		c.SearchMaxFileSize = DefaultSearchMaxFileSize
+	}
+	if c.WebFetchTimeout <= 0 {
+		c.WebFetchTimeout = DefaultWebFetchTimeout
+	}
+	if c.WebFetchMaxBytes <= 0 {
+		c.WebFetchMaxBytes = DefaultWebFetchMaxBytes
 	}
 	return c
 }

@@ -120,7 +120,7 @@ func NewRegistry(cfg Config) *Registry {
 	if cfg.EnableBash {
 		builtins = append(builtins, bashTool{cfg: cfg})
 	}
-	builtins = append(builtins, saveMemoryTool{}, searchMemoryTool{}, generateDocxTool{})
+	builtins = append(builtins, saveMemoryTool{}, searchMemoryTool{}, generateDocxTool{}, webFetchTool{cfg: cfg})
 	for _, t := range builtins {
 		if err := r.Register(t); err != nil {
 			panic(err) // built-in names are unique; a clash is a programming error

@@ -99,6 +99,7 @@ var serveFlags = map[string]string{
 	"metrics-addr": "", "nats-listen": "", "nats-nkey": "", "nats-replicas": "1", "nats-url": "", "otlp-endpoint": "", "postgres-url": "",
 	"rate-limit": "0", "rate-limit-chat": "120", "rate-limit-window": "1m", "shutdown-timeout": "15s", "store": "jsonl",
 	"targets": "all", "turn-stream-max-bytes": "64MiB", "turn-stream-storage": "memory",
+	"web-fetch-allow-private": "false",
 }
 
 func TestServeFlagsRegistered(t *testing.T) {

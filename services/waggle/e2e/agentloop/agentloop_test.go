@@ -69,7 +69,7 @@ func TestStreamedReply(t *testing.T) {
 	for _, tl := range req.Tools {
 		offered = append(offered, tl.Function.Name)
 	}
-	for _, name := range []string{"read_file", "write_file", "edit_file", "list_files", "search_files", "search_content", "bash", "save_memory", "search_memory", "generate_docx"} {
+	for _, name := range []string{"read_file", "write_file", "edit_file", "list_files", "search_files", "search_content", "bash", "save_memory", "search_memory", "generate_docx", "web_fetch"} {
 		if !slices.Contains(offered, name) {
 			t.Errorf("tool %s not offered (offered %v)", name, offered)
 		}

@@ -545,7 +545,7 @@ func TestPersonas(t *testing.T) {
 	body["persona"] = "someone-custom"
 	body["session"] = "s2"
 	done(t, srv.Chat(body).All(t))
-	if got := offered(llm.ChatRequests()[1]); len(got) != 10 {
+	if got := offered(llm.ChatRequests()[1]); len(got) != 11 { // every built-in tool, web_fetch included
 		t.Errorf("a custom persona filters tools: %v", got)
 	}
 }
