@@ -8,6 +8,7 @@ require (
 	github.com/sashabaranov/go-openai v1.43.0
 	github.com/waggle-os/core/libs v0.0.0
 	go.uber.org/goleak v1.3.0
+	golang.org/x/net v0.62.0
 )
 
 require (
@@ -38,10 +39,10 @@ require (
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
-	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/oauth2 v0.37.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/text v0.44.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
