@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,7 @@ type procSpec struct {
 	env  []string
 	addr string
 	dir  string
+	wd   string
 }
 
 // ProcArgs adds command-line flags of `waggle serve`.
@@ -54,8 +56,12 @@ func ProcEnv(kv ...string) ProcOption {
 // ProcAddr sets the listen address (default: a free loopback port).
 func ProcAddr(addr string) ProcOption { return func(s *procSpec) { s.addr = addr } }
 
-// ProcDataDir sets the data dir (default: a fresh temp dir).
+// ProcDataDir sets the data dir (default: a fresh temp dir). A relative
+// one is passed as given, relative to ProcWorkDir.
 func ProcDataDir(dir string) ProcOption { return func(s *procSpec) { s.dir = dir } }
+
+// ProcWorkDir sets the process's working directory (default: the test's).
+func ProcWorkDir(dir string) ProcOption { return func(s *procSpec) { s.wd = dir } }
 
 // StartProc runs `bin serve` with a clean environment (no WAGGLE_* from
 // the developer's shell), a fresh data dir, a free loopback address and an
@@ -76,9 +82,14 @@ func StartProc(t testing.TB, bin string, opts ...ProcOption) *Proc {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "WAGGLE_LLM_URL=" + unreachableURL(t)}
 	env = append(env, spec.env...)
 	args := append([]string{"serve", "--addr", spec.addr, "--data-dir", spec.dir}, spec.args...)
-	p := &Proc{URL: "http://" + spec.addr, Addr: spec.addr, DataDir: spec.dir, out: &procOutput{}, exited: make(chan struct{})}
+	dataDir := spec.dir
+	if !filepath.IsAbs(dataDir) {
+		dataDir = filepath.Join(spec.wd, dataDir)
+	}
+	p := &Proc{URL: "http://" + spec.addr, Addr: spec.addr, DataDir: dataDir, out: &procOutput{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = env
+	p.cmd.Dir = spec.wd
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
