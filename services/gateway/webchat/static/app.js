@@ -392,9 +392,17 @@
     box.replaceChildren();
     try {
       const h = await api('GET', '/api/history?workspace=' + enc(state.workspace) + '&session=' + enc(id));
+      // Tool events are grouped by the turn that made them and drawn
+      // with that turn's reply, as they were shown live.
+      const tools = new Map();
+      for (const t of h.tools || []) {
+        if (!t || !t.turnId) continue;
+        if (!tools.has(t.turnId)) tools.set(t.turnId, []);
+        tools.get(t.turnId).push(t);
+      }
       for (const m of h.messages || []) {
         if (m.role === 'user') addUser(m.content);
-        else addAssistant(m.content);
+        else addAssistant(m.content, m, (m.turnId && tools.get(m.turnId)) || []);
       }
     } catch (err) {
       showError(err);
@@ -411,11 +419,44 @@
     return m;
   }
 
-  function addAssistant(text) {
+  // fileActions are the tools whose successful call wrote a file (the
+  // turn runner's file_created events), with the note shown for them.
+  const fileActions = { write_file: 'Created ', edit_file: 'Edited ', generate_docx: 'Created ' };
+
+  // addAssistant draws a stored reply: its turn's tool calls (input,
+  // result, denial) and files first, then the text, then why the turn
+  // ended early when it did. Every stored string becomes text, never HTML.
+  function addAssistant(text, stored, tools) {
     const m = el('div', 'msg assistant');
+    if (stored && stored.turnId) m.dataset.turnId = stored.turnId;
+    if (tools && tools.length) {
+      const log = el('details', 'activity');
+      log.append(el('summary', '', 'Activity · ' + tools.length + (tools.length === 1 ? ' tool call' : ' tool calls')));
+      for (const t of tools) {
+        const failed = t.isError || t.status === 'error' || t.status === 'denied';
+        const card = el('details', failed ? 'tool failed' : 'tool');
+        card.append(el('summary', '', '⚙ ' + (t.name || 'tool')));
+        card.append(el('pre', 'tool-input', pretty(t.input)));
+        if (t.status === 'denied') card.append(el('div', 'approval-outcome', 'Denied'));
+        else card.append(el('pre', failed ? 'tool-result error-text' : 'tool-result', pretty(t.result)));
+        log.append(card);
+      }
+      m.append(log);
+      for (const t of tools) {
+        const path = t.input && typeof t.input === 'object' ? t.input.path : '';
+        if (fileActions[t.name] && path && typeof path === 'string' && !(t.isError || t.status !== 'success')) {
+          m.append(el('div', 'note file', fileActions[t.name] + path));
+        }
+      }
+    }
     const body = el('div', 'md');
     Markdown.render(text, body);
     m.append(body);
+    if (stored && stored.error) {
+      const stopped = stored.error === 'cancelled';
+      m.append(el('div', 'note turn-error' + (stopped ? ' stopped' : ''),
+        stopped ? 'Stopped — the turn was cancelled before it finished.' : 'Failed — ' + stored.error));
+    }
     $('messages').append(m);
     return m;
   }

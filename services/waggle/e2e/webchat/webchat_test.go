@@ -317,6 +317,63 @@ func TestWebChat(t *testing.T) {
 		}
 	})
 
+	// A reload shows a session the way it looked live: the tool call with
+	// its result and the file it wrote, and a stopped reply marked stopped
+	// (not looking complete).
+	t.Run("ReloadShowsToolsAndStop", func(t *testing.T) {
+		pause := llmtest.NewPause()
+		defer pause.Release()
+		llm := model(t, func(string) llmtest.Response {
+			return llmtest.Response{Steps: []llmtest.Step{llmtest.Content("half an answer"), llmtest.Wait(pause), llmtest.Content(" (finished)")}}
+		})
+		srv := start(t, llm, nil)
+		ctx := tab(t, b)
+		args := `{"path":"notes/hello.txt","content":"<b>not markup</b>"}`
+		run(t, ctx, open(srv.URL+"/"), send("please CALL write_file "+args),
+			chromedp.WaitVisible(`#messages .approval button.allow-once`, chromedp.ByQuery),
+			chromedp.Click(`#messages .approval button.allow-once`, chromedp.ByQuery),
+			until(lastReplyHas("Anything else?")), until(idle),
+			send("go on forever"), until(lastReplyHas("half an answer")),
+			chromedp.Click(`#stop`, chromedp.ByID),
+			until(`[...document.querySelectorAll('#messages .note.turn-error')].some(e => e.textContent.includes('cancelled'))`),
+			until(idle),
+			chromedp.Reload(), chromedp.WaitVisible(`body[data-ready="true"]`, chromedp.ByQuery),
+			until(lastReplyHas("half an answer")),
+		)
+		var got struct {
+			Tool    string `json:"tool"`
+			Input   string `json:"input"`
+			Result  string `json:"result"`
+			File    string `json:"file"`
+			Stopped string `json:"stopped"`
+			Markup  int    `json:"markup"`
+			Replies int    `json:"replies"`
+		}
+		run(t, ctx, chromedp.Evaluate(`(() => {
+		  const replies = [...document.querySelectorAll('#messages .msg.assistant')];
+		  const first = replies[0] || document.body, last = replies[replies.length - 1] || document.body;
+		  const card = [...first.querySelectorAll('details.tool')].find(c => c.querySelector('summary').textContent.includes('write_file'));
+		  const text = (root, sel) => { const e = root && root.querySelector(sel); return e ? e.textContent : ''; };
+		  const stopped = last.querySelector('.note.turn-error');
+		  return { tool: text(card, 'summary'), input: text(card, '.tool-input'), result: text(card, '.tool-result'),
+		    file: text(first, '.note.file'), stopped: stopped ? stopped.textContent : '',
+		    markup: document.querySelectorAll('#messages b').length, replies: replies.length };
+		})()`, &got))
+		if got.Replies != 2 || !strings.Contains(got.Tool, "write_file") || !strings.Contains(got.Input, "notes/hello.txt") || got.Result == "" {
+			t.Fatalf("after a reload the tool call is not shown: %+v", got)
+		}
+		if !strings.Contains(got.File, "notes/hello.txt") {
+			t.Fatalf("after a reload the file written is not shown: %+v", got)
+		}
+		if !strings.Contains(got.Stopped, "Stopped") {
+			t.Fatalf("after a reload the stopped reply looks complete: %+v", got)
+		}
+		if got.Markup != 0 {
+			t.Fatalf("a tool's input became markup: %+v", got)
+		}
+		screenshot(t, ctx, "webchat-reloaded.png")
+	})
+
 	t.Run("StopCancelsTurn", func(t *testing.T) {
 		pause := llmtest.NewPause()
 		defer pause.Release()
