@@ -814,7 +814,18 @@
 
   // ---- layout --------------------------------------------------------
 
-  function closeMenu() { document.body.classList.remove('menu-open'); }
+  // The phone-width drawer: ☰ opens it; its × button, a tap on the scrim
+  // beside it and Escape close it (focus goes back to ☰).
+  function openMenu() {
+    document.body.classList.add('menu-open');
+    $('menu-close').focus();
+  }
+
+  function closeMenu() {
+    if (!document.body.classList.contains('menu-open')) return;
+    document.body.classList.remove('menu-open');
+    if ($('sidebar').contains(document.activeElement)) $('menu').focus();
+  }
 
   function bindUI() {
     $('composer').addEventListener('submit', e => { e.preventDefault(); send(); });
@@ -844,7 +855,13 @@
       if (!$('approvals').hidden) refreshApprovals();
     });
     $('error-close').addEventListener('click', hideError);
-    $('menu').addEventListener('click', () => document.body.classList.toggle('menu-open'));
+    $('menu').addEventListener('click', openMenu);
+    $('menu-close').addEventListener('click', closeMenu);
+    $('scrim').addEventListener('click', closeMenu);
+    document.addEventListener('keydown', e => {
+      // Escape in the rename field cancels the rename only.
+      if (e.key === 'Escape' && !e.target.classList.contains('rename-input')) closeMenu();
+    });
     $('token-form').addEventListener('submit', saveToken);
     $('token-dialog').addEventListener('cancel', e => e.preventDefault());
     window.addEventListener('pagehide', () => { state.leaving = true; });

@@ -98,7 +98,11 @@ func run(t *testing.T, ctx context.Context, actions ...chromedp.Action) {
 	t.Helper()
 	if err := chromedp.Run(ctx, actions...); err != nil {
 		var dump string
-		_ = chromedp.Run(context.WithoutCancel(ctx), chromedp.Evaluate(`document.body ? document.body.innerText : ''`, &dump))
+		// The tab's deadline has usually passed: the dump gets its own,
+		// short one (without it a stuck tab hangs the test binary).
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = chromedp.Run(dctx, chromedp.Evaluate(`document.body ? document.body.innerText : ''`, &dump))
 		t.Fatalf("browser: %v\npage text:\n%s", err, dump)
 	}
 }
@@ -588,6 +592,29 @@ func TestWebChat(t *testing.T) {
 			until(`document.querySelector('#sidebar').getBoundingClientRect().right <= 0`),
 			send("hi from a phone"), until(replied),
 			until(`document.documentElement.scrollWidth <= 390`),
+		)
+	})
+
+	// The phone drawer closes the three ways a phone user tries: its close
+	// button, a tap on the page beside it, and Escape.
+	t.Run("PhoneDrawerCloses", func(t *testing.T) {
+		llm := model(t, func(string) llmtest.Response { return llmtest.Reply("hello phone") })
+		srv := start(t, llm, nil)
+		ctx := tab(t, b)
+		closed := until(`document.querySelector('#sidebar').getBoundingClientRect().right <= 0`)
+		opened := until(`document.querySelector('#sidebar').getBoundingClientRect().left >= 0`)
+		run(t, ctx, chromedp.EmulateViewport(390, 800), open(srv.URL+"/"),
+			chromedp.WaitVisible(`#menu`, chromedp.ByID), closed,
+			chromedp.Click(`#menu`, chromedp.ByID), opened,
+			chromedp.WaitVisible(`#menu-close`, chromedp.ByID),
+			chromedp.Click(`#menu-close`, chromedp.ByID), closed,
+			chromedp.Click(`#menu`, chromedp.ByID), opened,
+			// A tap right of the 280px drawer, on the page behind it.
+			chromedp.MouseClickXY(360, 400), closed,
+			chromedp.Click(`#menu`, chromedp.ByID), opened,
+			chromedp.KeyEvent(kb.Escape), closed,
+			// Closed, the drawer leaves the page usable.
+			send("still works"), until(replied),
 		)
 	})
 }
