@@ -24,6 +24,9 @@
     sending: false,
     leaving: false,
     pending: [],
+    // teams are the signed-in user's teams on a team server
+    // (GET /api/teams: {id, name, role}); workspaces are created in one.
+    teams: [],
     // answered maps requestId → the label of the decision taken here.
     answered: new Map(),
   };
@@ -186,6 +189,19 @@
 
   // ---- workspaces and sessions ---------------------------------------
 
+  // writableTeams are the teams the user may create workspaces in.
+  function writableTeams() { return state.teams.filter(t => t.role !== 'viewer'); }
+
+  async function loadTeams() {
+    try {
+      const r = await api('GET', '/api/teams');
+      state.teams = Array.isArray(r.teams) ? r.teams.filter(t => t && typeof t.id === 'string') : [];
+    } catch (err) {
+      showError(err);
+      state.teams = [];
+    }
+  }
+
   async function loadWorkspaces() {
     let list = [];
     try {
@@ -194,6 +210,15 @@
       showError(err);
     }
     if (!Array.isArray(list)) list = list.workspaces || [];
+    // A team server has no workspace everyone shares: a user without one
+    // yet is offered to create one (in one of their teams), not sent to a
+    // "default" workspace that is not theirs.
+    if (state.mode === 'team' && !list.length) {
+      state.workspace = null;
+      $('workspace').replaceChildren();
+      offerWorkspace();
+      return;
+    }
     const sel = $('workspace');
     sel.replaceChildren();
     for (const w of list) {
@@ -223,13 +248,36 @@
   // The workspace form creates a workspace or renames the current one.
   let workspaceFormMode = 'create';
 
+  // offerWorkspace opens the create form for a user with no workspace.
+  function offerWorkspace() {
+    const teams = writableTeams();
+    $('workspace-hint').textContent = teams.length
+      ? 'You have no workspace yet. Name one to start chatting.'
+      : 'You have no workspace yet, and no team you can create one in. Ask a team admin to add you as a member.';
+    $('workspace-hint').hidden = false;
+    workspaceFormMode = '';
+    showWorkspaceForm('create');
+  }
+
   function showWorkspaceForm(mode) {
     const form = $('workspace-form');
     if (!form.hidden && workspaceFormMode === mode) {
       form.hidden = true;
       return;
     }
+    if (state.workspace) $('workspace-hint').hidden = true;
     workspaceFormMode = mode;
+    // On a team server a new workspace belongs to one of the user's
+    // teams: a choice when there are several.
+    const teams = mode === 'create' && state.mode === 'team' ? writableTeams() : [];
+    const teamSel = $('workspace-team');
+    teamSel.replaceChildren();
+    for (const t of teams) {
+      const o = el('option', '', t.name || t.id);
+      o.value = t.id;
+      teamSel.append(o);
+    }
+    teamSel.hidden = teams.length < 2;
     const sel = $('workspace');
     $('workspace-name').value = mode === 'rename' && sel.selectedOptions[0] ? sel.selectedOptions[0].textContent : '';
     $('workspace-submit').textContent = mode === 'rename' ? 'Save' : 'Create';
@@ -246,10 +294,17 @@
       if (workspaceFormMode === 'rename') {
         await api('PATCH', '/api/workspaces/' + enc(id), { name });
       } else {
-        id = (await api('POST', '/api/workspaces', { name })).id;
+        const body = { name };
+        if (state.mode === 'team') {
+          const teamId = $('workspace-team').value || (writableTeams()[0] || {}).id;
+          if (!teamId) throw new APIError(0, 'You are in no team you can create a workspace in. Ask a team admin to add you.');
+          body.teamId = teamId;
+        }
+        id = (await api('POST', '/api/workspaces', body)).id;
       }
       $('workspace-name').value = '';
       $('workspace-form').hidden = true;
+      $('workspace-hint').hidden = true;
       store.set('workspace', id);
       await loadWorkspaces();
       if (workspaceFormMode !== 'rename') {
@@ -286,6 +341,11 @@
   }
 
   async function loadSessions() {
+    if (!state.workspace) { // a team-server user without a workspace yet
+      state.sessions = [];
+      renderSessions();
+      return;
+    }
     const q = $('search').value.trim();
     const ws = enc(state.workspace);
     try {
@@ -604,6 +664,10 @@
     const input = $('input');
     const text = input.value;
     if (!text.trim() || state.turn || state.sending) return;
+    if (!state.workspace) {
+      offerWorkspace();
+      return;
+    }
     state.sending = true; // until the turn starts (or is refused): no second send
     setRunning(true);
     $('stop').hidden = true; // nothing to stop before the turn has an id
@@ -904,6 +968,7 @@
       }
     }
     $('status').textContent = h.offline ? 'echo mode' : (h.defaultModel || '');
+    if (state.mode === 'team') await loadTeams();
     await loadWorkspaces();
     const saved = store.get('turn');
     if (saved && saved.id) {

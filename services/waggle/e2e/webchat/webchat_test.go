@@ -580,6 +580,42 @@ func TestWebChat(t *testing.T) {
 		)
 	})
 
+	// A fresh team server (a team and a token, no workspace yet) is usable
+	// from the web chat: no 404, the page offers to create a workspace,
+	// asks in which of the user's teams, and creates it there.
+	t.Run("NewTeamServerCreatesWorkspace", func(t *testing.T) {
+		llm := model(t, func(string) llmtest.Response { return llmtest.Reply("hello from the team") })
+		natsAddr := waggletest.FreeAddr(t)
+		srv := start(t, llm, func(c *app.Config) {
+			c.SessionStore.PostgresURL = pgtest.URL(t)
+			c.Gateway.Auth = "required"
+			c.NATSListen = natsAddr
+		})
+		nc := srv.DialNATS()
+		waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
+		waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "beta", Owner: "olga"})
+		tok := waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"})
+		page := tab(t, b)
+		run(t, page, chromedp.Navigate(srv.URL+"/"),
+			chromedp.WaitVisible(`#token-dialog[open] #token-input`, chromedp.ByQuery),
+			chromedp.SendKeys(`#token-input`, tok.Token+kb.Enter, chromedp.ByID),
+			chromedp.WaitVisible(`body[data-ready="true"]`, chromedp.ByQuery),
+			// No workspace yet: an offer to create one, not an error.
+			chromedp.WaitVisible(`#workspace-form`, chromedp.ByID),
+			until(`document.querySelector('#error').hidden`),
+			until(`[...document.querySelectorAll('#workspace-team option')].map(o => o.value).join() === 'acme,beta'`),
+			chromedp.SetValue(`#workspace-team`, "beta", chromedp.ByID),
+			chromedp.SendKeys(`#workspace-name`, "Beta Lab"+kb.Enter, chromedp.ByID),
+			until(`document.querySelector('#workspace').value === 'beta-lab'`),
+			send("hello team"), until(replied), until(lastReplyHas("hello from the team")),
+			until(`document.querySelector('#error').hidden`),
+		)
+		var w struct{ TeamID string }
+		if st := srv.JSON(http.MethodGet, "/api/workspaces/beta-lab", nil, &w, "Authorization", "Bearer "+tok.Token); st != 200 || w.TeamID != "beta" {
+			t.Fatalf("workspace made from the page: %d %+v", st, w)
+		}
+	})
+
 	t.Run("PhoneWidth", func(t *testing.T) {
 		srv := start(t, nil, nil)
 		ctx := tab(t, b)
