@@ -39,12 +39,21 @@ type historyMessage struct {
 	Role      string `json:"role"`
 	Content   string `json:"content"`
 	Timestamp string `json:"timestamp"`
+	// TurnID and Error (a failed or stopped turn's reason) let a client
+	// show a reloaded reply as it looked live; both are additions to the
+	// contract's shape and absent when not stored.
+	TurnID string `json:"turnId,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 type historyResponse struct {
 	SessionID string           `json:"sessionId"`
 	Messages  []historyMessage `json:"messages"`
 	Count     int              `json:"count"`
+	// Tools are the session's stored tool events in file order (each with
+	// its turnId), absent when there are none: the web chat draws a
+	// reloaded turn's tool calls, denials and files from them.
+	Tools []protocol.ToolEvent `json:"tools,omitempty"`
 }
 
 // history is GET /api/history: the session's messages with the timestamps
@@ -55,7 +64,7 @@ func (s *Service) history(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, s.log, err)
 		return
 	}
-	rep, ok := forward.Call(s.deps(), w, r, protocol.ReadHistory, protocol.HistoryRequest{SessionRef: ref})
+	rep, ok := forward.Call(s.deps(), w, r, protocol.ReadHistory, protocol.HistoryRequest{SessionRef: ref, Tools: true})
 	if !ok {
 		return
 	}
@@ -63,9 +72,11 @@ func (s *Service) history(w http.ResponseWriter, r *http.Request) {
 	for _, m := range rep.Messages {
 		out.Messages = append(out.Messages, historyMessage{
 			ID: "hist-" + strconv.Itoa(len(out.Messages)), Role: m.Role, Content: m.Content, Timestamp: m.Timestamp,
+			TurnID: m.TurnID, Error: m.Error,
 		})
 	}
 	out.Count = len(out.Messages)
+	out.Tools = rep.Tools
 	respond.JSON(w, http.StatusOK, out)
 }
 

@@ -192,8 +192,18 @@ func handSchemas() map[string]*Schema {
 				req("role", &Schema{Type: "string", Enum: []any{protocol.RoleUser, protocol.RoleAssistant, protocol.RoleSystem}}),
 				req("content", str()),
 				req("timestamp", strDesc("as stored (ISO-8601)")),
+				opt("turnId", strDesc("the turn that wrote the message")),
+				opt("error", strDesc("set on the reply of a failed or stopped turn: why it ended (content is what was produced)")),
 			))),
 			req("count", integer()),
+			opt("tools", describe(arrayOf(object(
+				req("turnId", str()), req("callId", str()), req("name", str()),
+				req("input", anyValue("the call's arguments as the model sent them")),
+				req("result", str()), req("isError", boolean()),
+				req("status", &Schema{Type: "string", Enum: []any{"success", "error", "denied"}}),
+				opt("durationMs", integer()), opt("parent", strDesc("callId of the spawn_agent call it ran under")),
+				req("timestamp", str()),
+			)), "the session's tool events in file order; absent when there are none")),
 		),
 		"Workspace": describe(&Schema{Type: "object", Properties: map[string]*Schema{
 			"id":        safeID(),

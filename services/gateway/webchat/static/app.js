@@ -24,6 +24,9 @@
     sending: false,
     leaving: false,
     pending: [],
+    // teams are the signed-in user's teams on a team server
+    // (GET /api/teams: {id, name, role}); workspaces are created in one.
+    teams: [],
     // answered maps requestId → the label of the decision taken here.
     answered: new Map(),
   };
@@ -186,6 +189,19 @@
 
   // ---- workspaces and sessions ---------------------------------------
 
+  // writableTeams are the teams the user may create workspaces in.
+  function writableTeams() { return state.teams.filter(t => t.role !== 'viewer'); }
+
+  async function loadTeams() {
+    try {
+      const r = await api('GET', '/api/teams');
+      state.teams = Array.isArray(r.teams) ? r.teams.filter(t => t && typeof t.id === 'string') : [];
+    } catch (err) {
+      showError(err);
+      state.teams = [];
+    }
+  }
+
   async function loadWorkspaces() {
     let list = [];
     try {
@@ -194,6 +210,15 @@
       showError(err);
     }
     if (!Array.isArray(list)) list = list.workspaces || [];
+    // A team server has no workspace everyone shares: a user without one
+    // yet is offered to create one (in one of their teams), not sent to a
+    // "default" workspace that is not theirs.
+    if (state.mode === 'team' && !list.length) {
+      state.workspace = null;
+      $('workspace').replaceChildren();
+      offerWorkspace();
+      return;
+    }
     const sel = $('workspace');
     sel.replaceChildren();
     for (const w of list) {
@@ -223,13 +248,36 @@
   // The workspace form creates a workspace or renames the current one.
   let workspaceFormMode = 'create';
 
+  // offerWorkspace opens the create form for a user with no workspace.
+  function offerWorkspace() {
+    const teams = writableTeams();
+    $('workspace-hint').textContent = teams.length
+      ? 'You have no workspace yet. Name one to start chatting.'
+      : 'You have no workspace yet, and no team you can create one in. Ask a team admin to add you as a member.';
+    $('workspace-hint').hidden = false;
+    workspaceFormMode = '';
+    showWorkspaceForm('create');
+  }
+
   function showWorkspaceForm(mode) {
     const form = $('workspace-form');
     if (!form.hidden && workspaceFormMode === mode) {
       form.hidden = true;
       return;
     }
+    if (state.workspace) $('workspace-hint').hidden = true;
     workspaceFormMode = mode;
+    // On a team server a new workspace belongs to one of the user's
+    // teams: a choice when there are several.
+    const teams = mode === 'create' && state.mode === 'team' ? writableTeams() : [];
+    const teamSel = $('workspace-team');
+    teamSel.replaceChildren();
+    for (const t of teams) {
+      const o = el('option', '', t.name || t.id);
+      o.value = t.id;
+      teamSel.append(o);
+    }
+    teamSel.hidden = teams.length < 2;
     const sel = $('workspace');
     $('workspace-name').value = mode === 'rename' && sel.selectedOptions[0] ? sel.selectedOptions[0].textContent : '';
     $('workspace-submit').textContent = mode === 'rename' ? 'Save' : 'Create';
@@ -246,10 +294,17 @@
       if (workspaceFormMode === 'rename') {
         await api('PATCH', '/api/workspaces/' + enc(id), { name });
       } else {
-        id = (await api('POST', '/api/workspaces', { name })).id;
+        const body = { name };
+        if (state.mode === 'team') {
+          const teamId = $('workspace-team').value || (writableTeams()[0] || {}).id;
+          if (!teamId) throw new APIError(0, 'You are in no team you can create a workspace in. Ask a team admin to add you.');
+          body.teamId = teamId;
+        }
+        id = (await api('POST', '/api/workspaces', body)).id;
       }
       $('workspace-name').value = '';
       $('workspace-form').hidden = true;
+      $('workspace-hint').hidden = true;
       store.set('workspace', id);
       await loadWorkspaces();
       if (workspaceFormMode !== 'rename') {
@@ -286,6 +341,11 @@
   }
 
   async function loadSessions() {
+    if (!state.workspace) { // a team-server user without a workspace yet
+      state.sessions = [];
+      renderSessions();
+      return;
+    }
     const q = $('search').value.trim();
     const ws = enc(state.workspace);
     try {
@@ -392,9 +452,17 @@
     box.replaceChildren();
     try {
       const h = await api('GET', '/api/history?workspace=' + enc(state.workspace) + '&session=' + enc(id));
+      // Tool events are grouped by the turn that made them and drawn
+      // with that turn's reply, as they were shown live.
+      const tools = new Map();
+      for (const t of h.tools || []) {
+        if (!t || !t.turnId) continue;
+        if (!tools.has(t.turnId)) tools.set(t.turnId, []);
+        tools.get(t.turnId).push(t);
+      }
       for (const m of h.messages || []) {
         if (m.role === 'user') addUser(m.content);
-        else addAssistant(m.content);
+        else addAssistant(m.content, m, (m.turnId && tools.get(m.turnId)) || []);
       }
     } catch (err) {
       showError(err);
@@ -411,11 +479,44 @@
     return m;
   }
 
-  function addAssistant(text) {
+  // fileActions are the tools whose successful call wrote a file (the
+  // turn runner's file_created events), with the note shown for them.
+  const fileActions = { write_file: 'Created ', edit_file: 'Edited ', generate_docx: 'Created ' };
+
+  // addAssistant draws a stored reply: its turn's tool calls (input,
+  // result, denial) and files first, then the text, then why the turn
+  // ended early when it did. Every stored string becomes text, never HTML.
+  function addAssistant(text, stored, tools) {
     const m = el('div', 'msg assistant');
+    if (stored && stored.turnId) m.dataset.turnId = stored.turnId;
+    if (tools && tools.length) {
+      const log = el('details', 'activity');
+      log.append(el('summary', '', 'Activity · ' + tools.length + (tools.length === 1 ? ' tool call' : ' tool calls')));
+      for (const t of tools) {
+        const failed = t.isError || t.status === 'error' || t.status === 'denied';
+        const card = el('details', failed ? 'tool failed' : 'tool');
+        card.append(el('summary', '', '⚙ ' + (t.name || 'tool')));
+        card.append(el('pre', 'tool-input', pretty(t.input)));
+        if (t.status === 'denied') card.append(el('div', 'approval-outcome', 'Denied'));
+        else card.append(el('pre', failed ? 'tool-result error-text' : 'tool-result', pretty(t.result)));
+        log.append(card);
+      }
+      m.append(log);
+      for (const t of tools) {
+        const path = t.input && typeof t.input === 'object' ? t.input.path : '';
+        if (fileActions[t.name] && path && typeof path === 'string' && !(t.isError || t.status !== 'success')) {
+          m.append(el('div', 'note file', fileActions[t.name] + path));
+        }
+      }
+    }
     const body = el('div', 'md');
     Markdown.render(text, body);
     m.append(body);
+    if (stored && stored.error) {
+      const stopped = stored.error === 'cancelled';
+      m.append(el('div', 'note turn-error' + (stopped ? ' stopped' : ''),
+        stopped ? 'Stopped — the turn was cancelled before it finished.' : 'Failed — ' + stored.error));
+    }
     $('messages').append(m);
     return m;
   }
@@ -563,6 +664,10 @@
     const input = $('input');
     const text = input.value;
     if (!text.trim() || state.turn || state.sending) return;
+    if (!state.workspace) {
+      offerWorkspace();
+      return;
+    }
     state.sending = true; // until the turn starts (or is refused): no second send
     setRunning(true);
     $('stop').hidden = true; // nothing to stop before the turn has an id
@@ -773,7 +878,18 @@
 
   // ---- layout --------------------------------------------------------
 
-  function closeMenu() { document.body.classList.remove('menu-open'); }
+  // The phone-width drawer: ☰ opens it; its × button, a tap on the scrim
+  // beside it and Escape close it (focus goes back to ☰).
+  function openMenu() {
+    document.body.classList.add('menu-open');
+    $('menu-close').focus();
+  }
+
+  function closeMenu() {
+    if (!document.body.classList.contains('menu-open')) return;
+    document.body.classList.remove('menu-open');
+    if ($('sidebar').contains(document.activeElement)) $('menu').focus();
+  }
 
   function bindUI() {
     $('composer').addEventListener('submit', e => { e.preventDefault(); send(); });
@@ -803,7 +919,13 @@
       if (!$('approvals').hidden) refreshApprovals();
     });
     $('error-close').addEventListener('click', hideError);
-    $('menu').addEventListener('click', () => document.body.classList.toggle('menu-open'));
+    $('menu').addEventListener('click', openMenu);
+    $('menu-close').addEventListener('click', closeMenu);
+    $('scrim').addEventListener('click', closeMenu);
+    document.addEventListener('keydown', e => {
+      // Escape in the rename field cancels the rename only.
+      if (e.key === 'Escape' && !e.target.classList.contains('rename-input')) closeMenu();
+    });
     $('token-form').addEventListener('submit', saveToken);
     $('token-dialog').addEventListener('cancel', e => e.preventDefault());
     window.addEventListener('pagehide', () => { state.leaving = true; });
@@ -846,6 +968,7 @@
       }
     }
     $('status').textContent = h.offline ? 'echo mode' : (h.defaultModel || '');
+    if (state.mode === 'team') await loadTeams();
     await loadWorkspaces();
     const saved = store.get('turn');
     if (saved && saved.id) {

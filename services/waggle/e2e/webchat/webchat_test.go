@@ -98,7 +98,11 @@ func run(t *testing.T, ctx context.Context, actions ...chromedp.Action) {
 	t.Helper()
 	if err := chromedp.Run(ctx, actions...); err != nil {
 		var dump string
-		_ = chromedp.Run(context.WithoutCancel(ctx), chromedp.Evaluate(`document.body ? document.body.innerText : ''`, &dump))
+		// The tab's deadline has usually passed: the dump gets its own,
+		// short one (without it a stuck tab hangs the test binary).
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = chromedp.Run(dctx, chromedp.Evaluate(`document.body ? document.body.innerText : ''`, &dump))
 		t.Fatalf("browser: %v\npage text:\n%s", err, dump)
 	}
 }
@@ -317,6 +321,63 @@ func TestWebChat(t *testing.T) {
 		}
 	})
 
+	// A reload shows a session the way it looked live: the tool call with
+	// its result and the file it wrote, and a stopped reply marked stopped
+	// (not looking complete).
+	t.Run("ReloadShowsToolsAndStop", func(t *testing.T) {
+		pause := llmtest.NewPause()
+		defer pause.Release()
+		llm := model(t, func(string) llmtest.Response {
+			return llmtest.Response{Steps: []llmtest.Step{llmtest.Content("half an answer"), llmtest.Wait(pause), llmtest.Content(" (finished)")}}
+		})
+		srv := start(t, llm, nil)
+		ctx := tab(t, b)
+		args := `{"path":"notes/hello.txt","content":"<b>not markup</b>"}`
+		run(t, ctx, open(srv.URL+"/"), send("please CALL write_file "+args),
+			chromedp.WaitVisible(`#messages .approval button.allow-once`, chromedp.ByQuery),
+			chromedp.Click(`#messages .approval button.allow-once`, chromedp.ByQuery),
+			until(lastReplyHas("Anything else?")), until(idle),
+			send("go on forever"), until(lastReplyHas("half an answer")),
+			chromedp.Click(`#stop`, chromedp.ByID),
+			until(`[...document.querySelectorAll('#messages .note.turn-error')].some(e => e.textContent.includes('cancelled'))`),
+			until(idle),
+			chromedp.Reload(), chromedp.WaitVisible(`body[data-ready="true"]`, chromedp.ByQuery),
+			until(lastReplyHas("half an answer")),
+		)
+		var got struct {
+			Tool    string `json:"tool"`
+			Input   string `json:"input"`
+			Result  string `json:"result"`
+			File    string `json:"file"`
+			Stopped string `json:"stopped"`
+			Markup  int    `json:"markup"`
+			Replies int    `json:"replies"`
+		}
+		run(t, ctx, chromedp.Evaluate(`(() => {
+		  const replies = [...document.querySelectorAll('#messages .msg.assistant')];
+		  const first = replies[0] || document.body, last = replies[replies.length - 1] || document.body;
+		  const card = [...first.querySelectorAll('details.tool')].find(c => c.querySelector('summary').textContent.includes('write_file'));
+		  const text = (root, sel) => { const e = root && root.querySelector(sel); return e ? e.textContent : ''; };
+		  const stopped = last.querySelector('.note.turn-error');
+		  return { tool: text(card, 'summary'), input: text(card, '.tool-input'), result: text(card, '.tool-result'),
+		    file: text(first, '.note.file'), stopped: stopped ? stopped.textContent : '',
+		    markup: document.querySelectorAll('#messages b').length, replies: replies.length };
+		})()`, &got))
+		if got.Replies != 2 || !strings.Contains(got.Tool, "write_file") || !strings.Contains(got.Input, "notes/hello.txt") || got.Result == "" {
+			t.Fatalf("after a reload the tool call is not shown: %+v", got)
+		}
+		if !strings.Contains(got.File, "notes/hello.txt") {
+			t.Fatalf("after a reload the file written is not shown: %+v", got)
+		}
+		if !strings.Contains(got.Stopped, "Stopped") {
+			t.Fatalf("after a reload the stopped reply looks complete: %+v", got)
+		}
+		if got.Markup != 0 {
+			t.Fatalf("a tool's input became markup: %+v", got)
+		}
+		screenshot(t, ctx, "webchat-reloaded.png")
+	})
+
 	t.Run("StopCancelsTurn", func(t *testing.T) {
 		pause := llmtest.NewPause()
 		defer pause.Release()
@@ -522,6 +583,42 @@ func TestWebChat(t *testing.T) {
 		)
 	})
 
+	// A fresh team server (a team and a token, no workspace yet) is usable
+	// from the web chat: no 404, the page offers to create a workspace,
+	// asks in which of the user's teams, and creates it there.
+	t.Run("NewTeamServerCreatesWorkspace", func(t *testing.T) {
+		llm := model(t, func(string) llmtest.Response { return llmtest.Reply("hello from the team") })
+		natsAddr := waggletest.FreeAddr(t)
+		srv := start(t, llm, func(c *app.Config) {
+			c.SessionStore.PostgresURL = pgtest.URL(t)
+			c.Gateway.Auth = "required"
+			c.NATSListen = natsAddr
+		})
+		nc := srv.DialNATS()
+		waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
+		waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "beta", Owner: "olga"})
+		tok := waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"})
+		page := tab(t, b)
+		run(t, page, chromedp.Navigate(srv.URL+"/"),
+			chromedp.WaitVisible(`#token-dialog[open] #token-input`, chromedp.ByQuery),
+			chromedp.SendKeys(`#token-input`, tok.Token+kb.Enter, chromedp.ByID),
+			chromedp.WaitVisible(`body[data-ready="true"]`, chromedp.ByQuery),
+			// No workspace yet: an offer to create one, not an error.
+			chromedp.WaitVisible(`#workspace-form`, chromedp.ByID),
+			until(`document.querySelector('#error').hidden`),
+			until(`[...document.querySelectorAll('#workspace-team option')].map(o => o.value).join() === 'acme,beta'`),
+			chromedp.SetValue(`#workspace-team`, "beta", chromedp.ByID),
+			chromedp.SendKeys(`#workspace-name`, "Beta Lab"+kb.Enter, chromedp.ByID),
+			until(`document.querySelector('#workspace').value === 'beta-lab'`),
+			send("hello team"), until(replied), until(lastReplyHas("hello from the team")),
+			until(`document.querySelector('#error').hidden`),
+		)
+		var w struct{ TeamID string }
+		if st := srv.JSON(http.MethodGet, "/api/workspaces/beta-lab", nil, &w, "Authorization", "Bearer "+tok.Token); st != 200 || w.TeamID != "beta" {
+			t.Fatalf("workspace made from the page: %d %+v", st, w)
+		}
+	})
+
 	t.Run("PhoneWidth", func(t *testing.T) {
 		srv := start(t, nil, nil)
 		ctx := tab(t, b)
@@ -534,6 +631,29 @@ func TestWebChat(t *testing.T) {
 			until(`document.querySelector('#sidebar').getBoundingClientRect().right <= 0`),
 			send("hi from a phone"), until(replied),
 			until(`document.documentElement.scrollWidth <= 390`),
+		)
+	})
+
+	// The phone drawer closes the three ways a phone user tries: its close
+	// button, a tap on the page beside it, and Escape.
+	t.Run("PhoneDrawerCloses", func(t *testing.T) {
+		llm := model(t, func(string) llmtest.Response { return llmtest.Reply("hello phone") })
+		srv := start(t, llm, nil)
+		ctx := tab(t, b)
+		closed := until(`document.querySelector('#sidebar').getBoundingClientRect().right <= 0`)
+		opened := until(`document.querySelector('#sidebar').getBoundingClientRect().left >= 0`)
+		run(t, ctx, chromedp.EmulateViewport(390, 800), open(srv.URL+"/"),
+			chromedp.WaitVisible(`#menu`, chromedp.ByID), closed,
+			chromedp.Click(`#menu`, chromedp.ByID), opened,
+			chromedp.WaitVisible(`#menu-close`, chromedp.ByID),
+			chromedp.Click(`#menu-close`, chromedp.ByID), closed,
+			chromedp.Click(`#menu`, chromedp.ByID), opened,
+			// A tap right of the 280px drawer, on the page behind it.
+			chromedp.MouseClickXY(360, 400), closed,
+			chromedp.Click(`#menu`, chromedp.ByID), opened,
+			chromedp.KeyEvent(kb.Escape), closed,
+			// Closed, the drawer leaves the page usable.
+			send("still works"), until(replied),
 		)
 	})
 }
