@@ -4,11 +4,11 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/gateway/internal/input"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
 
@@ -49,32 +49,7 @@ func (s *Service) originAllowed(origin, host string) bool {
 			return true
 		}
 	}
-	return sameOrigin(o, host)
-}
-
-// sameOrigin reports whether origin names the host:port of hostHeader. A
-// port left out on either side is the scheme's default.
-func sameOrigin(origin, hostHeader string) bool {
-	if hostHeader == "" {
-		return false
-	}
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
-		u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
-		return false
-	}
-	def := "80"
-	if u.Scheme == "https" {
-		def = "443"
-	}
-	withPort := func(hostport string) string {
-		hostport = strings.ToLower(hostport)
-		if h := hostOnly(hostport); h == hostport || "["+h+"]" == hostport {
-			return hostport + ":" + def
-		}
-		return hostport
-	}
-	return withPort(u.Host) == withPort(hostHeader)
+	return input.SameOrigin(o, host)
 }
 
 // normalizeOrigin is an origin as browsers serialise it: lower case, no

@@ -8,7 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
@@ -82,4 +85,45 @@ func (f Fields) OptString(key string) (string, bool, error) {
 		return "", false, protocol.Errorf(protocol.Invalid, "%s must be a string", key)
 	}
 	return v, present, nil
+}
+
+// SameOrigin reports whether origin (a request's Origin header) names the
+// host:port of hostHeader (its Host, already judged by the gateway's Host
+// check): the server's own page. A port left out on either side is the
+// scheme's default, so an https page behind a TLS-terminating proxy is
+// its server's own too. The edge's origin rule and the MCP configuration
+// routes both ask this one question.
+func SameOrigin(origin, hostHeader string) bool {
+	if hostHeader == "" {
+		return false
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
+		return false
+	}
+	def := "80"
+	if u.Scheme == "https" {
+		def = "443"
+	}
+	withPort := func(hostport string) string {
+		hostport = strings.ToLower(hostport)
+		if h := hostOnly(hostport); h == hostport || "["+h+"]" == hostport {
+			return hostport + ":" + def
+		}
+		return hostport
+	}
+	return withPort(u.Host) == withPort(hostHeader)
+}
+
+// hostOnly is the host of a host[:port] (brackets of an IPv6 literal
+// removed).
+func hostOnly(h string) string {
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		return host
+	}
+	if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+		return h[1 : len(h)-1]
+	}
+	return h
 }

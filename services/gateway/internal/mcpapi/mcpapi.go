@@ -13,8 +13,6 @@ package mcpapi
 import (
 	"encoding/json"
 	"net/http"
-	"net/url"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -74,14 +72,7 @@ func trustedCaller(r *http.Request) bool {
 		return false
 	}
 	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	// The scheme is not compared: behind a TLS-terminating proxy the
-	// server sees http while its page is https; the host is what names it.
-	u, err := url.Parse(origin)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
-		r.Host != "" && strings.EqualFold(u.Host, r.Host)
+	return origin == "" || input.SameOrigin(origin, r.Host)
 }
 
 // workspaceServers answers {"mcpServers": {...}}, the workspace's own
