@@ -183,9 +183,8 @@ func model(t *testing.T, reply func(last string) llmtest.Response) *llmtest.Serv
 		if last.Role == "tool" {
 			return llmtest.Reply("I wrote the file. It now reads:\n\n", "```text\n", "hello from the browser test\n", "```\n\nAnything else?")
 		}
-		if _, rest, ok := strings.Cut(last.Content, "CALL "); ok {
-			tool, args, _ := strings.Cut(strings.TrimSpace(rest), " ")
-			return llmtest.Response{Steps: llmtest.ToolCall(0, "call_1", tool, args, 2)}
+		if resp, ok := llmtest.CallDirective(last.Content); ok {
+			return resp
 		}
 		return reply(last.Content)
 	}))
