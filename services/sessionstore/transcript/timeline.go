@@ -208,6 +208,7 @@ var toolPatterns = []toolPattern{
 	{regexp.MustCompile(`Checking git diff`), "git_diff"},
 	{regexp.MustCompile(`Checking git log`), "git_log"},
 	{regexp.MustCompile(`Creating git commit`), "git_commit"},
+	{regexp.MustCompile(`Managing git branches`), "git_branch"},
 	{regexp.MustCompile(`Creating plan: "([^"]*)"`), "create_plan"},
 	{regexp.MustCompile(`Adding plan step`), "add_plan_step"},
 	{regexp.MustCompile(`Executing plan step`), "execute_step"},

@@ -54,6 +54,8 @@ func DescribeToolUse(name string, input map[string]any) string {
 		return "Checking git log..."
 	case "git_commit":
 		return "Creating git commit..."
+	case "git_branch":
+		return "Managing git branches..."
 	case "create_plan":
 		return `Creating plan: "` + f("title") + `"...`
 	case "add_plan_step":

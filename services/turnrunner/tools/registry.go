@@ -121,6 +121,7 @@ func NewRegistry(cfg Config) *Registry {
 		builtins = append(builtins, bashTool{cfg: cfg})
 	}
 	builtins = append(builtins, saveMemoryTool{}, searchMemoryTool{}, generateDocxTool{}, webFetchTool{cfg: cfg})
+	builtins = append(builtins, gitStatusTool{}, gitDiffTool{}, gitLogTool{}, gitCommitTool{}, gitBranchTool{})
 	for _, t := range builtins {
 		if err := r.Register(t); err != nil {
 			panic(err) // built-in names are unique; a clash is a programming error
