@@ -26,6 +26,9 @@ type Env struct {
 	Workspace string
 	// Memory backs save_memory and search_memory; nil hides them.
 	Memory Memory
+	// WebSearch is config.json's web search provider, read for this turn;
+	// without a usable one web_search is not offered.
+	WebSearch WebSearchConfig
 }
 
 // Tool is one capability the model can call. Decode turns the model's JSON
@@ -122,6 +125,7 @@ func NewRegistry(cfg Config) *Registry {
 	}
 	builtins = append(builtins, saveMemoryTool{}, searchMemoryTool{}, generateDocxTool{}, webFetchTool{cfg: cfg})
 	builtins = append(builtins, gitStatusTool{}, gitDiffTool{}, gitLogTool{}, gitCommitTool{}, gitBranchTool{})
+	builtins = append(builtins, webSearchTool{})
 	for _, t := range builtins {
 		if err := r.Register(t); err != nil {
 			panic(err) // built-in names are unique; a clash is a programming error

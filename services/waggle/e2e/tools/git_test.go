@@ -65,6 +65,10 @@ func TestGitStatusDiffCommit(t *testing.T) {
 			t.Errorf("%s not offered to the model", name)
 		}
 	}
+	// No config.json here: no search provider, so no web_search.
+	if slices.Contains(offeredTools(llm), "web_search") {
+		t.Error("web_search offered without a configured provider")
+	}
 	runChat(t, p, "repo", "git_diff", map[string]any{"file": "plan.md"})
 	res := toolResults(llm)
 	if len(res) != 2 || !strings.Contains(res[0], "## main") || !strings.Contains(res[0], " M plan.md") {
