@@ -31,6 +31,7 @@ const (
 	ToolReadOtherWorkspaceFile = "read_other_workspace_file"
 	ToolWebFetch               = "web_fetch"
 	ToolGitBranch              = "git_branch"
+	ToolGenerateXlsx           = "generate_xlsx"
 )
 
 // connectorPrefix starts the name of every connector tool:
@@ -43,6 +44,7 @@ var alwaysConfirm = map[string]bool{
 	ToolWriteFile:              true,
 	ToolEditFile:               true,
 	ToolGenerateDocx:           true,
+	ToolGenerateXlsx:           true,
 	ToolGitCommit:              true,
 	ToolGitPush:                true,
 	ToolGitPR:                  true,
@@ -64,6 +66,7 @@ var trustedAutopass = map[string]bool{
 	ToolReadOtherWorkspaceFile: true,
 	ToolBash:                   true,
 	ToolGitBranch:              true,
+	ToolGenerateXlsx:           true,
 }
 
 // connectorWrite marks connector tools whose name says they change

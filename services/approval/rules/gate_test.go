@@ -20,6 +20,8 @@ func TestNeedsConfirmationTools(t *testing.T) {
 		{ToolWriteFile, map[string]any{"path": "a.txt"}, true},
 		{ToolEditFile, nil, true},
 		{ToolGenerateDocx, nil, true},
+		{ToolGenerateXlsx, nil, true},
+		{"read_document", map[string]any{"path": "a.pdf"}, false},
 		{ToolGitCommit, nil, true},
 		{ToolGitPush, nil, true},
 		{ToolGitPR, nil, true},

@@ -214,6 +214,8 @@ var toolPatterns = []toolPattern{
 	{regexp.MustCompile(`Executing plan step`), "execute_step"},
 	{regexp.MustCompile(`Showing current plan`), "show_plan"},
 	{regexp.MustCompile(`Generating document: (.+?)\.\.\.`), "generate_docx"},
+	{regexp.MustCompile(`Generating spreadsheet: (.+?)\.\.\.`), "generate_xlsx"},
+	{regexp.MustCompile(`Reading document: (.+?)\.\.\.`), "read_document"},
 	{regexp.MustCompile(`Checking installed skills`), "list_skills"},
 	{regexp.MustCompile(`Creating skill: (.+?)\.\.\.`), "create_skill"},
 	{regexp.MustCompile(`Deleting skill: (.+?)\.\.\.`), "delete_skill"},

@@ -125,7 +125,7 @@ func NewRegistry(cfg Config) *Registry {
 	}
 	builtins = append(builtins, saveMemoryTool{}, searchMemoryTool{}, generateDocxTool{}, webFetchTool{cfg: cfg})
 	builtins = append(builtins, gitStatusTool{}, gitDiffTool{}, gitLogTool{}, gitCommitTool{}, gitBranchTool{})
-	builtins = append(builtins, webSearchTool{})
+	builtins = append(builtins, webSearchTool{}, readDocumentTool{}, generateXlsxTool{})
 	for _, t := range builtins {
 		if err := r.Register(t); err != nil {
 			panic(err) // built-in names are unique; a clash is a programming error

@@ -26,7 +26,8 @@ func (s stubTool) Decode(input json.RawMessage) (Call, error) {
 func TestNewRegistryBuiltins(t *testing.T) {
 	all := []string{"read_file", "write_file", "edit_file", "list_files", "search_files", "search_content",
 		"bash", "save_memory", "search_memory", "generate_docx", "web_fetch",
-		"git_status", "git_diff", "git_log", "git_commit", "git_branch", "web_search"}
+		"git_status", "git_diff", "git_log", "git_commit", "git_branch", "web_search",
+		"read_document", "generate_xlsx"}
 	if got := NewRegistry(DefaultConfig()).Names(); !slices.Equal(got, all) {
 		t.Errorf("Names() with bash = %v, want %v", got, all)
 	}

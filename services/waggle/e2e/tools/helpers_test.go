@@ -2,7 +2,6 @@ package tools
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -119,30 +118,4 @@ type approval struct {
 	RequestID string          `json:"requestId"`
 	ToolName  string          `json:"toolName"`
 	Input     json.RawMessage `json:"input"`
-}
-
-// approveNext reads the stream to its approval_required event, checks it
-// is for tool, approves it and reads the stream to its end.
-func approveNext(t *testing.T, p *waggletest.Proc, st *waggletest.Stream, tool string) (approval, []waggletest.Event) {
-	t.Helper()
-	evs := until(t, st, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
-	last := evs[len(evs)-1]
-	if last.Name != protocol.EventApprovalRequired {
-		t.Fatalf("%s ran without asking: ended at %s, steps %q", tool, last.Name, steps(evs))
-	}
-	var a approval
-	last.Decode(t, &a)
-	if a.ToolName != tool {
-		t.Fatalf("approval asked for %s, want %s", a.ToolName, tool)
-	}
-	resp := p.Do(t, "POST", "/api/approval/"+a.RequestID, map[string]any{"approved": true})
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("approve: %d", resp.StatusCode)
-	}
-	rest := st.All(t)
-	if end := rest[len(rest)-1]; end.Name != protocol.EventDone {
-		t.Fatalf("turn ended with %s", end.Name)
-	}
-	return a, append(evs, rest...)
 }
