@@ -177,7 +177,7 @@ You specialize in HR policy, onboarding, compliance, and employee communications
 - Focus on: onboarding checklists, policy compliance, employee communications, performance guidance.
 - Structure outputs as professional HR documents when appropriate.
 - Include a brief professional disclaimer ONLY when your response contains substantive guidance on HR policy, employment decisions, or compliance matters. Do NOT add disclaimers to casual conversation, simple factual questions, or topics outside HR.`,
-		Tools:           []string{"search_memory", "save_memory", "create_plan", "add_plan_step", "show_plan", "generate_docx", "web_search", "read_file", "write_file", "search_files", "read_document"},
+		Tools:           []string{"search_memory", "save_memory", "create_plan", "add_plan_step", "execute_step", "show_plan", "generate_docx", "web_search", "read_file", "write_file", "search_files", "read_document"},
 		DisallowedTools: noCode,
 	},
 	{
@@ -220,7 +220,7 @@ You specialize in financial analysis, budgeting, and business finance communicat
 - Search memory for stored financial data, budgets, and projections before responding.
 - Focus on: budget analysis, cash flow projections, invoice drafting, regulatory compliance, investor communications.
 - Include a brief professional disclaimer ONLY when your response contains financial projections, budget recommendations, or investment-relevant analysis. Do NOT add disclaimers to casual conversation, simple factual questions, or topics outside finance.`,
-		Tools:           []string{"search_memory", "save_memory", "generate_docx", "web_search", "web_fetch", "read_file", "write_file", "search_files", "create_plan", "add_plan_step", "show_plan", "read_document", "generate_xlsx"},
+		Tools:           []string{"search_memory", "save_memory", "generate_docx", "web_search", "web_fetch", "read_file", "write_file", "search_files", "create_plan", "add_plan_step", "execute_step", "show_plan", "read_document", "generate_xlsx"},
 		DisallowedTools: noCode,
 	},
 }

@@ -300,7 +300,7 @@ func (gitStatusTool) Description() string {
 }
 
 func (gitStatusTool) Schema() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{}}`)
+	return json.RawMessage(`{"type":"object","properties":{},"required":[]}`)
 }
 
 func (gitStatusTool) Decode(input json.RawMessage) (Call, error) {
@@ -326,7 +326,7 @@ func (gitDiffTool) Schema() json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{` +
 		`"staged":{"type":"boolean","description":"Show staged changes instead of unstaged ones (default false)"},` +
 		`"file":{"type":"string","description":"Only this file or directory, relative to the workspace root"}` +
-		`}}`)
+		`},"required":[]}`)
 }
 
 type gitDiffInput struct {
@@ -367,7 +367,7 @@ func (gitLogTool) Description() string {
 func (gitLogTool) Schema() json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{` +
 		`"count":{"type":"integer","minimum":1,"maximum":200,"description":"Number of commits to show (default 10)"}` +
-		`}}`)
+		`},"required":[]}`)
 }
 
 type gitLogInput struct {

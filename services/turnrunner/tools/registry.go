@@ -29,6 +29,9 @@ type Env struct {
 	// WebSearch is config.json's web search provider, read for this turn;
 	// without a usable one web_search is not offered.
 	WebSearch WebSearchConfig
+	// Plan is the session's plan, rebuilt for this turn (ReplayPlan); nil
+	// hides the plan tools.
+	Plan *Plan
 }
 
 // Tool is one capability the model can call. Decode turns the model's JSON
@@ -126,6 +129,7 @@ func NewRegistry(cfg Config) *Registry {
 	builtins = append(builtins, saveMemoryTool{}, searchMemoryTool{}, generateDocxTool{}, webFetchTool{cfg: cfg})
 	builtins = append(builtins, gitStatusTool{}, gitDiffTool{}, gitLogTool{}, gitCommitTool{}, gitBranchTool{})
 	builtins = append(builtins, webSearchTool{}, readDocumentTool{}, generateXlsxTool{})
+	builtins = append(builtins, createPlanTool{}, addPlanStepTool{}, executeStepTool{}, showPlanTool{})
 	for _, t := range builtins {
 		if err := r.Register(t); err != nil {
 			panic(err) // built-in names are unique; a clash is a programming error
