@@ -253,8 +253,8 @@ func runResearch(ctx context.Context, topic string, env Env) (string, error) {
 			"3. Reviewer agent validates accuracy and completeness\n\n" +
 			"Topic: " + topic + "\n\nStarting now...\n\n" +
 			webSearchOff + " Begin your answer by telling the user that web search is not configured, so this research " +
-			"covers memory and the workspace only. Use search_memory for existing knowledge, search_content and read_file " +
-			"for the workspace's files, and web_fetch for any URL the user gave. " +
+			"covers memory and the workspace only. Research the following topic thoroughly. Use search_memory for existing " +
+			"knowledge, search_content and read_file for the workspace's files, and web_fetch for any URL the user gave. " +
 			"Provide a comprehensive summary with key findings, sources, and implications:\n\n" + topic), nil
 	}
 	return reroute("I'll research this using the Research Team workflow:\n" +
