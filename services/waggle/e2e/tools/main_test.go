@@ -7,7 +7,10 @@
 // model was given, the change on disk.
 //
 // Files by tool: git_test.go (git_status, git_diff, git_commit,
-// git_branch).
+// git_branch), websearch_test.go (web_search against local fakes of
+// SearXNG, Brave and Tavily; /research), documents_test.go (read_document,
+// generate_xlsx), plan_test.go (plans across a kill -9),
+// governance_test.go (a team policy blocking the new tools; PostgreSQL).
 package tools
 
 import (
