@@ -87,6 +87,12 @@ type repo struct {
 	gitDir   string
 	home     string   // an empty directory given to git as HOME
 	extraEnv []string // the committer, when the repository names none
+	// sandbox, when set, is the bubblewrap binary git runs under (team
+	// servers: Config.BashSandbox), with hide hidden as for bash — a
+	// second wall around whatever git might run that the overrides and
+	// the config check did not foresee.
+	sandbox string
+	hide    []string
 }
 
 // openRepo checks that env.FilesDir is a real directory holding a real
@@ -94,7 +100,7 @@ type repo struct {
 // linked worktree or a repository borrowing objects from another), that
 // its config runs no programs, and prepares an empty HOME. The caller
 // calls close.
-func openRepo(env Env) (*repo, error) {
+func openRepo(env Env, cfg Config) (*repo, error) {
 	if env.FilesDir == "" || !filepath.IsAbs(env.FilesDir) {
 		return nil, errNoFilesDir
 	}
@@ -125,7 +131,7 @@ func openRepo(env Env) (*repo, error) {
 	if err != nil {
 		return nil, errors.New("git cannot be run: no temporary directory")
 	}
-	r := &repo{workTree: env.FilesDir, gitDir: gitDir, home: home}
+	r := &repo{workTree: env.FilesDir, gitDir: gitDir, home: home, sandbox: cfg.BashSandbox, hide: cfg.SandboxHide}
 	if err := r.checkConfig(); err != nil {
 		r.close()
 		return nil, err
@@ -198,6 +204,11 @@ func (r *repo) exec(ctx context.Context, stdin io.Reader, args ...string) (out s
 	}
 	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, gitBinary(), full...)
+	if r.sandbox != "" {
+		// HOME lies in the host's /tmp, which the sandbox replaces with an
+		// empty tmpfs: git finds no home config there either.
+		cmd = exec.CommandContext(ctx, r.sandbox, append(append(sandboxPrefix(r.workTree, r.hide), gitBinary()), full...)...)
+	}
 	cmd.Dir = r.workTree
 	cmd.Env = r.env()
 	cmd.Stdin = stdin
@@ -242,8 +253,8 @@ func (r *repo) run(ctx context.Context, stdin io.Reader, empty string, args ...s
 func gitBinary() string { return "git" }
 
 // withRepo opens the workspace's repository for one call.
-func withRepo(ctx context.Context, env Env, f func(ctx context.Context, r *repo) (string, error)) (string, error) {
-	r, err := openRepo(env)
+func withRepo(ctx context.Context, env Env, cfg Config, f func(ctx context.Context, r *repo) (string, error)) (string, error) {
+	r, err := openRepo(env, cfg)
 	if err != nil {
 		return "", err
 	}
@@ -296,7 +307,7 @@ type noArgs struct{}
 
 // --- git_status ---
 
-type gitStatusTool struct{}
+type gitStatusTool struct{ cfg Config }
 
 func (gitStatusTool) Name() string { return "git_status" }
 
@@ -308,9 +319,9 @@ func (gitStatusTool) Schema() json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{},"required":[]}`)
 }
 
-func (gitStatusTool) Decode(input json.RawMessage) (Call, error) {
+func (t gitStatusTool) Decode(input json.RawMessage) (Call, error) {
 	return decodeCall(input, func(ctx context.Context, env Env, _ *noArgs) (string, error) {
-		return withRepo(ctx, env, func(ctx context.Context, r *repo) (string, error) {
+		return withRepo(ctx, env, t.cfg, func(ctx context.Context, r *repo) (string, error) {
 			return r.run(ctx, nil, "(clean)", "status", "--short", "--branch", "--untracked-files=normal", "--ignore-submodules=all")
 		})
 	})
@@ -318,7 +329,7 @@ func (gitStatusTool) Decode(input json.RawMessage) (Call, error) {
 
 // --- git_diff ---
 
-type gitDiffTool struct{}
+type gitDiffTool struct{ cfg Config }
 
 func (gitDiffTool) Name() string { return "git_diff" }
 
@@ -339,7 +350,7 @@ type gitDiffInput struct {
 	File   string   `json:"file,omitempty"`
 }
 
-func (gitDiffTool) Decode(input json.RawMessage) (Call, error) {
+func (t gitDiffTool) Decode(input json.RawMessage) (Call, error) {
 	return decodeCall(input, func(ctx context.Context, env Env, in *gitDiffInput) (string, error) {
 		args := []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=all"}
 		if in.Staged != nil && bool(*in.Staged) {
@@ -353,7 +364,7 @@ func (gitDiffTool) Decode(input json.RawMessage) (Call, error) {
 			}
 			args = append(args, rel)
 		}
-		return withRepo(ctx, env, func(ctx context.Context, r *repo) (string, error) {
+		return withRepo(ctx, env, t.cfg, func(ctx context.Context, r *repo) (string, error) {
 			return r.run(ctx, nil, "(no changes)", args...)
 		})
 	})
@@ -361,7 +372,7 @@ func (gitDiffTool) Decode(input json.RawMessage) (Call, error) {
 
 // --- git_log ---
 
-type gitLogTool struct{}
+type gitLogTool struct{ cfg Config }
 
 func (gitLogTool) Name() string { return "git_log" }
 
@@ -386,13 +397,13 @@ func (in *gitLogInput) validate() error {
 	return nil
 }
 
-func (gitLogTool) Decode(input json.RawMessage) (Call, error) {
+func (t gitLogTool) Decode(input json.RawMessage) (Call, error) {
 	return decodeCall(input, func(ctx context.Context, env Env, in *gitLogInput) (string, error) {
 		n := defaultGitLogCount
 		if in.Count != nil {
 			n = int(*in.Count)
 		}
-		return withRepo(ctx, env, func(ctx context.Context, r *repo) (string, error) {
+		return withRepo(ctx, env, t.cfg, func(ctx context.Context, r *repo) (string, error) {
 			out, code, err := r.exec(ctx, nil, "log", "--no-color", "--no-ext-diff", "--no-textconv",
 				fmt.Sprintf("--max-count=%d", n), "--format=%h %ad %an: %s", "--date=short", "--")
 			if err != nil {
@@ -414,7 +425,7 @@ func (gitLogTool) Decode(input json.RawMessage) (Call, error) {
 
 // --- git_commit ---
 
-type gitCommitTool struct{}
+type gitCommitTool struct{ cfg Config }
 
 func (gitCommitTool) Name() string { return "git_commit" }
 
@@ -453,7 +464,7 @@ func (in *gitCommitInput) validate() error {
 	return nil
 }
 
-func (gitCommitTool) Decode(input json.RawMessage) (Call, error) {
+func (t gitCommitTool) Decode(input json.RawMessage) (Call, error) {
 	return decodeCall(input, func(ctx context.Context, env Env, in *gitCommitInput) (string, error) {
 		add := []string{"add", "--all", "--"}
 		for _, f := range in.Files {
@@ -463,7 +474,7 @@ func (gitCommitTool) Decode(input json.RawMessage) (Call, error) {
 			}
 			add = append(add, rel)
 		}
-		return withRepo(ctx, env, func(ctx context.Context, r *repo) (string, error) {
+		return withRepo(ctx, env, t.cfg, func(ctx context.Context, r *repo) (string, error) {
 			if _, err := r.run(ctx, nil, "", add...); err != nil {
 				return "", err
 			}
@@ -488,7 +499,7 @@ func (r *repo) setIdentity(ctx context.Context) {
 
 // --- git_branch ---
 
-type gitBranchTool struct{}
+type gitBranchTool struct{ cfg Config }
 
 func (gitBranchTool) Name() string { return "git_branch" }
 
@@ -539,9 +550,9 @@ func (in *gitBranchInput) validate() error {
 	return nil
 }
 
-func (gitBranchTool) Decode(input json.RawMessage) (Call, error) {
+func (t gitBranchTool) Decode(input json.RawMessage) (Call, error) {
 	return decodeCall(input, func(ctx context.Context, env Env, in *gitBranchInput) (string, error) {
-		return withRepo(ctx, env, func(ctx context.Context, r *repo) (string, error) {
+		return withRepo(ctx, env, t.cfg, func(ctx context.Context, r *repo) (string, error) {
 			switch in.Action {
 			case "list":
 				return r.run(ctx, nil, "(no branches yet)", "branch", "--list", "--no-color", "--format=%(HEAD) %(refname:short)")

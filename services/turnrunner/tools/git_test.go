@@ -179,3 +179,38 @@ func TestGitOutputIsLimited(t *testing.T) {
 		t.Errorf("diff of %d bytes, want at most about %d with a truncation note", len(diff), gitOutputLimit)
 	}
 }
+
+// TestGitSandboxed: on a team server (BashSandbox set) git runs under
+// bubblewrap and still reads and commits in the workspace; a commit
+// there cannot touch another workspace of the data dir.
+func TestGitSandboxed(t *testing.T) {
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("bwrap is not installed: .ci/run installs bubblewrap")
+		}
+		t.Skip("bwrap not installed (apt-get install bubblewrap)")
+	}
+	data := t.TempDir()
+	env := Env{FilesDir: filepath.Join(data, "workspaces", "a", "files"), Workspace: "a"}
+	other := filepath.Join(data, "workspaces", "b", "files")
+	writeTree(t, env.FilesDir, map[string]string{"README.md": "hello\n"})
+	writeTree(t, other, map[string]string{"secret.txt": "other team\n"})
+	gitT(t, env.FilesDir, "init", "--quiet", "--initial-branch=main")
+	cfg := Config{BashSandbox: bwrap, SandboxHide: []string{data}}
+	if _, err := callWith(t, cfg, env, "git_commit", map[string]any{"message": "first"}); err != nil {
+		t.Fatalf("sandboxed git_commit: %v", err)
+	}
+	st, err := callWith(t, cfg, env, "git_log", nil)
+	if err != nil || !strings.Contains(st, "Waggle: first") {
+		t.Fatalf("sandboxed git_log = %q, %v", st, err)
+	}
+	// The files directory must be a repository of its own: pointing
+	// the workspace at the other one's path through a symlink is refused.
+	if err := os.Symlink(other, filepath.Join(data, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := callWith(t, cfg, Env{FilesDir: filepath.Join(data, "link")}, "git_status", nil); err == nil {
+		t.Errorf("git_status through a symlinked workspace: %q", out)
+	}
+}

@@ -127,7 +127,7 @@ func NewRegistry(cfg Config) *Registry {
 		builtins = append(builtins, bashTool{cfg: cfg})
 	}
 	builtins = append(builtins, saveMemoryTool{}, searchMemoryTool{}, generateDocxTool{}, webFetchTool{cfg: cfg})
-	builtins = append(builtins, gitStatusTool{}, gitDiffTool{}, gitLogTool{}, gitCommitTool{}, gitBranchTool{})
+	builtins = append(builtins, gitStatusTool{cfg}, gitDiffTool{cfg}, gitLogTool{cfg}, gitCommitTool{cfg}, gitBranchTool{cfg})
 	builtins = append(builtins, webSearchTool{}, readDocumentTool{}, generateXlsxTool{})
 	builtins = append(builtins, createPlanTool{}, addPlanStepTool{}, executeStepTool{}, showPlanTool{})
 	for _, t := range builtins {
