@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/waggle-os/core/libs/pgtest"
@@ -18,7 +19,8 @@ import (
 // blocks git_commit, web_search and read_document for members has none
 // of them offered to a member's model, and a member's model that calls
 // git_commit anyway gets the governance text while the repository keeps
-// its history; the team's owner is offered all three.
+// its history; the team's owner is offered all three and her git_status
+// runs.
 func TestTeamPolicyBlocksNewTools(t *testing.T) {
 	fake := newFakeSearch(t, "searxng")
 	llm := callerModel(t)
@@ -72,7 +74,12 @@ func TestTeamPolicyBlocksNewTools(t *testing.T) {
 		t.Fatal("the blocked git_commit committed")
 	}
 
-	waggletest.NewStream(p.Do(t, "POST", "/api/chat", map[string]any{"message": "hello", "workspace": wsID}, "Authorization", olga)).All(t)
+	// The owner's git_status runs (under the team server's bubblewrap
+	// sandbox where it is installed) and sees the member's change.
+	waggletest.NewStream(p.Do(t, "POST", "/api/chat", callChat(wsID, "git_status", map[string]any{}), "Authorization", olga)).All(t)
+	if res := toolResults(llm); len(res) != 2 || !strings.Contains(res[1], " M plan.md") {
+		t.Errorf("owner's git_status: %q", res)
+	}
 	offered = offeredTools(llm)
 	for _, name := range []string{"git_commit", "web_search", "read_document"} {
 		if !slices.Contains(offered, name) {
