@@ -10,7 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/ownership"
 )
@@ -43,14 +42,16 @@ var errHandover = errors.New("turn handed over")
 // queues (or checks them).
 func (s *Service) ensureBuckets(ctx context.Context) error {
 	replicas := max(s.cfg.Stream.Replicas, 1)
-	leases, err := bus.EnsureKeyValue(ctx, s.js, jetstream.KeyValueConfig{
+	// Both buckets are coordination state: no fsync per write
+	// (ownership.EnsureBucket).
+	leases, err := ownership.EnsureBucket(ctx, s.js, jetstream.KeyValueConfig{
 		Bucket:      protocol.BucketTurnLeases,
 		Description: "One lease per running turn: the request, its runner, renewed every second",
 		History:     1,
 		TTL:         protocol.LeaseMaxAge,
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
-	})
+	}, s.log)
 	if err != nil {
 		return fmt.Errorf("turnrunner: bucket %s: %w", protocol.BucketTurnLeases, err)
 	}
@@ -63,14 +64,14 @@ func (s *Service) ensureBuckets(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
-	runners, err := bus.EnsureKeyValue(ctx, s.js, jetstream.KeyValueConfig{
+	runners, err := ownership.EnsureBucket(ctx, s.js, jetstream.KeyValueConfig{
 		Bucket:      protocol.BucketRunners,
 		Description: "One entry per live turn runner, rewritten every second: it keeps the runner's leases alive",
 		History:     1,
 		TTL:         protocol.RunnerMaxAge,
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
-	})
+	}, s.log)
 	if err != nil {
 		return fmt.Errorf("turnrunner: bucket %s: %w", protocol.BucketRunners, err)
 	}
