@@ -49,6 +49,9 @@ var (
 	// ReapTurn looks at one quiet turn, and ends it when it is orphaned and
 	// the request says so (reap.go). A bad turn id is Invalid.
 	ReapTurn = Endpoint[ReapRequest, ReapReply]{ServiceTurnRunner, "reap", "waggle.turn.cmd.reap"}
+	// LookupTurn tells whether a turn exists, its state, its owner and its
+	// workspace (turninfo.go).
+	LookupTurn = Endpoint[TurnInfoRequest, TurnInfo]{ServiceTurnRunner, "info", "waggle.turn.cmd.info"}
 	// ListMCPServers lists the MCP servers a workspace's turns can use,
 	// with their state and tools.
 	ListMCPServers = Endpoint[MCPServersRequest, MCPServersReply]{ServiceMCP, "servers", "waggle.mcp.cmd.servers"}
