@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/ownership"
 )
 
 // turnInfo answers protocol.LookupTurn from what the runners own: the
@@ -37,7 +38,7 @@ func (s *Service) lookUpTurn(ctx context.Context, turnID string) (protocol.TurnI
 	e, err := s.leases.Get(ctx, turnID)
 	switch {
 	case err == nil:
-		var l protocol.TurnLease
+		var l ownership.Lease
 		if json.Unmarshal(e.Value(), &l) == nil && l.Request.TurnID == turnID {
 			leased = true
 			info.State, info.Runner, info.Workspace = protocol.TurnRunning, l.Runner, l.Request.Workspace

@@ -3,13 +3,18 @@ package turnrunner
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/waitfor"
+	"github.com/waggle-os/core/services/turnrunner/ownership"
 )
 
 // startMarker stores a turn's start marker naming its workspace.
@@ -75,5 +80,50 @@ func TestLookupTurn(t *testing.T) {
 	}
 	if _, err := e.info("a b"); protocol.KindOf(err) != protocol.Invalid {
 		t.Fatalf("bad id: %v, want Invalid", err)
+	}
+}
+
+// TestRunnerEndsAnOrphan: a turn given up by its runner that no runner
+// can take over (this one is full) is ended by a runner, once: its lease
+// is removed and its stream gets the orphan error with the turn's end
+// id, so its followers — who only watch the stream — stop.
+func TestRunnerEndsAnOrphan(t *testing.T) {
+	e := newReapEnv(t)
+	s := New(Config{DataDir: t.TempDir(), LLMURL: "http://127.0.0.1:9/v1", RunnerID: "full-runner", MaxTurns: 1, orphanAfter: 50 * time.Millisecond},
+		bus.Dialer(e.srv.Dial), slog.New(slog.DiscardHandler))
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Stop(ctx)
+	})
+	s.slots <- struct{}{} // full: it cannot take the turn over
+	var err error
+	if e.leases, err = e.js.KeyValue(context.Background(), ownership.BucketLeases); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(ownership.Lease{Request: protocol.TurnRequest{TurnID: "t-orphan", Workspace: "ws", Session: "s1", Message: "hi"},
+		Released: true, Accepted: time.Now().UnixMilli()})
+	if _, err := e.leases.Put(context.Background(), "t-orphan", body); err != nil {
+		t.Fatal(err)
+	}
+	e.event("t-orphan", protocol.EventToken, "")
+	waitfor.True(t, "the orphan's end in its stream", func() bool {
+		m, _ := e.last("t-orphan")
+		return m != nil && protocol.IsTerminal(m.Header.Get(protocol.HeaderEvent))
+	})
+	m, n := e.last("t-orphan")
+	var data protocol.ErrorData
+	_ = json.Unmarshal(m.Data, &data)
+	if m.Header.Get(protocol.HeaderEvent) != protocol.EventError || data.Message != protocol.TurnOrphanedText || n != 2 {
+		t.Fatalf("the turn ended with %s %q after %d events", m.Header.Get(protocol.HeaderEvent), data.Message, n)
+	}
+	if _, err := e.leases.Get(context.Background(), "t-orphan"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("the orphan's lease: %v, want gone", err)
+	}
+	if got, err := e.info("t-orphan"); err != nil || got.State != protocol.TurnEnded {
+		t.Fatalf("after the end: %+v %v", got, err)
 	}
 }

@@ -76,7 +76,7 @@ type Config struct {
 	// lease is written before it joins.
 	Alive func(ctx context.Context, turnID string) (bool, error)
 	// Poll is how often a runner with waiting turns checks that the
-	// session's holder is alive (protocol.LeaseHeartbeat in production).
+	// session's holder is alive (Heartbeat in production).
 	Poll time.Duration
 	// Logger gets warnings (slog.Default when nil).
 	Logger *slog.Logger
