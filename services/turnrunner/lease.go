@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/ownership"
 )
@@ -42,16 +43,19 @@ var errHandover = errors.New("turn handed over")
 // queues (or checks them).
 func (s *Service) ensureBuckets(ctx context.Context) error {
 	replicas := max(s.cfg.Stream.Replicas, 1)
-	// Both buckets are coordination state: no fsync per write
-	// (ownership.EnsureBucket).
-	leases, err := ownership.EnsureBucket(ctx, s.js, jetstream.KeyValueConfig{
+	// The leases are fsynced: after a crash of NATS itself they are what
+	// says which accepted turns to run again (the recovery rule in
+	// docs/architecture.md); until the session store can say it instead,
+	// a lease acknowledged and lost in NATS's flush window would lose its
+	// turn. The heartbeats are not: each is rewritten a second later.
+	leases, err := bus.EnsureKeyValue(ctx, s.js, jetstream.KeyValueConfig{
 		Bucket:      ownership.BucketLeases,
 		Description: "One lease per running turn: the request, its runner, renewed every second",
 		History:     1,
 		TTL:         ownership.LeaseMaxAge,
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
-	}, s.log)
+	})
 	if err != nil {
 		return fmt.Errorf("turnrunner: bucket %s: %w", ownership.BucketLeases, err)
 	}

@@ -13,7 +13,9 @@ import (
 )
 
 // EnsureBucket creates (or updates) a key-value bucket of coordination
-// state — turn leases, runner heartbeats — that costs no fsync per write.
+// state that costs no fsync per write: the runners' heartbeats, rewritten
+// every second (a write lost in a crash of NATS is replaced by the next).
+// The turn leases are not such state yet (see the recovery rule).
 //
 // A single-replica bucket is made as its stream by hand, with the same
 // configuration nats.go gives a bucket plus the asynchronous persist mode:
