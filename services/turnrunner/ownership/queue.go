@@ -93,8 +93,8 @@ type Queue struct {
 	watches map[string]*watch // by subject, while someone on this runner needs them
 	// idle maps a session's subject to a done record at which its log
 	// replays to empty, as this runner's compaction saw it (Enter).
-	idle map[string]uint64
-	closed  bool
+	idle   map[string]uint64
+	closed bool
 	// compactions run after Leave; Close waits for them.
 	compactions sync.WaitGroup
 }
