@@ -19,7 +19,7 @@ import (
 )
 
 // reapEnv is a real runner on an embedded NATS server and a connection
-// that plays the gateway, the other runners (their leases and heartbeats)
+// that plays the gateway, the other runners (their leases)
 // and the turns' past events. The claim loop's and the look-up's tests
 // share it.
 type reapEnv struct {
@@ -28,7 +28,6 @@ type reapEnv struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	leases jetstream.KeyValue
-	beats  jetstream.KeyValue
 }
 
 func newReapEnv(t *testing.T) *reapEnv {
@@ -65,9 +64,6 @@ func (e *reapEnv) startRunner(claims bool) *Service {
 	if e.leases, err = e.js.KeyValue(ctx, ownership.BucketLeases); err != nil {
 		e.t.Fatal(err)
 	}
-	if e.beats, err = e.js.KeyValue(ctx, ownership.BucketRunners); err != nil {
-		e.t.Fatal(err)
-	}
 	return s
 }
 
@@ -78,17 +74,6 @@ func (e *reapEnv) lease(turnID, runner, incarnation string) uint64 {
 	body, _ := json.Marshal(ownership.Lease{Request: protocol.TurnRequest{TurnID: turnID, Workspace: "ws", Session: "s1"},
 		Runner: runner, Incarnation: incarnation, Accepted: time.Now().UnixMilli()})
 	rev, err := e.leases.Put(context.Background(), turnID, body)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return rev
-}
-
-// beat writes a runner's heartbeat entry; it returns its revision.
-func (e *reapEnv) beat(runner, incarnation string) uint64 {
-	e.t.Helper()
-	body, _ := json.Marshal(ownership.RunnerBeat{Incarnation: incarnation, Heartbeat: time.Now().UnixMilli()})
-	rev, err := e.beats.Put(context.Background(), runner, body)
 	if err != nil {
 		e.t.Fatal(err)
 	}
