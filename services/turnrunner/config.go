@@ -73,6 +73,9 @@ type Config struct {
 	MaxTurns int
 	// StoreTimeout bounds one session-store request. Default 10s.
 	StoreTimeout time.Duration
+	// orphanAfter is how long a due lease no runner can take stays before
+	// a runner ends its turn (ownership.OrphanAfter; tests shorten it).
+	orphanAfter time.Duration
 
 	// TeamServer says the runner serves a team server (the composition
 	// root sets it when the gateway's --auth is "required"); the "auto"
