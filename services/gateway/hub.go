@@ -43,7 +43,7 @@ func (h *hub) start(ctx context.Context, js jetstream.JetStream) error {
 	}
 	// Bounded in bytes (coalesced events can be large), but never below
 	// one largest message: such a pull would never deliver it.
-	cc, err := cons.Consume(h.dispatch, jetstream.PullMaxBytes(pullBytes(nc.MaxPayload(), hubReadAhead)))
+	cc, err := cons.Consume(h.dispatch, liveness(jetstream.PullMaxBytes(pullBytes(nc.MaxPayload(), hubReadAhead)))...)
 	if err != nil {
 		return fmt.Errorf("gateway: live event consumer: %w", err)
 	}
