@@ -56,6 +56,7 @@ func TestTurnStreamLeaderKilled(t *testing.T) {
 		tokens   int
 		killedAt atomic.Pointer[time.Time]
 		probes   = make(chan []answer, 1)
+		election = make(chan time.Duration, 1)
 	)
 	evs, err := collect(st, 3*time.Minute, func(e timedEvent) {
 		if e.Name != "token" {
@@ -68,6 +69,7 @@ func TestTurnStreamLeaderKilled(t *testing.T) {
 				h.kill(leader)
 				now := time.Now()
 				killedAt.Store(&now)
+				go func() { election <- elected(js, protocol.StreamTurns, leader.name, now, time.Minute) }()
 				probes <- h.probeChats(now, 15*time.Second)
 			}()
 		}
@@ -100,7 +102,7 @@ func TestTurnStreamLeaderKilled(t *testing.T) {
 		t.Errorf("done.content is not the reply: %s", firstDiff(c, want))
 	}
 	pause := longestSilence(evs, *killedAt.Load())
-	t.Logf("pause after killing the turn-stream leader: %s (tokens read before the kill: 300)", pause.Round(time.Millisecond))
+	t.Logf("pause after killing the turn-stream leader: %s; the stream had a new leader after %s", pause.Round(time.Millisecond), (<-election).Round(time.Millisecond))
 
 	checkProbes()
 
@@ -212,7 +214,10 @@ func TestRollingRestart(t *testing.T) {
 		refused []answer
 		stop    = make(chan struct{})
 		ended   = make(chan struct{})
+		halt    = sync.OnceFunc(func() { close(stop); <-ended })
 	)
+	// Stop the turns before the processes stop, also when the test fails.
+	t.Cleanup(halt)
 	completed := func() int {
 		mu.Lock()
 		defer mu.Unlock()
@@ -227,7 +232,13 @@ func TestRollingRestart(t *testing.T) {
 			default:
 			}
 			session := fmt.Sprintf("roll-%d", i)
-			resp := h.do(i%2, http.MethodPost, "/api/chat", map[string]any{"message": "turn " + session, "session": session})
+			resp, err := h.post(i%2, "/api/chat", map[string]any{"message": "turn " + session, "session": session})
+			if err != nil {
+				mu.Lock()
+				turns = append(turns, turn{session, nil, err})
+				mu.Unlock()
+				continue
+			}
 			if resp.StatusCode != http.StatusOK {
 				a := read(resp)
 				mu.Lock()
@@ -235,7 +246,7 @@ func TestRollingRestart(t *testing.T) {
 				mu.Unlock()
 				continue
 			}
-			evs, err := collect(waggletest.NewStream(resp), 2*time.Minute, nil)
+			evs, err := collect(waggletest.NewStream(resp), time.Minute, nil)
 			mu.Lock()
 			turns = append(turns, turn{session, evs, err})
 			mu.Unlock()
@@ -246,14 +257,13 @@ func TestRollingRestart(t *testing.T) {
 		before := completed()
 		h.kill(n)
 		// At least one turn streams with the node down.
-		waitfor.Within(2*time.Minute).Every(100*time.Millisecond).True(t, "a turn done with "+n.name+" down", func() bool { return completed() > before+1 })
+		waitfor.Within(2*time.Minute).Every(100*time.Millisecond).True(t, "two turns ended with "+n.name+" down", func() bool { return completed() > before+1 })
 		h.restart(n)
 		for _, s := range h.streams(js) {
 			h.waitCurrent(js, s)
 		}
 	}
-	close(stop)
-	<-ended
+	halt()
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -298,7 +308,11 @@ func (h *harness) probeChats(from time.Time, d time.Duration) []answer {
 	var out []answer
 	for i := 0; time.Since(from) < d; i++ {
 		msg := fmt.Sprintf("probe %d", i)
-		resp := h.do(i%2, http.MethodPost, "/api/chat", map[string]any{"message": msg, "session": fmt.Sprintf("probe-%d", i)})
+		resp, err := h.post(i%2, "/api/chat", map[string]any{"message": msg, "session": fmt.Sprintf("probe-%d", i)})
+		if err != nil {
+			out = append(out, answer{status: -1, body: err.Error()})
+			continue
+		}
 		if resp.StatusCode != http.StatusOK {
 			out = append(out, read(resp))
 			continue

@@ -9,6 +9,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -370,6 +371,26 @@ func (h *harness) leader(js jetstream.JetStream, stream string) *natsNode {
 	return h.node(name)
 }
 
+// elected returns when stream has a leader other than old (or after
+// d), and how long that took from since. It does not fail the test: it
+// runs beside the test's own reads and only measures.
+func elected(js jetstream.JetStream, stream, old string, since time.Time, d time.Duration) time.Duration {
+	for time.Since(since) < d {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		st, err := js.Stream(ctx, stream)
+		if err == nil {
+			info, err := st.Info(ctx)
+			if err == nil && info.Cluster != nil && info.Cluster.Leader != "" && info.Cluster.Leader != old {
+				cancel()
+				return time.Since(since)
+			}
+		}
+		cancel()
+		time.Sleep(50 * time.Millisecond) // polling interval, not synchronisation
+	}
+	return d
+}
+
 // waitCurrent waits until stream has a leader and every replica is
 // current: the cluster is whole again.
 func (h *harness) waitCurrent(js jetstream.JetStream, stream string) {
@@ -411,6 +432,16 @@ func (h *harness) setScript(fn func(*llmtest.Request) llmtest.Response) {
 func (h *harness) do(gw int, method, path string, body any) *http.Response {
 	h.t.Helper()
 	return h.gateways[gw].Do(h.t, method, path, body)
+}
+
+// post sends a JSON POST to gateway gw without failing the test: for
+// goroutines beside it.
+func (h *harness) post(gw int, path string, body any) (*http.Response, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	return http.Post(h.gateways[gw].URL+path, "application/json", bytes.NewReader(b))
 }
 
 // answer is a JSON response.
