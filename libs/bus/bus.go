@@ -97,14 +97,24 @@ func baseOptions(name string) []nats.Option {
 type CallOption func(*callOptions)
 
 type callOptions struct {
-	timeout    time.Duration
-	unanswered time.Duration
+	timeout     time.Duration
+	unanswered  time.Duration
+	unavailable bool
 }
 
 // Within bounds the call by d, whatever ctx's own deadline (a context
 // without one gets DefaultTimeout otherwise).
 func Within(d time.Duration) CallOption {
 	return func(o *callOptions) { o.timeout = d }
+}
+
+// RetryUnavailable sends the request again, within ctx, while the service
+// answers 503 BUS_UNAVAILABLE: what it needed has no leader for now (a
+// cluster electing one after a node loss, a few seconds). Only for requests
+// that change nothing (reads): a write answered so may have landed. The
+// last answer is returned when ctx has no time left for another try.
+func RetryUnavailable() CallOption {
+	return func(o *callOptions) { o.unavailable = true }
 }
 
 // RetryUnanswered sends the request again, for up to d (and within ctx),
@@ -143,7 +153,7 @@ func Call[Req, Rep any](ctx context.Context, nc *nats.Conn, ep protocol.Endpoint
 	var msg *nats.Msg
 	for {
 		msg, err = RequestMsg(ctx, nc, &nats.Msg{Subject: ep.Subject, Data: body})
-		if err == nil || !errors.Is(err, protocol.ErrUnavailable) || time.Now().Add(wait).After(giveUp) {
+		if err == nil || !o.retry(ctx, err, time.Now().Add(wait), giveUp) {
 			break
 		}
 		select {
@@ -160,6 +170,19 @@ func Call[Req, Rep any](ctx context.Context, nc *nats.Conn, ep protocol.Endpoint
 		return rep, fmt.Errorf("bus: decode reply from %s: %w", ep.Subject, err)
 	}
 	return rep, nil
+}
+
+// retry says whether a call that failed with err is sent again at next.
+func (o *callOptions) retry(ctx context.Context, err error, next, giveUp time.Time) bool {
+	if errors.Is(err, protocol.ErrUnavailable) {
+		return !next.After(giveUp)
+	}
+	if e := protocol.AsError(err); o.unavailable && e != nil && e.Code == protocol.ErrBusUnavailable.Code {
+		// Another try needs time for its own answer, not only the wait.
+		deadline, ok := ctx.Deadline()
+		return !ok || next.Add(time.Second).Before(deadline)
+	}
+	return false
 }
 
 // Publish publishes v on ev.

@@ -214,6 +214,39 @@ func TestRetryUnanswered(t *testing.T) {
 	}
 }
 
+// A read whose service answers BUS_UNAVAILABLE (what it reads is electing
+// a leader) is asked again with RetryUnavailable until it is answered;
+// without it the caller gets the 503 at once.
+func TestRetryUnavailable(t *testing.T) {
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{})
+	var calls atomic.Int32
+	ep := endpointOn[greetRequest, greetReply](s, "electing", "bustest.electing")
+	if err := Handle(s, ep, func(_ context.Context, r greetRequest) (greetReply, error) {
+		if calls.Add(1) <= 2 {
+			return greetReply{}, protocol.ErrBusUnavailable
+		}
+		return greetReply{Greeting: "led"}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	nc := srv.Conn("client")
+	if _, err := Call(ctxT(t), nc, ep, greetRequest{}); protocol.AsError(err) == nil || protocol.AsError(err).Code != "BUS_UNAVAILABLE" {
+		t.Fatalf("without the option: %v, want BUS_UNAVAILABLE", err)
+	}
+	rep, err := Call(ctxT(t), nc, ep, greetRequest{}, RetryUnavailable())
+	if err != nil || rep.Greeting != "led" || calls.Load() != 3 {
+		t.Fatalf("%+v %v after %d calls", rep, err, calls.Load())
+	}
+	// A deadline too close for another try returns the answer as it is.
+	calls.Store(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := Call(ctx, nc, ep, greetRequest{}, RetryUnavailable()); protocol.AsError(err) == nil || protocol.AsError(err).Code != "BUS_UNAVAILABLE" || calls.Load() != 1 {
+		t.Fatalf("near its deadline: %v after %d calls", err, calls.Load())
+	}
+}
+
 func TestRequestEncodeAndDecodeFailures(t *testing.T) {
 	srv := natstest.Start(t)
 	nc := srv.Conn("client")

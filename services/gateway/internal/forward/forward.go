@@ -36,7 +36,8 @@ type Deps struct {
 const Unanswered = 3 * time.Second
 
 // Call sends req to ep, bounded by d.Timeout and the request's context,
-// riding out a service that is reconnecting (Unanswered). On
+// riding out a service that is reconnecting (Unanswered) and, for a GET,
+// an answer of BUS_UNAVAILABLE. On
 // failure it writes the error response itself and returns ok=false, so
 // handlers read:
 //
@@ -45,7 +46,13 @@ const Unanswered = 3 * time.Second
 func Call[Req, Rep any](d Deps, w http.ResponseWriter, r *http.Request, ep protocol.Endpoint[Req, Rep], req Req) (rep Rep, ok bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), d.Timeout)
 	defer cancel()
-	rep, err := bus.Call(ctx, d.NC, ep, req, bus.RetryUnanswered(Unanswered))
+	opts := []bus.CallOption{bus.RetryUnanswered(Unanswered)}
+	if r.Method == http.MethodGet {
+		// A read changes nothing: while what it reads elects a leader
+		// (a node loss), ask again until the deadline rather than 503.
+		opts = append(opts, bus.RetryUnavailable())
+	}
+	rep, err := bus.Call(ctx, d.NC, ep, req, opts...)
 	if err != nil {
 		respond.Error(w, d.Log, err)
 		return rep, false
