@@ -208,6 +208,11 @@ func TestRollingRestart(t *testing.T) {
 		evs     []timedEvent
 		err     error
 	}
+	// describe names a turn for a failure: its id and gateway, and when it
+	// started, to find it in the processes' logs.
+	describe := func(session string, gw int, resp *http.Response, began time.Time) string {
+		return fmt.Sprintf("%s (turn %s on gateway %d, started %s)", session, resp.Header.Get("X-Waggle-Turn-Id"), gw, began.UTC().Format("15:04:05.000"))
+	}
 	var (
 		mu      sync.Mutex
 		turns   []turn
@@ -232,6 +237,7 @@ func TestRollingRestart(t *testing.T) {
 			default:
 			}
 			session := fmt.Sprintf("roll-%d", i)
+			began := time.Now()
 			resp, err := h.post(i%2, "/api/chat", map[string]any{"message": "turn " + session, "session": session})
 			if err != nil {
 				mu.Lock()
@@ -247,6 +253,9 @@ func TestRollingRestart(t *testing.T) {
 				continue
 			}
 			evs, err := collect(waggletest.NewStream(resp), time.Minute, nil)
+			if err != nil {
+				err = fmt.Errorf("%s: %w", describe(session, i%2, resp, began), err)
+			}
 			mu.Lock()
 			turns = append(turns, turn{session, evs, err})
 			mu.Unlock()
@@ -272,7 +281,7 @@ func TestRollingRestart(t *testing.T) {
 	}
 	for _, tr := range turns {
 		if tr.err != nil {
-			t.Errorf("%s: %v", tr.session, tr.err)
+			t.Errorf("%v", tr.err)
 			continue
 		}
 		evs := events(tr.evs)
