@@ -160,7 +160,7 @@ func (rl *relay) openPrivate(after uint64) error {
 	// deliver it, and one sized for the largest event would let every
 	// lagging client hold that much.
 	cc, err := cons.Consume(func(m jetstream.Msg) { pq.put(m, stop) },
-		liveness(jetstream.PullMaxMessages(privateReadAhead))...)
+		jetstream.PullMaxMessages(privateReadAhead))
 	if err != nil {
 		rl.s.deleteConsumer(cons)
 		return err

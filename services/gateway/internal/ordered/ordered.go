@@ -30,7 +30,8 @@ type Config struct {
 	// Filter is the subjects to read.
 	Filter []string
 	// DeliverNew reads only messages stored after the consumer is first
-	// created; otherwise reading starts at StartSeq (1 when 0).
+	// created; otherwise reading starts at StartSeq (the first message
+	// kept when 0).
 	DeliverNew bool
 	StartSeq   uint64
 	// InactiveThreshold bounds how long a consumer of a reader that
@@ -187,8 +188,10 @@ func (r *Reader) createOnce(ctx context.Context) error {
 		ccfg.DeliverPolicy, ccfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, r.streamSeq+1
 	case r.cfg.DeliverNew:
 		ccfg.DeliverPolicy = jetstream.DeliverNewPolicy
+	case r.cfg.StartSeq > 0:
+		ccfg.DeliverPolicy, ccfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, r.cfg.StartSeq
 	default:
-		ccfg.DeliverPolicy, ccfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, max(r.cfg.StartSeq, 1)
+		ccfg.DeliverPolicy = jetstream.DeliverAllPolicy
 	}
 	serial := r.serial
 	r.mu.Unlock()
