@@ -149,9 +149,38 @@
     try { return JSON.stringify(v, null, 2); } catch (_) { return String(v); }
   }
 
+  function nearBottom() {
+    const m = $('messages');
+    return m.scrollHeight - m.scrollTop - m.clientHeight < 160;
+  }
+
+  // scrollDown follows new content while the reader is at the bottom; one
+  // who scrolled up to read stays put and gets a "Latest" button instead.
   function scrollDown() {
     const m = $('messages');
-    if (m.scrollHeight - m.scrollTop - m.clientHeight < 160) m.scrollTop = m.scrollHeight;
+    if (nearBottom()) m.scrollTop = m.scrollHeight;
+    $('jump').hidden = nearBottom();
+  }
+
+  function jumpToLatest() {
+    const m = $('messages');
+    m.scrollTop = m.scrollHeight;
+    $('jump').hidden = true;
+  }
+
+  // cleanTitle shows an auto-title (the first message, cut short by the
+  // server) without its Markdown: no **, backticks, heading marks or link
+  // targets in the sidebar.
+  function cleanTitle(t) {
+    if (typeof t !== 'string') return String(t ?? '');
+    const c = t
+      .replace(/!?\[([^\]]*)\]\([^)]*\)?/g, '$1')
+      .replace(/(\*\*|__|~~|`+)/g, '')
+      .replace(/(^|\s)[*_]+(?=\S)|(?<=\S)[*_]+(?=\s|$)/g, '$1')
+      .replace(/^\s{0,3}(#{1,6}|>|[-+*]|\d+[.)])\s+/, '')
+      .replace(/\s+/g, ' ')
+      .trim();
+    return c || t;
   }
 
   // ---- token (team mode) ---------------------------------------------
@@ -180,6 +209,7 @@
       return;
     }
     store.set('token', tok);
+    $('sign-out').hidden = false;
     $('token-input').value = '';
     $('token-dialog').close();
     const waiters = tokenWaiters;
@@ -221,10 +251,25 @@
     }
     const sel = $('workspace');
     sel.replaceChildren();
+    // A user in several teams sees the workspaces grouped by team.
+    const grouped = state.mode === 'team' && state.teams.length > 1;
+    const groups = new Map();
     for (const w of list) {
       const o = el('option', '', w.name || w.id);
       o.value = w.id;
-      sel.append(o);
+      if (!grouped) {
+        sel.append(o);
+        continue;
+      }
+      const team = w.teamId || '';
+      if (!groups.has(team)) {
+        const t = state.teams.find(x => x.id === team);
+        const g = el('optgroup');
+        g.label = t ? (t.name || t.id) : (team || 'No team');
+        groups.set(team, g);
+        sel.append(g);
+      }
+      groups.get(team).append(o);
     }
     const want = store.get('workspace');
     const pick = list.find(w => w.id === want) || list.find(w => w.id === 'default') || list[0];
@@ -242,6 +287,7 @@
     store.set('workspace', id);
     $('workspace').value = id;
     $('search').value = '';
+    if (!$('memory').hidden) loadMemory();
     await loadSessions();
   }
 
@@ -374,8 +420,8 @@
     for (const s of state.sessions) {
       const li = el('li', s.id === state.session ? 'session current' : 'session');
       li.dataset.id = s.id;
-      const open = button(s.title || s.id, 'open', () => openSession(s.id));
-      open.title = s.title || s.id;
+      const open = button(cleanTitle(s.title || s.id), 'open', () => openSession(s.id));
+      open.title = cleanTitle(s.title || s.id);
       li.append(open);
       if (s.snippet) li.append(el('div', 'snippet', s.snippet));
       li.append(button('Rename', 'rename', () => startRename(li, s)));
@@ -384,7 +430,7 @@
     }
     if (!state.sessions.length) ul.append(el('li', 'empty', $('search').value.trim() ? 'No matching sessions' : 'No sessions yet'));
     const cur = state.sessions.find(s => s.id === state.session);
-    if (cur) $('title').textContent = cur.title || cur.id;
+    if (cur) $('title').textContent = cleanTitle(cur.title || cur.id);
   }
 
   function startRename(li, s) {
@@ -438,6 +484,8 @@
     store.del('session');
     $('messages').replaceChildren();
     $('title').textContent = 'New chat';
+    $('jump').hidden = true;
+    cancelEdit();
     renderSessions();
     closeMenu();
     $('input').focus();
@@ -468,15 +516,71 @@
       showError(err);
     }
     box.scrollTop = box.scrollHeight;
+    $('jump').hidden = true;
+    lastReplyActions();
     return box;
   }
+
+  // sources keeps each message's own text (a reply's Markdown source) for
+  // Copy, Edit and Regenerate.
+  const sources = new WeakMap();
 
   function addUser(text) {
     const m = el('div', 'msg user');
     m.append(el('div', 'bubble', text));
+    sources.set(m, text);
+    const bar = el('div', 'msg-actions');
+    bar.append(
+      button('Copy', 'copy-msg', ev => Markdown.copy(sources.get(m), ev.currentTarget)),
+      button('Edit', 'edit-msg', () => startEdit(sources.get(m))),
+    );
+    m.append(bar);
     $('messages').append(m);
     scrollDown();
     return m;
+  }
+
+  // replyActions gives a finished reply its Copy button (Regenerate and
+  // Continue are added to the last reply only, by lastReplyActions).
+  function replyActions(m, text) {
+    sources.set(m, text);
+    const bar = el('div', 'msg-actions');
+    bar.append(button('Copy', 'copy-msg', ev => Markdown.copy(sources.get(m), ev.currentTarget)));
+    m.append(bar);
+  }
+
+  // lastReplyActions offers Regenerate (and Continue, for a reply that
+  // was stopped or failed) on the last reply while nothing runs.
+  function lastReplyActions() {
+    document.querySelectorAll('#messages .regen, #messages .continue').forEach(b => b.remove());
+    if (state.turn || state.sending) return;
+    const msgs = [...document.querySelectorAll('#messages .msg')];
+    const last = msgs[msgs.length - 1];
+    const bar = last && last.classList.contains('assistant') && last.querySelector(':scope > .msg-actions');
+    const asked = [...msgs].reverse().find(x => x.classList.contains('user'));
+    if (!bar || !asked) return;
+    bar.append(button('Regenerate', 'regen', () => sendText(sources.get(asked))));
+    if (last.querySelector(':scope > .note.turn-error')) {
+      bar.append(button('Continue', 'continue', () => sendText('Continue from where you stopped.')));
+    }
+  }
+
+  // Edit puts a message back into the composer to change and send. The
+  // session is one linear history and no route truncates it: the edited
+  // message is sent as a new message at the end, and the original with
+  // its reply stays in the session (and in what the model sees).
+  function startEdit(text) {
+    const input = $('input');
+    input.value = text;
+    $('editing').hidden = false;
+    input.focus();
+    input.setSelectionRange(text.length, text.length);
+  }
+
+  function cancelEdit(clear) {
+    if ($('editing').hidden) return;
+    $('editing').hidden = true;
+    if (clear) $('input').value = '';
   }
 
   // fileActions are the tools whose successful call wrote a file (the
@@ -517,6 +621,7 @@
       m.append(el('div', 'note turn-error' + (stopped ? ' stopped' : ''),
         stopped ? 'Stopped — the turn was cancelled before it finished.' : 'Failed — ' + stored.error));
     }
+    replyActions(m, text);
     $('messages').append(m);
     return m;
   }
@@ -527,16 +632,26 @@
   // steps and tool calls in a collapsible activity log, approvals, files
   // and model switches inline where they happened.
   class TurnView {
-    constructor(turn) {
+    constructor(turn, root) {
       this.turn = turn;
-      this.root = el('div', 'msg assistant running');
+      this.root = root || pendingReply();
       this.root.dataset.turnId = turn.id;
-      $('messages').append(this.root);
+      this.thinking = this.root.querySelector('.thinking');
       this.text = '';
       this.seg = null;
       this.log = null;
       this.tools = [];
       this.frame = 0;
+      this.stopped = false;
+    }
+
+    // busy shows the spinner at the end of the reply while the agent works
+    // with nothing streaming (before the first token, between tool calls),
+    // and hides it while text streams or an approval waits for the user.
+    busy(on) {
+      if (!this.thinking) return;
+      this.thinking.hidden = !on;
+      if (on && this.root.lastChild !== this.thinking) this.root.append(this.thinking);
     }
 
     handle(ev) {
@@ -553,10 +668,12 @@
         case 'error': this.error(d); break;
         default: break;
       }
+      if (this.thinking && ['step', 'tool', 'tool_result', 'file_created', 'model_switch'].includes(ev.event)) this.busy(true);
       scrollDown();
     }
 
     token(t) {
+      this.busy(false);
       if (!this.seg) {
         this.seg = { el: el('div', 'md'), text: '' };
         this.root.append(this.seg.el);
@@ -604,14 +721,23 @@
       t.append(el('summary', '', '⚙ ' + (d.name || 'tool')));
       t.append(el('pre', 'tool-input', pretty(d.input)));
       this.logItem(t);
-      this.tools.push({ name: d.name, el: t, done: false });
+      this.tools.push({ name: d.name, el: t, done: false, approval: null });
     }
 
     toolResult(d) {
       const t = this.tools.find(x => !x.done && x.name === d.name);
-      const target = t ? t.el : this.activity();
       if (t) t.done = true;
       const res = el('pre', d.isError ? 'tool-result error-text' : 'tool-result', pretty(d.result));
+      if (t && t.approval) {
+        // The call waited for an approval: its result comes after the
+        // card that allowed (or denied) it, where it happened.
+        const after = el('details', d.isError ? 'tool failed' : 'tool');
+        after.open = true;
+        after.append(el('summary', '', '⚙ ' + (d.name || 'tool') + ' · result'), res);
+        this.logItem(after);
+        return;
+      }
+      const target = t ? t.el : this.activity();
       target.append(res);
       if (t && d.isError) t.el.classList.add('failed');
     }
@@ -625,7 +751,10 @@
 
     approval(d) {
       this.flush();
+      this.busy(false);
       const card = approvalCard(d.requestId, d.toolName, d.input, d.sourceWorkspaceId);
+      const t = this.tools.find(x => !x.done && !x.approval && x.name === d.toolName);
+      if (t) t.approval = card;
       this.root.append(card);
       this.seg = null;
       this.log = null;
@@ -634,8 +763,21 @@
 
     finish() {
       this.flush();
+      if (this.thinking) this.thinking.remove();
+      this.thinking = null;
       this.root.classList.remove('running');
       this.root.querySelectorAll('details.activity').forEach(d => { d.open = false; });
+      // An approval nobody answered before the turn ended was not
+      // "answered": say that the turn ended (or was stopped) without it.
+      // (A call whose result came was answered, here or elsewhere.)
+      this.root.querySelectorAll('.approval').forEach(card => {
+        const id = card.dataset.requestId;
+        if (state.answered.has(id)) return;
+        const t = this.tools.find(x => x.approval === card);
+        if (t && t.done) markAnswered(id, 'Answered', true);
+        else markAnswered(id, this.stopped ? 'Not answered — the turn was stopped' : 'Not answered — the turn ended', true);
+      });
+      if (!sources.has(this.root)) replyActions(this.root, this.text);
     }
 
     done(d) {
@@ -655,15 +797,35 @@
     }
 
     error(d) {
+      this.stopped = d.code === 'cancelled' || /cancel/i.test(d.message || '');
       this.finish();
       this.root.append(el('div', 'note turn-error', d.message || 'The turn failed.'));
     }
   }
 
-  async function send() {
+  // pendingReply is the reply's place, with its spinner, from the moment a
+  // message is sent until the turn's first token.
+  function pendingReply() {
+    const m = el('div', 'msg assistant running');
+    const t = el('div', 'thinking');
+    t.setAttribute('role', 'status');
+    t.append(el('span', 'spinner'), el('span', '', 'Thinking…'));
+    m.append(t);
+    $('messages').append(m);
+    scrollDown();
+    return m;
+  }
+
+  function send() {
+    return sendText($('input').value, true);
+  }
+
+  // sendText sends text as a new message of the open session (a new one
+  // when none is open). fromInput: the text is the composer's (cleared on
+  // success, given back on a rejection).
+  async function sendText(text, fromInput) {
     const input = $('input');
-    const text = input.value;
-    if (!text.trim() || state.turn || state.sending) return;
+    if (typeof text !== 'string' || !text.trim() || state.turn || state.sending) return;
     if (!state.workspace) {
       offerWorkspace();
       return;
@@ -684,16 +846,21 @@
       setRunning(false);
       return;
     }
-    input.value = '';
+    if (fromInput) input.value = '';
+    cancelEdit();
+    lastReplyActions();
     const userEl = addUser(text);
+    jumpToLatest();
+    const pending = pendingReply();
     let resp;
     try {
       resp = await request('POST', '/api/chat', { message: text, workspace: state.workspace, session: state.session });
     } catch (err) {
       // Rejected before any stream started: say why and give the text back.
       showError(err);
+      pending.remove();
       userEl.classList.add('failed');
-      input.value = text;
+      if (fromInput || !input.value) input.value = text;
       state.sending = false;
       setRunning(false);
       return;
@@ -701,17 +868,17 @@
     state.sending = false;
     const turn = { id: resp.headers.get('X-Waggle-Turn-Id'), workspace: state.workspace, session: state.session, message: text, lastEventId: null };
     loadSessions();
-    await follow(turn, resp);
+    await follow(turn, resp, pending);
   }
 
   // follow renders a turn until its terminal event: from resp when given,
   // then (after a cut connection, or after a reload) from the turn's event
   // route, resuming after the last event id seen.
-  async function follow(turn, resp) {
+  async function follow(turn, resp, pending) {
     state.turn = turn;
     store.set('turn', turn);
     setRunning(true);
-    const view = new TurnView(turn);
+    const view = new TurnView(turn, pending);
     let finished = false;
     let attempts = 0;
     for (;;) {
@@ -757,6 +924,7 @@
     state.turn = null;
     store.del('turn');
     setRunning(false);
+    lastReplyActions();
     loadSessions();
     refreshApprovals();
   }
@@ -786,6 +954,7 @@
     $('stop').hidden = !on;
     $('send').disabled = on;
     $('new-session').disabled = on;
+    document.body.classList.toggle('running', on);
   }
 
   // ---- approvals -----------------------------------------------------
@@ -836,12 +1005,17 @@
     refreshApprovals();
   }
 
-  function markAnswered(requestId, label) {
-    state.answered.set(requestId, label);
+  // markAnswered shows the outcome of an approval on its cards. final:
+  // the outcome is known (decided here, or the turn ended without it); a
+  // card that just left the pending list gets a provisional label that a
+  // final one replaces.
+  function markAnswered(requestId, label, final = true) {
+    if (final) state.answered.set(requestId, label);
     document.querySelectorAll('.approval').forEach(card => {
       if (card.dataset.requestId !== requestId) return;
       card.querySelector('.approval-actions').replaceChildren();
       card.querySelector('.approval-outcome').textContent = label;
+      card.classList.add('answered');
     });
   }
 
@@ -872,8 +1046,174 @@
     document.querySelectorAll('#messages .approval').forEach(card => {
       const id = card.dataset.requestId;
       if (Number(card.dataset.created) > started) return; // newer than this answer
-      if (!ids.has(id) && !state.answered.has(id)) markAnswered(id, 'Answered');
+      if (card.classList.contains('answered')) return;
+      // Decided in another tab or client, timed out, or its turn ended:
+      // the card cannot tell which, so it says only that it is over.
+      if (!ids.has(id) && !state.answered.has(id)) markAnswered(id, 'No longer pending', false);
     });
+  }
+
+  // ---- memory --------------------------------------------------------
+  // The memory panel lists what the agent and the user saved for this
+  // workspace (and the user's personal mind): search, importance, delete.
+
+  const importances = ['critical', 'important', 'normal', 'temporary', 'deprecated'];
+
+  async function loadMemory() {
+    const ul = $('memory-list');
+    if (!state.workspace) {
+      ul.replaceChildren(el('li', 'meta', 'Create a workspace first.'));
+      return;
+    }
+    const q = $('memory-search').value.trim();
+    const ws = 'workspace=' + enc(state.workspace);
+    let r;
+    try {
+      r = q
+        ? await api('GET', '/api/memory/search?q=' + enc(q) + '&scope=all&limit=50&' + ws)
+        : await api('GET', '/api/memory/frames?limit=100&' + ws);
+    } catch (err) {
+      showError(err);
+      return;
+    }
+    const frames = (r && Array.isArray(r.results)) ? r.results.filter(f => f && typeof f.id === 'string') : [];
+    ul.replaceChildren();
+    for (const f of frames) ul.append(frameItem(f));
+    if (!frames.length) ul.append(el('li', 'meta', q ? 'Nothing in memory matches.' : 'Nothing saved yet.'));
+  }
+
+  function frameItem(f) {
+    const li = el('li', 'frame');
+    li.dataset.id = f.id;
+    li.append(el('div', 'frame-content', String(f.content ?? '')));
+    const meta = el('div', 'frame-meta');
+    const when = f.created_at || f.timestamp;
+    const d = when ? new Date(when) : null;
+    meta.append(el('span', '', (f.mind === 'personal' ? 'Personal' : 'Workspace') + ' · ' + String(f.source || '') +
+      (d && !isNaN(d) ? ' · ' + d.toLocaleString() : '')));
+    const sel = el('select', 'importance');
+    sel.setAttribute('aria-label', 'Importance');
+    for (const imp of importances) {
+      const o = el('option', '', imp);
+      o.value = imp;
+      sel.append(o);
+    }
+    sel.value = importances.includes(f.importance) ? f.importance : 'normal';
+    sel.addEventListener('change', async () => {
+      try {
+        await api('PUT', '/api/memory/frames/' + enc(f.id) + '?workspace=' + enc(state.workspace),
+          { content: String(f.content ?? ''), importance: sel.value });
+        f.importance = sel.value;
+      } catch (err) {
+        showError(err);
+        sel.value = f.importance;
+      }
+    });
+    const del = button('Delete', 'delete', async () => {
+      if (!del.classList.contains('confirm')) {
+        del.classList.add('confirm');
+        del.textContent = 'Forget it?';
+        return;
+      }
+      try {
+        await api('DELETE', '/api/memory/frames/' + enc(f.id) + '?workspace=' + enc(state.workspace));
+        li.remove();
+      } catch (err) {
+        showError(err);
+      }
+    });
+    meta.append(sel, del);
+    li.append(meta);
+    return li;
+  }
+
+  function togglePanel(id) {
+    const panel = $(id);
+    panel.hidden = !panel.hidden;
+    $(id + '-toggle').setAttribute('aria-expanded', String(!panel.hidden));
+    return !panel.hidden;
+  }
+
+  // ---- theme, help, keys ---------------------------------------------
+
+  function theme() {
+    return document.documentElement.dataset.theme ||
+      (matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light');
+  }
+
+  function showTheme() {
+    const dark = theme() === 'dark';
+    $('theme').setAttribute('aria-label', dark ? 'Use the light theme' : 'Use the dark theme');
+    $('theme').setAttribute('aria-pressed', String(dark));
+  }
+
+  // toggleTheme switches to the other theme and remembers the choice (until
+  // then the page follows the system's setting).
+  function toggleTheme() {
+    const next = theme() === 'dark' ? 'light' : 'dark';
+    document.documentElement.dataset.theme = next;
+    store.set('theme', next);
+    showTheme();
+  }
+
+  function showHelp() {
+    const d = $('help-dialog');
+    if (!d.open) d.showModal();
+    $('help-close').focus();
+  }
+
+  // signOut forgets this browser's token (and what it had open) and starts
+  // over at the sign-in dialog.
+  function signOut() {
+    ['token', 'session', 'workspace', 'turn'].forEach(k => store.del(k));
+    state.leaving = true;
+    location.reload();
+  }
+
+  function onKey(e) {
+    const mod = e.ctrlKey || e.metaKey;
+    const key = e.key.length === 1 ? e.key.toLowerCase() : e.key;
+    if (document.querySelector('dialog[open]')) return; // a dialog has the keys
+    if (mod && e.shiftKey && key === 'o') {
+      e.preventDefault();
+      newChat();
+      return;
+    }
+    if (mod && !e.shiftKey && !e.altKey && key === 'k') {
+      e.preventDefault();
+      if (matchMedia('(max-width: 760px)').matches) document.body.classList.add('menu-open');
+      $('search').focus();
+      $('search').select();
+      return;
+    }
+    if (e.key === 'Escape') {
+      if (e.shiftKey) {
+        e.preventDefault();
+        $('input').focus();
+        return;
+      }
+      // Escape in the rename field cancels the rename only.
+      if (e.target.classList.contains('rename-input')) return;
+      if (document.body.classList.contains('menu-open')) {
+        closeMenu();
+        return;
+      }
+      if (state.turn) {
+        e.preventDefault();
+        stop();
+        return;
+      }
+      if (e.target === $('input')) cancelEdit(true);
+      return;
+    }
+    if (mod || e.altKey || e.target.closest('input, textarea, select, [contenteditable]')) return;
+    if (e.key === '/') {
+      e.preventDefault();
+      $('input').focus();
+    } else if (e.key === '?') {
+      e.preventDefault();
+      showHelp();
+    }
   }
 
   // ---- layout --------------------------------------------------------
@@ -915,17 +1255,28 @@
       searchTimer = setTimeout(loadSessions, 200);
     });
     $('approvals-toggle').addEventListener('click', () => {
-      $('approvals').hidden = !$('approvals').hidden;
-      if (!$('approvals').hidden) refreshApprovals();
+      if (togglePanel('approvals')) refreshApprovals();
     });
+    $('memory-toggle').addEventListener('click', () => {
+      if (togglePanel('memory')) loadMemory();
+    });
+    let memoryTimer = 0;
+    $('memory-search').addEventListener('input', () => {
+      clearTimeout(memoryTimer);
+      memoryTimer = setTimeout(loadMemory, 250);
+    });
+    $('theme').addEventListener('click', toggleTheme);
+    matchMedia('(prefers-color-scheme: dark)').addEventListener('change', showTheme);
+    $('help-button').addEventListener('click', showHelp);
+    $('sign-out').addEventListener('click', signOut);
+    $('jump').addEventListener('click', jumpToLatest);
+    $('messages').addEventListener('scroll', () => { $('jump').hidden = nearBottom(); });
+    $('edit-cancel').addEventListener('click', () => { cancelEdit(true); $('input').focus(); });
     $('error-close').addEventListener('click', hideError);
     $('menu').addEventListener('click', openMenu);
     $('menu-close').addEventListener('click', closeMenu);
     $('scrim').addEventListener('click', closeMenu);
-    document.addEventListener('keydown', e => {
-      // Escape in the rename field cancels the rename only.
-      if (e.key === 'Escape' && !e.target.classList.contains('rename-input')) closeMenu();
-    });
+    document.addEventListener('keydown', onKey);
     $('token-form').addEventListener('submit', saveToken);
     $('token-dialog').addEventListener('cancel', e => e.preventDefault());
     window.addEventListener('pagehide', () => { state.leaving = true; });
@@ -944,6 +1295,7 @@
 
   async function boot() {
     bindUI();
+    showTheme();
     let h = { mode: 'local' };
     let reached = false;
     try {
@@ -956,11 +1308,14 @@
     document.body.dataset.mode = state.mode;
     if (state.mode === 'team') {
       state.token = store.get('token');
+      $('sign-out').hidden = false;
       if (!state.token) await askToken();
     } else {
       // /health hands the token only to this machine's own clients; from
       // elsewhere (a server bound beyond loopback) the user pastes it.
       state.token = h.wsToken || store.get('token') || null;
+      // A pasted token can be forgotten again; /health's cannot.
+      $('sign-out').hidden = !!h.wsToken || !state.token;
       if (!state.token && reached) {
         $('token-help').textContent = 'This Waggle server is on another machine. Paste its access token ' +
           '(on that machine: the wsToken field of http://127.0.0.1:<port>/health).';

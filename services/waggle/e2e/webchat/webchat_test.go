@@ -247,7 +247,7 @@ func TestWebChat(t *testing.T) {
 		}
 		// The reply is stored: a fresh page load shows it from history.
 		run(t, ctx, chromedp.Reload(), chromedp.WaitVisible(`body[data-ready="true"]`, chromedp.ByQuery),
-			until(lastReplyHas("fmt.Println")), until(`document.querySelector('#messages .msg.user').textContent === 'show me some markdown'`))
+			until(lastReplyHas("fmt.Println")), until(`document.querySelector('#messages .msg.user .bubble').textContent === 'show me some markdown'`))
 	})
 
 	t.Run("ApprovalDialog", func(t *testing.T) {
