@@ -690,7 +690,13 @@
     flush() {
       if (this.frame) cancelAnimationFrame(this.frame);
       this.frame = 0;
-      if (this.seg) Markdown.render(this.seg.text, this.seg.el);
+      if (!this.seg) return;
+      // Rendering grows the reply after scrollDown looked: a reader who
+      // was at the bottom stays there.
+      const follow = nearBottom();
+      Markdown.render(this.seg.text, this.seg.el);
+      if (follow) $('messages').scrollTop = $('messages').scrollHeight;
+      $('jump').hidden = nearBottom();
     }
 
     activity() {

@@ -129,7 +129,7 @@ const Markdown = (() => {
 
   function table(rows, sep) {
     const t = el('table');
-    const align = cells(sep).map(c => (c.endsWith(':') ? (c.startsWith(':') ? 'center' : 'right') : ''));
+    const align = cells(sep).map(c => (c.endsWith(':') ? (c.startsWith(':') ? 'center' : 'right') : (c.startsWith(':') ? 'left' : '')));
     rows.forEach((r, n) => {
       const tr = el('tr');
       cells(r).forEach((c, k) => {
