@@ -115,7 +115,9 @@ func TestPolish(t *testing.T) {
 		})
 		srv := start(t, llm, nil)
 		ctx := tab(t, b)
-		active := func(id string) chromedp.Action { return until(`document.activeElement && document.activeElement.id === ` + js(id)) }
+		active := func(id string) chromedp.Action {
+			return until(`document.activeElement && document.activeElement.id === ` + js(id))
+		}
 		blur := chromedp.Evaluate(`document.activeElement && document.activeElement.blur()`, nil)
 		run(t, ctx, open(srv.URL+"/"), send("hello keys"), until(replied),
 			blur, key("?", 0),
