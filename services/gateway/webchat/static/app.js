@@ -715,10 +715,12 @@
       const log = this.activity();
       log.append(node);
       const steps = log.querySelectorAll(':scope > .step').length;
-      const tools = log.querySelectorAll(':scope > .tool').length;
+      const tools = log.querySelectorAll(':scope > .tool:not(.after)').length;
+      const results = log.querySelectorAll(':scope > .tool.after').length;
       const parts = [];
       if (steps) parts.push(steps + (steps === 1 ? ' step' : ' steps'));
       if (tools) parts.push(tools + (tools === 1 ? ' tool call' : ' tool calls'));
+      if (results) parts.push(results + (results === 1 ? ' result' : ' results'));
       log.firstChild.textContent = 'Activity · ' + parts.join(', ');
     }
 
@@ -737,7 +739,7 @@
       if (t && t.approval) {
         // The call waited for an approval: its result comes after the
         // card that allowed (or denied) it, where it happened.
-        const after = el('details', d.isError ? 'tool failed' : 'tool');
+        const after = el('details', d.isError ? 'tool after failed' : 'tool after');
         after.open = true;
         after.append(el('summary', '', '⚙ ' + (d.name || 'tool') + ' · result'), res);
         this.logItem(after);
@@ -799,13 +801,19 @@
       const outT = u.output ?? u.outputTokens ?? u.completion_tokens;
       if (inT || outT) parts.push((inT || 0) + ' in / ' + (outT || 0) + ' out');
       if (typeof d.cost === 'number') parts.push('$' + d.cost.toFixed(6));
-      if (parts.length) this.root.append(el('div', 'meta', parts.join(' · ')));
+      if (parts.length) this.tail(el('div', 'meta', parts.join(' · ')));
+    }
+
+    // tail adds what follows a finished reply (its cost line, why it
+    // ended) above the reply's action buttons.
+    tail(node) {
+      this.root.insertBefore(node, this.root.querySelector(':scope > .msg-actions'));
     }
 
     error(d) {
       this.stopped = d.code === 'cancelled' || /cancel/i.test(d.message || '');
       this.finish();
-      this.root.append(el('div', 'note turn-error', d.message || 'The turn failed.'));
+      this.tail(el('div', 'note turn-error', d.message || 'The turn failed.'));
     }
   }
 
@@ -916,7 +924,7 @@
       } catch (err) {
         if (err.status === 404) {
           view.finish();
-          view.root.append(el('div', 'note turn-error', 'This turn is no longer available; its reply is in the history.'));
+          view.tail(el('div', 'note turn-error', 'This turn is no longer available; its reply is in the history.'));
           break;
         }
         if (err.status && err.status < 500) {

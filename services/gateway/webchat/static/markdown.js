@@ -287,6 +287,9 @@ const Markdown = (() => {
       left: '', right: '', displaystyle: '', '!': '',
     };
 
+    const spaced = new Set(('times cdot pm mp div leq le geq ge neq ne approx equiv sim propto to rightarrow leftarrow ' +
+      'Rightarrow Leftarrow leftrightarrow Leftrightarrow mapsto in notin subset subseteq supset cup cap land lor circ').split(' '));
+
     function render(src, display) {
       const box = el(display ? 'div' : 'span', display ? 'math math-block' : 'math');
       box.setAttribute('role', 'math');
@@ -350,7 +353,8 @@ const Markdown = (() => {
           } else atom(p, t);
           parent.append(t);
         } else if (Object.prototype.hasOwnProperty.call(sym, name)) {
-          parent.append(document.createTextNode(sym[name]));
+          // Relations and binary operators get thin spaces, as TeX sets them.
+          parent.append(document.createTextNode(spaced.has(name) ? '\u2009' + sym[name] + '\u2009' : sym[name]));
         } else {
           parent.append(document.createTextNode('\\' + name));
         }
