@@ -868,7 +868,9 @@
     const pending = pendingReply();
     let resp;
     try {
-      resp = await request('POST', '/api/chat', { message: text, workspace: state.workspace, session: state.session });
+      const body = { message: text, workspace: state.workspace, session: state.session };
+      if ($('model').value) body.model = $('model').value;
+      resp = await request('POST', '/api/chat', body);
     } catch (err) {
       // Rejected before any stream started: say why and give the text back.
       showError(err);
@@ -1148,6 +1150,40 @@
     return !panel.hidden;
   }
 
+  // ---- model picker ----------------------------------------------------
+  // GET /api/litellm/models ({models: [id…]}) lists what the model server
+  // offers; the pick (remembered in this browser) is sent as the chat
+  // request's model. A server without the route (404), or with nothing to
+  // list, keeps the picker hidden and the server's default in use.
+
+  async function loadModels(defaultModel) {
+    let models = [];
+    try {
+      const r = await api('GET', '/api/litellm/models');
+      models = (r && Array.isArray(r.models) ? r.models : []).filter(m => typeof m === 'string' && m);
+    } catch (_) {
+      models = [];
+    }
+    const sel = $('model');
+    sel.replaceChildren();
+    if (!models.length) {
+      sel.hidden = true;
+      return;
+    }
+    const def = el('option', '', 'Default' + (defaultModel ? ' (' + defaultModel + ')' : ''));
+    def.value = '';
+    sel.append(def);
+    for (const m of models) {
+      const o = el('option', '', m);
+      o.value = m;
+      sel.append(o);
+    }
+    const want = store.get('model');
+    sel.value = models.includes(want) ? want : '';
+    sel.hidden = false;
+    $('status').hidden = true;
+  }
+
   // ---- theme, help, keys ---------------------------------------------
 
   function theme() {
@@ -1280,6 +1316,10 @@
       memoryTimer = setTimeout(loadMemory, 250);
     });
     $('theme').addEventListener('click', toggleTheme);
+    $('model').addEventListener('change', e => {
+      if (e.target.value) store.set('model', e.target.value);
+      else store.del('model');
+    });
     matchMedia('(prefers-color-scheme: dark)').addEventListener('change', showTheme);
     $('help-button').addEventListener('click', showHelp);
     $('sign-out').addEventListener('click', signOut);
@@ -1338,6 +1378,7 @@
     }
     $('status').textContent = h.offline ? 'echo mode' : (h.defaultModel || '');
     if (state.mode === 'team') await loadTeams();
+    loadModels(h.defaultModel); // not awaited: the page works without it
     await loadWorkspaces();
     const saved = store.get('turn');
     if (saved && saved.id) {
