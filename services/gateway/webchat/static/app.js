@@ -288,6 +288,8 @@
     $('workspace').value = id;
     $('search').value = '';
     if (!$('memory').hidden) loadMemory();
+    filesState.dir = '/';
+    await probeFiles();
     await loadSessions();
   }
 
@@ -609,7 +611,9 @@
       for (const t of tools) {
         const path = t.input && typeof t.input === 'object' ? t.input.path : '';
         if (fileActions[t.name] && path && typeof path === 'string' && !(t.isError || t.status !== 'success')) {
-          m.append(el('div', 'note file', fileActions[t.name] + path));
+          const note = el('div', 'note file', fileActions[t.name] + path);
+          m.append(note);
+          showImage(note, path);
         }
       }
     }
@@ -661,7 +665,10 @@
         case 'step': this.logItem(el('div', 'step', d.content || '')); break;
         case 'tool': this.tool(d); break;
         case 'tool_result': this.toolResult(d); break;
-        case 'file_created': this.inlineNote('file', (d.fileAction === 'edit' ? 'Edited ' : 'Created ') + (d.filePath || '')); break;
+        case 'file_created':
+          this.inlineNote('file', (d.fileAction === 'edit' ? 'Edited ' : 'Created ') + (d.filePath || ''));
+          if (typeof d.filePath === 'string') showImage(this.root.lastChild, d.filePath);
+          break;
         case 'model_switch': this.inlineNote('switch', 'Switched to ' + (d.model || '?') + (d.reason ? ' — ' + d.reason : '')); break;
         case 'approval_required': this.approval(d); break;
         case 'done': this.done(d); break;
@@ -1150,6 +1157,138 @@
     return !panel.hidden;
   }
 
+  // ---- files ---------------------------------------------------------------
+  // The workspace's files through GET /api/workspaces/:id/files/list and
+  // /download, and uploads through /upload ({path, name, data: base64}).
+  // A server without these routes (404 on the list) hides the Files
+  // button, the attach button and dropping. An uploaded file is attached
+  // to the message as its workspace path, which the agent's file tools read.
+
+  const filesState = { available: false, dir: '/' };
+  const imageTypes = /\.(png|jpe?g|gif|webp)$/i;
+
+  function filesBase() { return '/api/workspaces/' + enc(state.workspace) + '/files/'; }
+
+  async function probeFiles() {
+    let ok = false;
+    if (state.workspace) {
+      try {
+        await api('GET', filesBase() + 'list?path=' + enc('/'));
+        ok = true;
+      } catch (_) {
+        ok = false;
+      }
+    }
+    filesState.available = ok;
+    $('files-toggle').hidden = !ok;
+    $('attach').hidden = !ok;
+    if (!ok) $('files').hidden = true;
+  }
+
+  async function loadFiles() {
+    const ul = $('files-list');
+    let entries;
+    try {
+      entries = await api('GET', filesBase() + 'list?path=' + enc(filesState.dir));
+    } catch (err) {
+      showError(err);
+      return;
+    }
+    if (!Array.isArray(entries)) entries = (entries && (entries.files || entries.entries)) || [];
+    $('files-path').textContent = filesState.dir;
+    $('files-up').disabled = filesState.dir === '/';
+    ul.replaceChildren();
+    for (const f of entries) {
+      if (!f || typeof f.name !== 'string') continue;
+      const dir = f.type === 'directory' || f.isDirectory === true;
+      const path = typeof f.path === 'string' ? f.path : filesState.dir.replace(/\/$/, '') + '/' + f.name;
+      const li = el('li', 'file-entry');
+      if (dir) {
+        li.append(button('📁 ' + f.name, 'name', () => { filesState.dir = path; loadFiles(); }));
+      } else {
+        li.append(el('span', 'name', f.name));
+        if (typeof f.size === 'number') li.append(el('span', 'size', humanSize(f.size)));
+        li.append(button('Download', 'download', ev => download(path, f.name, ev.currentTarget)));
+      }
+      ul.append(li);
+    }
+    if (!ul.children.length) ul.append(el('li', 'meta', 'No files here yet.'));
+  }
+
+  function humanSize(n) {
+    if (n < 1024) return n + ' B';
+    if (n < 1024 * 1024) return (n / 1024).toFixed(1) + ' KB';
+    return (n / 1024 / 1024).toFixed(1) + ' MB';
+  }
+
+  // fileBlob fetches a workspace file (with the token, which a plain link
+  // could not send).
+  async function fileBlob(path) {
+    const resp = await request('GET', filesBase() + 'download?path=' + enc(path));
+    return resp.blob();
+  }
+
+  async function download(path, name, btn) {
+    try {
+      const url = URL.createObjectURL(await fileBlob(path));
+      const a = el('a');
+      a.href = url;
+      a.download = name;
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+      if (btn) btn.textContent = 'Downloaded';
+    } catch (err) {
+      showError(err);
+    }
+  }
+
+  // showImage puts an image file the agent wrote under its note. Only the
+  // bytes the server serves become the picture, through a blob: URL, and
+  // only when they are an image; the path from the event is a query value.
+  async function showImage(note, path) {
+    if (!filesState.available || !imageTypes.test(path)) return;
+    try {
+      const blob = await fileBlob(path);
+      if (!/^image\/(png|jpeg|gif|webp)$/.test(blob.type)) return;
+      const img = el('img');
+      img.alt = path;
+      img.src = URL.createObjectURL(blob);
+      note.append(img);
+    } catch (_) { /* the note still names the file */ }
+  }
+
+  function toBase64(file) {
+    return new Promise((resolve, reject) => {
+      const r = new FileReader();
+      r.onload = () => resolve(String(r.result).replace(/^data:[^,]*,/, ''));
+      r.onerror = () => reject(r.error);
+      r.readAsDataURL(file);
+    });
+  }
+
+  // upload stores files under /uploads and adds their paths to the
+  // message being written.
+  async function upload(files) {
+    if (!filesState.available || !files || !files.length) return;
+    const lines = [];
+    for (const f of files) {
+      try {
+        const e = await api('POST', filesBase() + 'upload', { path: '/uploads', name: f.name, data: await toBase64(f) });
+        const path = (e && typeof e.path === 'string' ? e.path : '/uploads/' + f.name).replace(/^\//, '');
+        lines.push('[attached: ' + path + ']');
+      } catch (err) {
+        showError(err);
+      }
+    }
+    if (!lines.length) return;
+    const input = $('input');
+    input.value = (input.value ? input.value.replace(/\s*$/, '\n') : '') + lines.join('\n');
+    input.focus();
+    if (!$('files').hidden) loadFiles();
+  }
+
   // ---- model picker ----------------------------------------------------
   // GET /api/litellm/models ({models: [id…]}) lists what the model server
   // offers; the pick (remembered in this browser) is sent as the chat
@@ -1316,6 +1455,31 @@
       memoryTimer = setTimeout(loadMemory, 250);
     });
     $('theme').addEventListener('click', toggleTheme);
+    $('files-toggle').addEventListener('click', () => {
+      if (togglePanel('files')) loadFiles();
+    });
+    $('files-up').addEventListener('click', () => {
+      filesState.dir = filesState.dir.replace(/\/[^/]*\/?$/, '') || '/';
+      loadFiles();
+    });
+    $('attach').addEventListener('click', () => $('attach-input').click());
+    $('attach-input').addEventListener('change', e => {
+      upload([...e.target.files]);
+      e.target.value = '';
+    });
+    // Drop files anywhere on the page to attach them.
+    document.addEventListener('dragover', e => {
+      if (!filesState.available || !e.dataTransfer || ![...e.dataTransfer.types].includes('Files')) return;
+      e.preventDefault();
+      document.body.classList.add('dropping');
+    });
+    document.addEventListener('dragleave', e => { if (!e.relatedTarget) document.body.classList.remove('dropping'); });
+    document.addEventListener('drop', e => {
+      document.body.classList.remove('dropping');
+      if (!filesState.available || !e.dataTransfer || !e.dataTransfer.files.length) return;
+      e.preventDefault();
+      upload([...e.dataTransfer.files]);
+    });
     $('model').addEventListener('change', e => {
       if (e.target.value) store.set('model', e.target.value);
       else store.del('model');
@@ -1380,6 +1544,7 @@
     if (state.mode === 'team') await loadTeams();
     loadModels(h.defaultModel); // not awaited: the page works without it
     await loadWorkspaces();
+    await probeFiles();
     const saved = store.get('turn');
     if (saved && saved.id) {
       refreshApprovals();
