@@ -944,6 +944,7 @@
       }
     }
     if (state.leaving) return;
+    if (document.hidden) toast('Reply finished', $('title').textContent);
     state.turn = null;
     store.del('turn');
     setRunning(false);
@@ -1051,6 +1052,7 @@
       return; // shown by the calls the user made; polling stays quiet
     }
     state.pending = r.pending || [];
+    noticeApprovals(state.pending);
     const ids = new Set(state.pending.map(p => p.requestId));
     $('approvals-count').textContent = String(state.pending.length);
     $('approvals-toggle').classList.toggle('attention', state.pending.length > 0);
@@ -1289,6 +1291,73 @@
     if (!$('files').hidden) loadFiles();
   }
 
+  // ---- notifications ---------------------------------------------------
+  // Toasts for what happens out of view: a reply that finished while the
+  // tab was hidden, an approval waiting in another session or client, and
+  // the server's notifications (GET /api/notifications/stream, the
+  // original's SSE of {type: 'notification', title, body, category};
+  // absent on a server without the route). While the tab is hidden its
+  // title is marked until it is seen again.
+
+  function toast(title, body, action) {
+    const t = el('div', 'toast');
+    t.append(el('strong', '', String(title || 'Notification')));
+    t.append(button('×', 'toast-close', () => t.remove()));
+    t.lastChild.setAttribute('aria-label', 'Dismiss');
+    if (body) t.append(el('div', 'toast-body', String(body)));
+    if (action) t.append(button(action.label, 'toast-action', () => { t.remove(); action.run(); }));
+    const box = $('toasts');
+    box.append(t);
+    while (box.children.length > 4) box.firstChild.remove();
+    if (document.hidden) document.title = '● Waggle';
+  }
+
+  function showApprovals() {
+    if ($('approvals').hidden) togglePanel('approvals');
+    refreshApprovals();
+  }
+
+  // pendingSince is when each pending approval was first seen: one still
+  // not drawn in this page's stream seconds later belongs to another
+  // session or client (this page's own cards arrive with their events).
+  const pendingSince = new Map();
+
+  function noticeApprovals(pending) {
+    const now = performance.now();
+    const ids = new Set(pending.map(p => p.requestId));
+    for (const id of [...pendingSince.keys()]) if (!ids.has(id)) pendingSince.delete(id);
+    for (const p of pending) {
+      const inline = document.querySelector('#messages .approval[data-request-id="' + CSS.escape(p.requestId) + '"]');
+      if (inline) {
+        pendingSince.set(p.requestId, -1); // shown where it belongs
+        continue;
+      }
+      const since = pendingSince.get(p.requestId);
+      if (since === undefined) pendingSince.set(p.requestId, now);
+      else if (since >= 0 && now - since >= 3000) {
+        pendingSince.set(p.requestId, -1);
+        toast('Approval waiting', (p.toolName || 'A tool') + ' wants to run in another session.', { label: 'Show', run: showApprovals });
+      }
+    }
+  }
+
+  // followNotifications reads the server's notification stream for as
+  // long as the page is open; a server without it (404) is not asked again.
+  async function followNotifications() {
+    for (let delay = 2000; !state.leaving; delay = Math.min(delay * 2, 60000)) {
+      try {
+        const resp = await request('GET', '/api/notifications/stream');
+        await readSSE(resp, ev => {
+          const d = ev.data || {};
+          if (ev.event === 'message' && d.type === 'notification') toast(d.title, d.body);
+        });
+      } catch (err) {
+        if (err.status >= 400 && err.status < 500) return;
+      }
+      await new Promise(r => setTimeout(r, delay));
+    }
+  }
+
   // ---- model picker ----------------------------------------------------
   // GET /api/litellm/models ({models: [id…]}) lists what the model server
   // offers; the pick (remembered in this browser) is sent as the chat
@@ -1455,6 +1524,7 @@
       memoryTimer = setTimeout(loadMemory, 250);
     });
     $('theme').addEventListener('click', toggleTheme);
+    document.addEventListener('visibilitychange', () => { if (!document.hidden) document.title = 'Waggle'; });
     $('files-toggle').addEventListener('click', () => {
       if (togglePanel('files')) loadFiles();
     });
@@ -1559,7 +1629,10 @@
       }
     }
     refreshApprovals();
-    setInterval(() => { if (!document.hidden) refreshApprovals(); }, 5000);
+    // Polled while hidden too (slower): a waiting approval is news.
+    let polls = 0;
+    setInterval(() => { if (!document.hidden || ++polls % 6 === 0) refreshApprovals(); }, 5000);
+    followNotifications();
     document.body.dataset.ready = 'true';
   }
 
