@@ -979,6 +979,7 @@
     $('send').disabled = on;
     $('new-session').disabled = on;
     document.body.classList.toggle('running', on);
+    if (on) lastReplyActions(); // nothing to regenerate while a turn runs
   }
 
   // ---- approvals -----------------------------------------------------
