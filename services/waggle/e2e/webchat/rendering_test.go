@@ -94,6 +94,11 @@ func TestRendering(t *testing.T) {
 	// Screenshots for the artifacts (and the docs): desktop and phone,
 	// light and dark, of the same conversation.
 	t.Run("Screenshots", func(t *testing.T) {
+		// The conversation to photograph (when run on its own).
+		if len(llm.ChatRequests()) == 0 {
+			ctx := tab(t, b)
+			run(t, ctx, open(srv.URL+"/"), send("show me everything"), until(lastReplyHas("THE END")), until(replied))
+		}
 		for _, v := range []struct {
 			name string
 			w, h int64
