@@ -1366,19 +1366,28 @@
   // (GET /api/mcp/servers). A section whose route is missing (404) or
   // refused (403: not an operator) stays hidden.
 
+  // settingsError shows an error inside the dialog (the page's banner is
+  // behind it).
+  function settingsError(err) {
+    const status = err.status ? err.status + ' · ' : '';
+    $('settings-error').textContent = status + (err.message || String(err)) + (err.code ? ' (' + err.code + ')' : '');
+    $('settings-error').hidden = false;
+  }
+
   async function section(id, load) {
     try {
       await load();
       $(id).hidden = false;
     } catch (err) {
       $(id).hidden = true;
-      if (err.status && err.status !== 404 && err.status !== 403) showError(err);
+      if (err.status && err.status !== 404 && err.status !== 403) settingsError(err);
     }
   }
 
   async function openSettings() {
     const d = $('settings-dialog');
     if (!d.open) d.showModal();
+    $('settings-error').hidden = true;
     document.querySelectorAll('#settings-dialog .saved').forEach(s => { s.hidden = true; });
     await Promise.all([
       section('settings-models', async () => {
@@ -1419,7 +1428,7 @@
           await api('DELETE', '/api/vault/' + enc(s.name));
           await loadVault();
         } catch (err) {
-          showError(err);
+          settingsError(err);
         }
       });
       li.append(del);
@@ -1459,7 +1468,7 @@
       await api('PUT', '/api/settings', body);
       saved(e.target);
     } catch (err) {
-      showError(err);
+      settingsError(err);
     }
   }
 
@@ -1469,7 +1478,7 @@
       await api('PUT', '/api/settings/permissions', { defaultAutonomy: $('settings-autonomy-level').value });
       saved(e.target);
     } catch (err) {
-      showError(err);
+      settingsError(err);
     }
   }
 
@@ -1484,7 +1493,7 @@
       $('settings-vault-value').value = '';
       await loadVault();
     } catch (err) {
-      showError(err);
+      settingsError(err);
     }
   }
 

@@ -50,6 +50,8 @@ func (f *fakeSettings) answer(ctx context.Context) chromedp.Action {
 						list = append(list, `{"name":"`+s+`","type":"api_key","updatedAt":"2026-01-01T00:00:00Z","isCommon":true}`)
 					}
 					status, body = 200, `{"secrets":[`+strings.Join(list, ",")+`],"suggestedKeys":[],"suggestedSecrets":[]}`
+				case m == "POST" && p == "/api/vault" && strings.Contains(string(post), `"name":"bad name"`):
+					status, body = 400, `{"error":"Invalid secret name","code":"INVALID_INPUT"}`
 				case m == "POST" && p == "/api/vault":
 					f.secrets = append(f.secrets, "openai")
 					status, body = 200, `{"success":true,"name":"openai"}`
@@ -100,6 +102,13 @@ func TestSettings(t *testing.T) {
 			chromedp.SetValue(`#settings-autonomy-level`, "trusted", chromedp.ByID),
 			chromedp.Click(`#settings-autonomy button[type=submit]`, chromedp.ByQuery),
 			chromedp.WaitVisible(`#settings-autonomy .saved`, chromedp.ByQuery),
+			// A refusal is shown in the dialog, in the server's words.
+			chromedp.SendKeys(`#settings-vault-name`, "bad name", chromedp.ByID),
+			chromedp.SendKeys(`#settings-vault-value`, "v", chromedp.ByID),
+			chromedp.Click(`#settings-vault-form button[type=submit]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#settings-error`, chromedp.ByID),
+			until(`document.querySelector('#settings-error').textContent === '400 · Invalid secret name (INVALID_INPUT)'`),
+			chromedp.Evaluate(`document.querySelector('#settings-vault-name').value = ''; document.querySelector('#settings-vault-value').value = ''`, nil),
 			chromedp.SendKeys(`#settings-vault-name`, "openai", chromedp.ByID),
 			chromedp.SendKeys(`#settings-vault-value`, "sk-test-123", chromedp.ByID),
 			chromedp.Click(`#settings-vault-form button[type=submit]`, chromedp.ByQuery),
