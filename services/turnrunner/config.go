@@ -334,12 +334,19 @@ func (c *Config) bashOn() bool {
 // or "" to run it directly: team servers (auto) and "on" sandbox bash, and
 // refuse to start with bash offered but no sandbox, rather than run
 // shared-server commands unconfined.
+//
+// With bash not offered the sandbox is still used when bwrap is installed:
+// the git tools run under it too (and need it less, so its absence is no
+// error then).
 func (c *Config) bashSandbox() (string, error) {
 	on := c.BashSandbox == SandboxOn || (c.BashSandbox != SandboxOff && c.TeamServer)
-	if !on || !c.bashOn() {
+	if !on {
 		return "", nil
 	}
 	path, err := exec.LookPath("bwrap")
+	if err != nil && !c.bashOn() {
+		return "", nil
+	}
 	if err != nil {
 		return "", errors.New("bash needs its sandbox here but bubblewrap is not installed (apt-get install bubblewrap), or set --enable-bash=false / --bash-sandbox=off")
 	}
