@@ -246,7 +246,7 @@ func TestWebChat(t *testing.T) {
 		}
 		// The reply is stored: a fresh page load shows it from history.
 		run(t, ctx, chromedp.Reload(), chromedp.WaitVisible(`body[data-ready="true"]`, chromedp.ByQuery),
-			until(lastReplyHas("fmt.Println")), until(`document.querySelector('#messages .msg.user').textContent === 'show me some markdown'`))
+			until(lastReplyHas("fmt.Println")), until(`document.querySelector('#messages .msg.user .bubble').textContent === 'show me some markdown'`))
 	})
 
 	t.Run("ApprovalDialog", func(t *testing.T) {
@@ -579,6 +579,12 @@ func TestWebChat(t *testing.T) {
 			chromedp.Reload(), chromedp.WaitVisible(`body[data-ready="true"]`, chromedp.ByQuery),
 			until(`!document.querySelector('#token-dialog').open`),
 			until(lastReplyHas("hello team")),
+			// Sign out forgets the token: the page asks for one again and
+			// shows nothing of the session.
+			chromedp.WaitVisible(`#sign-out`, chromedp.ByID),
+			chromedp.Click(`#sign-out`, chromedp.ByID),
+			chromedp.WaitVisible(`#token-dialog[open] #token-input`, chromedp.ByQuery),
+			until(`localStorage.getItem('waggle.token') === null && document.querySelectorAll('#messages .msg').length === 0`),
 		)
 	})
 
@@ -615,6 +621,8 @@ func TestWebChat(t *testing.T) {
 			chromedp.SetValue(`#workspace-team`, "beta", chromedp.ByID),
 			chromedp.SendKeys(`#workspace-name`, "Beta Lab"+kb.Enter, chromedp.ByID),
 			until(`document.querySelector('#workspace').value === 'beta-lab'`),
+			// In two teams, the workspaces are grouped by team.
+			until(`document.querySelector('#workspace option[value="beta-lab"]').parentElement.label === 'beta'`),
 			send("hello lab"), until(replied), until(lastReplyHas("hello from the team")),
 			until(`document.querySelector('#error').hidden`),
 		)
