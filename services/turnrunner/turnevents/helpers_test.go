@@ -1,0 +1,215 @@
+package turnevents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+// testWait bounds every wait of these tests: generous for a loaded
+// machine; a passing test never waits it out.
+const testWait = 60 * time.Second
+
+// newJS opens JetStream on nc as the runner does.
+func newJS(t *testing.T, nc *nats.Conn) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(AsyncWindow),
+		jetstream.WithPublishAsyncTimeout(PublishWait))
+	if err != nil {
+		t.Fatalf("jetstream: %v", err)
+	}
+	return js
+}
+
+// createStream creates the turn stream as the bus does (duplicate window
+// included), with the given storage and replicas.
+func createStream(t *testing.T, js jetstream.JetStream, storage jetstream.StorageType, replicas int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	for {
+		_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name: protocol.StreamTurns, Subjects: []string{protocol.SubjTurnEventsAll},
+			Storage: storage, Replicas: replicas, Duplicates: 2 * time.Minute,
+		})
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("create stream: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond) // a forming cluster answers later
+	}
+}
+
+// storedEvent is one event as the stream holds it.
+type storedEvent struct {
+	event string
+	num   uint64
+	data  []byte
+}
+
+// content is a token event's text.
+func (e storedEvent) content(t *testing.T) string {
+	t.Helper()
+	var d protocol.TokenData
+	if err := json.Unmarshal(e.data, &d); err != nil {
+		t.Fatalf("token data %q: %v", e.data, err)
+	}
+	return d.Content
+}
+
+// readStored returns every event of turnID in the stream, in stream order.
+func readStored(t *testing.T, js jetstream.JetStream, turnID string) []storedEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	st, err := js.Stream(ctx, protocol.StreamTurns)
+	if err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	last, err := st.GetLastMsgForSubject(ctx, protocol.TurnEvents(turnID))
+	if err != nil {
+		t.Fatalf("last event: %v", err)
+	}
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{protocol.TurnEvents(turnID)}})
+	if err != nil {
+		t.Fatalf("consumer: %v", err)
+	}
+	var out []storedEvent
+	var seq uint64
+	for seq < last.Sequence {
+		m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			t.Fatalf("read events (at %d of %d): %v", seq, last.Sequence, err)
+		}
+		meta, _ := m.Metadata()
+		seq = meta.Sequence.Stream
+		n, _ := strconv.ParseUint(m.Headers().Get(protocol.HeaderEventNum), 10, 64)
+		out = append(out, storedEvent{event: m.Headers().Get(protocol.HeaderEvent), num: n, data: m.Data()})
+	}
+	return out
+}
+
+// checkDense fails t unless the events are numbered 1, 2, 3, … in stream
+// order (none lost, none doubled, none reordered).
+func checkDense(t *testing.T, evs []storedEvent) {
+	t.Helper()
+	for i, e := range evs {
+		if e.num != uint64(i+1) {
+			t.Fatalf("event %d of %d (%s) is numbered %d: lost, doubled or reordered", i+1, len(evs), e.event, e.num)
+		}
+	}
+}
+
+// tokenText joins the token events' text.
+func tokenText(t *testing.T, evs []storedEvent) (string, int) {
+	t.Helper()
+	var s []byte
+	n := 0
+	for _, e := range evs {
+		if e.event == protocol.EventToken {
+			s = append(s, e.content(t)...)
+			n++
+		}
+	}
+	return string(s), n
+}
+
+// faultyJS is a JetStream whose async acknowledgements a test controls:
+// the publish really happens, but the future the publisher gets is
+// answered only as the test says (held until released, lost, or failed).
+type faultyJS struct {
+	jetstream.JetStream
+
+	mu sync.Mutex
+	// gate, when not nil, holds every acknowledgement until it is closed.
+	gate chan struct{}
+	// lose says whether to lose the acknowledgement of event num (the
+	// message itself is stored).
+	lose func(num uint64) bool
+	// published counts async publishes per event number; resent counts
+	// synchronous ones (re-publishes).
+	published map[uint64]int
+	resent    atomic.Int64
+}
+
+func newFaulty(js jetstream.JetStream) *faultyJS {
+	return &faultyJS{JetStream: js, published: map[uint64]int{}}
+}
+
+func (f *faultyJS) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	num, _ := strconv.ParseUint(m.Header.Get(protocol.HeaderEventNum), 10, 64)
+	f.mu.Lock()
+	f.published[num]++
+	gate, lose := f.gate, f.lose != nil && f.lose(num)
+	f.mu.Unlock()
+	real, err := f.JetStream.PublishMsgAsync(m, opts...)
+	if err != nil || (gate == nil && !lose) {
+		return real, err
+	}
+	fut := &heldFuture{msg: m, ok: make(chan *jetstream.PubAck, 1), err: make(chan error, 1)}
+	if lose {
+		return fut, nil // answered never: the acknowledgement is lost
+	}
+	go func() {
+		var ack *jetstream.PubAck
+		var ferr error
+		select {
+		case ack = <-real.Ok():
+		case ferr = <-real.Err():
+		}
+		<-gate
+		if ferr != nil {
+			fut.err <- ferr
+		} else {
+			fut.ok <- ack
+		}
+	}()
+	return fut, nil
+}
+
+func (f *faultyJS) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	f.resent.Add(1)
+	return f.JetStream.PublishMsg(ctx, m, opts...)
+}
+
+// asyncCount is how many times event num was published asynchronously.
+func (f *faultyJS) asyncCount(num uint64) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.published[num]
+}
+
+// heldFuture is a PubAckFuture answered by faultyJS.
+type heldFuture struct {
+	msg *nats.Msg
+	ok  chan *jetstream.PubAck
+	err chan error
+}
+
+func (h *heldFuture) Ok() <-chan *jetstream.PubAck { return h.ok }
+func (h *heldFuture) Err() <-chan error            { return h.err }
+func (h *heldFuture) Msg() *nats.Msg               { return h.msg }
+
+var errTest = errors.New("test: acknowledgement lost")
+
+// within fails t unless done is closed in time.
+func within(t *testing.T, done <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(testWait):
+		t.Fatalf("%s: not done in %s", what, testWait)
+	}
+}
