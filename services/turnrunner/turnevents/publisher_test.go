@@ -156,8 +156,8 @@ func TestHoldReleaseDiscard(t *testing.T) {
 	if text != want.String() {
 		t.Fatalf("held tokens = %q, want %q", text, want.String())
 	}
-	if n != tokenWindow+1 {
-		t.Errorf("%d token events: want %d (one each up to the window, then joined)", n, tokenWindow+1)
+	if n >= 40 {
+		t.Errorf("%d token events for 40 held tokens: not joined", n)
 	}
 }
 
@@ -174,13 +174,14 @@ func TestCoalescingAndBackpressure(t *testing.T) {
 	defer p.Close()
 
 	const tok = "0123456789abcdef" // 16 bytes
-	total := 2*maxPendingText/len(tok) + 100
+	total := 2*maxQueued/len(tok) + 100
 	blocked := make(chan int, 1)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for i := range total {
-			if i == tokenWindow+maxPendingText/len(tok)-1 {
+			if i == maxQueued/len(tok) { // the first token is in flight, the rest queue
+
 				blocked <- i // it got this far while no ack came
 			}
 			if err := p.Emit(protocol.EventToken, protocol.TokenData{Content: tok}); err != nil {
@@ -201,11 +202,10 @@ func TestCoalescingAndBackpressure(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 	p.mu.Lock()
-	held := len(p.pending) + p.unackedBytes
-	inflight := len(p.unacked)
+	held, sent := p.queuedBytes, p.n
 	p.mu.Unlock()
-	if held > maxPendingText+tokenWindowBytes || inflight > tokenWindow {
-		t.Fatalf("while stalled the publisher holds %d bytes in %d events: unbounded", held, inflight)
+	if held > maxQueued+len(tok) || sent != 1 {
+		t.Fatalf("while stalled the publisher holds %d bytes and sent %d events: want at most %d and 1", held, sent, maxQueued+len(tok))
 	}
 	if reached == 0 {
 		t.Fatal("unreachable")
@@ -238,7 +238,7 @@ func TestCoalescingAndBackpressure(t *testing.T) {
 func TestLostAcknowledgementRepublishedOnce(t *testing.T) {
 	js := setup(t)
 	f := newFaulty(js)
-	f.lose = func(num uint64) bool { return num == 5 || num == 9 }
+	f.lose = func(num uint64) bool { return num == 2 || num == 3 }
 	p := New(f, "turn-lost-ack", nil)
 	p.suspect = 100 * time.Millisecond
 	defer p.Close()
@@ -252,9 +252,6 @@ func TestLostAcknowledgementRepublishedOnce(t *testing.T) {
 	}
 	evs := readStored(t, js, "turn-lost-ack")
 	checkDense(t, evs)
-	if len(evs) != 21 {
-		t.Fatalf("%d events stored, want 21 (20 tokens and done)", len(evs))
-	}
 	text, _ := tokenText(t, evs)
 	if want := "0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 "; text != want {
 		t.Fatalf("text %q, want %q", text, want)
@@ -269,20 +266,10 @@ func TestLostAcknowledgementRepublishedOnce(t *testing.T) {
 func TestRefusedPublishRepublished(t *testing.T) {
 	js := setup(t)
 	f := newFaulty(js)
+	f.refuse = func(num uint64) bool { return num == 2 || num == 3 }
 	p := New(f, "turn-refused", nil)
 	defer p.Close()
-	for i := range 10 {
-		_ = p.Emit(protocol.EventToken, protocol.TokenData{Content: fmt.Sprintf("%d ", i)})
-	}
-	// Simulate a refusal: the future of the newest event fails (the event
-	// is not stored).
-	p.mu.Lock()
-	last := &p.unacked[len(p.unacked)-1]
-	failed := &heldFuture{msg: last.m, ok: make(chan *jetstream.PubAck, 1), err: make(chan error, 1)}
-	failed.err <- errTest
-	last.f = failed
-	p.mu.Unlock()
-	for i := 10; i < 20; i++ {
+	for i := range 20 {
 		_ = p.Emit(protocol.EventToken, protocol.TokenData{Content: fmt.Sprintf("%d ", i)})
 	}
 	if err := p.Finish(protocol.EventDone, map[string]string{}); err != nil {
@@ -290,6 +277,9 @@ func TestRefusedPublishRepublished(t *testing.T) {
 	}
 	evs := readStored(t, js, "turn-refused")
 	checkDense(t, evs)
+	if f.resent.Load() == 0 {
+		t.Fatal("nothing was re-published after a refusal")
+	}
 	text, _ := tokenText(t, evs)
 	if want := "0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 "; text != want {
 		t.Fatalf("text %q, want %q", text, want)

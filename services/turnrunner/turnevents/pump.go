@@ -22,10 +22,10 @@ func (p *Publisher) startPump() {
 	go p.run()
 }
 
-// run is the pump: it waits for the oldest event's acknowledgement,
-// re-publishes when one is lost, and sends the joined tokens as the window
-// opens. It ends when nothing is joined and nobody waits for an
-// acknowledgement, so an idle turn costs no goroutine.
+// run is the pump: it waits for the acknowledgement of the event in
+// flight, re-publishes it when it is lost, and sends the next queued
+// event. It ends when nothing is queued and nobody waits for an
+// acknowledgement, so a turn between bursts costs no goroutine.
 func (p *Publisher) run() {
 	defer p.pump.Done()
 	timer := time.NewTimer(time.Hour)
@@ -38,20 +38,23 @@ func (p *Publisher) run() {
 			p.mu.Lock()
 			continue
 		}
-		if len(p.pending) > 0 && p.windowOpen() {
-			p.sendPending()
+		if p.flight == nil {
+			if !p.sendable() {
+				break
+			}
+			p.advance()
 			continue
 		}
-		if len(p.unacked) == 0 || (len(p.pending) == 0 && p.waiters == 0) {
-			break
+		if len(p.queue) == 0 && p.waiters == 0 {
+			break // the next emit or wait looks at the flight again
 		}
-		e := p.unacked[0]
+		e := *p.flight
 		p.mu.Unlock()
 		ok := p.await(e, timer)
 		p.mu.Lock()
-		if len(p.unacked) > 0 && p.unacked[0].num == e.num {
+		if p.flight != nil && p.flight.num == e.num {
 			if ok {
-				p.pop()
+				p.landed()
 			} else {
 				p.lost = true
 			}
@@ -86,47 +89,39 @@ func (p *Publisher) await(e sentEvent, timer *time.Timer) bool {
 	}
 }
 
-// republish sends every event not acknowledged again, oldest first, each
-// waiting for its acknowledgement, while nothing new is sent. Events the
-// stream did store are deduplicated by their Nats-Msg-Id, so none is
-// doubled and the order is kept. A bus that stays away PublishWait fails
-// the publisher.
+// republish sends the event in flight again until the stream stores it
+// (or reports it stored already: the Nats-Msg-Id makes it a duplicate),
+// while nothing else is sent. A bus that stays away PublishWait fails the
+// publisher.
 func (p *Publisher) republish() {
-	start := time.Now()
 	p.mu.Lock()
-	p.republishing = true
-	for len(p.unacked) > 0 && !p.closed && p.err == nil {
-		e := p.unacked[0]
-		if e.f != nil {
-			if done, err := settled(e.f); done && err == nil {
-				p.pop()
-				continue
-			}
-		}
-		p.mu.Unlock()
-		err := p.resend(e, start)
-		p.mu.Lock()
-		if err != nil {
-			if !errors.Is(err, ErrClosed) {
-				p.fail(fmt.Errorf("turnevents: re-publish event %d of %s: %w", e.num, p.turnID, err))
-			}
-			break
-		}
-		if len(p.unacked) > 0 && p.unacked[0].num == e.num {
-			p.pop()
-		}
-	}
-	p.lost, p.republishing = false, false
-	p.cond.Broadcast()
+	e := p.flight
 	p.mu.Unlock()
+	if e == nil {
+		return
+	}
+	err := p.resend(*e)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lost = false
+	switch {
+	case err == nil:
+		if p.flight == e {
+			p.landed()
+		}
+	case !errors.Is(err, ErrClosed):
+		p.fail(fmt.Errorf("turnevents: re-publish event %d of %s: %w", e.num, p.turnID, err))
+	}
+	p.cond.Broadcast()
 }
 
 // resend publishes e synchronously until the stream acknowledges it,
 // waiting for the connection and backing off between attempts, until
-// PublishWait after start.
-func (p *Publisher) resend(e sentEvent, start time.Time) error {
+// PublishWait after it was first sent.
+func (p *Publisher) resend(e sentEvent) error {
 	nc := p.js.Conn()
 	backoff := 25 * time.Millisecond
+	start := e.at
 	for {
 		left := PublishWait - time.Since(start)
 		ctx, cancel := context.WithTimeout(context.Background(), min(resendWait, max(left, time.Millisecond)))
@@ -181,6 +176,7 @@ func (p *Publisher) waitAcked(n uint64, d time.Duration) error {
 		}
 		if !p.pumping {
 			p.settle()
+			p.advance()
 			if p.acked >= n {
 				break
 			}
