@@ -133,7 +133,7 @@ func TestConnectionCutMidStream(t *testing.T) {
 		t.Fatalf("finish: %v", err)
 	}
 	evs := readStored(t, js, "turn-cut")
-	checkDense(t, evs)
+	evs = checkDense(t, evs)
 	if text, _ := tokenText(t, evs); text != numbered(n) {
 		t.Fatalf("token text after the cut differs: %d bytes, want %d", len(text), len(numbered(n)))
 	}
@@ -166,7 +166,7 @@ func TestServerRestartOnItsStore(t *testing.T) {
 		t.Fatalf("finish: %v", err)
 	}
 	evs := readStored(t, js, "turn-restart")
-	checkDense(t, evs)
+	evs = checkDense(t, evs)
 	if text, _ := tokenText(t, evs); text != numbered(n) {
 		t.Fatalf("token text after the restart differs: %d bytes, want %d", len(text), len(numbered(n)))
 	}
@@ -219,7 +219,7 @@ func TestStreamLeaderLost(t *testing.T) {
 		t.Fatalf("finish: %v", err)
 	}
 	evs := readStored(t, pjs, "turn-leader")
-	checkDense(t, evs)
+	evs = checkDense(t, evs)
 	if text, _ := tokenText(t, evs); text != numbered(n) {
 		t.Fatalf("token text after the election differs: %d bytes, want %d", len(text), len(numbered(n)))
 	}

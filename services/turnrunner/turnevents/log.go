@@ -46,6 +46,17 @@ func ReadLog(ctx context.Context, js jetstream.JetStream, turnID string) (Log, e
 	}
 	var text strings.Builder
 	var seq uint64
+	// Copies from a re-publish are skipped, as the gateway's relay skips
+	// them (see Publisher.republish): a number seen already is a copy; one
+	// ahead of the next waits until the next arrives, which drops it (its
+	// copy comes in order later). Held events left at the end follow a
+	// real hole (discarded events) and are taken as they are.
+	type held struct {
+		event string
+		n     uint64
+		data  []byte
+	}
+	var ahead []held
 	for seq < last.Sequence {
 		// No wait: the events are stored already; Fetch would wait for a
 		// full batch.
@@ -59,10 +70,19 @@ func ReadLog(ctx context.Context, js jetstream.JetStream, turnID string) (Log, e
 			if meta, err := m.Metadata(); err == nil {
 				seq = meta.Sequence.Stream
 			}
-			if n, err := strconv.ParseUint(m.Headers().Get(protocol.HeaderEventNum), 10, 64); err == nil {
-				lg.Last = n
+			event := m.Headers().Get(protocol.HeaderEvent)
+			num, err := strconv.ParseUint(m.Headers().Get(protocol.HeaderEventNum), 10, 64)
+			switch {
+			case err != nil || num == 0: // an end without a number (a gateway's)
+				lg.add(event, m.Data(), &text)
+			case num <= lg.Last:
+			case num == lg.Last+1:
+				lg.Last = num
+				lg.add(event, m.Data(), &text)
+				ahead = ahead[:0]
+			default:
+				ahead = append(ahead, held{event, num, m.Data()})
 			}
-			lg.add(m.Headers().Get(protocol.HeaderEvent), m.Data(), &text)
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 			return lg, fmt.Errorf("turnevents: read events of %s: %w", turnID, err)
@@ -73,6 +93,12 @@ func ReadLog(ctx context.Context, js jetstream.JetStream, turnID string) (Log, e
 				return lg, fmt.Errorf("turnevents: read events of %s: stopped before event %d: %w", turnID, last.Sequence, ctx.Err())
 			case <-time.After(10 * time.Millisecond):
 			}
+		}
+	}
+	for _, h := range ahead {
+		if h.n > lg.Last {
+			lg.Last = h.n
+			lg.add(h.event, h.data, &text)
 		}
 	}
 	lg.Text = text.String()

@@ -1,5 +1,5 @@
 // Package turnevents writes one chat turn's events onto its JetStream
-// subject (numbered, in order, coalesced, bounded, re-published when an
+// subject (numbered, coalesced, bounded, re-published when an
 // acknowledgement is lost) and reads back what a turn's stored events say.
 package turnevents
 
@@ -31,25 +31,33 @@ const (
 	// turn fails. It is also the runner connection's async ack timeout.
 	PublishWait = 30 * time.Second
 	// AsyncWindow is the runner connection's async publish window, shared
-	// by every turn of the runner (each has at most one event in it).
+	// by every turn of the runner (each keeps at most tokenWindow token
+	// events in it).
 	AsyncWindow = 16384
 
-	// maxQueued bounds what a turn holds while the bus is behind (queued
-	// events and joined token text, in bytes); past it the emitting
-	// goroutine (the model read) waits.
-	maxQueued = 64 << 10
-	// suspectAfter is how long the event in flight may wait for its
-	// acknowledgement before it counts as lost and is re-published. A
-	// stream that is merely slow stores nothing twice (every event carries
-	// a Nats-Msg-Id), so this can be far below PublishWait.
+	// maxPendingText bounds the token text a turn holds while the bus is
+	// behind; past it the model read waits.
+	maxPendingText = 64 << 10
+	// tokenWindow and tokenWindowBytes bound the events of one turn
+	// waiting for the stream before further tokens are joined: what a turn
+	// holds (and may have to re-publish) while the bus is behind.
+	tokenWindow      = 32
+	tokenWindowBytes = 128 << 10
+	// suspectAfter is how long an event may wait for its acknowledgement
+	// before it counts as lost and everything not acknowledged is
+	// re-published. A stream that is merely slow stores nothing twice
+	// (every event carries a Nats-Msg-Id), so this can be far below
+	// PublishWait; it must stay below a cluster's election time (seconds)
+	// so that no event is sent after a lost one long enough to reach a new
+	// leader first.
 	suspectAfter = 2 * time.Second
 	// resendWait bounds one synchronous re-publish.
 	resendWait = 2 * time.Second
 )
 
 // asyncOpts turns off the client's own retry of a publish that found no
-// stream (it would re-send the message later, on its own clock); the
-// publisher re-publishes itself, in order.
+// stream: it re-sends the message later, behind the turn's newer events.
+// The publisher re-publishes in order itself.
 var asyncOpts = []jetstream.PublishOpt{jetstream.WithRetryAttempts(0), jetstream.WithStallWait(PublishWait)}
 
 // ErrClosed is returned by a publish that had to wait for the bus after
@@ -63,27 +71,25 @@ var ErrClosed = errors.New("turnevents: publisher closed")
 // terminal event: protocol.TurnEndMsgID), so a re-published event is
 // stored once (the stream's duplicate window).
 //
-// Order: a turn has at most one event in flight. The next is sent when the
-// stream has acknowledged the previous one; what is emitted meanwhile
-// waits in a queue where consecutive tokens are joined into one event. So
-// a stream that keeps up gets every token as its own event (an ack takes
-// a fraction of a millisecond, far less than a model's gap between
-// tokens), a slow one gets fewer, larger events instead of a backlog, and
-// a later event can never be stored before an earlier one: pipelining
-// several would let a new stream leader store event n+1 while event n,
-// sent to the old leader, was lost. Nothing but consecutive tokens is ever
-// merged. No emit waits for a round trip.
+// Events are published asynchronously (never a round trip per token) and
+// in order. Tokens are coalesced by acknowledgement, not by a timer: a
+// token is its own event while fewer than tokenWindow events of the turn
+// wait for the stream; past that, tokens are joined and go out as one
+// event when the oldest is acknowledged. A bus that keeps up sees every
+// token as its own event with no added delay; a slow one gets fewer,
+// larger events instead of a growing backlog. Nothing but consecutive
+// tokens is ever merged.
 //
-// Lost acknowledgements: the event in flight counts as lost when the bus
-// refuses it (no stream leader, no connection) or does not acknowledge it
-// within suspectAfter. It is then re-published, synchronously and with
-// backoff, until the stream stores it (or says it had: a duplicate); only
-// then does the next event go. A stream that loses its leader pauses the
-// turn and loses, doubles and reorders nothing. Only a bus that stays away
-// PublishWait fails the turn.
+// Lost acknowledgements: an event that is refused (no stream leader, no
+// connection) or not acknowledged within suspectAfter is taken as lost.
+// The publisher then stops sending, re-publishes every event not
+// acknowledged, oldest first, each waiting for its acknowledgement, and
+// only then goes on (see republish). So a stream that loses its leader
+// pauses the turn and, as its readers see it, loses, doubles and
+// reorders nothing. Only a bus that stays away PublishWait fails it.
 //
-// Backpressure: when the queue reaches maxQueued bytes the emitting
-// goroutine waits for the bus.
+// Backpressure: when the joined text reaches maxPendingText the emitting
+// goroutine (the model read) waits for the bus.
 type Publisher struct {
 	js      JetStream
 	turnID  string
@@ -95,46 +101,40 @@ type Publisher struct {
 
 	mu   sync.Mutex
 	cond *sync.Cond // signalled on every change a waiter may wait for
-	// n is the number of the last event sent; acked the number up to
+	// n is the number of the last event built; acked the number up to
 	// which every event is stored.
 	n, acked uint64
-	// flight is the event sent and not yet acknowledged (nil: none).
-	flight *sentEvent
-	// lost is set when flight must be re-published (the pump does it).
-	lost bool
-	// queue holds what waits for flight's acknowledgement, in order;
-	// queuedBytes is its size.
-	queue       []queued
-	queuedBytes int
+	// pending is token text waiting to be sent as one event.
+	pending []byte
+	// unacked are the events sent and not known to be stored, oldest
+	// first; unackedBytes the size of their data.
+	unacked      []sentEvent
+	unackedBytes int
 	// pumping is set while the pump goroutine runs; it is then the only
-	// reader of flight's future.
+	// reader of the futures.
 	pumping bool
 	// waiters counts goroutines waiting for an acknowledgement.
 	waiters int
+	// lost is set when an event must be re-published; republishing while
+	// that runs (nothing new is sent meanwhile).
+	lost, republishing bool
+	// epoch counts re-publish rounds (the new ids of retryCopy).
+	epoch uint64
 	// err is the first failure; every later publish reports it.
 	err error
-	// held keeps events back (the turn's work starts while the user's
-	// message is being stored, but nothing reaches a client before it is
-	// durable): queue[beforeHold:] waits until Release, or is dropped by
-	// Discard.
+	// held keeps every event back (in order, tokens joined) until Release
+	// or Discard: the turn's work starts while the user's message is
+	// being stored, but nothing reaches a client before it is durable.
+	// heldN is the event number when the hold began.
 	held       bool
-	beforeHold int
+	heldMsgs   []sentEvent
+	heldTokens int // token events among heldMsgs
+	heldN      uint64
 	// done stops the pump when the turn ends; closed is set with it.
 	done   chan struct{}
 	closed bool
 	pump   sync.WaitGroup
 }
-
-// queued is an event waiting to be sent: a run of tokens (text) or another
-// event (body).
-type queued struct {
-	event string
-	body  []byte
-	text  []byte // token runs only
-	end   bool   // the terminal event (its Nats-Msg-Id is TurnEndMsgID)
-}
-
-func (q *queued) size() int { return len(q.body) + len(q.text) }
 
 // sentEvent is an event waiting for its acknowledgement.
 type sentEvent struct {
@@ -162,11 +162,11 @@ func (p *Publisher) ContinueAt(n uint64) {
 	p.mu.Unlock()
 }
 
-// Last is the number of the last event emitted (sent or waiting to be).
+// Last is the number of the last event published (or held).
 func (p *Publisher) Last() uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.n + uint64(len(p.queue))
+	return p.n
 }
 
 // MsgID is the Nats-Msg-Id of turnID's event number n (the terminal event
@@ -175,83 +175,31 @@ func MsgID(turnID string, n uint64) string {
 	return turnID + ":" + strconv.FormatUint(n, 10)
 }
 
-// sendable reports whether the front of the queue may be sent now. p.mu
-// is held.
-func (p *Publisher) sendable() bool {
-	return p.flight == nil && !p.lost && p.err == nil && len(p.queue) > 0 && !(p.held && p.beforeHold == 0)
-}
-
-// advance sends the front of the queue if nothing is in flight. p.mu is
-// held.
-func (p *Publisher) advance() {
-	if !p.sendable() {
-		return
-	}
-	q := p.queue[0]
-	p.queue[0] = queued{}
-	p.queue = p.queue[1:]
-	if len(p.queue) == 0 {
-		p.queue = p.queue[:0:0] // let the backing array go
-	}
-	p.queuedBytes -= q.size()
-	if p.beforeHold > 0 {
-		p.beforeHold--
-	}
-	p.send(q)
-	p.cond.Broadcast()
-}
-
-// send numbers q and publishes it asynchronously as the event in flight.
-// A send the bus refuses is re-published by the pump. p.mu is held.
-func (p *Publisher) send(q queued) {
+// next builds the next event. p.mu is held.
+func (p *Publisher) next(event string, body []byte) sentEvent {
 	p.n++
-	body := q.body
-	if q.event == protocol.EventToken && q.text != nil {
-		body = tokenBody(q.text)
-	}
-	id := protocol.TurnEndMsgID(p.turnID)
-	if !q.end {
-		id = MsgID(p.turnID, p.n)
-	}
 	m := &nats.Msg{Subject: p.subject, Data: body, Header: make(nats.Header, 3)}
-	m.Header[protocol.HeaderEvent] = []string{q.event}
+	m.Header[protocol.HeaderEvent] = []string{event}
 	m.Header[protocol.HeaderEventNum] = []string{strconv.FormatUint(p.n, 10)}
-	m.Header[jetstream.MsgIDHeader] = []string{id}
-	f, err := p.js.PublishMsgAsync(m, asyncOpts...)
+	m.Header[jetstream.MsgIDHeader] = []string{MsgID(p.turnID, p.n)}
+	return sentEvent{m: m, num: p.n}
+}
+
+// send publishes e asynchronously. A send the bus refuses is kept and
+// re-published by the pump. p.mu is held, and no re-publish is due
+// (ready).
+func (p *Publisher) send(e sentEvent) {
+	e.at = time.Now()
+	f, err := p.js.PublishMsgAsync(e.m, asyncOpts...)
 	if err != nil {
 		// The connection is reconnecting (it buffers nothing meanwhile) or
-		// its window stayed full: re-published once the bus answers.
-		f = nil
+		// the window stayed full: re-published once the bus answers.
 		p.lost = true
 		p.startPump()
 	}
-	p.flight = &sentEvent{m: m, f: f, at: time.Now(), num: p.n}
-}
-
-// enqueue adds q behind everything waiting, joining a token run to the
-// run before it. p.mu is held.
-func (p *Publisher) enqueue(q queued) {
-	if n := len(p.queue); q.text != nil && n > 0 && n > p.heldBoundary() {
-		if last := &p.queue[n-1]; last.text != nil {
-			last.text = append(last.text, q.text...)
-			p.queuedBytes += len(q.text)
-			return
-		}
-	}
-	if q.text != nil {
-		q.text = append(make([]byte, 0, max(len(q.text), 64)), q.text...) // owned, room to join
-	}
-	p.queue = append(p.queue, q)
-	p.queuedBytes += q.size()
-}
-
-// heldBoundary is the index in queue before which events were queued
-// before the hold (0 when nothing is held). p.mu is held.
-func (p *Publisher) heldBoundary() int {
-	if p.held {
-		return p.beforeHold
-	}
-	return 0
+	e.f = f
+	p.unacked = append(p.unacked, e)
+	p.unackedBytes += len(e.m.Data)
 }
 
 // fail records the publisher's first failure. p.mu is held.
@@ -262,36 +210,57 @@ func (p *Publisher) fail(err error) {
 	p.cond.Broadcast()
 }
 
-// settle notes, without waiting, whether the event in flight was
-// acknowledged (then the next may go) or is lost. p.mu is held and the
-// pump is not running.
-func (p *Publisher) settle() {
-	e := p.flight
-	if e == nil || p.lost {
+// sendPending publishes the joined tokens, if any. p.mu is held.
+func (p *Publisher) sendPending() {
+	if len(p.pending) == 0 {
 		return
 	}
-	if e.f == nil {
-		p.lost = true
-		return
-	}
-	done, err := settled(e.f)
-	switch {
-	case !done:
-		if time.Since(e.at) > p.suspect {
-			p.lost = true
-		}
-	case err != nil:
-		p.lost = true
-	default:
-		p.landed()
-	}
+	body := tokenBody(p.pending)
+	p.pending = p.pending[:0]
+	p.send(p.next(protocol.EventToken, body))
+	p.cond.Broadcast()
 }
 
-// landed records that the event in flight is stored. p.mu is held.
-func (p *Publisher) landed() {
-	p.acked = p.flight.num
-	p.flight = nil
+// pop drops the oldest event sent: it is stored. p.mu is held.
+func (p *Publisher) pop() {
+	e := p.unacked[0]
+	p.unackedBytes -= len(e.m.Data)
+	p.acked = e.num
+	p.unacked[0] = sentEvent{}
+	p.unacked = p.unacked[1:]
+	if len(p.unacked) == 0 {
+		p.unacked = p.unacked[:0:0] // let the backing array go
+	}
 	p.cond.Broadcast()
+}
+
+// windowOpen reports whether another token event may be sent now.
+func (p *Publisher) windowOpen() bool {
+	return len(p.unacked) < tokenWindow && p.unackedBytes < tokenWindowBytes
+}
+
+// settle drops the acknowledged events at the front of unacked and notes
+// a lost one, without waiting. p.mu is held and the pump is not running.
+func (p *Publisher) settle() {
+	for len(p.unacked) > 0 {
+		e := p.unacked[0]
+		if e.f == nil {
+			p.lost = true
+			return
+		}
+		done, err := settled(e.f)
+		if !done {
+			if time.Since(e.at) > p.suspect {
+				p.lost = true
+			}
+			return
+		}
+		if err != nil {
+			p.lost = true
+			return
+		}
+		p.pop()
+	}
 }
 
 // settled reports, without waiting, whether f has its answer (and the
@@ -308,36 +277,29 @@ func settled(f jetstream.PubAckFuture) (bool, error) {
 	}
 }
 
-// emit sends q at once when nothing is in flight or waiting (the common
-// case: no queue, no goroutine), else queues it for the pump. It returns
-// q's event number. p.mu is held.
-func (p *Publisher) emit(q queued) uint64 {
-	if !p.pumping {
-		p.settle()
-	}
-	if len(p.queue) == 0 && !p.held && p.flight == nil && !p.lost {
-		p.send(q)
-		return p.n
-	}
-	p.enqueue(q)
-	n := p.n + uint64(len(p.queue)) // queue[i] will be number p.n+i+1
-	p.advance()
-	if len(p.queue) > 0 || p.lost {
+// ready waits until nothing is to be re-published, so a new event may be
+// sent after every earlier one. p.mu is held.
+func (p *Publisher) ready() error {
+	for {
+		if p.err != nil {
+			return p.err
+		}
+		if !p.pumping {
+			p.settle()
+		}
+		if !p.lost && !p.republishing {
+			return nil
+		}
+		if p.closed {
+			return ErrClosed
+		}
 		p.startPump()
-	}
-	return n
-}
-
-// backpressure waits while the queue is over its bound. p.mu is held.
-func (p *Publisher) backpressure() error {
-	for p.queuedBytes >= maxQueued && p.err == nil && !p.closed {
 		p.cond.Wait()
 	}
-	return p.err
 }
 
-// Token publishes one token of the reply (joined with the tokens around
-// it while the bus is behind, see Publisher).
+// Token publishes one token of the reply (coalesced while the bus is
+// behind, see Publisher).
 func (p *Publisher) Token(content string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -347,20 +309,38 @@ func (p *Publisher) Token(content string) error {
 	if p.onToken != nil {
 		defer p.onToken()
 	}
+	if p.held {
+		// Held tokens are kept one event each, like tokens on a bus that
+		// keeps up, up to the window; beyond it they are joined.
+		if len(p.pending) == 0 && p.heldTokens < tokenWindow {
+			p.heldMsgs = append(p.heldMsgs, p.next(protocol.EventToken, tokenBodyString(content)))
+			p.heldTokens++
+			return nil
+		}
+		p.pending = append(p.pending, content...)
+		for len(p.pending) >= maxPendingText && p.held && p.err == nil && !p.closed {
+			p.cond.Wait()
+		}
+		return p.err
+	}
 	if !p.pumping {
 		p.settle()
 	}
-	if len(p.queue) == 0 && !p.held && p.flight == nil && !p.lost {
-		p.send(queued{event: protocol.EventToken, body: tokenBodyString(content)})
+	if !p.lost && !p.republishing && len(p.pending) == 0 && p.windowOpen() {
+		p.send(p.next(protocol.EventToken, tokenBodyString(content)))
 		return nil
 	}
-	p.emit(queued{event: protocol.EventToken, text: []byte(content)})
-	return p.backpressure()
+	p.pending = append(p.pending, content...)
+	p.startPump()
+	for len(p.pending) >= maxPendingText && p.err == nil && !p.closed {
+		p.cond.Wait()
+	}
+	return p.err
 }
 
-// event publishes a non-token event after everything before it and returns
-// its number.
-func (p *Publisher) event(event string, data any, end bool) (uint64, error) {
+// event publishes a non-token event after the pending tokens and returns
+// its number (0 while held).
+func (p *Publisher) event(event string, data any) (uint64, error) {
 	body, err := encode(data)
 	if err != nil {
 		return 0, fmt.Errorf("turnevents: encode %s event: %w", event, err)
@@ -370,8 +350,21 @@ func (p *Publisher) event(event string, data any, end bool) (uint64, error) {
 	if p.err != nil {
 		return 0, p.err
 	}
-	n := p.emit(queued{event: event, body: body, end: end})
-	return n, p.backpressure()
+	if p.held {
+		if len(p.pending) > 0 {
+			p.heldMsgs = append(p.heldMsgs, p.next(protocol.EventToken, tokenBody(p.pending)))
+			p.pending = p.pending[:0]
+		}
+		p.heldMsgs = append(p.heldMsgs, p.next(event, body))
+		return 0, nil
+	}
+	if err := p.ready(); err != nil {
+		return 0, err
+	}
+	p.sendPending()
+	e := p.next(event, body)
+	p.send(e)
+	return e.num, nil
 }
 
 // Emit publishes an event without waiting. Token events go through Token.
@@ -381,7 +374,7 @@ func (p *Publisher) Emit(event string, data any) error {
 			return p.Token(t.Content)
 		}
 	}
-	_, err := p.event(event, data, false)
+	_, err := p.event(event, data)
 	return err
 }
 
@@ -395,9 +388,12 @@ func (p *Publisher) Note(event string, data any) error { return p.Emit(event, da
 // durable before the work it describes begins.
 func (p *Publisher) Mark(event string, data any) error {
 	p.waitRelease()
-	n, err := p.event(event, data, false)
+	n, err := p.event(event, data)
 	if err != nil {
 		return err
+	}
+	if n == 0 {
+		return errors.New("turnevents: publisher closed while held")
 	}
 	if err := p.waitAcked(n, PublishWait); err != nil {
 		return fmt.Errorf("turnevents: publish %s for %s: %w", event, p.turnID, err)
@@ -409,60 +405,61 @@ func (p *Publisher) Mark(event string, data any) error {
 // (and so every earlier event). Its id, protocol.TurnEndMsgID, makes any
 // second end of the turn (a retry, a reaper's) harmless.
 func (p *Publisher) Finish(event string, data any) error {
-	p.mu.Lock()
-	failed, held := p.err != nil, p.held
-	p.mu.Unlock()
-	if held {
-		return errors.New("turnevents: terminal event while events are held")
-	}
-	if failed {
-		return p.finishAfterFailure(event, data)
-	}
-	n, err := p.event(event, data, true)
-	if err == nil {
-		err = p.waitAcked(n, PublishWait)
-	}
-	if err != nil {
-		return fmt.Errorf("turnevents: publish %s for %s: %w", event, p.turnID, err)
-	}
-	return nil
-}
-
-// finishAfterFailure publishes the end of a turn whose publisher failed
-// (the bus stayed away): earlier events may be lost, but the end must
-// still reach the followers once the bus is back, or they wait forever.
-// They see the hole in the numbering first.
-func (p *Publisher) finishAfterFailure(event string, data any) error {
 	body, err := encode(data)
 	if err != nil {
 		return fmt.Errorf("turnevents: encode %s event: %w", event, err)
 	}
 	p.mu.Lock()
-	num := p.n + uint64(len(p.queue)) + 1
+	if p.err != nil {
+		// Earlier events were lost (the bus stayed away); the end must
+		// still reach the followers once the bus is back, or they wait
+		// forever. They see the hole in the numbering first.
+		m := p.next(event, body).m
+		m.Header[jetstream.MsgIDHeader] = []string{protocol.TurnEndMsgID(p.turnID)}
+		p.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), PublishWait)
+		defer cancel()
+		if _, err := p.js.PublishMsg(ctx, m); err != nil {
+			return fmt.Errorf("turnevents: publish %s for %s after a failure: %w", event, p.turnID, err)
+		}
+		return nil
+	}
+	if p.held {
+		p.mu.Unlock()
+		return errors.New("turnevents: terminal event while events are held")
+	}
+	if err := p.ready(); err != nil {
+		p.mu.Unlock()
+		return fmt.Errorf("turnevents: publish %s for %s: %w", event, p.turnID, err)
+	}
+	p.sendPending()
+	e := p.next(event, body)
+	e.m.Header[jetstream.MsgIDHeader] = []string{protocol.TurnEndMsgID(p.turnID)}
+	p.send(e)
+	n := e.num
 	p.mu.Unlock()
-	m := &nats.Msg{Subject: p.subject, Data: body, Header: nats.Header{}}
-	m.Header.Set(protocol.HeaderEvent, event)
-	m.Header.Set(protocol.HeaderEventNum, strconv.FormatUint(num, 10))
-	m.Header.Set(jetstream.MsgIDHeader, protocol.TurnEndMsgID(p.turnID))
-	ctx, cancel := context.WithTimeout(context.Background(), PublishWait)
-	defer cancel()
-	if _, err := p.js.PublishMsg(ctx, m); err != nil {
-		return fmt.Errorf("turnevents: publish %s for %s after a failure: %w", event, p.turnID, err)
+	if err := p.waitAcked(n, PublishWait); err != nil {
+		return fmt.Errorf("turnevents: publish %s for %s: %w", event, p.turnID, err)
 	}
 	return nil
 }
 
-// Drain waits (at most d) until every event emitted so far is stored, so
-// a runner taking the turn over reads all of them.
+// Drain waits (at most d) until every event published so far is stored,
+// so a runner taking the turn over reads all of them.
 func (p *Publisher) Drain(d time.Duration) {
-	_ = p.waitAcked(p.Last(), d)
+	p.mu.Lock()
+	if !p.held && p.ready() == nil {
+		p.sendPending()
+	}
+	n := p.n
+	p.mu.Unlock()
+	_ = p.waitAcked(n, d)
 }
 
-// Hold keeps every event emitted from now on back until Release or
-// Discard.
+// Hold keeps every event back until Release or Discard.
 func (p *Publisher) Hold() {
 	p.mu.Lock()
-	p.held, p.beforeHold = true, len(p.queue)
+	p.held, p.heldN, p.heldTokens = true, p.n, 0
 	p.mu.Unlock()
 }
 
@@ -473,12 +470,19 @@ func (p *Publisher) Release() {
 	if !p.held {
 		return
 	}
-	p.held, p.beforeHold = false, 0
-	p.advance()
-	if len(p.queue) > 0 {
-		p.startPump()
+	defer p.cond.Broadcast()
+	// Still held while it waits for a re-publish: what is emitted
+	// meanwhile joins the held events, behind them.
+	err := p.ready()
+	msgs := p.heldMsgs
+	p.held, p.heldMsgs = false, nil
+	if err != nil {
+		return
 	}
-	p.cond.Broadcast()
+	for _, e := range msgs {
+		p.send(e)
+	}
+	p.sendPending()
 }
 
 // Discard drops what was held (it must never be seen) and ends the hold;
@@ -489,12 +493,7 @@ func (p *Publisher) Discard() {
 	if !p.held {
 		return
 	}
-	for _, q := range p.queue[p.beforeHold:] {
-		p.queuedBytes -= q.size()
-	}
-	clear(p.queue[p.beforeHold:])
-	p.queue = p.queue[:p.beforeHold]
-	p.held, p.beforeHold = false, 0
+	p.held, p.heldMsgs, p.pending, p.n = false, nil, p.pending[:0], p.heldN
 	p.cond.Broadcast()
 }
 
@@ -510,7 +509,7 @@ func (p *Publisher) waitRelease() {
 }
 
 // Close stops the pump (the turn is over) and waits for it. Events not
-// stored by then are not re-published.
+// acknowledged by then are not re-published.
 func (p *Publisher) Close() {
 	p.mu.Lock()
 	if !p.closed {

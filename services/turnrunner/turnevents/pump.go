@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -22,10 +23,10 @@ func (p *Publisher) startPump() {
 	go p.run()
 }
 
-// run is the pump: it waits for the acknowledgement of the event in
-// flight, re-publishes it when it is lost, and sends the next queued
-// event. It ends when nothing is queued and nobody waits for an
-// acknowledgement, so a turn between bursts costs no goroutine.
+// run is the pump: it waits for the oldest event's acknowledgement,
+// re-publishes when one is lost, and sends the joined tokens as the window
+// opens. It ends when nothing is joined and nobody waits for an
+// acknowledgement, so an idle turn costs no goroutine.
 func (p *Publisher) run() {
 	defer p.pump.Done()
 	timer := time.NewTimer(time.Hour)
@@ -38,23 +39,20 @@ func (p *Publisher) run() {
 			p.mu.Lock()
 			continue
 		}
-		if p.flight == nil {
-			if !p.sendable() {
-				break
-			}
-			p.advance()
+		if len(p.pending) > 0 && p.windowOpen() {
+			p.sendPending()
 			continue
 		}
-		if len(p.queue) == 0 && p.waiters == 0 {
-			break // the next emit or wait looks at the flight again
+		if len(p.unacked) == 0 || (len(p.pending) == 0 && p.waiters == 0) {
+			break
 		}
-		e := *p.flight
+		e := p.unacked[0]
 		p.mu.Unlock()
 		ok := p.await(e, timer)
 		p.mu.Lock()
-		if p.flight != nil && p.flight.num == e.num {
+		if len(p.unacked) > 0 && p.unacked[0].num == e.num {
 			if ok {
-				p.landed()
+				p.pop()
 			} else {
 				p.lost = true
 			}
@@ -89,39 +87,72 @@ func (p *Publisher) await(e sentEvent, timer *time.Timer) bool {
 	}
 }
 
-// republish sends the event in flight again until the stream stores it
-// (or reports it stored already: the Nats-Msg-Id makes it a duplicate),
-// while nothing else is sent. A bus that stays away PublishWait fails the
-// publisher.
+// republish sends every event not acknowledged again, oldest first, each
+// waiting for its acknowledgement, while nothing new is sent. A bus that
+// stays away PublishWait fails the publisher.
+//
+// The first event re-sent keeps its Nats-Msg-Id: if the stream did store
+// it (only the acknowledgement was lost), it is not stored twice. Every
+// later event of the window gets a new id and is stored again even if it
+// was stored before: a stream that changed leader may have stored it ahead
+// of the lost one (a new leader took it while the old one dropped the
+// earlier event), and only a copy after the earlier event puts it back in
+// order. Readers keep the first copy of a number that arrives in order
+// (the gateway's relay, ReadLog); a copy out of order is followed by its
+// missing predecessors and its own second copy.
 func (p *Publisher) republish() {
+	start := time.Now()
 	p.mu.Lock()
-	e := p.flight
-	p.mu.Unlock()
-	if e == nil {
-		return
-	}
-	err := p.resend(*e)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.lost = false
-	switch {
-	case err == nil:
-		if p.flight == e {
-			p.landed()
+	p.republishing = true
+	p.epoch++
+	resent := false
+	for len(p.unacked) > 0 && !p.closed && p.err == nil {
+		e := p.unacked[0]
+		if !resent && e.f != nil {
+			if done, err := settled(e.f); done && err == nil {
+				p.pop() // stored, and so was everything before it
+				continue
+			}
 		}
-	case !errors.Is(err, ErrClosed):
-		p.fail(fmt.Errorf("turnevents: re-publish event %d of %s: %w", e.num, p.turnID, err))
+		if resent {
+			e.m = retryCopy(e.m, p.turnID, e.num, p.epoch)
+		}
+		resent = true
+		p.mu.Unlock()
+		err := p.resend(e, start)
+		p.mu.Lock()
+		if err != nil {
+			if !errors.Is(err, ErrClosed) {
+				p.fail(fmt.Errorf("turnevents: re-publish event %d of %s: %w", e.num, p.turnID, err))
+			}
+			break
+		}
+		if len(p.unacked) > 0 && p.unacked[0].num == e.num {
+			p.pop()
+		}
 	}
+	p.lost, p.republishing = false, false
 	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
+// retryCopy is m with a Nats-Msg-Id of its own for re-publish epoch: the
+// stream stores it even if it stored m.
+func retryCopy(m *nats.Msg, turnID string, num, epoch uint64) *nats.Msg {
+	h := make(nats.Header, len(m.Header))
+	for k, v := range m.Header {
+		h[k] = v
+	}
+	h[jetstream.MsgIDHeader] = []string{MsgID(turnID, num) + ":r" + strconv.FormatUint(epoch, 10)}
+	return &nats.Msg{Subject: m.Subject, Data: m.Data, Header: h}
 }
 
 // resend publishes e synchronously until the stream acknowledges it,
 // waiting for the connection and backing off between attempts, until
-// PublishWait after it was first sent.
-func (p *Publisher) resend(e sentEvent) error {
+// PublishWait after start.
+func (p *Publisher) resend(e sentEvent, start time.Time) error {
 	nc := p.js.Conn()
 	backoff := 25 * time.Millisecond
-	start := e.at
 	for {
 		left := PublishWait - time.Since(start)
 		ctx, cancel := context.WithTimeout(context.Background(), min(resendWait, max(left, time.Millisecond)))
@@ -176,7 +207,6 @@ func (p *Publisher) waitAcked(n uint64, d time.Duration) error {
 		}
 		if !p.pumping {
 			p.settle()
-			p.advance()
 			if p.acked >= n {
 				break
 			}
