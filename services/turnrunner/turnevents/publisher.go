@@ -45,12 +45,11 @@ const (
 	tokenWindowBytes = 128 << 10
 	// suspectAfter is how long an event may wait for its acknowledgement
 	// before it counts as lost and everything not acknowledged is
-	// re-published. A stream that is merely slow stores nothing twice
-	// (every event carries a Nats-Msg-Id), so this can be far below
-	// PublishWait; it must stay below a cluster's election time (seconds)
-	// so that no event is sent after a lost one long enough to reach a new
-	// leader first.
-	suspectAfter = 2 * time.Second
+	// re-published. Order does not depend on it (see republish); it is
+	// the pause after a silent loss, and long enough that a stream that
+	// is merely slow under load is not sent copies: about a cluster's
+	// election time.
+	suspectAfter = 5 * time.Second
 	// resendWait bounds one synchronous re-publish.
 	resendWait = 2 * time.Second
 )
