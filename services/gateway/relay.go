@@ -234,6 +234,10 @@ func (rl *relay) run() {
 				rl.endFromStore()
 				return
 			}
+			// The stream is read again after the last event taken, held
+			// events included: hold them once.
+			clear(rl.ahead)
+			rl.ahead = rl.ahead[:0]
 			if err := rl.openPrivate(rl.taken); err != nil {
 				s.log.Warn("relay catch-up failed", "turn", rl.turnID, "err", err)
 				return
