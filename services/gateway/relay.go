@@ -199,23 +199,20 @@ func (rl *relay) close() {
 }
 
 // run is the relay's loop: deliver what is waiting, else wait for events,
-// keep-alives, presence beats, the orphan check, the client or shutdown.
+// keep-alives, presence beats, the client or shutdown. A quiet turn (one
+// waiting minutes for an approval) costs no bus request here: the runners
+// end a turn no runner is left to finish, in the stream this relay follows.
 func (rl *relay) run() {
 	s := rl.s
 	s.control(rl.turnID, protocol.TurnControlMsg{Action: protocol.ControlAttach, Client: rl.client})
 	attach := time.NewTicker(protocol.AttachInterval)
 	defer attach.Stop()
-	orphan := &orphanWatch{s: s, turnID: rl.turnID}
-	idleSince := time.Now()
-	watch := time.NewTicker(2 * time.Second)
-	defer watch.Stop()
 	keepAlive := time.NewTicker(s.cfg.KeepAlive)
 	defer keepAlive.Stop()
 	for {
 		var dropped bool
 		rl.batch, dropped = rl.q.take(rl.batch)
 		if len(rl.batch) > 0 {
-			idleSince = time.Now()
 			done, ok := rl.deliver()
 			if !ok {
 				rl.gone()
@@ -267,14 +264,6 @@ func (rl *relay) run() {
 			// Presence: a runner tells a slow client from a gone one (and
 			// a gateway that died) by these heartbeats.
 			s.control(rl.turnID, protocol.TurnControlMsg{Action: protocol.ControlAttach, Client: rl.client})
-		case <-watch.C:
-			// A quiet stream may be a turn whose runner died with no other
-			// runner left to take it over: then end it cleanly (the error
-			// event reaches this relay like any other).
-			if time.Since(idleSince) >= orphanIdle && orphan.tick(rl.r.Context()) == orphanGone {
-				rl.endFromStore()
-				return
-			}
 		case <-rl.r.Context().Done():
 			rl.gone()
 			return

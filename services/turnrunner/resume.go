@@ -9,6 +9,7 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/turnrunner/agent"
+	"github.com/waggle-os/core/services/turnrunner/turnevents"
 )
 
 // resume continues a turn claimed from another runner, from what is
@@ -20,7 +21,7 @@ func (t *turn) resume() {
 	log := t.logger()
 	telemetry.TurnsStarted.WithLabelValues("resume").Inc()
 	ctx, cancel := context.WithTimeout(t.ctx, 10*time.Second)
-	lg, err := t.svc.readTurnLog(ctx, t.req.TurnID)
+	lg, err := turnevents.ReadLog(ctx, t.svc.js, t.req.TurnID)
 	if err == nil {
 		err = t.ownLock(ctx)
 	}
@@ -33,8 +34,8 @@ func (t *turn) resume() {
 		t.finishError("Something went wrong. Try sending your message again.")
 		return
 	}
-	t.pub.ContinueAt(lg.last)
-	if lg.ended {
+	t.pub.ContinueAt(lg.Last)
+	if lg.Ended {
 		// It had ended; only the clean-up was left.
 		t.finished = true
 		return
@@ -86,14 +87,14 @@ func (t *turn) resume() {
 		}
 	}
 	switch {
-	case lg.path == nil:
+	case lg.Path == nil:
 		t.decide()
-	case lg.path.Path == protocol.TurnPathAgent:
+	case lg.Path.Path == protocol.TurnPathAgent:
 		t.setPath(protocol.TurnPathAgent)
-		t.runAgent(lg.path.Prompt, &agent.Resume{Content: lg.text, Steps: lg.steps, Executing: lg.execs})
+		t.runAgent(lg.Path.Prompt, &agent.Resume{Content: lg.Text, Steps: lg.Steps, Executing: lg.Execs})
 	default:
-		t.setPath(lg.path.Path)
-		t.streamReply(lg.path.Text, lg.tokens)
+		t.setPath(lg.Path.Path)
+		t.streamReply(lg.Path.Text, lg.Tokens)
 	}
 }
 
@@ -111,7 +112,7 @@ func (t *turn) waitLockQuietly() bool {
 
 // endStored finishes a turn whose final message the other runner stored
 // before it stopped, without its terminal event.
-func (t *turn) endStored(final protocol.Message, lg turnLog, tools []protocol.ToolEvent) {
+func (t *turn) endStored(final protocol.Message, lg turnevents.Log, tools []protocol.ToolEvent) {
 	if final.Error != "" {
 		msg := final.Error
 		for _, cause := range []error{errClientGone, errCancelled, errAborted, errInterrupted, errShutdown} {
@@ -122,13 +123,13 @@ func (t *turn) endStored(final protocol.Message, lg turnLog, tools []protocol.To
 		t.finishError(msg)
 		return
 	}
-	if lg.path != nil && lg.path.Path != protocol.TurnPathAgent {
+	if lg.Path != nil && lg.Path.Path != protocol.TurnPathAgent {
 		t.finish(protocol.EventDone, protocol.EchoDone{Content: final.Content, ToolsUsed: []string{}})
 		return
 	}
 	res := agent.Result{Content: final.Content}
-	if n := len(lg.steps); n > 0 {
-		last := lg.steps[n-1]
+	if n := len(lg.Steps); n > 0 {
+		last := lg.Steps[n-1]
 		res.Model = last.Model
 		res.Usage = agent.Usage{InputTokens: last.InputTokens, OutputTokens: last.OutputTokens}
 	}
