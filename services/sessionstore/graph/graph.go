@@ -122,7 +122,7 @@ type Result struct {
 
 // Snapshot is a mind's graph.
 type Snapshot struct {
-	Entities  []Entity  // by name
+	Entities  []Entity // by name
 	Relations []Relation
 }
 
