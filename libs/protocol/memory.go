@@ -125,7 +125,7 @@ type MemoryStatsRequest struct {
 }
 
 // MemoryStats answers MemoryStatsRequest. Workspace is nil without a
-// workspace. Entities and relations are not kept here and count 0.
+// workspace. EntityCount and RelationCount count valid knowledge-graph facts.
 type MemoryStats struct {
 	Personal  MemoryMindStats  `json:"personal"`
 	Workspace *MemoryMindStats `json:"workspace"`

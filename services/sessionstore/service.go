@@ -19,7 +19,9 @@ import (
 	"github.com/waggle-os/core/libs/pgerr"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/frames"
+	"github.com/waggle-os/core/services/sessionstore/graph"
 	"github.com/waggle-os/core/services/sessionstore/groups"
+	"github.com/waggle-os/core/services/sessionstore/knowledge"
 	"github.com/waggle-os/core/services/sessionstore/ledger"
 	"github.com/waggle-os/core/services/sessionstore/pgstore"
 	"github.com/waggle-os/core/services/sessionstore/teams"
@@ -34,6 +36,8 @@ type Service struct {
 	store Store
 	pg    *pgstore.Store // nil without PostgresURL
 	minds *frames.Minds
+	// knowledge is the minds' knowledge graph (its extraction worker).
+	knowledge *knowledge.Knowledge
 
 	nc     *nats.Conn
 	svc    *bus.Service
@@ -149,6 +153,7 @@ func (s *Service) register() error {
 		bus.Handle(s.svc, protocol.AppendToSession, s.append),
 		bus.Handle(s.svc, protocol.EvictSession, s.clear),
 		s.minds.Register(s.svc),
+		s.knowledge.Register(s.svc),
 		bus.Handle(s.svc, protocol.GetWorkspace, s.workspaceGet),
 		bus.Handle(s.svc, protocol.ListWorkspaces, s.workspaceList),
 		bus.Handle(s.svc, protocol.GetWorkspaceDoc, s.workspaceDoc),
@@ -202,15 +207,26 @@ func (s *Service) openMinds(ctx context.Context) error {
 	if s.cfg.LLMURL != "" {
 		emb = frames.NewOpenAIEmbedder(s.cfg.LLMURL, s.cfg.LLMAPIKey)
 	}
+	var kg graph.Backend = graph.NewJSONL(s.cfg.DataDir)
+	if s.cfg.Store == StorePostgres {
+		pg, err := graph.OpenPostgres(ctx, s.pg.Pool())
+		if err != nil {
+			return fmt.Errorf("sessionstore: knowledge graph: %w", err)
+		}
+		kg = pg
+	}
+	s.knowledge = knowledge.New(knowledge.Config{Backend: kg, Logger: s.log})
+	s.knowledge.Start(ctx)
 	s.minds = frames.New(frames.Config{DataDir: s.cfg.DataDir, Backend: backend, Embedder: emb,
-		RetryInterval: s.cfg.EmbedRetry, Logger: s.log})
+		RetryInterval: s.cfg.EmbedRetry, Logger: s.log, Knowledge: s.knowledge})
 	s.minds.Start(ctx)
 	return nil
 }
 
 func (s *Service) closePG() {
-	// The minds' worker may write to PostgreSQL: it stops first.
+	// The minds' workers may write to PostgreSQL: they stop first.
 	s.minds.Stop()
+	s.knowledge.Stop()
 	if s.pg != nil {
 		s.pg.Close()
 		s.pg = nil

@@ -48,6 +48,20 @@ type Config struct {
 	// Now is the clock. Default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Knowledge, when set, is each mind's knowledge graph: it hears of
+	// every frame saved (and extracts off the caller's path) and counts
+	// entities and relations for Stats.
+	Knowledge Knowledge
+}
+
+// Knowledge is what the minds need of the knowledge graph
+// (sessionstore/knowledge implements it).
+type Knowledge interface {
+	// Observe queues a saved frame's content for extraction; it must not
+	// block.
+	Observe(m Mind, content string)
+	// Count counts a mind's valid entities and relations.
+	Count(ctx context.Context, m Mind) (entities, relations int, err error)
 }
 
 // Minds serves the minds over a Backend: validation, the personal and
@@ -345,8 +359,11 @@ func (m *Minds) Add(ctx context.Context, req protocol.MemoryAddRequest) (protoco
 		return protocol.MemoryAddReply{}, wrap("add to", mind, err)
 	}
 	if !dup {
-		// Embedding happens off the caller's path.
+		// Embedding and extraction happen off the caller's path.
 		m.wake()
+		if m.cfg.Knowledge != nil {
+			m.cfg.Knowledge.Observe(mind, saved.Content)
+		}
 	}
 	return protocol.MemoryAddReply{Saved: !dup, Duplicate: dup, Frame: saved.Public(mind, 0)}, nil
 }
@@ -431,7 +448,11 @@ func (m *Minds) Update(ctx context.Context, req protocol.MemoryUpdateRequest) (p
 		if err := ctx.Err(); err != nil { // as in Add
 			return Frame{}, err
 		}
-		return m.cfg.Backend.Update(ctx, mind, req.ID, content, req.Importance, now)
+		f, err := m.cfg.Backend.Update(ctx, mind, req.ID, content, req.Importance, now)
+		if err == nil && m.cfg.Knowledge != nil {
+			m.cfg.Knowledge.Observe(mind, f.Content)
+		}
+		return f, err
 	})
 	if err == nil {
 		m.wake()
@@ -519,11 +540,19 @@ func (m *Minds) Stats(ctx context.Context, req protocol.MemoryStatsRequest) (pro
 			st.Embedded += e
 			st.Pending += n - e
 		}
+		ms := protocol.MemoryMindStats{FrameCount: n}
+		if m.cfg.Knowledge != nil {
+			if ms.EntityCount, ms.RelationCount, err = m.cfg.Knowledge.Count(ctx, mind); err != nil {
+				return protocol.MemoryStats{}, wrap("count knowledge of", mind, err)
+			}
+		}
 		st.Total.FrameCount += n
+		st.Total.EntityCount += ms.EntityCount
+		st.Total.RelationCount += ms.RelationCount
 		if mind.Kind == KindWorkspace {
-			st.Workspace = &protocol.MemoryMindStats{FrameCount: n}
+			st.Workspace = &ms
 		} else {
-			st.Personal.FrameCount = n
+			st.Personal = ms
 		}
 	}
 	return st, nil

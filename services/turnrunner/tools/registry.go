@@ -26,6 +26,9 @@ type Env struct {
 	Workspace string
 	// Memory backs save_memory and search_memory; nil hides them.
 	Memory Memory
+	// Knowledge backs query_knowledge and correct_knowledge; nil hides
+	// them.
+	Knowledge Knowledge
 }
 
 // Tool is one capability the model can call. Decode turns the model's JSON
@@ -121,6 +124,7 @@ func NewRegistry(cfg Config) *Registry {
 		builtins = append(builtins, bashTool{cfg: cfg})
 	}
 	builtins = append(builtins, saveMemoryTool{}, searchMemoryTool{}, generateDocxTool{}, webFetchTool{cfg: cfg})
+	builtins = append(builtins, queryKnowledgeTool{}, correctKnowledgeTool{})
 	for _, t := range builtins {
 		if err := r.Register(t); err != nil {
 			panic(err) // built-in names are unique; a clash is a programming error

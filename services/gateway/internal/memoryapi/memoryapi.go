@@ -37,6 +37,7 @@ func Mount(r chi.Router, d forward.Deps) {
 	r.Patch("/memory/frames/{id}/access", a.access)
 	r.Get("/memory/search", a.search)
 	r.Get("/memory/stats", a.stats)
+	r.Get("/memory/graph", a.graph)
 }
 
 // owner is the minds a request reaches: the workspace the authorization

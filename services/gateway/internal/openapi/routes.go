@@ -332,6 +332,23 @@ func routes() []op {
 		{method: get, path: "/api/memory/stats", id: "memoryStats", tag: "memory",
 			summary: "Frame counts of the minds and their embeddings", params: []Parameter{memWorkspace, memWorkspaceID},
 			ok: ref("MemoryStats"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.CountFrames.Subject}},
+		{method: get, path: "/api/memory/graph", id: "memoryGraph", tag: "memory",
+			summary: "The knowledge graph of a mind: its valid entities and relations (docs/memory.md)",
+			params: []Parameter{memWorkspace, memWorkspaceID,
+				query("scope", "personal: the personal mind; all: the workspace's and the personal mind (each fact marked with _source); anything else: the workspace's mind when one is named, else the personal mind", &Schema{Type: "string", Examples: []any{"all", "personal", "current"}}),
+				query("q", "keep entities whose name contains this, with their neighbours", str()),
+				query("type", "keep entities of one type (person, organisation, project, technology, place, concept, event, document)", str()),
+				query("retired", "true: include retired facts (valid_to set)", &Schema{Type: "string", Enum: []any{"true", "false"}}),
+				query("limit", "at most this many entities, the most mentioned first (default and cap 5000)", &Schema{Type: "integer", Minimum: ptr(1.0)})},
+			ok: object(
+				req("entities", arrayOf(object(req("id", str()), req("name", str()), req("entity_type", str()), req("label", str()), req("type", str()),
+					req("properties", &Schema{Type: "object"}), req("mentions", integer()), req("valid_from", str()), req("valid_to", nullable(str())),
+					req("recorded_at", str()), req("mind", str()), opt("_source", str())))),
+				req("relations", arrayOf(object(req("id", str()), req("source_id", str()), req("target_id", str()), req("relation_type", str()),
+					req("source", str()), req("target", str()), req("relationship", str()), req("confidence", number()),
+					req("properties", &Schema{Type: "object"}), req("mentions", integer()), req("valid_from", str()), req("valid_to", nullable(str())),
+					req("recorded_at", str()), req("mind", str()), opt("_source", str()))))),
+			errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.GetKnowledgeGraph.Subject}},
 
 		// ---- meta ----
 		{method: get, path: "/api/openapi.json", id: "getOpenAPI", tag: "meta",
