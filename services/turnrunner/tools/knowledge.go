@@ -66,7 +66,9 @@ func (in *queryKnowledgeInput) validate() error {
 	return nil
 }
 
-func (t queryKnowledgeTool) Decode(input json.RawMessage) (Call, error) { return decodeCall(input, t.run) }
+func (t queryKnowledgeTool) Decode(input json.RawMessage) (Call, error) {
+	return decodeCall(input, t.run)
+}
 
 func (queryKnowledgeTool) run(ctx context.Context, env Env, in *queryKnowledgeInput) (string, error) {
 	if env.Knowledge == nil {
@@ -152,7 +154,9 @@ func (in *correctKnowledgeInput) validate() error {
 	return nil
 }
 
-func (t correctKnowledgeTool) Decode(input json.RawMessage) (Call, error) { return decodeCall(input, t.run) }
+func (t correctKnowledgeTool) Decode(input json.RawMessage) (Call, error) {
+	return decodeCall(input, t.run)
+}
 
 func (correctKnowledgeTool) run(ctx context.Context, env Env, in *correctKnowledgeInput) (string, error) {
 	if env.Knowledge == nil {
