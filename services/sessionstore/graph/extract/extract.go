@@ -61,8 +61,19 @@ func Text(text string) graph.Batch {
 	seen := map[string]bool{}
 	links := map[string]bool{}
 	pairs := 0
-	for _, s := range sentences(text) {
-		ms := mentions(s)
+	sents := sentences(text)
+	found := make([][]mention, len(sents))
+	for i, s := range sents {
+		found[i] = mentions(s)
+	}
+	short := shortNames(found)
+	for i, s := range sents {
+		ms := found[i]
+		for i, m := range ms {
+			if full, ok := short[strings.ToLower(m.name)]; ok && !strings.Contains(m.name, " ") {
+				ms[i].name, ms[i].typ = full.name, full.typ
+			}
+		}
 		// Keep the entities this text may still add.
 		kept := ms[:0]
 		for _, m := range ms {
@@ -125,13 +136,52 @@ func Text(text string) graph.Batch {
 	return b
 }
 
+// shortNames maps a single word onto the multi-word entity of the same
+// text it is short for: a person's first or last name ("Ada" is "Ada
+// Lovelace"), the last word of a project or organisation ("Falcon" is
+// "Project Falcon"). A word two entities share is left alone.
+func shortNames(found [][]mention) map[string]mention {
+	out := map[string]mention{}
+	ambiguous := map[string]bool{}
+	for _, ms := range found {
+		for _, m := range ms {
+			words := strings.Fields(m.name)
+			if len(words) < 2 {
+				continue
+			}
+			var shorts []string
+			switch m.typ {
+			case graph.TypePerson:
+				shorts = []string{words[0], words[len(words)-1]}
+			case graph.TypeProject, graph.TypeOrganisation:
+				if m.typ == graph.TypeProject || !orgSuffix[strings.ToLower(words[len(words)-1])] {
+					shorts = []string{words[len(words)-1]}
+				} else {
+					shorts = []string{words[0]} // "Acme" is "Acme Corp"
+				}
+			}
+			for _, w := range shorts {
+				k := strings.ToLower(w)
+				if prev, ok := out[k]; ok && prev.name != m.name {
+					ambiguous[k] = true
+				}
+				out[k] = m
+			}
+		}
+	}
+	for k := range ambiguous {
+		delete(out, k)
+	}
+	return out
+}
+
 // sentences splits text at sentence ends, not after an abbreviation
 // ("Acme Corp. builds ..." is one sentence).
 func sentences(text string) []string {
 	var out []string
 	start := 0
 	for _, loc := range sentEnds.FindAllStringIndex(text, -1) {
-		if text[loc[0]] == '.' && abbreviation(text[start:loc[0]]) {
+		if text[loc[0]] == '.' && abbreviation(text[start:loc[0]], text[loc[1]:]) {
 			continue
 		}
 		out = append(out, text[start:loc[0]+1])
@@ -143,16 +193,23 @@ func sentences(text string) []string {
 	return out
 }
 
-// abbreviation reports whether s ends with a word that a dot abbreviates.
-func abbreviation(s string) bool {
+// abbreviation reports whether the dot ending s abbreviates rather than
+// ends a sentence: after a title always ("Dr. Hopper"); after a company
+// suffix unless a capitalised word follows ("Acme Corp. builds" is one
+// sentence, "Acme Corp. Noted." two).
+func abbreviation(s, next string) bool {
 	i := strings.LastIndexFunc(s, func(r rune) bool { return !unicode.IsLetter(r) })
 	w := strings.ToLower(s[i+1:])
-	return abbreviations[w]
+	if titles[w] {
+		return true
+	}
+	r, _ := utf8.DecodeRuneInString(next)
+	return orgSuffix[w] && !unicode.IsUpper(r)
 }
 
-var abbreviations = map[string]bool{
-	"corp": true, "inc": true, "ltd": true, "co": true, "dr": true, "mr": true, "mrs": true, "ms": true,
-	"prof": true, "st": true, "jr": true, "sr": true, "vs": true, "etc": true, "e.g": true, "i.e": true,
+var titles = map[string]bool{
+	"dr": true, "mr": true, "mrs": true, "ms": true, "prof": true, "st": true, "jr": true, "sr": true, "vs": true,
+	"etc": true, "e.g": true, "i.e": true,
 }
 
 // mentions finds the entities of one sentence in order.
@@ -191,6 +248,12 @@ func mentions(s string) []mention {
 			break
 		}
 		words := toks[i:j]
+		if i == 0 && j == 1 && !tech(t.text) && !places[strings.ToLower(t.text)] {
+			// One capitalised word opening a sentence is capitalised for
+			// grammar as often as for a name ("Noted", "Sounds"): skipped.
+			i = j
+			continue
+		}
 		out = append(out, classify(s, words))
 		i = j
 	}

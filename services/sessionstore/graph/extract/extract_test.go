@@ -121,3 +121,22 @@ func TestAtMostTenEntities(t *testing.T) {
 		t.Fatalf("%d entities, want %d", len(keys), extract.MaxEntities)
 	}
 }
+
+func TestShortNamesAreTheFullEntity(t *testing.T) {
+	b := extract.Text("Ada Lovelace leads Project Falcon at Acme Corp. Noted: Ada runs Falcon. Everyone at Acme likes it.")
+	if err := graph.Check(&b); err != nil {
+		t.Fatal(err)
+	}
+	ents, rels := summary(b)
+	for _, e := range ents {
+		if e == "Ada:concept" || e == "Falcon:concept" || e == "Noted:concept" || e == "Acme:organisation" || strings.HasPrefix(e, "Everyone") {
+			t.Errorf("a short name or a sentence word became its own entity: %v", ents)
+		}
+	}
+	if len(ents) != 3 {
+		t.Errorf("entities %v", ents)
+	}
+	if !has(rels, "Ada Lovelace -leads-> Project Falcon") {
+		t.Errorf("relations %v", rels)
+	}
+}
