@@ -113,6 +113,9 @@ type MemoryQueryRequest struct {
 	MemoryOwner
 	Query string `json:"query"`
 	Scope string `json:"scope,omitempty"`
+	// Profile names the ranking (balanced, recent, important, connected;
+	// empty: balanced). See docs/memory.md.
+	Profile string `json:"profile,omitempty"`
 	Limit int    `json:"limit,omitempty"`
 	Since string `json:"since,omitempty"`
 	Until string `json:"until,omitempty"`

@@ -215,7 +215,12 @@ func (s *Service) openMinds(ctx context.Context) error {
 		}
 		kg = pg
 	}
-	s.knowledge = knowledge.New(knowledge.Config{Backend: kg, Logger: s.log})
+	var model knowledge.Extractor
+	if s.cfg.LLMURL != "" {
+		// The budget model (config.json) adds typed relations when set.
+		model = knowledge.NewModelExtractor(s.cfg.LLMURL, s.cfg.LLMAPIKey, s.cfg.DataDir)
+	}
+	s.knowledge = knowledge.New(knowledge.Config{Backend: kg, Model: model, Logger: s.log})
 	s.knowledge.Start(ctx)
 	s.minds = frames.New(frames.Config{DataDir: s.cfg.DataDir, Backend: backend, Embedder: emb,
 		RetryInterval: s.cfg.EmbedRetry, Logger: s.log, Knowledge: s.knowledge})

@@ -14,6 +14,7 @@ import (
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/mindindex"
+	"github.com/waggle-os/core/services/sessionstore/ranking"
 )
 
 // Result bounds.
@@ -62,6 +63,10 @@ type Knowledge interface {
 	Observe(m Mind, content string)
 	// Count counts a mind's valid entities and relations.
 	Count(ctx context.Context, m Mind) (entities, relations int, err error)
+	// Related lists the lower-case names of the mind's entities that text
+	// names (direct) and of their neighbours: the graph signal of the
+	// connected ranking.
+	Related(ctx context.Context, m Mind, text string) (direct, neighbours []string, err error)
 }
 
 // Minds serves the minds over a Backend: validation, the personal and
@@ -480,6 +485,14 @@ func (m *Minds) Query(ctx context.Context, req protocol.MemoryQueryRequest, def 
 	if err != nil {
 		return nil, err
 	}
+	profile, ok := ranking.Get(req.Profile)
+	if !ok {
+		return nil, protocol.Errorf(protocol.Invalid, "Invalid profile %q. Valid values: %s", req.Profile, strings.Join(ranking.Names, ", "))
+	}
+	// Ranking reorders more candidates than it returns, so an important
+	// frame just below the cut by relevance can still make it.
+	want := opt.Limit
+	opt.Limit = min(MaxResults, max(3*want, want+10))
 	var targets []Mind
 	switch req.Scope {
 	case protocol.MindPersonal:
@@ -501,16 +514,24 @@ func (m *Minds) Query(ctx context.Context, req protocol.MemoryQueryRequest, def 
 		mind Mind
 	}
 	var all []item
+	now := m.cfg.Now()
 	for _, mind := range targets {
 		hits, err := m.cfg.Backend.Search(ctx, mind, req.Query, vec, model, opt)
 		if err != nil {
 			return nil, wrap("search", mind, err)
 		}
+		graph := m.graphSignal(ctx, profile, mind, req.Query)
 		for _, h := range hits {
+			// Each mind's fused scores are reciprocal-rank sums over the
+			// same lists, so over their best possible value they compare.
+			h.Score = profile.Score(ranking.Signals{
+				Relevance: h.Score / bestFused, Importance: h.Frame.Importance, Updated: parseTime(h.Frame.Updated, h.Frame.Created),
+				AccessCount: h.Frame.AccessCount, Graph: graph(h.Frame.Content),
+			}, now)
 			all = append(all, item{h, mind})
 		}
 	}
-	// Each mind's scores are reciprocal-rank sums, so they compare.
+	opt.Limit = want
 	slices.SortStableFunc(all, func(a, b item) int {
 		if c := cmp.Compare(b.h.Score, a.h.Score); c != 0 {
 			return c
@@ -633,9 +654,53 @@ func (m *Minds) agentSearch(ctx context.Context, req protocol.MemorySearchReques
 	}
 	out := make([]protocol.Memory, 0, len(fs))
 	for _, f := range fs {
-		// First in both rankings is the best fused score there is.
-		rel := min(1, f.Score/(2.0/(mindindex.RRFK+1)))
-		out = append(out, protocol.Memory{ID: f.ID, Content: f.Content, Tags: f.Tags, Timestamp: f.Created, Score: rel})
+		// A search's score is the ranking's, in [0, 1].
+		out = append(out, protocol.Memory{ID: f.ID, Content: f.Content, Tags: f.Tags, Timestamp: f.Created, Score: min(1, f.Score)})
 	}
 	return protocol.MemorySearchReply{Memories: out}, nil
+}
+
+// bestFused is the best fused score there is: first in both rankings.
+const bestFused = 2.0 / (mindindex.RRFK + 1)
+
+// parseTime reads a frame's update time (its creation when unreadable).
+func parseTime(updated, created string) time.Time {
+	for _, v := range []string{updated, created} {
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+// graphSignal returns the graph signal of a frame's content for a query:
+// 1 when it names an entity the query names, 0.5 a neighbour of one. It
+// reads the graph only for a profile that weighs it.
+func (m *Minds) graphSignal(ctx context.Context, p ranking.Profile, mind Mind, query string) func(content string) float64 {
+	none := func(string) float64 { return 0 }
+	if p.Graph == 0 || m.cfg.Knowledge == nil {
+		return none
+	}
+	direct, neighbours, err := m.cfg.Knowledge.Related(ctx, mind, query)
+	if err != nil {
+		m.log.Warn("graph signal unavailable; ranking without it", "mind", mind.Key(), "err", err)
+		return none
+	}
+	if len(direct) == 0 && len(neighbours) == 0 {
+		return none
+	}
+	return func(content string) float64 {
+		c := strings.ToLower(content)
+		for _, n := range direct {
+			if strings.Contains(c, n) {
+				return 1
+			}
+		}
+		for _, n := range neighbours {
+			if strings.Contains(c, n) {
+				return 0.5
+			}
+		}
+		return 0
+	}
 }

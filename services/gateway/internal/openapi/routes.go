@@ -325,6 +325,7 @@ func routes() []op {
 			summary: "Hybrid search over the minds, best first",
 			params: []Parameter{query("q", "the query (required)", &Schema{Type: "string", MinLength: ptr(1)}),
 				query("scope", "personal, workspace, or all (global and anything else mean all)", &Schema{Type: "string", Examples: []any{protocol.MindPersonal, protocol.MindWorkspace, "all", "global"}}),
+				query("profile", "the ranking: relevance with importance, recency and use (balanced), or leaning on recency, importance or the knowledge graph", &Schema{Type: "string", Enum: []any{"balanced", "recent", "important", "connected"}, Default: "balanced"}),
 				memWorkspace, memWorkspaceID,
 				query("limit", "default 20", &Schema{Type: "integer", Minimum: ptr(1.0), Default: 20}),
 				query("since", "ISO-8601 lower bound on creation", str()), query("until", "ISO-8601 upper bound on creation", str())},

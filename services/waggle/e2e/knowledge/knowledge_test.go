@@ -6,6 +6,8 @@ package knowledge
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -175,5 +177,44 @@ func testKnowledgeGraph(t *testing.T, opts ...waggletest.Option) {
 	all := getGraph(t, srv, "scope=all&workspace=w1")
 	if len(all.Entities) == 0 || all.Entities[0]["_source"] != "workspace" {
 		t.Errorf("scope=all = %v", all.Entities)
+	}
+}
+
+// TestModelExtraction: with knowledgeExtraction "model", the budget model
+// (the scripted server) reads each turn for typed relations the rules
+// cannot see; the turn still ends without waiting for it.
+func TestModelExtraction(t *testing.T) {
+	const budget = "cheap-extractor"
+	release := make(chan struct{})
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	llm := llmtest.New(llmtest.WithHandler(func(r *llmtest.Request) llmtest.Response {
+		if r.Chat.Model != budget || !strings.Contains(string(r.RawBody), "You extract a knowledge graph") {
+			return llmtest.Reply("Understood.") // the turn (or another budget-model task)
+		}
+		<-release // the extractor is held until the turn is done
+		return llmtest.Reply(`{"entities":[{"name":"Ada Lovelace","type":"person"},{"name":"Project Falcon","type":"project"},{"name":"Acme Corp","type":"organisation"}],` +
+			`"relations":[{"from":"Ada Lovelace","to":"Project Falcon","type":"leads","confidence":0.95},` +
+			`{"from":"Project Falcon","to":"Acme Corp","type":"depends_on","confidence":0.9}]}`)
+	}))
+	llm.Start()
+	t.Cleanup(llm.Close)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"budgetModel":"`+budget+`","knowledgeExtraction":"model","gepa":false}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := waggletest.Start(t, waggletest.WithLLM(llm.URL()), waggletest.WithDataDir(dir))
+
+	// Nothing in this sentence is a pattern the rules know.
+	chatDone(t, srv, "w1", "Ada Lovelace has been steering Project Falcon, which cannot ship without Acme Corp.")
+	close(release)
+	g := waitRelation(t, srv, "workspace=w1", "Project Falcon", "depends_on", "Acme Corp")
+	if r := relation(g, "Ada Lovelace", "leads", "Project Falcon"); r == nil || r["confidence"] != 0.95 {
+		t.Errorf("leads = %v", r)
 	}
 }
