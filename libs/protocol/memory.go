@@ -116,9 +116,9 @@ type MemoryQueryRequest struct {
 	// Profile names the ranking (balanced, recent, important, connected;
 	// empty: balanced). See docs/memory.md.
 	Profile string `json:"profile,omitempty"`
-	Limit int    `json:"limit,omitempty"`
-	Since string `json:"since,omitempty"`
-	Until string `json:"until,omitempty"`
+	Limit   int    `json:"limit,omitempty"`
+	Since   string `json:"since,omitempty"`
+	Until   string `json:"until,omitempty"`
 }
 
 // MemoryStatsRequest counts the frames of the personal mind and, when
