@@ -644,8 +644,11 @@ func (m *Minds) agentSearch(ctx context.Context, req protocol.MemorySearchReques
 	var fs []protocol.MemoryFrame
 	var err error
 	if strings.TrimSpace(req.Query) == "" {
-		// No query: the most recent memories, as before.
-		fs, err = m.Frames(ctx, protocol.MemoryFramesRequest{MemoryOwner: owner, Limit: limit(req.Limit, DefaultRecall)})
+		// No query (catch-up recall): the recent memories that matter,
+		// ranked by importance and recency.
+		n := limit(req.Limit, DefaultRecall)
+		fs, err = m.Frames(ctx, protocol.MemoryFramesRequest{MemoryOwner: owner, Limit: min(MaxResults, 4*n)})
+		fs = catchUp(fs, n, m.cfg.Now())
 	} else {
 		fs, err = m.Query(ctx, protocol.MemoryQueryRequest{MemoryOwner: owner, Query: req.Query, Scope: req.Scope, Limit: req.Limit}, DefaultRecall)
 	}
@@ -703,4 +706,15 @@ func (m *Minds) graphSignal(ctx context.Context, p ranking.Profile, mind Mind, q
 		}
 		return 0
 	}
+}
+
+// catchUp keeps the n frames of fs that rank first by importance and
+// recency (ranking.CatchUp), best first.
+func catchUp(fs []protocol.MemoryFrame, n int, now time.Time) []protocol.MemoryFrame {
+	p, _ := ranking.Get(ranking.CatchUp)
+	score := func(f protocol.MemoryFrame) float64 {
+		return p.Score(ranking.Signals{Importance: f.Importance, Updated: parseTime(f.Updated, f.Created), AccessCount: f.AccessCount}, now)
+	}
+	slices.SortStableFunc(fs, func(a, b protocol.MemoryFrame) int { return cmp.Compare(score(b), score(a)) })
+	return fs[:min(n, len(fs))]
 }
