@@ -22,6 +22,7 @@ import (
 	"github.com/waggle-os/core/services/sessionstore/graph"
 	"github.com/waggle-os/core/services/sessionstore/groups"
 	"github.com/waggle-os/core/services/sessionstore/knowledge"
+	"github.com/waggle-os/core/services/sessionstore/lifecycle"
 	"github.com/waggle-os/core/services/sessionstore/ledger"
 	"github.com/waggle-os/core/services/sessionstore/pgstore"
 	"github.com/waggle-os/core/services/sessionstore/teams"
@@ -38,6 +39,10 @@ type Service struct {
 	minds *frames.Minds
 	// knowledge is the minds' knowledge graph (its extraction worker).
 	knowledge *knowledge.Knowledge
+	// lifecycle ages and strengthens frames (one leader on a cluster).
+	lifecycle *lifecycle.Worker
+	// frames is the minds' backend (the lifecycle worker's too).
+	frames frames.Backend
 
 	nc     *nats.Conn
 	svc    *bus.Service
@@ -136,9 +141,33 @@ func (s *Service) Start(ctx context.Context) error {
 			return fmt.Errorf("sessionstore: teams: %w", err)
 		}
 	}
+	s.startLifecycle(ctx)
 	// bus.Handle flushed each subscription: the store is reachable
 	// when Start returns.
 	return nil
+}
+
+// startLifecycle runs the memory lifecycle worker. With JSONL files this
+// process is already the only store; with PostgreSQL the store processes
+// elect one by a bus lease.
+func (s *Service) startLifecycle(ctx context.Context) {
+	cfg := lifecycle.Config{Backend: s.frames, DataDir: s.cfg.DataDir, Logger: s.log}
+	if s.cfg.Store == StorePostgres {
+		nc, replicas, log := s.nc, s.cfg.Replicas, s.log
+		cfg.Lead = func(ctx context.Context) (func(), error) {
+			js, err := jetstream.New(nc)
+			if err != nil {
+				return nil, err
+			}
+			l, err := bus.AcquireSingleton(ctx, js, "memory-lifecycle", bus.Holder("session-store"), replicas, log)
+			if err != nil {
+				return nil, err
+			}
+			return func() { l.Release(context.WithoutCancel(ctx)) }, nil
+		}
+	}
+	s.lifecycle = lifecycle.New(cfg)
+	s.lifecycle.Start(ctx)
 }
 
 func (s *Service) register() error {
@@ -179,6 +208,7 @@ func (s *Service) register() error {
 // fsynced before they answer) and closes the connection.
 func (s *Service) Stop(ctx context.Context) error {
 	var errs []error
+	s.lifecycle.Stop()
 	if s.svc != nil {
 		errs = append(errs, s.svc.Stop(ctx))
 	}
@@ -222,6 +252,7 @@ func (s *Service) openMinds(ctx context.Context) error {
 	}
 	s.knowledge = knowledge.New(knowledge.Config{Backend: kg, Model: model, Logger: s.log})
 	s.knowledge.Start(ctx)
+	s.frames = backend
 	s.minds = frames.New(frames.Config{DataDir: s.cfg.DataDir, Backend: backend, Embedder: emb,
 		RetryInterval: s.cfg.EmbedRetry, Logger: s.log, Knowledge: s.knowledge})
 	s.minds.Start(ctx)
