@@ -1,12 +1,14 @@
 // Package lifecycle is the minds' background worker that lets memory age
 // and grow: temporary frames nobody used decay to deprecated, frames used
-// often are strengthened to important. Every change is logged, counted
+// often are strengthened to important, near-duplicates are consolidated
+// into the strongest of them. Every change is logged, counted
 // and can be undone for a day; nothing is deleted. On a cluster one store
 // process leads (Config.Lead). See docs/memory.md.
 package lifecycle
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,18 +16,24 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/sessionstore/frames"
+	"github.com/waggle-os/core/services/sessionstore/mindindex"
+	"github.com/waggle-os/core/services/sessionstore/ranking"
 )
 
 // Steps of a change.
 const (
 	StepDecay      = "decay"
 	StepStrengthen = "strengthen"
+	// StepConsolidate deprecates a near-duplicate of a frame kept.
+	StepConsolidate = "consolidate"
 	StepUndo       = "undo"
 )
 
@@ -176,8 +184,12 @@ func (w *Worker) Sweep(ctx context.Context) ([]Change, error) {
 		if err != nil {
 			return out, fmt.Errorf("lifecycle: read %s: %w", m.Key(), err)
 		}
+		dupes := duplicates(fs)
 		for _, f := range fs {
 			step, to := w.judge(f, now)
+			if step == "" && dupes[f.ID] {
+				step, to = StepConsolidate, protocol.ImportanceDeprecated
+			}
 			if step == "" || undone[m.Key()+"\x00"+f.ID] {
 				continue
 			}
@@ -310,4 +322,49 @@ func (w *Worker) Undo(ctx context.Context, mindKey, id string) (Change, error) {
 		return w.change(ctx, m, id, StepUndo, c.To, c.From, w.cfg.Now())
 	}
 	return Change{}, ErrTooLate
+}
+
+// minDupTerms is the fewest search terms a frame needs to be consolidated:
+// short texts agree by chance.
+const minDupTerms = 3
+
+// duplicates marks the frames that say what another frame of the mind
+// says: the same set of search terms (case, punctuation, stopwords, word
+// order and repetition aside). Of each set the strongest frame stays (by
+// importance, then use, then age); the others are marked. Deprecated
+// frames neither count nor are marked.
+func duplicates(fs []frames.Frame) map[string]bool {
+	groups := map[string][]frames.Frame{}
+	for _, f := range fs {
+		if f.Importance == protocol.ImportanceDeprecated {
+			continue
+		}
+		terms := mindindex.Tokens(f.Content)
+		slices.Sort(terms)
+		terms = slices.Compact(terms)
+		if len(terms) < minDupTerms {
+			continue
+		}
+		k := strings.Join(terms, " ")
+		groups[k] = append(groups[k], f)
+	}
+	out := map[string]bool{}
+	for _, g := range groups {
+		if len(g) < 2 {
+			continue
+		}
+		slices.SortStableFunc(g, func(a, b frames.Frame) int {
+			if c := cmp.Compare(ranking.ImportanceWorth(b.Importance), ranking.ImportanceWorth(a.Importance)); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(b.AccessCount, a.AccessCount); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Created, b.Created)
+		})
+		for _, f := range g[1:] {
+			out[f.ID] = true
+		}
+	}
+	return out
 }

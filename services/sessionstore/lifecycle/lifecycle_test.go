@@ -156,3 +156,32 @@ func TestLeadership(t *testing.T) {
 		t.Fatal("leadership not released on Stop")
 	}
 }
+
+func TestConsolidateNearDuplicates(t *testing.T) {
+	each(t, func(t *testing.T, b frames.Backend) {
+		clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+		w := lifecycle.New(lifecycle.Config{Backend: b, DataDir: t.TempDir(), Now: clk.now})
+		at := clk.now().Add(-time.Hour)
+		add(t, b, "plain", "The release train leaves on Friday.", protocol.ImportanceNormal, at, 0)
+		add(t, b, "loud", "the RELEASE train leaves on friday!!", protocol.ImportanceImportant, at.Add(time.Minute), 0)
+		add(t, b, "other", "The release train leaves on Monday.", protocol.ImportanceNormal, at, 0)
+		add(t, b, "short", "Friday release", protocol.ImportanceNormal, at, 0)
+		add(t, b, "short2", "release Friday", protocol.ImportanceNormal, at, 0)
+		cs, err := w.Sweep(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) != 1 || cs[0].ID != "plain" || cs[0].Step != lifecycle.StepConsolidate || cs[0].To != protocol.ImportanceDeprecated {
+			t.Fatalf("changes = %+v, want the weaker duplicate consolidated", cs)
+		}
+		if f := importance(t, b, "plain"); f.Importance != protocol.ImportanceDeprecated || f.Content != "The release train leaves on Friday." {
+			t.Fatalf("consolidated frame = %+v (kept, deprecated)", f)
+		}
+		if _, err := w.Undo(ctx, ws.Key(), "plain"); err != nil || importance(t, b, "plain").Importance != protocol.ImportanceNormal {
+			t.Fatalf("undo consolidate: %v", err)
+		}
+		if cs, _ := w.Sweep(ctx); len(cs) != 0 {
+			t.Fatalf("consolidated again after undo: %v", cs)
+		}
+	})
+}
