@@ -34,7 +34,7 @@ const (
 	StepStrengthen = "strengthen"
 	// StepConsolidate deprecates a near-duplicate of a frame kept.
 	StepConsolidate = "consolidate"
-	StepUndo       = "undo"
+	StepUndo        = "undo"
 )
 
 // LogFile is the change log in the data dir: one JSON line per change.
