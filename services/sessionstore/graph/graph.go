@@ -122,7 +122,7 @@ type Result struct {
 
 // Snapshot is a mind's graph.
 type Snapshot struct {
-	Entities  []Entity // by name
+	Entities  []Entity // by key (normalised name)
 	Relations []Relation
 }
 
@@ -158,6 +158,10 @@ type Backend interface {
 	Graph(ctx context.Context, m Mind, f Filter) (Snapshot, error)
 	// Count counts the valid entities and relations.
 	Count(ctx context.Context, m Mind) (entities, relations int, err error)
+	// Related finds the valid entities whose key is one of keys (direct)
+	// and the valid entities a valid relation links them to (neighbours),
+	// without reading the whole graph.
+	Related(ctx context.Context, m Mind, keys []string) (direct, neighbours []Entity, err error)
 	// Drop removes a mind's graph (its workspace was deleted).
 	Drop(ctx context.Context, m Mind) error
 	// Close releases the backend.
@@ -347,9 +351,11 @@ func narrow(all Snapshot, f Filter) Snapshot {
 	return Snapshot{Entities: kept, Relations: rels}
 }
 
+// sortEntities orders entities by key (their normalised name: no
+// allocation per comparison on a large graph), then id.
 func sortEntities(es []Entity) {
 	slices.SortFunc(es, func(a, b Entity) int {
-		if c := strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)); c != 0 {
+		if c := strings.Compare(a.Key, b.Key); c != 0 {
 			return c
 		}
 		return strings.Compare(a.ID, b.ID)
@@ -377,4 +383,27 @@ func sortRelations(rs []Relation) {
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
+}
+
+// maxGram is the longest name, in words, Keys looks for in a text.
+const maxGram = 4
+
+// Keys lists the keys a text may name: the Normalize of every run of one
+// to four of its words, each once.
+func Keys(text string) []string {
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '.' && r != '-' && r != '+' && r != '#' && r != '&'
+	})
+	seen := map[string]bool{}
+	var out []string
+	for i := range words {
+		for n := 1; n <= maxGram && i+n <= len(words); n++ {
+			k := Normalize(strings.Join(words[i:i+n], " "))
+			if k != "" && !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	return out
 }

@@ -262,3 +262,19 @@ func TestFilterFindsNeighbours(t *testing.T) {
 		}
 	})
 }
+
+func TestRelatedByKeys(t *testing.T) {
+	each(t, func(t *testing.T, open func() graph.Backend) {
+		b := open()
+		apply(t, b, ws, falcon(), t0)
+		apply(t, b, ws, graph.Batch{Entities: []graph.EntityInput{{Name: "Grace Hopper", Type: graph.TypePerson}}}, t1)
+		keys := graph.Keys("Who works at ACME Corp. these days?")
+		direct, neighbours, err := b.Related(ctx, ws, keys)
+		if err != nil || len(direct) != 1 || direct[0].Key != "acme" || len(neighbours) != 1 || neighbours[0].Key != "ada lovelace" {
+			t.Fatalf("related(%v) = %+v, %+v, %v", keys, direct, neighbours, err)
+		}
+		if d, n, err := b.Related(ctx, ws, graph.Keys("nothing known here")); err != nil || len(d) != 0 || len(n) != 0 {
+			t.Fatalf("unrelated text: %v %v %v", d, n, err)
+		}
+	})
+}

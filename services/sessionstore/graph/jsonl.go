@@ -73,6 +73,9 @@ type fileGraph struct {
 	relations map[string]*Relation
 	byKey     map[string]string // key of a valid entity → id
 	byLink    map[string]string // source|target|type of a valid relation → id
+	// links lists, per entity id, the ids of the relations that ever
+	// touched it (validity is checked when read).
+	links map[string][]string
 }
 
 var _ Backend = (*JSONL)(nil)
@@ -116,6 +119,7 @@ func (g *fileGraph) load() error {
 		return nil
 	}
 	g.entities, g.relations, g.byKey, g.byLink = map[string]*Entity{}, map[string]*Relation{}, map[string]string{}, map[string]string{}
+	g.links = map[string][]string{}
 	f, err := os.Open(g.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		g.loaded = true
@@ -161,6 +165,10 @@ func (g *fileGraph) apply(r record) {
 		lk := linkKey(rel.Source, rel.Target, rel.Type)
 		if g.byLink[lk] == r.ID {
 			delete(g.byLink, lk)
+		}
+		if g.relations[r.ID] == nil {
+			g.links[rel.Source] = append(g.links[rel.Source], rel.ID)
+			g.links[rel.Target] = append(g.links[rel.Target], rel.ID)
 		}
 		g.relations[r.ID] = rel
 		if rel.Valid() {
@@ -386,3 +394,46 @@ func (j *JSONL) Drop(_ context.Context, m Mind) error {
 
 // Close implements Backend.
 func (j *JSONL) Close() error { return nil }
+
+// Related implements Backend.
+func (j *JSONL) Related(_ context.Context, m Mind, keys []string) ([]Entity, []Entity, error) {
+	g, err := j.graph(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer g.mu.Unlock()
+	var direct, neighbours []Entity
+	hit := map[string]bool{}
+	for _, k := range keys {
+		if id, ok := g.byKey[k]; ok && !hit[id] {
+			hit[id] = true
+			direct = append(direct, *g.entities[id])
+		}
+	}
+	if len(direct) == 0 {
+		return nil, nil, nil
+	}
+	seen := map[string]bool{}
+	for _, d := range direct {
+		for _, rid := range g.links[d.ID] {
+			r := g.relations[rid]
+			if !r.Valid() {
+				continue
+			}
+			other := r.Target
+			if other == d.ID {
+				other = r.Source
+			}
+			if hit[other] || seen[other] {
+				continue
+			}
+			if e := g.entities[other]; e != nil && e.Valid() {
+				seen[other] = true
+				neighbours = append(neighbours, *e)
+			}
+		}
+	}
+	sortEntities(direct)
+	sortEntities(neighbours)
+	return direct, neighbours, nil
+}

@@ -268,3 +268,49 @@ func (p *Postgres) Drop(ctx context.Context, m Mind) error {
 
 // Close implements Backend.
 func (p *Postgres) Close() error { return nil }
+
+// Related implements Backend.
+func (p *Postgres) Related(ctx context.Context, m Mind, keys []string) ([]Entity, []Entity, error) {
+	if len(keys) == 0 {
+		return nil, nil, nil
+	}
+	rows, err := p.pool.Query(ctx, `SELECT `+entityCols+` FROM kg_entities WHERE mind = $1 AND valid_to IS NULL AND key = ANY($2)`, m.Key(), keys)
+	if err != nil {
+		return nil, nil, wrap("read", m, err)
+	}
+	direct, err := collectEntities(rows)
+	if err != nil || len(direct) == 0 {
+		return nil, nil, wrap("read", m, err)
+	}
+	ids := make([]string, len(direct))
+	for i, e := range direct {
+		ids[i] = e.ID
+	}
+	rows, err = p.pool.Query(ctx, `SELECT DISTINCT e.id, e.key, e.type, e.name, e.properties, e.mentions, e.valid_from, coalesce(e.valid_to, ''), e.recorded FROM kg_relations r
+		JOIN kg_entities e ON e.mind = r.mind AND e.id = CASE WHEN r.source = ANY($2) THEN r.target ELSE r.source END
+		WHERE r.mind = $1 AND r.valid_to IS NULL AND (r.source = ANY($2) OR r.target = ANY($2))
+			AND e.valid_to IS NULL AND NOT e.id = ANY($2)`, m.Key(), ids)
+	if err != nil {
+		return nil, nil, wrap("read", m, err)
+	}
+	neighbours, err := collectEntities(rows)
+	if err != nil {
+		return nil, nil, wrap("read", m, err)
+	}
+	sortEntities(direct)
+	sortEntities(neighbours)
+	return direct, neighbours, nil
+}
+
+func collectEntities(rows pgx.Rows) ([]Entity, error) {
+	defer rows.Close()
+	var out []Entity
+	for rows.Next() {
+		e, err := scanEntity(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

@@ -377,34 +377,20 @@ func (k *Knowledge) Correct(ctx context.Context, req protocol.KnowledgeCorrectRe
 }
 
 // Related lists the lower-case names of the mind's valid entities that
-// text names (as whole words of its normalised form) and of their
-// neighbours (frames.Knowledge: the connected ranking's graph signal).
+// text names (any run of up to four of its words, normalised, is looked
+// up by key) and of their neighbours (frames.Knowledge: the connected
+// ranking's graph signal). It reads only those entities and the
+// relations of the ones found.
 func (k *Knowledge) Related(ctx context.Context, m graph.Mind, text string) (direct, neighbours []string, err error) {
-	q := " " + graph.Normalize(text) + " "
-	if strings.TrimSpace(q) == "" {
-		return nil, nil, nil
-	}
-	g, err := k.cfg.Backend.Graph(ctx, m, graph.Filter{})
+	ds, ns, err := k.cfg.Backend.Related(ctx, m, graph.Keys(text))
 	if err != nil {
 		return nil, nil, err
 	}
-	hit := map[string]bool{}
-	byID := map[string]graph.Entity{}
-	for _, e := range g.Entities {
-		byID[e.ID] = e
-		if strings.Contains(q, " "+e.Key+" ") {
-			hit[e.ID] = true
-			direct = append(direct, strings.ToLower(e.Name))
-		}
+	for _, e := range ds {
+		direct = append(direct, strings.ToLower(e.Name))
 	}
-	for _, r := range g.Relations {
-		for _, pair := range [][2]string{{r.Source, r.Target}, {r.Target, r.Source}} {
-			if hit[pair[0]] && !hit[pair[1]] {
-				if e, ok := byID[pair[1]]; ok {
-					neighbours = append(neighbours, strings.ToLower(e.Name))
-				}
-			}
-		}
+	for _, e := range ns {
+		neighbours = append(neighbours, strings.ToLower(e.Name))
 	}
 	return direct, neighbours, nil
 }
