@@ -2,6 +2,7 @@ package knowledge
 
 import (
 	"net/url"
+	"slices"
 	"testing"
 
 	"github.com/waggle-os/core/libs/pgtest"
@@ -55,5 +56,39 @@ func testRankingByImportance(t *testing.T, srv *waggletest.Server) {
 	}
 	if _, st := searchIDs(t, srv, "workspace=w1&q=deploys&profile=loudest"); st != 400 {
 		t.Errorf("unknown profile: %d, want 400", st)
+	}
+}
+
+// TestConnectedRanking: with profile=connected, of two frames that match
+// a query alike, the one naming a neighbour (in the knowledge graph) of
+// an entity the query names ranks first.
+func TestConnectedRanking(t *testing.T) {
+	srv := waggletest.Start(t)
+	save := func(content string) string {
+		var out obj
+		if st := srv.JSON("POST", "/api/memory/frames", obj{"workspace": "w1", "content": content}, &out); st != 200 {
+			t.Fatalf("save %q: %d %v", content, st, out)
+		}
+		return out["frameId"].(string)
+	}
+	// Falcon's frame is the older: on a tie the newer frame wins, so only
+	// the graph can put it first.
+	falcon := save("Project Falcon ships in May")
+	kestrel := save("Project Kestrel ships in May")
+	save("Ada Lovelace leads Project Falcon")
+	waitRelation(t, srv, "workspace=w1", "Ada Lovelace", "leads", "Project Falcon")
+
+	rank := func(profile string) (int, int) {
+		ids, st := searchIDs(t, srv, "workspace=w1&q="+url.QueryEscape("what does Ada Lovelace ship")+"&profile="+profile)
+		if st != 200 {
+			t.Fatalf("search %s: %d", profile, st)
+		}
+		return slices.Index(ids, falcon), slices.Index(ids, kestrel)
+	}
+	if f, k := rank("balanced"); f < 0 || k < 0 || f < k {
+		t.Errorf("balanced: falcon at %d, kestrel at %d; want the newer kestrel first", f, k)
+	}
+	if f, k := rank("connected"); f < 0 || k < 0 || f > k {
+		t.Errorf("connected: falcon at %d, kestrel at %d; want falcon first", f, k)
 	}
 }
