@@ -238,12 +238,16 @@ func (s *Service) openMinds(ctx context.Context) error {
 		emb = frames.NewOpenAIEmbedder(s.cfg.LLMURL, s.cfg.LLMAPIKey)
 	}
 	var kg graph.Backend = graph.NewJSONL(s.cfg.DataDir)
-	if s.cfg.Store == StorePostgres {
+	if s.pg != nil {
 		pg, err := graph.OpenPostgres(ctx, s.pg.Pool())
 		if err != nil {
 			return fmt.Errorf("sessionstore: knowledge graph: %w", err)
 		}
-		kg = pg
+		if s.cfg.Store == StorePostgres {
+			kg = pg
+		} else {
+			kg = &graphRouter{files: kg, team: pg, isTeam: s.pg.WorkspaceExists}
+		}
 	}
 	var model knowledge.Extractor
 	if s.cfg.LLMURL != "" {
