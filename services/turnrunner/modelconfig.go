@@ -64,6 +64,10 @@ func (c *modelConfigCache) Get() agent.ModelConfig {
 		c.log.Warn("model config invalid; keeping the last one", "path", c.path, "err", err)
 		return c.cfg
 	}
+	if err := mc.WebSearch.Check(); err != nil {
+		// The rest of the file is good: only web_search is left out.
+		c.log.Warn("web search configuration unusable; web_search is not offered", "path", c.path, "err", err)
+	}
 	c.cfg = mc
 	return c.cfg
 }

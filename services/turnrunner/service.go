@@ -228,7 +228,7 @@ func (s *Service) serve(context.Context) error {
 	return errors.Join(
 		bus.Handle(svc, protocol.StartTurn, s.startTurn),
 		bus.Handle(svc, protocol.StartAgentRun, s.startAgentRun),
-		bus.Handle(svc, protocol.ReapTurn, s.reapOrphan),
+		bus.Handle(svc, protocol.LookupTurn, s.turnInfo),
 	)
 }
 

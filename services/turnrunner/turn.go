@@ -12,6 +12,7 @@ import (
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
+	"github.com/waggle-os/core/services/turnrunner/ownership"
 )
 
 // turn is one running chat turn, owned by the goroutine that runs it.
@@ -38,7 +39,7 @@ type turn struct {
 	// renewal never resurrects a lease being dropped or released.
 	leaseOp  sync.Mutex
 	leaseMu  sync.Mutex
-	lease    protocol.TurnLease
+	lease    ownership.Lease
 	leaseRev uint64 // 0 once the lease is gone or someone else's
 
 	firstToken sync.Once
