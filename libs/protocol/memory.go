@@ -113,9 +113,12 @@ type MemoryQueryRequest struct {
 	MemoryOwner
 	Query string `json:"query"`
 	Scope string `json:"scope,omitempty"`
-	Limit int    `json:"limit,omitempty"`
-	Since string `json:"since,omitempty"`
-	Until string `json:"until,omitempty"`
+	// Profile names the ranking (balanced, recent, important, connected;
+	// empty: balanced). See docs/memory.md.
+	Profile string `json:"profile,omitempty"`
+	Limit   int    `json:"limit,omitempty"`
+	Since   string `json:"since,omitempty"`
+	Until   string `json:"until,omitempty"`
 }
 
 // MemoryStatsRequest counts the frames of the personal mind and, when
@@ -125,7 +128,7 @@ type MemoryStatsRequest struct {
 }
 
 // MemoryStats answers MemoryStatsRequest. Workspace is nil without a
-// workspace. Entities and relations are not kept here and count 0.
+// workspace. EntityCount and RelationCount count valid knowledge-graph facts.
 type MemoryStats struct {
 	Personal  MemoryMindStats  `json:"personal"`
 	Workspace *MemoryMindStats `json:"workspace"`

@@ -42,6 +42,11 @@ func (s *Service) append(ctx context.Context, req protocol.AppendRequest) (proto
 	if err := s.store.Append(ctx, req); err != nil {
 		return protocol.AppendReply{}, err
 	}
+	if req.Message != nil {
+		// Knowledge extraction runs in the background: the turn's done
+		// never waits for it.
+		s.knowledge.ObserveMessage(req.Workspace, *req.Message)
+	}
 	return protocol.AppendReply{Timestamp: now}, nil
 }
 

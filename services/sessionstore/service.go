@@ -19,8 +19,11 @@ import (
 	"github.com/waggle-os/core/libs/pgerr"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/frames"
+	"github.com/waggle-os/core/services/sessionstore/graph"
 	"github.com/waggle-os/core/services/sessionstore/groups"
+	"github.com/waggle-os/core/services/sessionstore/knowledge"
 	"github.com/waggle-os/core/services/sessionstore/ledger"
+	"github.com/waggle-os/core/services/sessionstore/lifecycle"
 	"github.com/waggle-os/core/services/sessionstore/pgstore"
 	"github.com/waggle-os/core/services/sessionstore/teams"
 	"github.com/waggle-os/core/services/sessionstore/workflows"
@@ -34,6 +37,12 @@ type Service struct {
 	store Store
 	pg    *pgstore.Store // nil without PostgresURL
 	minds *frames.Minds
+	// knowledge is the minds' knowledge graph (its extraction worker).
+	knowledge *knowledge.Knowledge
+	// lifecycle ages and strengthens frames (one leader on a cluster).
+	lifecycle *lifecycle.Worker
+	// frames is the minds' backend (the lifecycle worker's too).
+	frames frames.Backend
 
 	nc     *nats.Conn
 	svc    *bus.Service
@@ -133,9 +142,33 @@ func (s *Service) Start(ctx context.Context) error {
 			return fmt.Errorf("sessionstore: teams: %w", err)
 		}
 	}
+	s.startLifecycle(ctx)
 	// bus.Handle flushed each subscription: the store is reachable
 	// when Start returns.
 	return nil
+}
+
+// startLifecycle runs the memory lifecycle worker. With JSONL files this
+// process is already the only store; with PostgreSQL the store processes
+// elect one by a bus lease.
+func (s *Service) startLifecycle(ctx context.Context) {
+	cfg := lifecycle.Config{Backend: s.frames, DataDir: s.cfg.DataDir, Logger: s.log}
+	if s.cfg.Store == StorePostgres {
+		nc, replicas, log := s.nc, s.cfg.Replicas, s.log
+		cfg.Lead = func(ctx context.Context) (func(), error) {
+			js, err := jetstream.New(nc)
+			if err != nil {
+				return nil, err
+			}
+			l, err := bus.AcquireSingleton(ctx, js, "memory-lifecycle", bus.Holder("session-store"), replicas, log)
+			if err != nil {
+				return nil, err
+			}
+			return func() { l.Release(context.WithoutCancel(ctx)) }, nil
+		}
+	}
+	s.lifecycle = lifecycle.New(cfg)
+	s.lifecycle.Start(ctx)
 }
 
 func (s *Service) register() error {
@@ -150,6 +183,7 @@ func (s *Service) register() error {
 		bus.Handle(s.svc, protocol.AppendToSession, s.append),
 		bus.Handle(s.svc, protocol.EvictSession, s.clear),
 		s.minds.Register(s.svc),
+		s.knowledge.Register(s.svc),
 		bus.Handle(s.svc, protocol.GetWorkspace, s.workspaceGet),
 		bus.Handle(s.svc, protocol.ListWorkspaces, s.workspaceList),
 		bus.Handle(s.svc, protocol.GetWorkspaceDoc, s.workspaceDoc),
@@ -175,6 +209,7 @@ func (s *Service) register() error {
 // fsynced before they answer) and closes the connection.
 func (s *Service) Stop(ctx context.Context) error {
 	var errs []error
+	s.lifecycle.Stop()
 	if s.svc != nil {
 		errs = append(errs, s.svc.Stop(ctx))
 	}
@@ -203,15 +238,36 @@ func (s *Service) openMinds(ctx context.Context) error {
 	if s.cfg.LLMURL != "" {
 		emb = frames.NewOpenAIEmbedder(s.cfg.LLMURL, s.cfg.LLMAPIKey)
 	}
+	var kg graph.Backend = graph.NewJSONL(s.cfg.DataDir)
+	if s.pg != nil {
+		pg, err := graph.OpenPostgres(ctx, s.pg.Pool())
+		if err != nil {
+			return fmt.Errorf("sessionstore: knowledge graph: %w", err)
+		}
+		if s.cfg.Store == StorePostgres {
+			kg = pg
+		} else {
+			kg = &graphRouter{files: kg, team: pg, isTeam: s.pg.WorkspaceExists}
+		}
+	}
+	var model knowledge.Extractor
+	if s.cfg.LLMURL != "" {
+		// The budget model (config.json) adds typed relations when set.
+		model = knowledge.NewModelExtractor(s.cfg.LLMURL, s.cfg.LLMAPIKey, s.cfg.DataDir)
+	}
+	s.knowledge = knowledge.New(knowledge.Config{Backend: kg, Model: model, Logger: s.log})
+	s.knowledge.Start(ctx)
+	s.frames = backend
 	s.minds = frames.New(frames.Config{DataDir: s.cfg.DataDir, Backend: backend, Embedder: emb,
-		RetryInterval: s.cfg.EmbedRetry, Logger: s.log})
+		RetryInterval: s.cfg.EmbedRetry, Logger: s.log, Knowledge: s.knowledge})
 	s.minds.Start(ctx)
 	return nil
 }
 
 func (s *Service) closePG() {
-	// The minds' worker may write to PostgreSQL: it stops first.
+	// The minds' workers may write to PostgreSQL: they stop first.
 	s.minds.Stop()
+	s.knowledge.Stop()
 	if s.pg != nil {
 		s.pg.Close()
 		s.pg = nil

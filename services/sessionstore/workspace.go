@@ -106,6 +106,9 @@ func (s *Service) workspaceDelete(ctx context.Context, req protocol.WorkspaceReq
 	if err := s.minds.DropWorkspace(ctx, req.Workspace); err != nil {
 		return protocol.DeletedReply{}, err
 	}
+	if err := s.knowledge.DropWorkspace(ctx, req.Workspace); err != nil {
+		return protocol.DeletedReply{}, err
+	}
 	return protocol.DeletedReply{Deleted: true}, nil
 }
 

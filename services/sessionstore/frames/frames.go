@@ -125,6 +125,13 @@ type Backend interface {
 	Count(ctx context.Context, m Mind, model string) (frames, embedded int, err error)
 	// Drop removes a mind (its workspace was deleted).
 	Drop(ctx context.Context, m Mind) error
+	// Minds lists the minds that hold frames (the lifecycle worker walks
+	// them).
+	Minds(ctx context.Context) ([]Mind, error)
+	// SetImportance changes a frame's importance only: not its update
+	// time, content or vector (the lifecycle worker's decay and
+	// strengthening, and their undo).
+	SetImportance(ctx context.Context, m Mind, id, importance string) (Frame, error)
 	// Close releases the backend.
 	Close() error
 }
@@ -183,4 +190,17 @@ func wrap(op string, m Mind, err error) error {
 		return err
 	}
 	return fmt.Errorf("frames: %s %s: %w", op, m.Key(), err)
+}
+
+// ParseMindKey reads Mind.Key back ("personal", "user:<id>",
+// "workspace:<id>"); ok false for anything else.
+func ParseMindKey(key string) (Mind, bool) {
+	if key == KindPersonal {
+		return Mind{Kind: KindPersonal}, true
+	}
+	kind, id, found := strings.Cut(key, ":")
+	if !found || (kind != KindUser && kind != KindWorkspace) || !protocol.ValidID(id) {
+		return Mind{}, false
+	}
+	return Mind{Kind: kind, ID: id}, true
 }

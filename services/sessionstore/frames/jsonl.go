@@ -35,6 +35,8 @@ const (
 	opAccess = "access"
 	opVector = "vector"
 	opDelete = "delete"
+	// opImportance sets the importance only (the lifecycle worker).
+	opImportance = "importance"
 )
 
 // record is one line of a mind's file. A line of the earlier keyword
@@ -228,6 +230,10 @@ func (fm *fileMind) apply(r record) {
 	case opVector:
 		if f := fm.frames[r.ID]; f != nil {
 			f.Vector, f.VectorModel = decodeVec(r.Vec), r.VecModel
+		}
+	case opImportance:
+		if f := fm.frames[r.ID]; f != nil {
+			f.Importance = r.Importance
 		}
 	case opDelete:
 		if f := fm.frames[r.ID]; f != nil {
@@ -662,4 +668,20 @@ func decodeVec(s string) []float32 {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return v
+}
+
+// Minds implements Backend.
+func (j *JSONL) Minds(context.Context) ([]Mind, error) {
+	return j.diskMinds(), nil
+}
+
+// SetImportance implements Backend.
+func (j *JSONL) SetImportance(_ context.Context, m Mind, id, importance string) (Frame, error) {
+	return j.withFrame(m, id, func(fm *fileMind, f *Frame) (Frame, error) {
+		if err := fm.appendRecords(record{Op: opImportance, ID: id, Importance: importance}); err != nil {
+			return Frame{}, err
+		}
+		f.Importance = importance
+		return *f, nil
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/mindindex"
+	"github.com/waggle-os/core/services/sessionstore/ranking"
 )
 
 // Result bounds.
@@ -48,6 +49,24 @@ type Config struct {
 	// Now is the clock. Default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Knowledge, when set, is each mind's knowledge graph: it hears of
+	// every frame saved (and extracts off the caller's path) and counts
+	// entities and relations for Stats.
+	Knowledge Knowledge
+}
+
+// Knowledge is what the minds need of the knowledge graph
+// (sessionstore/knowledge implements it).
+type Knowledge interface {
+	// Observe queues a saved frame's content for extraction; it must not
+	// block.
+	Observe(m Mind, content string)
+	// Count counts a mind's valid entities and relations.
+	Count(ctx context.Context, m Mind) (entities, relations int, err error)
+	// Related lists the lower-case names of the mind's entities that text
+	// names (direct) and of their neighbours: the graph signal of the
+	// connected ranking.
+	Related(ctx context.Context, m Mind, text string) (direct, neighbours []string, err error)
 }
 
 // Minds serves the minds over a Backend: validation, the personal and
@@ -345,8 +364,11 @@ func (m *Minds) Add(ctx context.Context, req protocol.MemoryAddRequest) (protoco
 		return protocol.MemoryAddReply{}, wrap("add to", mind, err)
 	}
 	if !dup {
-		// Embedding happens off the caller's path.
+		// Embedding and extraction happen off the caller's path.
 		m.wake()
+		if m.cfg.Knowledge != nil {
+			m.cfg.Knowledge.Observe(mind, saved.Content)
+		}
 	}
 	return protocol.MemoryAddReply{Saved: !dup, Duplicate: dup, Frame: saved.Public(mind, 0)}, nil
 }
@@ -431,7 +453,11 @@ func (m *Minds) Update(ctx context.Context, req protocol.MemoryUpdateRequest) (p
 		if err := ctx.Err(); err != nil { // as in Add
 			return Frame{}, err
 		}
-		return m.cfg.Backend.Update(ctx, mind, req.ID, content, req.Importance, now)
+		f, err := m.cfg.Backend.Update(ctx, mind, req.ID, content, req.Importance, now)
+		if err == nil && m.cfg.Knowledge != nil {
+			m.cfg.Knowledge.Observe(mind, f.Content)
+		}
+		return f, err
 	})
 	if err == nil {
 		m.wake()
@@ -459,6 +485,14 @@ func (m *Minds) Query(ctx context.Context, req protocol.MemoryQueryRequest, def 
 	if err != nil {
 		return nil, err
 	}
+	profile, ok := ranking.Get(req.Profile)
+	if !ok {
+		return nil, protocol.Errorf(protocol.Invalid, "Invalid profile %q. Valid values: %s", req.Profile, strings.Join(ranking.Names, ", "))
+	}
+	// Ranking reorders more candidates than it returns, so an important
+	// frame just below the cut by relevance can still make it.
+	want := opt.Limit
+	opt.Limit = min(MaxResults, max(3*want, want+10))
 	var targets []Mind
 	switch req.Scope {
 	case protocol.MindPersonal:
@@ -480,16 +514,24 @@ func (m *Minds) Query(ctx context.Context, req protocol.MemoryQueryRequest, def 
 		mind Mind
 	}
 	var all []item
+	now := m.cfg.Now()
 	for _, mind := range targets {
 		hits, err := m.cfg.Backend.Search(ctx, mind, req.Query, vec, model, opt)
 		if err != nil {
 			return nil, wrap("search", mind, err)
 		}
+		graph := m.graphSignal(ctx, profile, mind, req.Query)
 		for _, h := range hits {
+			// Each mind's fused scores are reciprocal-rank sums over the
+			// same lists, so over their best possible value they compare.
+			h.Score = profile.Score(ranking.Signals{
+				Relevance: h.Score / bestFused, Importance: h.Frame.Importance, Updated: parseTime(h.Frame.Updated, h.Frame.Created),
+				AccessCount: h.Frame.AccessCount, Graph: graph(h.Frame.Content),
+			}, now)
 			all = append(all, item{h, mind})
 		}
 	}
-	// Each mind's scores are reciprocal-rank sums, so they compare.
+	opt.Limit = want
 	slices.SortStableFunc(all, func(a, b item) int {
 		if c := cmp.Compare(b.h.Score, a.h.Score); c != 0 {
 			return c
@@ -519,11 +561,19 @@ func (m *Minds) Stats(ctx context.Context, req protocol.MemoryStatsRequest) (pro
 			st.Embedded += e
 			st.Pending += n - e
 		}
+		ms := protocol.MemoryMindStats{FrameCount: n}
+		if m.cfg.Knowledge != nil {
+			if ms.EntityCount, ms.RelationCount, err = m.cfg.Knowledge.Count(ctx, mind); err != nil {
+				return protocol.MemoryStats{}, wrap("count knowledge of", mind, err)
+			}
+		}
 		st.Total.FrameCount += n
+		st.Total.EntityCount += ms.EntityCount
+		st.Total.RelationCount += ms.RelationCount
 		if mind.Kind == KindWorkspace {
-			st.Workspace = &protocol.MemoryMindStats{FrameCount: n}
+			st.Workspace = &ms
 		} else {
-			st.Personal.FrameCount = n
+			st.Personal = ms
 		}
 	}
 	return st, nil
@@ -594,8 +644,11 @@ func (m *Minds) agentSearch(ctx context.Context, req protocol.MemorySearchReques
 	var fs []protocol.MemoryFrame
 	var err error
 	if strings.TrimSpace(req.Query) == "" {
-		// No query: the most recent memories, as before.
-		fs, err = m.Frames(ctx, protocol.MemoryFramesRequest{MemoryOwner: owner, Limit: limit(req.Limit, DefaultRecall)})
+		// No query (catch-up recall): the recent memories that matter,
+		// ranked by importance and recency.
+		n := limit(req.Limit, DefaultRecall)
+		fs, err = m.Frames(ctx, protocol.MemoryFramesRequest{MemoryOwner: owner, Limit: min(MaxResults, 4*n)})
+		fs = catchUp(fs, n, m.cfg.Now())
 	} else {
 		fs, err = m.Query(ctx, protocol.MemoryQueryRequest{MemoryOwner: owner, Query: req.Query, Scope: req.Scope, Limit: req.Limit}, DefaultRecall)
 	}
@@ -604,9 +657,64 @@ func (m *Minds) agentSearch(ctx context.Context, req protocol.MemorySearchReques
 	}
 	out := make([]protocol.Memory, 0, len(fs))
 	for _, f := range fs {
-		// First in both rankings is the best fused score there is.
-		rel := min(1, f.Score/(2.0/(mindindex.RRFK+1)))
-		out = append(out, protocol.Memory{ID: f.ID, Content: f.Content, Tags: f.Tags, Timestamp: f.Created, Score: rel})
+		// A search's score is the ranking's, in [0, 1].
+		out = append(out, protocol.Memory{ID: f.ID, Content: f.Content, Tags: f.Tags, Timestamp: f.Created, Score: min(1, f.Score)})
 	}
 	return protocol.MemorySearchReply{Memories: out}, nil
+}
+
+// bestFused is the best fused score there is: first in both rankings.
+const bestFused = 2.0 / (mindindex.RRFK + 1)
+
+// parseTime reads a frame's update time (its creation when unreadable).
+func parseTime(updated, created string) time.Time {
+	for _, v := range []string{updated, created} {
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+// graphSignal returns the graph signal of a frame's content for a query:
+// 1 when it names an entity the query names, 0.5 a neighbour of one. It
+// reads the graph only for a profile that weighs it.
+func (m *Minds) graphSignal(ctx context.Context, p ranking.Profile, mind Mind, query string) func(content string) float64 {
+	none := func(string) float64 { return 0 }
+	if p.Graph == 0 || m.cfg.Knowledge == nil {
+		return none
+	}
+	direct, neighbours, err := m.cfg.Knowledge.Related(ctx, mind, query)
+	if err != nil {
+		m.log.Warn("graph signal unavailable; ranking without it", "mind", mind.Key(), "err", err)
+		return none
+	}
+	if len(direct) == 0 && len(neighbours) == 0 {
+		return none
+	}
+	return func(content string) float64 {
+		c := strings.ToLower(content)
+		for _, n := range direct {
+			if strings.Contains(c, n) {
+				return 1
+			}
+		}
+		for _, n := range neighbours {
+			if strings.Contains(c, n) {
+				return 0.5
+			}
+		}
+		return 0
+	}
+}
+
+// catchUp keeps the n frames of fs that rank first by importance and
+// recency (ranking.CatchUp), best first.
+func catchUp(fs []protocol.MemoryFrame, n int, now time.Time) []protocol.MemoryFrame {
+	p, _ := ranking.Get(ranking.CatchUp)
+	score := func(f protocol.MemoryFrame) float64 {
+		return p.Score(ranking.Signals{Importance: f.Importance, Updated: parseTime(f.Updated, f.Created), AccessCount: f.AccessCount}, now)
+	}
+	slices.SortStableFunc(fs, func(a, b protocol.MemoryFrame) int { return cmp.Compare(score(b), score(a)) })
+	return fs[:min(n, len(fs))]
 }

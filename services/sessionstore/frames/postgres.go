@@ -306,3 +306,29 @@ func (p *Postgres) Drop(ctx context.Context, m Mind) error {
 
 // Close implements Backend (the pool is the caller's).
 func (p *Postgres) Close() error { return nil }
+
+// Minds implements Backend.
+func (p *Postgres) Minds(ctx context.Context) ([]Mind, error) {
+	rows, err := p.pool.Query(ctx, `SELECT DISTINCT mind FROM memory_frames`)
+	if err != nil {
+		return nil, fmt.Errorf("frames: list minds: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("frames: list minds: %w", err)
+	}
+	var out []Mind
+	for _, k := range keys {
+		if m, ok := ParseMindKey(k); ok {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// SetImportance implements Backend.
+func (p *Postgres) SetImportance(ctx context.Context, m Mind, id, importance string) (Frame, error) {
+	f, err := scanFrame(p.pool.QueryRow(ctx, `UPDATE memory_frames SET importance = $3, seq = nextval('memory_frames_seq')
+		WHERE mind = $1 AND id = $2 RETURNING `+pgColumns, m.Key(), id, importance))
+	return f, wrap("set importance in", m, err)
+}

@@ -32,6 +32,9 @@ type Env struct {
 	// Plan is the session's plan, rebuilt for this turn (ReplayPlan); nil
 	// hides the plan tools.
 	Plan *Plan
+	// Knowledge backs query_knowledge and correct_knowledge; nil hides
+	// them.
+	Knowledge Knowledge
 }
 
 // Tool is one capability the model can call. Decode turns the model's JSON
@@ -130,6 +133,7 @@ func NewRegistry(cfg Config) *Registry {
 	builtins = append(builtins, gitStatusTool{cfg}, gitDiffTool{cfg}, gitLogTool{cfg}, gitCommitTool{cfg}, gitBranchTool{cfg})
 	builtins = append(builtins, webSearchTool{}, readDocumentTool{}, generateXlsxTool{})
 	builtins = append(builtins, createPlanTool{}, addPlanStepTool{}, executeStepTool{}, showPlanTool{})
+	builtins = append(builtins, queryKnowledgeTool{}, correctKnowledgeTool{})
 	for _, t := range builtins {
 		if err := r.Register(t); err != nil {
 			panic(err) // built-in names are unique; a clash is a programming error

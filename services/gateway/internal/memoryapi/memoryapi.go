@@ -37,6 +37,7 @@ func Mount(r chi.Router, d forward.Deps) {
 	r.Patch("/memory/frames/{id}/access", a.access)
 	r.Get("/memory/search", a.search)
 	r.Get("/memory/stats", a.stats)
+	r.Get("/memory/graph", a.graph)
 }
 
 // owner is the minds a request reaches: the workspace the authorization
@@ -253,7 +254,7 @@ func (a api) access(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// GET /api/memory/search?q=&scope=&workspace=&limit=&since=&until=
+// GET /api/memory/search?q=&scope=&workspace=&limit=&since=&until=&profile=
 func (a api) search(w http.ResponseWriter, r *http.Request) {
 	forward.Serve(a.d, w, r, searchQuery, protocol.QueryMemory, http.StatusOK,
 		func(rep protocol.MemoryFramesReply) any { return list(rep.Frames, true) })
@@ -272,7 +273,7 @@ func searchQuery(_ http.ResponseWriter, r *http.Request) (protocol.MemoryQueryRe
 	if scope != protocol.MindPersonal && scope != protocol.MindWorkspace {
 		scope = "all" // "global" and anything else, as the original
 	}
-	return protocol.MemoryQueryRequest{MemoryOwner: o, Query: q.Get("q"), Scope: scope,
+	return protocol.MemoryQueryRequest{MemoryOwner: o, Query: q.Get("q"), Scope: scope, Profile: q.Get("profile"),
 		Limit: parseLimit(q.Get("limit"), defaultSearch), Since: q.Get("since"), Until: q.Get("until")}, nil
 }
 

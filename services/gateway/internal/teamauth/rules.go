@@ -127,6 +127,7 @@ var rules = map[string]rule{
 	"PATCH /api/memory/frames/{id}/access": {scope: scopeWorkspaceQueryOptional, action: protocol.ActionWrite, queryKeys: workspaceAliases},
 	"GET /api/memory/search":               {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases},
 	"GET /api/memory/stats":                {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases},
+	"GET /api/memory/graph":                {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases},
 
 	// The agent model and the cost totals are shared by every team.
 	"PUT /api/agent/model":       {scope: scopeOperator, action: protocol.ActionAdmin},

@@ -242,6 +242,8 @@ func TestTeamMinds(t *testing.T) {
 		{"GET", "/api/memory/frames?workspace=" + id},
 		{"GET", "/api/memory/search?q=launch&workspace=" + id},
 		{"GET", "/api/memory/stats?workspace=" + id},
+		{"GET", "/api/memory/graph?workspace=" + id},
+		{"GET", "/api/memory/graph?scope=all&workspace=" + id},
 		{"DELETE", "/api/memory/frames/" + frameID + "?workspace=" + id},
 		{"PATCH", "/api/memory/frames/" + frameID + "/access?workspace=" + id},
 	} {

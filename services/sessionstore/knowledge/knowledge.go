@@ -1,0 +1,396 @@
+// Package knowledge runs the minds' knowledge graph in the session store:
+// it extracts entities and relations from every saved frame and every
+// finished turn in a background worker (the caller never waits), and
+// answers the graph's bus endpoints (read, correct). See docs/memory.md.
+package knowledge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/telemetry"
+	"github.com/waggle-os/core/services/sessionstore/frames"
+	"github.com/waggle-os/core/services/sessionstore/graph"
+	"github.com/waggle-os/core/services/sessionstore/graph/extract"
+)
+
+// Bounds.
+const (
+	// MaxText is how much of one text is read for entities.
+	MaxText = 16 << 10
+	// MaxGraph bounds the entities one graph read returns.
+	MaxGraph = 5000
+	// maxPendingTurns bounds the user messages waiting for their reply.
+	maxPendingTurns = 1024
+)
+
+// Extractor is a model that reads entities and relations from a text
+// (the budget model; see ModelExtractor).
+type Extractor interface {
+	Extract(ctx context.Context, text string) (graph.Batch, error)
+}
+
+// Config configures Knowledge.
+type Config struct {
+	// Backend stores the graphs. Required.
+	Backend graph.Backend
+	// Model, when set, extracts typed relations after the rules do.
+	Model Extractor
+	// ModelTimeout bounds one model extraction. Default 60s.
+	ModelTimeout time.Duration
+	// Queue is how many texts may wait for extraction; more are dropped
+	// (counted and logged): a burst must not grow memory without bound.
+	// Default 256.
+	Queue int
+	// Now is the clock. Default time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+type job struct {
+	mind graph.Mind
+	text string
+}
+
+// Knowledge is the graph service of the session store.
+type Knowledge struct {
+	cfg   Config
+	log   *slog.Logger
+	queue chan job
+
+	stop context.CancelFunc
+	done chan struct{}
+
+	mu      sync.Mutex
+	pending map[string]string // turn id → its user message, until the reply
+	idle    *sync.Cond        // signalled as texts finish (Flush)
+	queued  int               // texts queued and not yet finished
+}
+
+// New returns an unstarted Knowledge; texts observed before Start wait in
+// the queue.
+func New(cfg Config) *Knowledge {
+	if cfg.Queue <= 0 {
+		cfg.Queue = 256
+	}
+	if cfg.ModelTimeout <= 0 {
+		cfg.ModelTimeout = 60 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	k := &Knowledge{cfg: cfg, log: cfg.Logger.With("component", "knowledge"), queue: make(chan job, cfg.Queue),
+		pending: map[string]string{}}
+	k.idle = sync.NewCond(&k.mu)
+	return k
+}
+
+// Start runs the extraction worker.
+func (k *Knowledge) Start(ctx context.Context) {
+	if k.done != nil {
+		return
+	}
+	ctx, k.stop = context.WithCancel(context.WithoutCancel(ctx))
+	k.done = make(chan struct{})
+	go k.worker(ctx)
+}
+
+// Stop ends the worker and waits for it; texts still queued are not
+// extracted (the graph is derived data: nothing a user saved is lost).
+func (k *Knowledge) Stop() {
+	if k == nil || k.done == nil {
+		return
+	}
+	k.stop()
+	<-k.done
+	k.done = nil
+}
+
+// Flush waits until every text queued so far has been extracted (tests
+// and shutdown of a single-process app use it).
+func (k *Knowledge) Flush() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for k.queued > 0 {
+		k.idle.Wait()
+	}
+}
+
+// Observe queues text of mind m for extraction and returns at once.
+func (k *Knowledge) Observe(m graph.Mind, text string) {
+	if k == nil {
+		return
+	}
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return
+	}
+	if len(text) > MaxText {
+		text = text[:MaxText]
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	select {
+	case k.queue <- job{m, text}:
+		k.queued++
+	default:
+		telemetry.KnowledgeExtractions.WithLabelValues("rules", "dropped").Inc()
+		k.log.Warn("knowledge extraction queue full; text skipped", "mind", m.Key())
+	}
+}
+
+// ObserveMessage queues a turn's messages of a workspace's session: a
+// user message waits for the reply of its turn, so a turn is one text
+// (and yields at most extract.MaxEntities entities).
+func (k *Knowledge) ObserveMessage(workspace string, msg protocol.Message) {
+	if k == nil || !protocol.ValidID(workspace) {
+		return
+	}
+	m := graph.Mind{Kind: frames.KindWorkspace, ID: workspace}
+	switch msg.Role {
+	case "user":
+		if msg.TurnID == "" {
+			k.Observe(m, msg.Content)
+			return
+		}
+		k.mu.Lock()
+		if len(k.pending) >= maxPendingTurns {
+			clear(k.pending) // replies that never came; their texts go unread
+		}
+		k.pending[msg.TurnID] = msg.Content
+		k.mu.Unlock()
+	case "assistant":
+		k.mu.Lock()
+		user := k.pending[msg.TurnID]
+		delete(k.pending, msg.TurnID)
+		k.mu.Unlock()
+		reply := msg.Content
+		if msg.Error != "" {
+			reply = "" // a failed turn's partial reply states nothing
+		}
+		k.Observe(m, strings.TrimSpace(user+"\n\n"+reply))
+	}
+}
+
+func (k *Knowledge) worker(ctx context.Context) {
+	defer close(k.done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case j := <-k.queue:
+			k.extract(ctx, j)
+			k.mu.Lock()
+			k.queued--
+			k.idle.Broadcast()
+			k.mu.Unlock()
+		}
+	}
+}
+
+func (k *Knowledge) now() string { return protocol.Timestamp(k.cfg.Now()) }
+
+// extract runs the rules, then the model when there is one, on one text.
+func (k *Knowledge) extract(ctx context.Context, j job) {
+	k.apply(ctx, j.mind, "rules", extract.Text(j.text))
+	if k.cfg.Model == nil {
+		return
+	}
+	mctx, cancel := context.WithTimeout(ctx, k.cfg.ModelTimeout)
+	b, err := k.cfg.Model.Extract(mctx, j.text)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			telemetry.KnowledgeExtractions.WithLabelValues("model", "error").Inc()
+			k.log.Warn("model extraction failed; the rules' findings stand", "mind", j.mind.Key(), "err", err)
+		}
+		return
+	}
+	k.apply(ctx, j.mind, "model", b)
+}
+
+func (k *Knowledge) apply(ctx context.Context, m graph.Mind, extractor string, b graph.Batch) {
+	if len(b.Entities) == 0 {
+		return
+	}
+	if err := graph.Check(&b); err != nil {
+		telemetry.KnowledgeExtractions.WithLabelValues(extractor, "error").Inc()
+		k.log.Warn("extraction produced an invalid batch", "extractor", extractor, "mind", m.Key(), "err", err)
+		return
+	}
+	res, err := k.cfg.Backend.Apply(ctx, m, b, k.now())
+	if err != nil {
+		telemetry.KnowledgeExtractions.WithLabelValues(extractor, "error").Inc()
+		if ctx.Err() == nil {
+			k.log.Warn("store extracted knowledge", "extractor", extractor, "mind", m.Key(), "err", err)
+		}
+		return
+	}
+	telemetry.KnowledgeExtractions.WithLabelValues(extractor, "ok").Inc()
+	telemetry.KnowledgeFacts.WithLabelValues("entity", "created").Add(float64(res.CreatedEntities))
+	telemetry.KnowledgeFacts.WithLabelValues("relation", "created").Add(float64(res.CreatedRelations))
+	k.log.Debug("knowledge extracted", "extractor", extractor, "mind", m.Key(),
+		"entities", len(res.Entities), "newEntities", res.CreatedEntities, "relations", len(res.Relations), "newRelations", res.CreatedRelations)
+}
+
+// Count counts a mind's valid entities and relations (frames.Minds'
+// stats).
+func (k *Knowledge) Count(ctx context.Context, m graph.Mind) (int, int, error) {
+	return k.cfg.Backend.Count(ctx, m)
+}
+
+// DropWorkspace forgets a deleted workspace's graph.
+func (k *Knowledge) DropWorkspace(ctx context.Context, ws string) error {
+	if !protocol.ValidID(ws) {
+		return nil
+	}
+	return k.cfg.Backend.Drop(ctx, graph.Mind{Kind: frames.KindWorkspace, ID: ws})
+}
+
+// Register adds the graph's endpoints to svc.
+func (k *Knowledge) Register(svc *bus.Service) error {
+	return errors.Join(
+		bus.Handle(svc, protocol.GetKnowledgeGraph, k.Graph),
+		bus.Handle(svc, protocol.CorrectKnowledge, k.Correct),
+	)
+}
+
+func personal(o protocol.MemoryOwner) graph.Mind {
+	if o.User != "" {
+		return graph.Mind{Kind: frames.KindUser, ID: o.User}
+	}
+	return graph.Mind{Kind: frames.KindPersonal}
+}
+
+func checkOwner(o protocol.MemoryOwner) error {
+	if o.Workspace != "" && !protocol.ValidID(o.Workspace) {
+		return protocol.Errorf(protocol.Invalid, "invalid workspace id")
+	}
+	if o.User != "" && !protocol.ValidID(o.User) {
+		return protocol.Errorf(protocol.Invalid, "invalid user id")
+	}
+	return nil
+}
+
+// targets are the minds a graph request reads, workspace first.
+func targets(req protocol.KnowledgeGraphRequest) []graph.Mind {
+	ws := graph.Mind{Kind: frames.KindWorkspace, ID: req.Workspace}
+	switch req.Scope {
+	case protocol.MindPersonal:
+		return []graph.Mind{personal(req.MemoryOwner)}
+	case protocol.MindWorkspace:
+		if req.Workspace == "" {
+			return nil
+		}
+		return []graph.Mind{ws}
+	case protocol.KnowledgeScopeAll:
+		if req.Workspace == "" {
+			return []graph.Mind{personal(req.MemoryOwner)}
+		}
+		return []graph.Mind{ws, personal(req.MemoryOwner)}
+	}
+	if req.Workspace != "" {
+		return []graph.Mind{ws}
+	}
+	return []graph.Mind{personal(req.MemoryOwner)}
+}
+
+// Graph reads the graphs of the minds req reaches.
+func (k *Knowledge) Graph(ctx context.Context, req protocol.KnowledgeGraphRequest) (protocol.KnowledgeGraph, error) {
+	if err := checkOwner(req.MemoryOwner); err != nil {
+		return protocol.KnowledgeGraph{}, err
+	}
+	if len(req.Query) > graph.MaxNameLen {
+		return protocol.KnowledgeGraph{}, protocol.Errorf(protocol.Invalid, "query is at most %d characters", graph.MaxNameLen)
+	}
+	limit := req.Limit
+	if limit <= 0 || limit > MaxGraph {
+		limit = MaxGraph
+	}
+	out := protocol.KnowledgeGraph{Entities: []protocol.KnowledgeEntity{}, Relations: []protocol.KnowledgeRelation{}}
+	for _, m := range targets(req) {
+		g, err := k.cfg.Backend.Graph(ctx, m, graph.Filter{Query: req.Query, Type: req.Type, Retired: req.Retired, Limit: limit})
+		if err != nil {
+			return protocol.KnowledgeGraph{}, fmt.Errorf("knowledge: read %s: %w", m.Key(), err)
+		}
+		add(&out, m, g)
+	}
+	return out, nil
+}
+
+func add(out *protocol.KnowledgeGraph, m graph.Mind, g graph.Snapshot) {
+	label := m.Label()
+	for _, e := range g.Entities {
+		out.Entities = append(out.Entities, protocol.KnowledgeEntity{ID: e.ID, Type: e.Type, Name: e.Name, Properties: e.Properties,
+			Mentions: e.Mentions, ValidFrom: e.ValidFrom, ValidTo: e.ValidTo, Recorded: e.Recorded, Mind: label})
+	}
+	for _, r := range g.Relations {
+		out.Relations = append(out.Relations, protocol.KnowledgeRelation{ID: r.ID, Source: r.Source, Target: r.Target, Type: r.Type,
+			Confidence: r.Confidence, Properties: r.Properties, Mentions: r.Mentions, ValidFrom: r.ValidFrom, ValidTo: r.ValidTo,
+			Recorded: r.Recorded, Mind: label})
+	}
+}
+
+// Correct retires a wrong fact in the owner's workspace mind, else the
+// personal mind.
+func (k *Knowledge) Correct(ctx context.Context, req protocol.KnowledgeCorrectRequest) (protocol.KnowledgeGraph, error) {
+	if err := checkOwner(req.MemoryOwner); err != nil {
+		return protocol.KnowledgeGraph{}, err
+	}
+	if !protocol.ValidID(req.ID) {
+		return protocol.KnowledgeGraph{}, protocol.Errorf(protocol.Invalid, "invalid entity or relation id")
+	}
+	reason := strings.TrimSpace(frames.Sanitise(req.Reason))
+	if len(reason) > graph.MaxPropLen {
+		reason = reason[:graph.MaxPropLen]
+	}
+	minds := []graph.Mind{personal(req.MemoryOwner)}
+	if req.Workspace != "" {
+		minds = append([]graph.Mind{{Kind: frames.KindWorkspace, ID: req.Workspace}}, minds...)
+	}
+	for _, m := range minds {
+		g, err := k.cfg.Backend.Retire(ctx, m, req.ID, reason, k.now())
+		if errors.Is(err, graph.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return protocol.KnowledgeGraph{}, fmt.Errorf("knowledge: retire in %s: %w", m.Key(), err)
+		}
+		telemetry.KnowledgeFacts.WithLabelValues("entity", "retired").Add(float64(len(g.Entities)))
+		telemetry.KnowledgeFacts.WithLabelValues("relation", "retired").Add(float64(len(g.Relations)))
+		k.log.Info("knowledge corrected", "mind", m.Key(), "id", req.ID, "entities", len(g.Entities), "relations", len(g.Relations))
+		out := protocol.KnowledgeGraph{Entities: []protocol.KnowledgeEntity{}, Relations: []protocol.KnowledgeRelation{}}
+		add(&out, m, g)
+		return out, nil
+	}
+	return protocol.KnowledgeGraph{}, graph.ErrNotFound
+}
+
+// Related lists the lower-case names of the mind's valid entities that
+// text names (any run of up to four of its words, normalised, is looked
+// up by key) and of their neighbours (frames.Knowledge: the connected
+// ranking's graph signal). It reads only those entities and the
+// relations of the ones found.
+func (k *Knowledge) Related(ctx context.Context, m graph.Mind, text string) (direct, neighbours []string, err error) {
+	ds, ns, err := k.cfg.Backend.Related(ctx, m, graph.Keys(text))
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range ds {
+		direct = append(direct, strings.ToLower(e.Name))
+	}
+	for _, e := range ns {
+		neighbours = append(neighbours, strings.ToLower(e.Name))
+	}
+	return direct, neighbours, nil
+}

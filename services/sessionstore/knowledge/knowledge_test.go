@@ -1,0 +1,175 @@
+package knowledge_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/waggle-os/core/libs/llmtest"
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/sessionstore/frames"
+	"github.com/waggle-os/core/services/sessionstore/graph"
+	"github.com/waggle-os/core/services/sessionstore/knowledge"
+)
+
+// The extraction worker is a goroutine Knowledge owns: Stop must end it.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var ctx = context.Background()
+
+var ws = graph.Mind{Kind: frames.KindWorkspace, ID: "w1"}
+
+func start(t *testing.T, model knowledge.Extractor) *knowledge.Knowledge {
+	k := knowledge.New(knowledge.Config{Backend: graph.NewJSONL(t.TempDir()), Model: model})
+	k.Start(ctx)
+	t.Cleanup(k.Stop)
+	return k
+}
+
+func names(g protocol.KnowledgeGraph) map[string]protocol.KnowledgeEntity {
+	out := map[string]protocol.KnowledgeEntity{}
+	for _, e := range g.Entities {
+		out[e.Name] = e
+	}
+	return out
+}
+
+func rel(g protocol.KnowledgeGraph, from, typ, to string) *protocol.KnowledgeRelation {
+	n := names(g)
+	for _, r := range g.Relations {
+		if r.Type == typ && r.Source == n[from].ID && r.Target == n[to].ID {
+			return &r
+		}
+	}
+	return nil
+}
+
+func TestATurnIsOneText(t *testing.T) {
+	k := start(t, nil)
+	// The user's message waits for its reply: one text, one extraction.
+	k.ObserveMessage("w1", protocol.Message{Role: "user", TurnID: "t1", Content: "Ada Lovelace leads Project Falcon."})
+	k.Flush()
+	if n, _, _ := k.Count(ctx, ws); n != 0 {
+		t.Fatalf("extracted before the reply: %d", n)
+	}
+	k.ObserveMessage("w1", protocol.Message{Role: "assistant", TurnID: "t1", Content: "Noted. Falcon ships with Kafka."})
+	k.Flush()
+	g, err := k.Graph(ctx, protocol.KnowledgeGraphRequest{MemoryOwner: protocol.MemoryOwner{Workspace: "w1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Ada Lovelace", "Project Falcon", "Kafka"} {
+		if _, ok := names(g)[want]; !ok {
+			t.Errorf("missing %s in %v", want, g.Entities)
+		}
+	}
+	if rel(g, "Ada Lovelace", "leads", "Project Falcon") == nil {
+		t.Errorf("no leads relation in %v", g.Relations)
+	}
+	// Personal scope sees none of it; all marks each mind.
+	p, _ := k.Graph(ctx, protocol.KnowledgeGraphRequest{MemoryOwner: protocol.MemoryOwner{Workspace: "w1"}, Scope: protocol.MindPersonal})
+	if len(p.Entities) != 0 {
+		t.Errorf("personal = %v", p.Entities)
+	}
+	direct, neighbours, err := k.Related(ctx, ws, "what does Project Falcon need?")
+	if err != nil || !slices.Equal(direct, []string{"project falcon"}) || !slices.Contains(neighbours, "ada lovelace") {
+		t.Errorf("related = %v %v %v", direct, neighbours, err)
+	}
+}
+
+func TestCorrectRetires(t *testing.T) {
+	k := start(t, nil)
+	k.Observe(ws, "Ada Lovelace works at Globex Inc.")
+	k.Observe(graph.Mind{Kind: frames.KindPersonal}, "Grace Hopper leads Project Cobol.")
+	k.Flush()
+	owner := protocol.MemoryOwner{Workspace: "w1"}
+	g, _ := k.Graph(ctx, protocol.KnowledgeGraphRequest{MemoryOwner: owner, Scope: protocol.KnowledgeScopeAll})
+	wrong := rel(g, "Ada Lovelace", "works_at", "Globex Inc")
+	grace := names(g)["Grace Hopper"]
+	if wrong == nil || grace.ID == "" || grace.Mind != protocol.MindPersonal {
+		t.Fatalf("graph = %+v", g)
+	}
+	out, err := k.Correct(ctx, protocol.KnowledgeCorrectRequest{MemoryOwner: owner, ID: wrong.ID, Reason: "she left"})
+	if err != nil || len(out.Relations) != 1 || out.Relations[0].ValidTo == "" || out.Relations[0].Properties["retiredBecause"] != "she left" {
+		t.Fatalf("correct = %+v %v", out, err)
+	}
+	// The personal mind is reached too, after the workspace's.
+	if out, err := k.Correct(ctx, protocol.KnowledgeCorrectRequest{MemoryOwner: owner, ID: grace.ID}); err != nil || len(out.Entities) != 1 {
+		t.Fatalf("correct personal = %+v %v", out, err)
+	}
+	if _, err := k.Correct(ctx, protocol.KnowledgeCorrectRequest{MemoryOwner: owner, ID: wrong.ID}); !errors.Is(err, graph.ErrNotFound) {
+		t.Errorf("twice: %v", err)
+	}
+	if _, err := k.Correct(ctx, protocol.KnowledgeCorrectRequest{MemoryOwner: owner, ID: "../etc"}); protocol.KindOf(err) != protocol.Invalid {
+		t.Errorf("bad id: %v", err)
+	}
+}
+
+func TestParseModelReply(t *testing.T) {
+	b, err := knowledge.ParseModelReply("Here you go:\n```json\n" + `{"entities":[{"name":"Ada Lovelace","type":"person"},{"name":"Acme Corp","type":"organization"},{"name":"Falcon","type":"project"}],
+		"relations":[{"from":"Ada Lovelace","to":"Acme Corp","type":"works_at","confidence":0.9},
+		{"from":"Ada Lovelace","to":"Falcon","type":"is_secretly","confidence":1},
+		{"from":"Ada Lovelace","to":"Nobody","type":"knows"},
+		{"from":"Falcon","to":"Acme Corp","type":"part_of","confidence":7}]}` + "\n```")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := graph.Check(&b); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range b.Relations {
+		got = append(got, r.From+" "+r.Type+" "+r.To)
+	}
+	if !slices.Equal(got, []string{"Ada Lovelace works_at Acme Corp", "Falcon part_of Acme Corp"}) || b.Relations[1].Confidence != 0.7 {
+		t.Errorf("relations = %v %+v", got, b.Relations)
+	}
+	if b.Entities[1].Type != graph.TypeOrganisation {
+		t.Errorf("types = %+v", b.Entities)
+	}
+	for _, bad := range []string{"no json here", `{"entities": "x"}`} {
+		if _, err := knowledge.ParseModelReply(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// The scripted model as extractor: typed relations the rules cannot read.
+func TestModelExtractor(t *testing.T) {
+	llm := llmtest.New(llmtest.WithDefault(llmtest.Reply(`{"entities":[{"name":"Ada Lovelace","type":"person"},{"name":"Project Falcon","type":"project"}],` +
+		`"relations":[{"from":"Ada Lovelace","to":"Project Falcon","type":"leads","confidence":0.95}]}`)))
+	llm.Start()
+	t.Cleanup(llm.Close)
+	dir := t.TempDir()
+	x := knowledge.NewModelExtractor(llm.URL(), "", dir)
+
+	// Off unless config.json asks for it: no call at all.
+	write := func(s string) {
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"budgetModel":"cheap-1"}`)
+	if b, err := x.Extract(ctx, "Ada is steering Falcon"); err != nil || len(b.Entities) != 0 || len(llm.ChatRequests()) != 0 {
+		t.Fatalf("extraction without the switch: %+v %v, %d calls", b, err, len(llm.ChatRequests()))
+	}
+	write(`{"budgetModel":"cheap-1","knowledgeExtraction":"model"}`)
+	k := start(t, x)
+	k.Observe(ws, "Ada is the one steering the Falcon effort these days.")
+	k.Flush()
+	reqs := llm.ChatRequests()
+	if len(reqs) != 1 || reqs[0].Chat.Model != "cheap-1" || !strings.Contains(string(reqs[0].RawBody), "steering the Falcon effort") {
+		t.Fatalf("model calls = %d", len(reqs))
+	}
+	g, _ := k.Graph(ctx, protocol.KnowledgeGraphRequest{MemoryOwner: protocol.MemoryOwner{Workspace: "w1"}})
+	r := rel(g, "Ada Lovelace", "leads", "Project Falcon")
+	if r == nil || r.Confidence != 0.95 {
+		t.Fatalf("graph = %+v", g)
+	}
+}
