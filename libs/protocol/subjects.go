@@ -149,6 +149,19 @@ var (
 	CountFrames = Endpoint[MemoryStatsRequest, MemoryStats]{ServiceSessionStore, "memory-stats", "waggle.store.cmd.memory.stats"}
 )
 
+// Session store: what the agent knows about the user and the workspace
+// (docs/agent.md): the profile (one locally, one per user on a team
+// server) and Workspace Now.
+var (
+	// GetProfile reads a profile (the defaults when none was saved).
+	GetProfile = Endpoint[ProfileRequest, Profile]{ServiceSessionStore, "profile-get", "waggle.store.cmd.profile.get"}
+	// UpdateProfile merges a partial profile and returns the result.
+	UpdateProfile = Endpoint[ProfileUpdateRequest, Profile]{ServiceSessionStore, "profile-update", "waggle.store.cmd.profile.update"}
+	// GetWorkspaceNow computes a workspace's current state from its
+	// sessions and frames.
+	GetWorkspaceNow = Endpoint[WorkspaceNowRequest, WorkspaceNow]{ServiceSessionStore, "workspace-now", "waggle.store.cmd.workspace.now"}
+)
+
 // Session store: team servers (identity, authorization, governance and the
 // teams admin API, on PostgreSQL). A request whose Actor is empty comes from
 // a trusted bus client (the operator CLI); the gateway always fills Actor
