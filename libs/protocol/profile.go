@@ -111,52 +111,52 @@ func DefaultProfile() Profile {
 // absent or null keeps its value; writingStyle, brand and brand.styles
 // merge field by field (the original's rule).
 type ProfileUpdate struct {
-	Name                   *string               `json:"name"`
-	Role                   *string               `json:"role"`
-	Company                *string               `json:"company"`
-	Industry               *string               `json:"industry"`
-	Bio                    *string               `json:"bio"`
-	AvatarURL              *string               `json:"avatarUrl"`
-	IdentitySuggestions    *[]IdentitySuggestion `json:"identitySuggestions"`
-	WritingStyle           *WritingStyleUpdate   `json:"writingStyle"`
-	Brand                  *BrandUpdate          `json:"brand"`
-	Interests              *[]string             `json:"interests"`
-	CommunicationStyle     *string               `json:"communicationStyle"`
-	Language               *string               `json:"language"`
-	Timezone               *string               `json:"timezone"`
-	QuestionnaireCompleted *bool                 `json:"questionnaireCompleted"`
+	Name                   *string               `json:"name,omitempty"`
+	Role                   *string               `json:"role,omitempty"`
+	Company                *string               `json:"company,omitempty"`
+	Industry               *string               `json:"industry,omitempty"`
+	Bio                    *string               `json:"bio,omitempty"`
+	AvatarURL              *string               `json:"avatarUrl,omitempty"`
+	IdentitySuggestions    *[]IdentitySuggestion `json:"identitySuggestions,omitempty"`
+	WritingStyle           *WritingStyleUpdate   `json:"writingStyle,omitempty"`
+	Brand                  *BrandUpdate          `json:"brand,omitempty"`
+	Interests              *[]string             `json:"interests,omitempty"`
+	CommunicationStyle     *string               `json:"communicationStyle,omitempty"`
+	Language               *string               `json:"language,omitempty"`
+	Timezone               *string               `json:"timezone,omitempty"`
+	QuestionnaireCompleted *bool                 `json:"questionnaireCompleted,omitempty"`
 	// CreatedAt and UpdatedAt are accepted (the web app sends back what it
 	// read) and ignored: the store keeps its own.
-	CreatedAt *string `json:"createdAt"`
-	UpdatedAt *string `json:"updatedAt"`
+	CreatedAt *string `json:"createdAt,omitempty"`
+	UpdatedAt *string `json:"updatedAt,omitempty"`
 }
 
 // WritingStyleUpdate is a partial WritingStyle.
 type WritingStyleUpdate struct {
-	Tone           *string   `json:"tone"`
-	SentenceLength *string   `json:"sentenceLength"`
-	Vocabulary     *string   `json:"vocabulary"`
-	Structure      *string   `json:"structure"`
-	Samples        *[]string `json:"samples"`
-	Analyzed       *bool     `json:"analyzed"`
+	Tone           *string   `json:"tone,omitempty"`
+	SentenceLength *string   `json:"sentenceLength,omitempty"`
+	Vocabulary     *string   `json:"vocabulary,omitempty"`
+	Structure      *string   `json:"structure,omitempty"`
+	Samples        *[]string `json:"samples,omitempty"`
+	Analyzed       *bool     `json:"analyzed,omitempty"`
 }
 
 // BrandUpdate is a partial Brand; Styles replaces only the formats it names.
 type BrandUpdate struct {
-	CompanyName     *string `json:"companyName"`
-	PrimaryColor    *string `json:"primaryColor"`
-	SecondaryColor  *string `json:"secondaryColor"`
-	AccentColor     *string `json:"accentColor"`
-	FontHeading     *string `json:"fontHeading"`
-	FontBody        *string `json:"fontBody"`
-	LogoDescription *string `json:"logoDescription"`
+	CompanyName     *string `json:"companyName,omitempty"`
+	PrimaryColor    *string `json:"primaryColor,omitempty"`
+	SecondaryColor  *string `json:"secondaryColor,omitempty"`
+	AccentColor     *string `json:"accentColor,omitempty"`
+	FontHeading     *string `json:"fontHeading,omitempty"`
+	FontBody        *string `json:"fontBody,omitempty"`
+	LogoDescription *string `json:"logoDescription,omitempty"`
 	Styles          *struct {
-		Docx *DocStyle `json:"docx"`
-		Pptx *DocStyle `json:"pptx"`
-		PDF  *DocStyle `json:"pdf"`
-		Xlsx *DocStyle `json:"xlsx"`
-	} `json:"styles"`
-	Analyzed *bool `json:"analyzed"`
+		Docx *DocStyle `json:"docx,omitempty"`
+		Pptx *DocStyle `json:"pptx,omitempty"`
+		PDF  *DocStyle `json:"pdf,omitempty"`
+		Xlsx *DocStyle `json:"xlsx,omitempty"`
+	} `json:"styles,omitempty"`
+	Analyzed *bool `json:"analyzed,omitempty"`
 }
 
 // Profile text limits: a profile is prompt material, not a document store.

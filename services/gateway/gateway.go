@@ -25,6 +25,7 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/agentapi"
 	"github.com/waggle-os/core/services/gateway/internal/approvalapi"
 	"github.com/waggle-os/core/services/gateway/internal/commandapi"
+	"github.com/waggle-os/core/services/gateway/internal/contextapi"
 	"github.com/waggle-os/core/services/gateway/internal/mcpapi"
 	"github.com/waggle-os/core/services/gateway/internal/memoryapi"
 	"github.com/waggle-os/core/services/gateway/internal/openapi"
@@ -230,6 +231,7 @@ func (s *Service) routes() http.Handler {
 		teamsapi.Mount(r, deps)
 		mcpapi.Mount(r, deps)
 		memoryapi.Mount(r, deps)
+		contextapi.Mount(r, deps)
 	})
 	return r
 }

@@ -210,11 +210,3 @@ func personaAllows(persona, tool string) bool {
 	p, ok := personas.Get(persona)
 	return !ok || p.Allows(tool)
 }
-
-// withPersona appends a built-in persona's instructions to the system prompt.
-func withPersona(prompt, persona string) string {
-	if p, ok := personas.Get(persona); ok {
-		return prompt + "\n\n" + p.SystemPrompt
-	}
-	return prompt
-}

@@ -1,6 +1,7 @@
 package turnrunner
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/waggle-os/core/libs/protocol"
@@ -101,10 +102,10 @@ func TestPersonaHooks(t *testing.T) {
 	if personaAllows("hr-manager", "bash") || !personaAllows("hr-manager", "read_file") || !personaAllows("custom-x", "bash") {
 		t.Error("personaAllows")
 	}
-	if got := withPersona("P", "custom-x"); got != "P" {
-		t.Errorf("unknown persona changed the prompt: %q", got)
+	if got := resolvePersona("custom-x"); got.prompt != "" || got.id != "custom-x" {
+		t.Errorf("unknown persona has a prompt: %+v", got)
 	}
-	if got := withPersona("P", "coder"); len(got) < 30 || got[:23] != "P\n\n## Persona: Coder\nYo" {
-		t.Errorf("coder prompt %q", got)
+	if got := resolvePersona("coder"); !strings.HasPrefix(got.prompt, "## Persona: Coder\nYo") {
+		t.Errorf("coder prompt %q", got.prompt)
 	}
 }

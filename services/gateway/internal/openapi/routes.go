@@ -18,6 +18,7 @@ var tags = []Tag{
 	{Name: "agent", Description: "Agent status, cost, model and agent groups (docs/commands.md)"},
 	{Name: "teams", Description: "Teams, roles, policies and tokens (docs/teams.md)"},
 	{Name: "memory", Description: "The personal and workspace minds' frames (docs/memory.md)"},
+	{Name: "context", Description: "What the agent knows about the user and the workspace (docs/agent.md)"},
 	{Name: "meta", Description: "This description"},
 }
 
@@ -332,6 +333,17 @@ func routes() []op {
 		{method: get, path: "/api/memory/stats", id: "memoryStats", tag: "memory",
 			summary: "Frame counts of the minds and their embeddings", params: []Parameter{memWorkspace, memWorkspaceID},
 			ok: ref("MemoryStats"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.CountFrames.Subject}},
+
+		// ---- the agent's context ----
+		{method: get, path: "/api/profile", id: "getProfile", tag: "context",
+			summary: "The user's profile (on a team server: the signed-in user's; the defaults until one is saved)",
+			ok:      ref("Profile"), subjects: []string{protocol.GetProfile.Subject}},
+		{method: put, path: "/api/profile", id: "updateProfile", tag: "context",
+			summary: "Merge fields into the user's profile (writingStyle, brand and brand.styles field by field); unknown keys are refused",
+			body:    ref("ProfileUpdate"), ok: ref("Profile"), errs: []int{bad}, subjects: []string{protocol.UpdateProfile.Subject}},
+		{method: get, path: "/api/workspaces/{id}/context", id: "workspaceContext", tag: "context",
+			summary: "The workspace's briefing (Workspace Now): summary, recent threads, decisions and memories, suggested prompts",
+			params:  []Parameter{wsParam}, ok: ref("WorkspaceNow"), errs: []int{bad, notFound}, subjects: []string{protocol.GetWorkspaceNow.Subject}},
 
 		// ---- meta ----
 		{method: get, path: "/api/openapi.json", id: "getOpenAPI", tag: "meta",

@@ -44,6 +44,9 @@ var reflected = map[string]reflect.Type{
 	"WorkflowPattern":     reflect.TypeFor[protocol.WorkflowPattern](),
 	"MemoryStats":         reflect.TypeFor[protocol.MemoryStats](),
 	"MemoryMindStats":     reflect.TypeFor[protocol.MemoryMindStats](),
+	"Profile":             reflect.TypeFor[protocol.Profile](),
+	"ProfileUpdate":       reflect.TypeFor[protocol.ProfileUpdate](),
+	"WorkspaceNow":        reflect.TypeFor[protocol.WorkspaceNow](),
 
 	// Event data the gateway's own packages define.
 	"TokenData":            reflect.TypeFor[protocol.TokenData](),

@@ -128,6 +128,12 @@ var rules = map[string]rule{
 	"GET /api/memory/search":               {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases},
 	"GET /api/memory/stats":                {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases},
 
+	// The profile is the signed-in user's own; the briefing reads the
+	// workspace named in {id}.
+	"GET /api/profile":                 {scope: scopeSelf, action: protocol.ActionRead},
+	"PUT /api/profile":                 {scope: scopeSelf, action: protocol.ActionWrite},
+	"GET /api/workspaces/{id}/context": {scope: scopeWorkspaceParam, action: protocol.ActionRead},
+
 	// The agent model and the cost totals are shared by every team.
 	"PUT /api/agent/model":       {scope: scopeOperator, action: protocol.ActionAdmin},
 	"POST /api/agent/cost/reset": {scope: scopeOperator, action: protocol.ActionAdmin},
