@@ -292,7 +292,11 @@ func Format(n protocol.WorkspaceNow) string {
 	}
 	name := cmp.Or(n.Workspace.Name, n.Workspace.ID)
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Workspace Now — %s\n\n%s\n", name, n.Summary)
+	fmt.Fprintf(&b, "# Workspace Now — %s\n", name)
+	if len(n.RecentMemories) > 0 {
+		// Without memories the summary is the web app's onboarding line.
+		fmt.Fprintf(&b, "\n%s\n", n.Summary)
+	}
 	section := func(title string, lines []string) {
 		if len(lines) == 0 {
 			return

@@ -1,6 +1,8 @@
 package turnrunner
 
 import (
+	"fmt"
+
 	"github.com/waggle-os/core/libs/personas"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
@@ -15,12 +17,15 @@ type personaInfo struct {
 	readOnly bool
 }
 
-// resolvePersona looks id up among the built-in personas; an unknown id
-// (a custom persona this runner does not know) has no prompt.
+// resolvePersona looks id up among the built-in personas; the model is
+// asked to play any other persona by its name.
 func resolvePersona(id string) personaInfo {
+	if id == "" {
+		return personaInfo{}
+	}
 	p, ok := personas.Get(id)
 	if !ok {
-		return personaInfo{id: id}
+		return personaInfo{id: id, prompt: fmt.Sprintf("## Persona\nRespond as the %q persona: its expertise, tone and priorities.", id)}
 	}
 	return personaInfo{id: id, prompt: p.SystemPrompt}
 }

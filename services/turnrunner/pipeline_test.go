@@ -102,8 +102,8 @@ func TestPersonaHooks(t *testing.T) {
 	if personaAllows("hr-manager", "bash") || !personaAllows("hr-manager", "read_file") || !personaAllows("custom-x", "bash") {
 		t.Error("personaAllows")
 	}
-	if got := resolvePersona("custom-x"); got.prompt != "" || got.id != "custom-x" {
-		t.Errorf("unknown persona has a prompt: %+v", got)
+	if got := resolvePersona("custom-x"); got.prompt != "## Persona\nRespond as the \"custom-x\" persona: its expertise, tone and priorities." || got.id != "custom-x" {
+		t.Errorf("unknown persona: %+v", got)
 	}
 	if got := resolvePersona("coder"); !strings.HasPrefix(got.prompt, "## Persona: Coder\nYo") {
 		t.Errorf("coder prompt %q", got.prompt)
