@@ -208,7 +208,7 @@ func (t *turn) buildPrompt(tc turnContext, ws protocol.Workspace, persona person
 	return func(recalled []protocol.MemoryFrame, expanded bool) string {
 		p := prompt.Assembler{Budget: t.svc.cfg.PromptBudget}.Assemble(prompt.Input{
 			Now: time.Now(), Workspace: t.req.Workspace, WorkspaceName: ws.Name, WorkspaceDir: t.req.WorkspacePath,
-			Persona: persona.prompt, ReadOnly: persona.readOnly,
+			Persona: persona.prompt, ReadOnly: persona.readOnly, Tone: ws.Tone,
 			Profile: tc.profile, WorkspaceNow: tc.now,
 			Recent: tc.recent, Preferences: tc.prefs, Corrections: tc.fixes,
 			Recalled: recalled, CatchUp: IsCatchUp(message),

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/personas"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/turnrunner/agent"
@@ -139,7 +141,13 @@ func (t *turn) agentTools(mem busMemory, persona string, policy protocol.ToolPol
 	if policy.Governed {
 		blocked = policy.BlockedTools
 	}
-	return t.mcpTools(agentTools, blocked, policy)
+	set, all, blocked := t.mcpTools(agentTools, blocked, policy)
+	if p, ok := personas.Get(persona); ok && p.ReadOnly {
+		// A read-only persona is offered no MCP tool: what they do is
+		// not known here.
+		all = slices.DeleteFunc(all, func(tool agent.Tool) bool { return !p.Allows(tool.Name()) })
+	}
+	return set, all, blocked
 }
 
 // openGate is the turn's approval gate.

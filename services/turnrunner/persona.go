@@ -27,7 +27,7 @@ func resolvePersona(id string) personaInfo {
 	if !ok {
 		return personaInfo{id: id, prompt: fmt.Sprintf("## Persona\nRespond as the %q persona: its expertise, tone and priorities.", id)}
 	}
-	return personaInfo{id: id, prompt: p.SystemPrompt}
+	return personaInfo{id: id, prompt: p.SystemPrompt, readOnly: p.ReadOnly}
 }
 
 // vague reports whether message is a vague first message (the ambiguity

@@ -103,6 +103,15 @@ Every turn follows the same loop:
 // Behavior is the behavioral spec.
 func Behavior(Input) string { return behaviorSpec }
 
+// tones are the workspace tone presets (the original's five).
+var tones = map[string]string{
+	"professional": "Keep a polished, professional tone, in language fit for business correspondence.",
+	"casual":       "Keep a relaxed, conversational tone: friendly, never sloppy.",
+	"technical":    "Be technically precise: use the field's terms and explain in detail.",
+	"legal":        "Use careful, exact language and state caveats and limits explicitly.",
+	"marketing":    "Write to persuade: lead with benefits and tell a clear story.",
+}
+
 // Persona is the persona's section, the workspace tone and the read-only
 // rule.
 func Persona(in Input) string {
@@ -114,7 +123,11 @@ func Persona(in Input) string {
 		parts = append(parts, "This persona is read-only: you cannot change files or run commands. When a task needs that, say which persona or action it needs.")
 	}
 	if t := strings.TrimSpace(in.Tone); t != "" {
-		parts = append(parts, "## Workspace Tone\nWrite in a "+clip(t, 200)+" tone in this workspace.")
+		text, preset := tones[strings.ToLower(t)]
+		if !preset {
+			text = "Write in a " + clip(t, 200) + " tone in this workspace."
+		}
+		parts = append(parts, "## Workspace Tone\n"+text)
 	}
 	return strings.Join(parts, "\n\n")
 }

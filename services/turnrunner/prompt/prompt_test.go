@@ -41,6 +41,7 @@ func TestParts(t *testing.T) {
 		{"persona none", Persona, Input{}, nil, []string{"#"}},
 		{"persona with tone, read-only", Persona, Input{Persona: "## Persona: Researcher", Tone: "warm", ReadOnly: true},
 			[]string{"## Persona: Researcher", "read-only", "## Workspace Tone\nWrite in a warm tone"}, nil},
+		{"tone preset", Persona, Input{Tone: "Legal"}, []string{"## Workspace Tone\nUse careful, exact language"}, []string{"Write in a"}},
 		{"profile unset", Profile, Input{Profile: ptr(protocol.DefaultProfile())}, nil, []string{"About the User"}},
 		{"profile", Profile, Input{Profile: &profile},
 			[]string{"# About the User", "- Name: Ada", "- Role: CTO", "Prefers balanced responses", "Interests: compilers, tea", "Preferred language: fr"},
