@@ -343,3 +343,109 @@ type WorkspaceCounts struct {
 	SessionCount int `json:"sessionCount"`
 	FileCount    int `json:"fileCount"`
 }
+
+// CustomPersona is a persona the user made (the original's shape, without
+// the model preference's effect: the workspace or request picks the
+// model). Locally there is one set; on a team server each user has theirs.
+type CustomPersona struct {
+	ID                string   `json:"id"`
+	Name              string   `json:"name"`
+	Description       string   `json:"description"`
+	Icon              string   `json:"icon"`
+	SystemPrompt      string   `json:"systemPrompt"`
+	ModelPreference   string   `json:"modelPreference"`
+	Tools             []string `json:"tools"`
+	WorkspaceAffinity []string `json:"workspaceAffinity"`
+	SuggestedCommands []string `json:"suggestedCommands"`
+	DefaultWorkflow   *string  `json:"defaultWorkflow"`
+	IsReadOnly        bool     `json:"isReadOnly"`
+}
+
+// CustomPersonaWrite is the body of POST /api/personas (name and
+// systemPrompt required) and PATCH /api/personas/{id} (any subset).
+type CustomPersonaWrite struct {
+	ID                *string   `json:"id,omitempty"`
+	Name              *string   `json:"name,omitempty"`
+	Description       *string   `json:"description,omitempty"`
+	Icon              *string   `json:"icon,omitempty"`
+	SystemPrompt      *string   `json:"systemPrompt,omitempty"`
+	ModelPreference   *string   `json:"modelPreference,omitempty"`
+	Tools             *[]string `json:"tools,omitempty"`
+	WorkspaceAffinity *[]string `json:"workspaceAffinity,omitempty"`
+	SuggestedCommands *[]string `json:"suggestedCommands,omitempty"`
+	DefaultWorkflow   *string   `json:"defaultWorkflow,omitempty"`
+	IsReadOnly        *bool     `json:"isReadOnly,omitempty"`
+}
+
+// Custom persona limits.
+const (
+	MaxCustomPersonas   = 50
+	MaxPersonaPrompt    = 16000
+	MaxPersonaField     = 500
+	MaxPersonaListItems = 50
+)
+
+// Apply merges w into p and checks the result's limits.
+func (w CustomPersonaWrite) Apply(p CustomPersona) (CustomPersona, error) {
+	set(&p.Name, w.Name)
+	set(&p.Description, w.Description)
+	set(&p.Icon, w.Icon)
+	set(&p.SystemPrompt, w.SystemPrompt)
+	set(&p.ModelPreference, w.ModelPreference)
+	set(&p.Tools, w.Tools)
+	set(&p.WorkspaceAffinity, w.WorkspaceAffinity)
+	set(&p.SuggestedCommands, w.SuggestedCommands)
+	set(&p.IsReadOnly, w.IsReadOnly)
+	if w.DefaultWorkflow != nil {
+		p.DefaultWorkflow = w.DefaultWorkflow
+	}
+	for _, l := range []*[]string{&p.Tools, &p.WorkspaceAffinity, &p.SuggestedCommands} {
+		if *l == nil {
+			*l = []string{}
+		}
+		if len(*l) > MaxPersonaListItems {
+			return p, Errorf(Invalid, "persona lists hold at most %d entries", MaxPersonaListItems)
+		}
+		for _, v := range *l {
+			if len(v) > MaxPersonaField {
+				return p, Errorf(Invalid, "persona list entries are at most %d bytes", MaxPersonaField)
+			}
+		}
+	}
+	if strings.TrimSpace(p.Name) == "" || strings.TrimSpace(p.SystemPrompt) == "" {
+		return p, Errorf(Invalid, "name and systemPrompt are required")
+	}
+	if len(p.SystemPrompt) > MaxPersonaPrompt {
+		return p, Errorf(Invalid, "systemPrompt is longer than %d bytes", MaxPersonaPrompt)
+	}
+	for _, v := range []string{p.Name, p.Description, p.Icon, p.ModelPreference} {
+		if len(v) > MaxPersonaField {
+			return p, Errorf(Invalid, "persona fields are at most %d bytes", MaxPersonaField)
+		}
+	}
+	return p, nil
+}
+
+// PersonasRequest names whose custom personas: User on a team server.
+type PersonasRequest struct {
+	User string `json:"user,omitempty"`
+}
+
+// PersonaRequest names one custom persona.
+type PersonaRequest struct {
+	User string `json:"user,omitempty"`
+	ID   string `json:"id"`
+}
+
+// PersonaWriteRequest creates (ID empty: from the body's id or the name)
+// or updates (ID set) a custom persona.
+type PersonaWriteRequest struct {
+	User  string             `json:"user,omitempty"`
+	ID    string             `json:"id,omitempty"`
+	Write CustomPersonaWrite `json:"write"`
+}
+
+// CustomPersonaList is a user's custom personas, oldest first.
+type CustomPersonaList struct {
+	Personas []CustomPersona `json:"personas"`
+}

@@ -160,6 +160,16 @@ var (
 	// GetWorkspaceNow computes a workspace's current state from its
 	// sessions and frames.
 	GetWorkspaceNow = Endpoint[WorkspaceNowRequest, WorkspaceNow]{ServiceSessionStore, "workspace-now", "waggle.store.cmd.workspace.now"}
+	// ListCustomPersonas lists a user's custom personas.
+	ListCustomPersonas = Endpoint[PersonasRequest, CustomPersonaList]{ServiceSessionStore, "persona-list", "waggle.store.cmd.persona.list"}
+	// GetCustomPersona reads one custom persona.
+	GetCustomPersona = Endpoint[PersonaRequest, CustomPersona]{ServiceSessionStore, "persona-get", "waggle.store.cmd.persona.get"}
+	// CreateCustomPersona creates (or replaces) a custom persona.
+	CreateCustomPersona = Endpoint[PersonaWriteRequest, CustomPersona]{ServiceSessionStore, "persona-create", "waggle.store.cmd.persona.create"}
+	// UpdateCustomPersona merges fields into a custom persona.
+	UpdateCustomPersona = Endpoint[PersonaWriteRequest, CustomPersona]{ServiceSessionStore, "persona-update", "waggle.store.cmd.persona.update"}
+	// DeleteCustomPersona deletes a custom persona.
+	DeleteCustomPersona = Endpoint[PersonaRequest, CustomPersona]{ServiceSessionStore, "persona-delete", "waggle.store.cmd.persona.delete"}
 )
 
 // Session store: team servers (identity, authorization, governance and the

@@ -222,7 +222,6 @@ func (s *Service) routes() http.Handler {
 		r.Post("/chat/turns/{turnId}/cancel", s.cancelTurnRoute)
 		r.Post("/agent/abort", s.abort)
 		r.Post("/agent/run", s.agentRun)
-		r.Get("/personas", s.listPersonas)
 		r.Get("/openapi.json", openapi.Handler)
 		sessionsapi.Mount(r, deps)
 		approvalapi.Mount(r, deps)

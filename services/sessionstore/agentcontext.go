@@ -43,6 +43,11 @@ func (s *Service) registerContext(pool *pgxpool.Pool) error {
 		bus.Handle(s.svc, protocol.GetProfile, h.profileGet),
 		bus.Handle(s.svc, protocol.UpdateProfile, h.profileUpdate),
 		bus.Handle(s.svc, protocol.GetWorkspaceNow, h.workspaceNow),
+		bus.Handle(s.svc, protocol.ListCustomPersonas, h.personaList),
+		bus.Handle(s.svc, protocol.GetCustomPersona, h.personaGet),
+		bus.Handle(s.svc, protocol.CreateCustomPersona, h.personaCreate),
+		bus.Handle(s.svc, protocol.UpdateCustomPersona, h.personaUpdate),
+		bus.Handle(s.svc, protocol.DeleteCustomPersona, h.personaDelete),
 	)
 }
 

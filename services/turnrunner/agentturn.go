@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/waggle-os/core/libs/bus"
-	"github.com/waggle-os/core/libs/personas"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/turnrunner/agent"
@@ -53,9 +52,9 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		mc.DefaultModel = t.svc.fallbackModel()
 	}
 	choice := agent.ResolveModel(mc, t.req.Model, in.workspace.Model, message, in.spent)
-	persona := resolvePersona(firstNonEmpty(t.req.Persona, in.workspace.Persona))
+	persona := t.resolvePersona(t.ctx, firstNonEmpty(t.req.Persona, in.workspace.Persona))
 	mem := busMemory{s: t.svc, user: t.req.User}
-	mcpSet, agentTools, blocked := t.agentTools(mem, persona.id, policy)
+	mcpSet, agentTools, blocked := t.agentTools(mem, persona, policy)
 	gate := t.openGate()
 	defer t.closeGate(gate)
 
@@ -127,13 +126,13 @@ func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.Model
 // agentTools is the tools the turn offers the model: the built-ins bound
 // to this turn that policy and persona allow, then the MCP servers' tools;
 // blocked is what the model is told it may not use.
-func (t *turn) agentTools(mem busMemory, persona string, policy protocol.ToolPolicy) (*mcp.ToolSet, []agent.Tool, []string) {
+func (t *turn) agentTools(mem busMemory, persona personaInfo, policy protocol.ToolPolicy) (*mcp.ToolSet, []agent.Tool, []string) {
 	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem}
 	bound := t.svc.tools.Bind(env, nil)
 	agentTools := make([]agent.Tool, 0, len(bound))
 	var blocked []string
 	for _, b := range bound {
-		if policy.Blocks(b.Name()) || !personaAllows(persona, b.Name()) {
+		if policy.Blocks(b.Name()) || !persona.allows(b.Name()) {
 			continue
 		}
 		agentTools = append(agentTools, b)
@@ -142,10 +141,10 @@ func (t *turn) agentTools(mem busMemory, persona string, policy protocol.ToolPol
 		blocked = policy.BlockedTools
 	}
 	set, all, blocked := t.mcpTools(agentTools, blocked, policy)
-	if p, ok := personas.Get(persona); ok && p.ReadOnly {
+	if persona.readOnly {
 		// A read-only persona is offered no MCP tool: what they do is
 		// not known here.
-		all = slices.DeleteFunc(all, func(tool agent.Tool) bool { return !p.Allows(tool.Name()) })
+		all = slices.DeleteFunc(all, func(tool agent.Tool) bool { return !persona.allows(tool.Name()) })
 	}
 	return set, all, blocked
 }

@@ -1,7 +1,8 @@
 // Package contextapi serves what the agent knows about the user and a
 // workspace (docs/agent.md) with the original's shapes: the profile
-// (GET/PUT /api/profile) and the workspace briefing
-// (GET /api/workspaces/{id}/context), by asking the session store.
+// (GET/PUT /api/profile), the workspace briefing
+// (GET /api/workspaces/{id}/context) and the personas (built-in and the
+// caller's custom ones, /api/personas), by asking the session store.
 package contextapi
 
 import (
@@ -28,6 +29,10 @@ func Mount(r chi.Router, d forward.Deps) {
 	r.Get("/profile", a.getProfile)
 	r.Put("/profile", a.putProfile)
 	r.Get("/workspaces/{id}/context", a.workspaceContext)
+	r.Get("/personas", a.listPersonas)
+	r.Post("/personas", a.createPersona)
+	r.Patch("/personas/{id}", a.updatePersona)
+	r.Delete("/personas/{id}", a.deletePersona)
 }
 
 // user is whose profile a request reaches: the signed-in user on a team
@@ -47,30 +52,36 @@ func (a api) putProfile(w http.ResponseWriter, r *http.Request) {
 	forward.Serve(a.d, w, r, a.readUpdate, protocol.UpdateProfile, http.StatusOK, nil)
 }
 
-// readUpdate decodes the body once, strictly: unknown keys and values of
-// the wrong type are refused with a 400 naming them.
+// readUpdate decodes the profile update.
 func (a api) readUpdate(w http.ResponseWriter, r *http.Request) (protocol.ProfileUpdateRequest, error) {
 	req := protocol.ProfileUpdateRequest{User: user(r)}
+	return req, a.strict(w, r, "profile", &req.Update)
+}
+
+// strict decodes the body into v once, strictly: unknown keys, values of
+// the wrong type and trailing data are refused with a 400 naming them. An
+// empty body leaves v as it is.
+func (a api) strict(w http.ResponseWriter, r *http.Request, what string, v any) error {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.d.BodyLimit))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return req, &respond.RequestError{Kind: protocol.TooLarge, Code: "FST_ERR_CTP_BODY_TOO_LARGE", Message: "Request body is too large"}
+			return &respond.RequestError{Kind: protocol.TooLarge, Code: "FST_ERR_CTP_BODY_TOO_LARGE", Message: "Request body is too large"}
 		}
-		return req, &respond.RequestError{Kind: protocol.Invalid, Message: "Could not read the request body"}
+		return &respond.RequestError{Kind: protocol.Invalid, Message: "Could not read the request body"}
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return req, nil
+		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req.Update); err != nil {
-		return req, &respond.RequestError{Kind: protocol.Invalid, Message: "Invalid profile: " + err.Error()}
+	if err := dec.Decode(v); err != nil {
+		return &respond.RequestError{Kind: protocol.Invalid, Message: "Invalid " + what + ": " + err.Error()}
 	}
 	if dec.More() {
-		return req, &respond.RequestError{Kind: protocol.Invalid, Message: "Invalid profile: one JSON object expected"}
+		return &respond.RequestError{Kind: protocol.Invalid, Message: "Invalid " + what + ": one JSON object expected"}
 	}
-	return req, nil
+	return nil
 }
 
 // GET /api/workspaces/{id}/context — the authorization step resolved the

@@ -42,6 +42,7 @@ func routes() []op {
 	bad := http.StatusBadRequest
 	turnID := pathParam("turnId", "the turn's id (X-Waggle-Turn-Id of its stream)")
 	wsParam := pathParam("id", "the workspace id")
+	personaParam := pathParam("id", "the custom persona's id")
 	sessParam := pathParam("sessionId", "the session id")
 	groupParam := pathParam("id", "the group id")
 	teamParam := pathParam("team", "the team's slug")
@@ -94,8 +95,18 @@ func routes() []op {
 			ok:      object(req("ok", constant(true)), req("workspaceId", str())),
 			errs:    []int{forbidden, notFound}, subjects: []string{protocol.WorkspaceAborts.Subject}},
 		{method: get, path: "/api/personas", id: "listPersonas", tag: "chat",
-			summary: "The built-in personas a chat may name (no prompts)",
-			ok:      object(req("personas", arrayOf(ref("Persona"))))},
+			summary: "The personas a chat may name: the built-ins, then the caller's custom ones (no prompts)",
+			ok:      object(req("personas", arrayOf(ref("Persona")))), subjects: []string{protocol.ListCustomPersonas.Subject}},
+		{method: post, path: "/api/personas", id: "createPersona", tag: "chat",
+			summary: "Create a custom persona (name and systemPrompt required; id from the name unless given; the same id replaces it)",
+			body:    ref("CustomPersonaWrite"), status: http.StatusCreated, ok: ref("CustomPersona"),
+			errs: []int{bad, conflict}, subjects: []string{protocol.CreateCustomPersona.Subject}},
+		{method: patch, path: "/api/personas/{id}", id: "updatePersona", tag: "chat",
+			summary: "Merge fields into a custom persona (built-ins: 403)", params: []Parameter{personaParam},
+			body: ref("CustomPersonaWrite"), ok: ref("CustomPersona"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.UpdateCustomPersona.Subject}},
+		{method: del, path: "/api/personas/{id}", id: "deletePersona", tag: "chat",
+			summary: "Delete a custom persona (built-ins: 403)", params: []Parameter{personaParam},
+			ok: object(req("deleted", constant(true)), req("id", str())), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.DeleteCustomPersona.Subject}},
 
 		// ---- agent run ----
 		{method: post, path: "/api/agent/run", id: "agentRun", tag: "agent-run",

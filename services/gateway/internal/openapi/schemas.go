@@ -47,6 +47,8 @@ var reflected = map[string]reflect.Type{
 	"Profile":             reflect.TypeFor[protocol.Profile](),
 	"ProfileUpdate":       reflect.TypeFor[protocol.ProfileUpdate](),
 	"WorkspaceNow":        reflect.TypeFor[protocol.WorkspaceNow](),
+	"CustomPersona":       reflect.TypeFor[protocol.CustomPersona](),
+	"CustomPersonaWrite":  reflect.TypeFor[protocol.CustomPersonaWrite](),
 
 	// Event data the gateway's own packages define.
 	"TokenData":            reflect.TypeFor[protocol.TokenData](),

@@ -133,6 +133,11 @@ var rules = map[string]rule{
 	"GET /api/profile":                 {scope: scopeSelf, action: protocol.ActionRead},
 	"PUT /api/profile":                 {scope: scopeSelf, action: protocol.ActionWrite},
 	"GET /api/workspaces/{id}/context": {scope: scopeWorkspaceParam, action: protocol.ActionRead},
+	// Custom personas are the signed-in user's own (one set per user).
+	"GET /api/personas":         {scope: scopeSelf, action: protocol.ActionRead},
+	"POST /api/personas":        {scope: scopeSelf, action: protocol.ActionWrite},
+	"PATCH /api/personas/{id}":  {scope: scopeSelf, action: protocol.ActionWrite},
+	"DELETE /api/personas/{id}": {scope: scopeSelf, action: protocol.ActionWrite},
 
 	// The agent model and the cost totals are shared by every team.
 	"PUT /api/agent/model":       {scope: scopeOperator, action: protocol.ActionAdmin},
