@@ -449,3 +449,121 @@ type PersonaWriteRequest struct {
 type CustomPersonaList struct {
 	Personas []CustomPersona `json:"personas"`
 }
+
+// Identity is who the agent is in one mind (the original's identity
+// record): the personal mind's, or a workspace's. Configured is false,
+// and the rest null, until one is saved.
+type Identity struct {
+	Configured   bool    `json:"configured"`
+	Name         *string `json:"name"`
+	Role         *string `json:"role"`
+	Department   *string `json:"department"`
+	Personality  *string `json:"personality"`
+	Capabilities *string `json:"capabilities"`
+	SystemPrompt *string `json:"system_prompt"`
+	CreatedAt    *string `json:"created_at"`
+	UpdatedAt    *string `json:"updated_at"`
+}
+
+// IdentityWrite is the body of POST /api/identity: the record's fields
+// (missing ones are saved empty, as the original), and the mind.
+type IdentityWrite struct {
+	Workspace    *string `json:"workspace,omitempty"`
+	WorkspaceID  *string `json:"workspaceId,omitempty"`
+	Name         string  `json:"name,omitempty"`
+	Role         string  `json:"role,omitempty"`
+	Department   string  `json:"department,omitempty"`
+	Personality  string  `json:"personality,omitempty"`
+	Capabilities string  `json:"capabilities,omitempty"`
+	SystemPrompt string  `json:"system_prompt,omitempty"`
+}
+
+// MaxIdentityField bounds each identity field.
+const MaxIdentityField = 4000
+
+// MindRef names one mind: Workspace's, or (Workspace empty) the personal
+// mind of User ("" locally).
+type MindRef struct {
+	Workspace string `json:"workspace,omitempty"`
+	User      string `json:"user,omitempty"`
+}
+
+// IdentitySetRequest saves a mind's identity.
+type IdentitySetRequest struct {
+	MindRef
+	Write IdentityWrite `json:"write"`
+}
+
+// Awareness categories (the original's).
+const (
+	AwarenessTask    = "task"
+	AwarenessAction  = "action"
+	AwarenessPending = "pending"
+	AwarenessFlag    = "flag"
+)
+
+// AwarenessItem is one thing the agent keeps in mind: a task, a recent
+// action, a pending item or a context flag.
+type AwarenessItem struct {
+	ID        int     `json:"id"`
+	Category  string  `json:"category"`
+	Content   string  `json:"content"`
+	Priority  int     `json:"priority"`
+	Metadata  string  `json:"metadata"`
+	CreatedAt string  `json:"created_at"`
+	ExpiresAt *string `json:"expires_at"`
+}
+
+// AwarenessList is a mind's live items, highest priority first (at most
+// 10, as the original shows).
+type AwarenessList struct {
+	Items []AwarenessItem `json:"items"`
+}
+
+// AwarenessAddRequest adds an item to a mind's awareness.
+type AwarenessAddRequest struct {
+	MindRef
+	Category string `json:"category"`
+	Content  string `json:"content"`
+	Priority int    `json:"priority"`
+}
+
+// IdentityContext is the identity as the original's toContext lines, ""
+// when none is configured.
+func (id Identity) IdentityContext() string {
+	if !id.Configured {
+		return ""
+	}
+	var lines []string
+	for _, kv := range []struct {
+		label string
+		v     *string
+	}{{"Name", id.Name}, {"Role", id.Role}, {"Department", id.Department}, {"Personality", id.Personality}, {"Capabilities", id.Capabilities}, {"System Prompt", id.SystemPrompt}} {
+		if kv.v != nil && strings.TrimSpace(*kv.v) != "" {
+			lines = append(lines, kv.label+": "+strings.TrimSpace(*kv.v))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// AwarenessContext is the items grouped by category (the original's
+// toContext), or "No active awareness items.".
+func AwarenessContext(items []AwarenessItem) string {
+	labels := []struct{ cat, label string }{{AwarenessTask, "Active Tasks"}, {AwarenessAction, "Recent Actions"}, {AwarenessPending, "Pending Items"}, {AwarenessFlag, "Context Flags"}}
+	var sections []string
+	for _, l := range labels {
+		var lines []string
+		for _, it := range items {
+			if it.Category == l.cat {
+				lines = append(lines, "- "+it.Content)
+			}
+		}
+		if len(lines) > 0 {
+			sections = append(sections, l.label+":\n"+strings.Join(lines, "\n"))
+		}
+	}
+	if len(sections) == 0 {
+		return "No active awareness items."
+	}
+	return strings.Join(sections, "\n\n")
+}

@@ -170,6 +170,14 @@ var (
 	UpdateCustomPersona = Endpoint[PersonaWriteRequest, CustomPersona]{ServiceSessionStore, "persona-update", "waggle.store.cmd.persona.update"}
 	// DeleteCustomPersona deletes a custom persona.
 	DeleteCustomPersona = Endpoint[PersonaRequest, CustomPersona]{ServiceSessionStore, "persona-delete", "waggle.store.cmd.persona.delete"}
+	// GetIdentity reads a mind's identity.
+	GetIdentity = Endpoint[MindRef, Identity]{ServiceSessionStore, "identity-get", "waggle.store.cmd.identity.get"}
+	// SetIdentity saves a mind's identity.
+	SetIdentity = Endpoint[IdentitySetRequest, Identity]{ServiceSessionStore, "identity-set", "waggle.store.cmd.identity.set"}
+	// GetAwareness lists a mind's live awareness items.
+	GetAwareness = Endpoint[MindRef, AwarenessList]{ServiceSessionStore, "awareness-get", "waggle.store.cmd.awareness.get"}
+	// AddAwareness adds an item to a mind's awareness.
+	AddAwareness = Endpoint[AwarenessAddRequest, AwarenessItem]{ServiceSessionStore, "awareness-add", "waggle.store.cmd.awareness.add"}
 )
 
 // Session store: team servers (identity, authorization, governance and the

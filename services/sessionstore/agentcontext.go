@@ -48,6 +48,10 @@ func (s *Service) registerContext(pool *pgxpool.Pool) error {
 		bus.Handle(s.svc, protocol.CreateCustomPersona, h.personaCreate),
 		bus.Handle(s.svc, protocol.UpdateCustomPersona, h.personaUpdate),
 		bus.Handle(s.svc, protocol.DeleteCustomPersona, h.personaDelete),
+		bus.Handle(s.svc, protocol.GetIdentity, h.identityGet),
+		bus.Handle(s.svc, protocol.SetIdentity, h.identitySet),
+		bus.Handle(s.svc, protocol.GetAwareness, h.awarenessGet),
+		bus.Handle(s.svc, protocol.AddAwareness, h.awarenessAdd),
 	)
 }
 

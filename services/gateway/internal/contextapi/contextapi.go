@@ -33,6 +33,10 @@ func Mount(r chi.Router, d forward.Deps) {
 	r.Post("/personas", a.createPersona)
 	r.Patch("/personas/{id}", a.updatePersona)
 	r.Delete("/personas/{id}", a.deletePersona)
+	r.Get("/identity", a.getIdentity)
+	r.Post("/identity", a.setIdentity)
+	r.Get("/mind/identity", a.mindIdentity)
+	r.Get("/mind/awareness", a.mindAwareness)
 }
 
 // user is whose profile a request reaches: the signed-in user on a team

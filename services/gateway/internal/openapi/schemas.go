@@ -49,6 +49,8 @@ var reflected = map[string]reflect.Type{
 	"WorkspaceNow":        reflect.TypeFor[protocol.WorkspaceNow](),
 	"CustomPersona":       reflect.TypeFor[protocol.CustomPersona](),
 	"CustomPersonaWrite":  reflect.TypeFor[protocol.CustomPersonaWrite](),
+	"Identity":            reflect.TypeFor[protocol.Identity](),
+	"IdentityWrite":       reflect.TypeFor[protocol.IdentityWrite](),
 
 	// Event data the gateway's own packages define.
 	"TokenData":            reflect.TypeFor[protocol.TokenData](),
