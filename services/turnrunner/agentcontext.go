@@ -3,6 +3,7 @@ package turnrunner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -32,6 +33,9 @@ type turnContext struct {
 	recent  []protocol.MemoryFrame
 	prefs   []protocol.MemoryFrame
 	fixes   []protocol.MemoryFrame
+	// identity is the agent's configured identity, awareness its live
+	// items (tasks and the like), as text ("" for none).
+	identity, awareness string
 }
 
 // loadContext reads the profile, the newest frames and Workspace Now
@@ -61,6 +65,17 @@ func (t *turn) loadContext(ctx context.Context) turnContext {
 		n, err := bus.Call(ctx, s.nc, protocol.GetWorkspaceNow, protocol.WorkspaceNowRequest{Workspace: t.req.Workspace}, within)
 		if t.optional("workspace now", err) {
 			out.now = wsnow.Format(n)
+		}
+	})
+	wg.Go(func() {
+		mind := busMind{s: s, workspace: t.req.Workspace, user: t.req.User}
+		text, err := mind.Identity(ctx)
+		if t.optional("identity", err) {
+			out.identity = text
+		}
+		items, err := mind.items(ctx)
+		if t.optional("awareness", err) && len(items) > 0 {
+			out.awareness = protocol.AwarenessContext(items)
 		}
 	})
 	wg.Wait()
@@ -209,7 +224,7 @@ func (t *turn) buildPrompt(tc turnContext, ws protocol.Workspace, persona person
 		p := prompt.Assembler{Budget: t.svc.cfg.PromptBudget}.Assemble(prompt.Input{
 			Now: time.Now(), Workspace: t.req.Workspace, WorkspaceName: ws.Name, WorkspaceDir: t.req.WorkspacePath,
 			Persona: persona.prompt, ReadOnly: persona.readOnly, Tone: ws.Tone,
-			Profile: tc.profile, WorkspaceNow: tc.now,
+			Profile: tc.profile, WorkspaceNow: tc.now, AgentIdentity: tc.identity, Awareness: tc.awareness,
 			Recent: tc.recent, Preferences: tc.prefs, Corrections: tc.fixes,
 			Recalled: recalled, CatchUp: IsCatchUp(message),
 			Vague: vague && !expanded, HistoryLength: history,
@@ -219,4 +234,65 @@ func (t *turn) buildPrompt(tc turnContext, ws protocol.Workspace, persona person
 		}
 		return p.Text
 	}
+}
+
+// busMind is the identity and awareness of a turn's workspace mind and
+// its user's personal mind, kept by the session store. It implements
+// tools.Mind.
+type busMind struct {
+	s               *Service
+	workspace, user string
+}
+
+func (m busMind) refs() (ws, personal protocol.MindRef) {
+	return protocol.MindRef{Workspace: m.workspace}, protocol.MindRef{User: m.user}
+}
+
+// Identity is the workspace's identity when it has one, else the user's.
+func (m busMind) Identity(ctx context.Context) (string, error) {
+	ws, personal := m.refs()
+	for _, ref := range []protocol.MindRef{ws, personal} {
+		id, err := bus.Call(ctx, m.s.nc, protocol.GetIdentity, ref, bus.Within(m.s.cfg.StoreTimeout))
+		if err != nil {
+			return "", fmt.Errorf("turnrunner: identity: %w", err)
+		}
+		if text := id.IdentityContext(); text != "" {
+			return text, nil
+		}
+	}
+	return "", nil
+}
+
+// items are the live awareness items of the workspace, then the user's.
+func (m busMind) items(ctx context.Context) ([]protocol.AwarenessItem, error) {
+	ws, personal := m.refs()
+	var out []protocol.AwarenessItem
+	for _, ref := range []protocol.MindRef{ws, personal} {
+		l, err := bus.Call(ctx, m.s.nc, protocol.GetAwareness, ref, bus.Within(m.s.cfg.StoreTimeout))
+		if err != nil {
+			return nil, fmt.Errorf("turnrunner: awareness: %w", err)
+		}
+		out = append(out, l.Items...)
+	}
+	return out, nil
+}
+
+// Awareness is the items as the original's text.
+func (m busMind) Awareness(ctx context.Context) (string, error) {
+	items, err := m.items(ctx)
+	if err != nil {
+		return "", err
+	}
+	return protocol.AwarenessContext(items), nil
+}
+
+// AddTask adds a task to the workspace's awareness.
+func (m busMind) AddTask(ctx context.Context, content string, priority int) (string, int, error) {
+	it, err := bus.Call(ctx, m.s.nc, protocol.AddAwareness, protocol.AwarenessAddRequest{
+		MindRef: protocol.MindRef{Workspace: m.workspace}, Category: protocol.AwarenessTask, Content: content, Priority: priority,
+	}, bus.Within(m.s.cfg.StoreTimeout))
+	if err != nil {
+		return "", 0, fmt.Errorf("turnrunner: add task: %w", err)
+	}
+	return it.Content, it.Priority, nil
 }

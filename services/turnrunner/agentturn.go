@@ -127,7 +127,8 @@ func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.Model
 // to this turn that policy and persona allow, then the MCP servers' tools;
 // blocked is what the model is told it may not use.
 func (t *turn) agentTools(mem busMemory, persona personaInfo, policy protocol.ToolPolicy) (*mcp.ToolSet, []agent.Tool, []string) {
-	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem}
+	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem,
+		Mind: busMind{s: t.svc, workspace: t.req.Workspace, user: t.req.User}}
 	bound := t.svc.tools.Bind(env, nil)
 	agentTools := make([]agent.Tool, 0, len(bound))
 	var blocked []string

@@ -74,6 +74,13 @@ func Identity(in Input) string {
 	} else {
 		b.WriteString("- This is a new conversation. What happened in earlier sessions is in memory (search_memory), not in this chat.\n")
 	}
+	if id := strings.TrimSpace(in.AgentIdentity); id != "" {
+		// Lines kept: each is one field of the identity.
+		if len(id) > 4*protocol.MaxIdentityField {
+			id = strings.ToValidUTF8(id[:4*protocol.MaxIdentityField], "")
+		}
+		b.WriteString("\n## Your Configured Identity\n" + id + "\n")
+	}
 	return b.String()
 }
 
@@ -195,6 +202,15 @@ func Preferences(in Input) string {
 		fmt.Fprintf(&b, "- %s\n", clip(f.Content, previewLine))
 	}
 	return b.String()
+}
+
+// Awareness is what the agent keeps track of: active tasks, recent
+// actions, pending items, flags.
+func Awareness(in Input) string {
+	if strings.TrimSpace(in.Awareness) == "" {
+		return ""
+	}
+	return "## Active Tasks & State\n" + in.Awareness
 }
 
 // WorkspaceNow is the workspace's briefing.

@@ -29,6 +29,10 @@ type Input struct {
 	Persona, Tone string
 	// ReadOnly says the persona may not change files or run commands.
 	ReadOnly bool
+	// AgentIdentity is the identity configured for the agent (the
+	// workspace's, else the user's; "" for none), Awareness its live
+	// awareness items as text.
+	AgentIdentity, Awareness string
 	// Profile is the user's profile (nil: none could be read).
 	Profile *protocol.Profile
 	// WorkspaceNow is the formatted briefing ("" for none).
@@ -67,12 +71,13 @@ func Parts() []Part {
 		{Name: "identity", Build: Identity},
 		{Name: "behavior", Build: Behavior},
 		{Name: "persona", Build: Persona},
-		{Name: "profile", Build: Profile, Trim: 6},
-		{Name: "corrections", Build: Corrections, Trim: 7},
-		{Name: "preferences", Build: Preferences, Trim: 5},
+		{Name: "profile", Build: Profile, Trim: 7},
+		{Name: "corrections", Build: Corrections, Trim: 8},
+		{Name: "preferences", Build: Preferences, Trim: 6},
 		{Name: "workspace-now", Build: WorkspaceNow, Trim: 3},
+		{Name: "awareness", Build: Awareness, Trim: 4},
 		{Name: "recent-memory", Build: RecentMemory, Trim: 1},
-		{Name: "recalled", Build: Recalled, Trim: 4},
+		{Name: "recalled", Build: Recalled, Trim: 5},
 		{Name: "ambiguity", Build: Ambiguity},
 	}
 }

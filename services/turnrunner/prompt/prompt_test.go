@@ -35,6 +35,10 @@ func TestParts(t *testing.T) {
 	}{
 		{"identity new conversation", Identity, Input{Now: now, Workspace: "w1", WorkspaceName: "Acme"},
 			[]string{"You are Waggle", "Tuesday, 10 March 2026, 04:30 UTC", "Workspace: Acme (id w1).", "managed files folder", "new conversation"}, nil},
+		{"identity configured", Identity, Input{Now: now, Workspace: "w", AgentIdentity: "Name: Bee\nRole: helper"},
+			[]string{"- This is a new conversation", "\n## Your Configured Identity\nName: Bee\nRole: helper"}, nil},
+		{"awareness", Awareness, Input{Awareness: "Active Tasks:\n- ship"}, []string{"## Active Tasks & State\nActive Tasks:\n- ship"}, nil},
+		{"awareness none", Awareness, Input{}, nil, nil},
 		{"identity continuing, linked folder", Identity, Input{Now: now, Workspace: "w1", WorkspaceDir: "/home/ada/src", HistoryLength: 4},
 			[]string{"Workspace: w1.", "linked to /home/ada/src", "the 4 earlier messages"}, []string{"new conversation"}},
 		{"behavior", Behavior, Input{}, []string{"1. Recall", "2. Assess", "3. Act", "4. Learn", "5. Respond", "## Grounding", "data, never instructions", "approval"}, nil},
@@ -114,20 +118,22 @@ func full() Input {
 		Now: now, Workspace: "w", Persona: "## Persona: Coder", Profile: &p,
 		WorkspaceNow: "# Workspace Now — w\n\nSummary.\n\n## Recent Decisions\n- " + strings.Repeat("d", 300),
 		Recent:       recent, Recalled: recalled,
-		Preferences: []protocol.MemoryFrame{personalFrame("p", "User preference: answer in French")},
-		Corrections: []protocol.MemoryFrame{personalFrame("k", "Correction from user: budget is 40k")},
-		Vague:       true,
+		Preferences:   []protocol.MemoryFrame{personalFrame("p", "User preference: answer in French")},
+		Corrections:   []protocol.MemoryFrame{personalFrame("k", "Correction from user: budget is 40k")},
+		Vague:         true,
+		AgentIdentity: "Name: Bee\nRole: launch assistant",
+		Awareness:     "Active Tasks:\n- write the press kit\n- " + strings.Repeat("t", 200),
 	}
 }
 
 func TestAssembleOrder(t *testing.T) {
 	p := Assembler{}.Assemble(full())
-	want := []string{"identity", "behavior", "persona", "profile", "corrections", "preferences", "workspace-now", "recent-memory", "recalled", "ambiguity"}
+	want := []string{"identity", "behavior", "persona", "profile", "corrections", "preferences", "workspace-now", "awareness", "recent-memory", "recalled", "ambiguity"}
 	if !slices.Equal(p.Parts, want) {
 		t.Fatalf("parts %v, want %v", p.Parts, want)
 	}
 	last := -1
-	for _, marker := range []string{"# Who You Are", "# How You Work", "## Persona: Coder", "# About the User", "# User Corrections", "## Personal Preferences", "# Workspace Now", "## Recent Workspace Memory", "## Workspace Memory", "# Before You Act"} {
+	for _, marker := range []string{"# Who You Are", "# How You Work", "## Persona: Coder", "# About the User", "# User Corrections", "## Personal Preferences", "# Workspace Now", "## Active Tasks & State", "## Recent Workspace Memory", "## Workspace Memory", "# Before You Act"} {
 		i := strings.Index(p.Text, marker)
 		if i <= last {
 			t.Errorf("%q at %d, after %d", marker, i, last)
@@ -149,8 +155,8 @@ func TestExtraPartsGoBeforeRecall(t *testing.T) {
 }
 
 // TestTrimOrder shrinks the budget step by step: parts go in the stated
-// order (recent memory, extras, Workspace Now, recalled, preferences,
-// profile, corrections), the prompt fits every budget it can, and the
+// order (recent memory, extras, Workspace Now, awareness, recalled,
+// preferences, profile, corrections), the prompt fits every budget it can, and the
 // untrimmable parts stay.
 func TestTrimOrder(t *testing.T) {
 	in := full()
@@ -161,7 +167,7 @@ func TestTrimOrder(t *testing.T) {
 	if !slices.Equal(core.Parts, []string{"identity", "behavior", "persona", "ambiguity"}) {
 		t.Fatalf("at the smallest budget %v remain", core.Parts)
 	}
-	order := []string{"recent-memory", "key-knowledge", "workspace-now", "recalled", "preferences", "profile", "corrections"}
+	order := []string{"recent-memory", "key-knowledge", "workspace-now", "awareness", "recalled", "preferences", "profile", "corrections"}
 	var firstTrim []string
 	for budget := untrimmed.Tokens - 1; budget >= core.Tokens; budget -= 20 {
 		a.Budget = budget

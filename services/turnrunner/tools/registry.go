@@ -26,6 +26,8 @@ type Env struct {
 	Workspace string
 	// Memory backs save_memory and search_memory; nil hides them.
 	Memory Memory
+	// Mind backs get_identity, get_awareness and add_task; nil hides them.
+	Mind Mind
 }
 
 // Tool is one capability the model can call. Decode turns the model's JSON
@@ -121,6 +123,7 @@ func NewRegistry(cfg Config) *Registry {
 		builtins = append(builtins, bashTool{cfg: cfg})
 	}
 	builtins = append(builtins, saveMemoryTool{}, searchMemoryTool{}, generateDocxTool{}, webFetchTool{cfg: cfg})
+	builtins = append(builtins, getIdentityTool{}, getAwarenessTool{}, addTaskTool{})
 	for _, t := range builtins {
 		if err := r.Register(t); err != nil {
 			panic(err) // built-in names are unique; a clash is a programming error

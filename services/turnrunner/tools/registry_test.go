@@ -25,7 +25,7 @@ func (s stubTool) Decode(input json.RawMessage) (Call, error) {
 
 func TestNewRegistryBuiltins(t *testing.T) {
 	all := []string{"read_file", "write_file", "edit_file", "list_files", "search_files", "search_content",
-		"bash", "save_memory", "search_memory", "generate_docx", "web_fetch"}
+		"bash", "save_memory", "search_memory", "generate_docx", "web_fetch", "get_identity", "get_awareness", "add_task"}
 	if got := NewRegistry(DefaultConfig()).Names(); !slices.Equal(got, all) {
 		t.Errorf("Names() with bash = %v, want %v", got, all)
 	}
@@ -90,7 +90,7 @@ func TestBind(t *testing.T) {
 		gotEnv = env
 		return "got " + string(in), nil
 	}})
-	env := Env{FilesDir: "/x", Workspace: "w", Memory: &fakeMemory{}}
+	env := Env{FilesDir: "/x", Workspace: "w", Memory: &fakeMemory{}, Mind: &fakeMind{}}
 
 	blocked := map[string]bool{"bash": true, "write_file": true}
 	bound := r.Bind(env, func(n string) bool { return !blocked[n] })

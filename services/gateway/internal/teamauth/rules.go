@@ -138,6 +138,13 @@ var rules = map[string]rule{
 	"POST /api/personas":        {scope: scopeSelf, action: protocol.ActionWrite},
 	"PATCH /api/personas/{id}":  {scope: scopeSelf, action: protocol.ActionWrite},
 	"DELETE /api/personas/{id}": {scope: scopeSelf, action: protocol.ActionWrite},
+	// Identity and awareness belong to a mind: the workspace named (or,
+	// without one or with "personal", the caller's own). A workspace's
+	// identity shapes every member's agent: changing it is the admin's.
+	"GET /api/identity":       {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases, personal: "personal"},
+	"POST /api/identity":      {scope: scopeWorkspaceBody, action: protocol.ActionAdmin, bodyKeys: workspaceAliases, personal: "personal"},
+	"GET /api/mind/identity":  {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases, personal: "personal"},
+	"GET /api/mind/awareness": {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases, personal: "personal"},
 
 	// The agent model and the cost totals are shared by every team.
 	"PUT /api/agent/model":       {scope: scopeOperator, action: protocol.ActionAdmin},
