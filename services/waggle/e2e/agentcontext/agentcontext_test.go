@@ -157,6 +157,10 @@ func TestWorkspaceNowAfterAFewTurns(t *testing.T) {
 	if strings.Contains(rep.Result, "No workspace state available") {
 		t.Errorf("/catchup: %q", rep.Result)
 	}
+	if st := srv.JSON(http.MethodPost, "/api/commands/execute", obj{"command": "/now", "workspaceId": ws}, &rep); st != 200 ||
+		!strings.HasPrefix(rep.Result, "## Right Now\n\n# Workspace Now — Acme") {
+		t.Errorf("/now: %d %q", st, rep.Result)
+	}
 
 	var ctx struct {
 		Workspace struct {
