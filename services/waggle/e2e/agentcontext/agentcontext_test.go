@@ -128,6 +128,12 @@ func TestPreferencesAndCorrectionsEveryTurn(t *testing.T) {
 	if strings.Contains(sys, "## Personal Memory") {
 		t.Errorf("a greeting recalled memories; the test would not show preloading:\n%s", sys)
 	}
+
+	// A preference the user states in a turn (auto-saved) reaches a later,
+	// unrelated turn in another session.
+	turn(t, srv, llm, "s2", "I prefer tables over prose in every report")
+	sys = turn(t, srv, llm, "s3", "hello again")
+	mustContain(t, "system prompt", sys, "- User preference: I prefer tables over prose in every report")
 }
 
 // TestWorkspaceNowAfterAFewTurns: after a few turns and a decision, the
