@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 
@@ -28,6 +29,8 @@ func Mount(r chi.Router, d forward.Deps) {
 	a := api{d}
 	r.Get("/profile", a.getProfile)
 	r.Put("/profile", a.putProfile)
+	r.Get("/profile/style", a.profileStyle)
+	r.Get("/profile/brand", a.profileBrand)
 	r.Get("/workspaces/{id}/context", a.workspaceContext)
 	r.Get("/personas", a.listPersonas)
 	r.Post("/personas", a.createPersona)
@@ -49,6 +52,26 @@ func user(r *http.Request) string {
 // GET /api/profile
 func (a api) getProfile(w http.ResponseWriter, r *http.Request) {
 	forward.Reply(a.d, w, r, http.StatusOK, protocol.GetProfile, protocol.ProfileRequest{User: user(r)})
+}
+
+// GET /api/profile/style — the writing style with a one-line summary.
+func (a api) profileStyle(w http.ResponseWriter, r *http.Request) {
+	forward.Serve(a.d, w, r, profileReader, protocol.GetProfile, http.StatusOK, func(p protocol.Profile) any {
+		s := p.WritingStyle
+		return struct {
+			Summary string `json:"summary"`
+			protocol.WritingStyle
+		}{fmt.Sprintf("Tone: %s. Sentences: %s. Vocabulary: %s. Structure: %s.", s.Tone, s.SentenceLength, s.Vocabulary, s.Structure), s}
+	})
+}
+
+// GET /api/profile/brand — the brand, for document tools.
+func (a api) profileBrand(w http.ResponseWriter, r *http.Request) {
+	forward.Serve(a.d, w, r, profileReader, protocol.GetProfile, http.StatusOK, func(p protocol.Profile) any { return p.Brand })
+}
+
+func profileReader(_ http.ResponseWriter, r *http.Request) (protocol.ProfileRequest, error) {
+	return protocol.ProfileRequest{User: user(r)}, nil
 }
 
 // PUT /api/profile {partial profile}

@@ -45,6 +45,7 @@ var reflected = map[string]reflect.Type{
 	"MemoryStats":         reflect.TypeFor[protocol.MemoryStats](),
 	"MemoryMindStats":     reflect.TypeFor[protocol.MemoryMindStats](),
 	"Profile":             reflect.TypeFor[protocol.Profile](),
+	"Brand":               reflect.TypeFor[protocol.Brand](),
 	"ProfileUpdate":       reflect.TypeFor[protocol.ProfileUpdate](),
 	"WorkspaceNow":        reflect.TypeFor[protocol.WorkspaceNow](),
 	"CustomPersona":       reflect.TypeFor[protocol.CustomPersona](),

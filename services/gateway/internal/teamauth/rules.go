@@ -132,6 +132,8 @@ var rules = map[string]rule{
 	// workspace named in {id}.
 	"GET /api/profile":                 {scope: scopeSelf, action: protocol.ActionRead},
 	"PUT /api/profile":                 {scope: scopeSelf, action: protocol.ActionWrite},
+	"GET /api/profile/style":           {scope: scopeSelf, action: protocol.ActionRead},
+	"GET /api/profile/brand":           {scope: scopeSelf, action: protocol.ActionRead},
 	"GET /api/workspaces/{id}/context": {scope: scopeWorkspaceParam, action: protocol.ActionRead},
 	// Custom personas are the signed-in user's own (one set per user).
 	"GET /api/personas":         {scope: scopeSelf, action: protocol.ActionRead},

@@ -109,6 +109,14 @@ func TestProfileReachesThePrompt(t *testing.T) {
 		t.Errorf("profile.json mode %v (%v)", info.Mode(), err)
 	}
 
+	var style, brand obj
+	if st := srv.JSON(http.MethodGet, "/api/profile/style", nil, &style); st != 200 ||
+		style["summary"] != "Tone: casual. Sentences: medium. Vocabulary: moderate. Structure: mixed." || style["tone"] != "casual" {
+		t.Errorf("style: %d %v", st, style)
+	}
+	if st := srv.JSON(http.MethodGet, "/api/profile/brand", nil, &brand); st != 200 || brand["primaryColor"] != "#D4A84B" {
+		t.Errorf("brand: %d %v", st, brand)
+	}
 	sys := turn(t, srv, llm, "s1", "How should I plan the launch of our product next quarter?")
 	mustContain(t, "system prompt", sys, "# About the User", "- Name: Ada Lovelace", "- Role: CTO", "# How You Work")
 }
