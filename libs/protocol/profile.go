@@ -277,6 +277,9 @@ func (p Profile) IdentityLine() string {
 // another team member could read.
 type WorkspaceNowRequest struct {
 	Workspace string `json:"workspace"`
+	// ExceptSession leaves a session out of the briefing: a turn's own
+	// conversation is not one of its workspace's other threads.
+	ExceptSession string `json:"exceptSession,omitempty"`
 }
 
 // WorkspaceNow is a workspace's current state (the original's

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -124,6 +125,7 @@ func (h contextHandlers) workspaceNow(ctx context.Context, req protocol.Workspac
 	if err != nil {
 		return protocol.WorkspaceNow{}, err
 	}
+	sessions = slices.DeleteFunc(sessions, func(s protocol.SessionInfo) bool { return s.ID == req.ExceptSession })
 	// The workspace's own frames only: the personal mind of whoever asks
 	// is not the workspace's state.
 	owner := protocol.MemoryOwner{Workspace: req.Workspace}

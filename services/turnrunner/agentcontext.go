@@ -62,7 +62,7 @@ func (t *turn) loadContext(ctx context.Context) turnContext {
 		}
 	})
 	wg.Go(func() {
-		n, err := bus.Call(ctx, s.nc, protocol.GetWorkspaceNow, protocol.WorkspaceNowRequest{Workspace: t.req.Workspace}, within)
+		n, err := bus.Call(ctx, s.nc, protocol.GetWorkspaceNow, protocol.WorkspaceNowRequest{Workspace: t.req.Workspace, ExceptSession: t.req.Session}, within)
 		if t.optional("workspace now", err) {
 			out.now = wsnow.Format(n)
 		}
