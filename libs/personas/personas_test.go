@@ -6,6 +6,8 @@ func TestAllows(t *testing.T) {
 	hr, _ := Get("hr-manager")
 	coder, _ := Get("coder")
 	open := Persona{ID: "custom"}
+	planner, _ := Get("planner")
+	general, _ := Get(Default)
 	cases := []struct {
 		p    Persona
 		tool string
@@ -21,6 +23,15 @@ func TestAllows(t *testing.T) {
 		{coder, "save_memory", true}, // always available
 		{coder, "generate_docx", false},
 		{open, "bash", true}, // no lists: everything
+		// Read-only: only the read-only allowlist, not even memory writes.
+		{planner, "read_file", true},
+		{planner, "web_search", true},
+		{planner, "save_memory", false},
+		{planner, "write_file", false},
+		{planner, "bash", false},
+		{planner, "github__create_issue", false}, // an MCP tool
+		{general, "bash", true},
+		{general, "github__create_issue", true},
 	}
 	for _, tc := range cases {
 		if got := tc.p.Allows(tc.tool); got != tc.want {
@@ -41,6 +52,9 @@ func TestCatalogue(t *testing.T) {
 		if _, ok := Get(id); !ok {
 			t.Errorf("regulated persona %s missing", id)
 		}
+	}
+	if p, ok := Get(Default); !ok || p.ReadOnly {
+		t.Errorf("default persona %q: %+v", Default, p)
 	}
 	if _, ok := Get("nobody"); ok {
 		t.Error("unknown persona found")

@@ -170,10 +170,13 @@ type WorkspaceRequest struct {
 // Workspace is a workspace's config (workspace.json). Unknown fields are
 // kept by the store; these are the ones other services read.
 type Workspace struct {
-	ID        string  `json:"id"`
-	Name      string  `json:"name"`
-	Model     string  `json:"model,omitempty"`
-	Persona   string  `json:"persona,omitempty"`
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Model   string `json:"model,omitempty"`
+	Persona string `json:"persona,omitempty"`
+	// Tone is the workspace's tone preset (professional, casual,
+	// technical, legal, marketing) or the user's own words.
+	Tone      string  `json:"tone,omitempty"`
 	TeamID    string  `json:"teamId,omitempty"`
 	Directory string  `json:"directory,omitempty"`
 	Budget    float64 `json:"budget,omitempty"`

@@ -149,6 +149,37 @@ var (
 	CountFrames = Endpoint[MemoryStatsRequest, MemoryStats]{ServiceSessionStore, "memory-stats", "waggle.store.cmd.memory.stats"}
 )
 
+// Session store: what the agent knows about the user and the workspace
+// (docs/agent.md): the profile (one locally, one per user on a team
+// server) and Workspace Now.
+var (
+	// GetProfile reads a profile (the defaults when none was saved).
+	GetProfile = Endpoint[ProfileRequest, Profile]{ServiceSessionStore, "profile-get", "waggle.store.cmd.profile.get"}
+	// UpdateProfile merges a partial profile and returns the result.
+	UpdateProfile = Endpoint[ProfileUpdateRequest, Profile]{ServiceSessionStore, "profile-update", "waggle.store.cmd.profile.update"}
+	// GetWorkspaceNow computes a workspace's current state from its
+	// sessions and frames.
+	GetWorkspaceNow = Endpoint[WorkspaceNowRequest, WorkspaceNow]{ServiceSessionStore, "workspace-now", "waggle.store.cmd.workspace.now"}
+	// ListCustomPersonas lists a user's custom personas.
+	ListCustomPersonas = Endpoint[PersonasRequest, CustomPersonaList]{ServiceSessionStore, "persona-list", "waggle.store.cmd.persona.list"}
+	// GetCustomPersona reads one custom persona.
+	GetCustomPersona = Endpoint[PersonaRequest, CustomPersona]{ServiceSessionStore, "persona-get", "waggle.store.cmd.persona.get"}
+	// CreateCustomPersona creates (or replaces) a custom persona.
+	CreateCustomPersona = Endpoint[PersonaWriteRequest, CustomPersona]{ServiceSessionStore, "persona-create", "waggle.store.cmd.persona.create"}
+	// UpdateCustomPersona merges fields into a custom persona.
+	UpdateCustomPersona = Endpoint[PersonaWriteRequest, CustomPersona]{ServiceSessionStore, "persona-update", "waggle.store.cmd.persona.update"}
+	// DeleteCustomPersona deletes a custom persona.
+	DeleteCustomPersona = Endpoint[PersonaRequest, CustomPersona]{ServiceSessionStore, "persona-delete", "waggle.store.cmd.persona.delete"}
+	// GetIdentity reads a mind's identity.
+	GetIdentity = Endpoint[MindRef, Identity]{ServiceSessionStore, "identity-get", "waggle.store.cmd.identity.get"}
+	// SetIdentity saves a mind's identity.
+	SetIdentity = Endpoint[IdentitySetRequest, Identity]{ServiceSessionStore, "identity-set", "waggle.store.cmd.identity.set"}
+	// GetAwareness lists a mind's live awareness items.
+	GetAwareness = Endpoint[MindRef, AwarenessList]{ServiceSessionStore, "awareness-get", "waggle.store.cmd.awareness.get"}
+	// AddAwareness adds an item to a mind's awareness.
+	AddAwareness = Endpoint[AwarenessAddRequest, AwarenessItem]{ServiceSessionStore, "awareness-add", "waggle.store.cmd.awareness.add"}
+)
+
 // Session store: team servers (identity, authorization, governance and the
 // teams admin API, on PostgreSQL). A request whose Actor is empty comes from
 // a trusted bus client (the operator CLI); the gateway always fills Actor

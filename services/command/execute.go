@@ -7,6 +7,7 @@ import (
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/wsnow"
 	"github.com/waggle-os/core/services/command/slash"
 )
 
@@ -36,11 +37,26 @@ func (s *Service) env(ws, session string) slash.Env {
 		Workspace:      ws,
 		Session:        session,
 		SearchMemory:   func(ctx context.Context, q string) string { return s.searchMemory(ctx, ws, q) },
-		WorkspaceState: func(context.Context) string { return slash.NoWorkspaceState },
+		WorkspaceState: func(ctx context.Context) string { return s.workspaceState(ctx, ws) },
 		// The workspace's skills are the workflows captured from its turns.
 		ListSkills: func(ctx context.Context) []string { return s.listWorkflows(ctx, ws) },
 		WebSearch:  func() bool { return webSearchConfigured(s.cfg.DataDir) },
 	}
+}
+
+// workspaceState is the workspace's Workspace Now block (the same the
+// agent's prompt carries); any failure, or a workspace with nothing to
+// tell yet, reads as slash.NoWorkspaceState.
+func (s *Service) workspaceState(ctx context.Context, ws string) string {
+	n, err := bus.Call(ctx, s.nc, protocol.GetWorkspaceNow, protocol.WorkspaceNowRequest{Workspace: ws}, bus.Within(s.cfg.RequestTimeout))
+	if err != nil {
+		s.log.Warn("workspace state unavailable", "workspace", ws, "err", err)
+		return slash.NoWorkspaceState
+	}
+	if text := wsnow.Format(n); text != "" {
+		return text
+	}
+	return slash.NoWorkspaceState
 }
 
 // searchMemory asks the session store and formats the first results as a

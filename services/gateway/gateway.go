@@ -25,6 +25,7 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/agentapi"
 	"github.com/waggle-os/core/services/gateway/internal/approvalapi"
 	"github.com/waggle-os/core/services/gateway/internal/commandapi"
+	"github.com/waggle-os/core/services/gateway/internal/contextapi"
 	"github.com/waggle-os/core/services/gateway/internal/mcpapi"
 	"github.com/waggle-os/core/services/gateway/internal/memoryapi"
 	"github.com/waggle-os/core/services/gateway/internal/openapi"
@@ -221,7 +222,6 @@ func (s *Service) routes() http.Handler {
 		r.Post("/chat/turns/{turnId}/cancel", s.cancelTurnRoute)
 		r.Post("/agent/abort", s.abort)
 		r.Post("/agent/run", s.agentRun)
-		r.Get("/personas", s.listPersonas)
 		r.Get("/openapi.json", openapi.Handler)
 		sessionsapi.Mount(r, deps)
 		approvalapi.Mount(r, deps)
@@ -230,6 +230,7 @@ func (s *Service) routes() http.Handler {
 		teamsapi.Mount(r, deps)
 		mcpapi.Mount(r, deps)
 		memoryapi.Mount(r, deps)
+		contextapi.Mount(r, deps)
 	})
 	return r
 }

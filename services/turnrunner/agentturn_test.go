@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -41,31 +40,6 @@ func TestWithoutTurn(t *testing.T) {
 		}
 		if !reflect.DeepEqual(contents, tc.wantMsgs) || !reflect.DeepEqual(names, tc.wantTools) {
 			t.Errorf("turn %s: messages %v tools %v, want %v %v", tc.turn, contents, names, tc.wantMsgs, tc.wantTools)
-		}
-	}
-}
-
-func TestSystemPrompt(t *testing.T) {
-	now := time.Date(2026, 3, 9, 23, 30, 0, 0, time.FixedZone("x", -5*3600)) // 10 March in UTC
-	tests := []struct {
-		persona string
-		want    []string
-		not     []string
-	}{
-		{"", []string{"Workspace: team-a.", "Tuesday, 10 March 2026 (UTC)", "save_memory", "relative"}, []string{"Persona"}},
-		{"hr-manager", []string{`"hr-manager" persona`}, nil},
-	}
-	for _, tc := range tests {
-		got := systemPrompt("team-a", tc.persona, now)
-		for _, w := range tc.want {
-			if !strings.Contains(got, w) {
-				t.Errorf("persona %q: prompt lacks %q:\n%s", tc.persona, w, got)
-			}
-		}
-		for _, n := range tc.not {
-			if strings.Contains(got, n) {
-				t.Errorf("persona %q: prompt has %q", tc.persona, n)
-			}
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/waggle-os/core/services/turnrunner/approvalgate"
 	"github.com/waggle-os/core/services/turnrunner/chatstream"
 	"github.com/waggle-os/core/services/turnrunner/mcp"
+	"github.com/waggle-os/core/services/turnrunner/prompt"
 	"github.com/waggle-os/core/services/turnrunner/tools"
 )
 
@@ -109,8 +110,12 @@ type Config struct {
 	ReadFileLimit int64
 
 	// AgentMaxSteps (--agent-max-steps) bounds the model calls of one
-	// agent turn. Default agent.DefaultMaxSteps (25).
+	// agent turn. Default agent.DefaultMaxSteps (200).
 	AgentMaxSteps int
+	// PromptBudget (--prompt-budget) is the most estimated tokens of the
+	// agent's system prompt; over it, parts are trimmed in the order
+	// docs/agent.md states. Default prompt.DefaultBudget.
+	PromptBudget int
 	// ModelRetries is how often a failing model call (429, 5xx, timeout,
 	// refused connection) is retried before the fallback model. Default 3.
 	ModelRetries int
@@ -171,6 +176,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	flagext.EnumVar(fs, &c.BashSandbox, "bash-sandbox", Auto, "run bash under bubblewrap (bwrap): on, off, or auto (on with --auth=required)", SandboxOn, SandboxOff, Auto)
 	fs.BoolVar(&c.WebFetchAllowPrivate, "web-fetch-allow-private", false, "team servers: let web_fetch reach loopback, link-local, private or metadata addresses after an approval (refused by default; a desktop always asks)")
 	flagext.IntVar(fs, &c.AgentMaxSteps, "agent-max-steps", agent.DefaultMaxSteps, "model calls one agent turn may make")
+	flagext.IntVar(fs, &c.PromptBudget, "prompt-budget", prompt.DefaultBudget, "estimated tokens of the agent's system prompt; parts over it are trimmed (docs/agent.md)")
 	c.MCP.RegisterFlags(fs)
 }
 
@@ -209,6 +215,9 @@ func (c Config) Validate() error {
 	}
 	if c.AgentMaxSteps < 0 {
 		return errors.New("turnrunner: agent max steps must not be negative (--agent-max-steps)")
+	}
+	if c.PromptBudget < 0 {
+		return errors.New("turnrunner: the prompt budget must not be negative (--prompt-budget)")
 	}
 	if c.DisconnectGrace < 0 {
 		return errors.New("turnrunner: the disconnect grace must not be negative (--disconnect-grace)")

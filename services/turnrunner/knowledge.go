@@ -55,7 +55,7 @@ func (m busMemory) KeyKnowledge(ctx context.Context, workspace string) string {
 func KeyKnowledgeText(g protocol.KnowledgeGraph) string {
 	names := map[string]string{}
 	var b strings.Builder
-	b.WriteString("# Key knowledge of this workspace\n")
+	b.WriteString("## Key knowledge of this workspace\n")
 	for _, e := range g.Entities {
 		names[e.ID] = e.Name
 		fmt.Fprintf(&b, "- %s (%s)\n", e.Name, e.Type)

@@ -15,7 +15,7 @@ func TestKeyKnowledgeText(t *testing.T) {
 			{Source: "e1", Target: "e9", Type: "leads"}, // an end outside the top entities
 		},
 	}
-	want := "# Key knowledge of this workspace\n- Ada Lovelace (person)\n- Project Falcon (project)\n- Ada Lovelace works at Project Falcon"
+	want := "## Key knowledge of this workspace\n- Ada Lovelace (person)\n- Project Falcon (project)\n- Ada Lovelace works at Project Falcon"
 	if got := KeyKnowledgeText(g); got != want {
 		t.Errorf("KeyKnowledgeText =\n%s\nwant\n%s", got, want)
 	}

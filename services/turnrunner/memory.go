@@ -17,9 +17,6 @@ import (
 	"github.com/waggle-os/core/services/turnrunner/autosave"
 )
 
-// recallLimit is how many memories auto-recall asks for.
-const recallLimit = 5
-
 // busMemory is the minds kept by the session store, reached over the bus:
 // a workspace's mind and the personal mind of user (on a team server, the
 // turn's user; locally empty, the one personal mind). It implements
@@ -57,24 +54,15 @@ type recaller struct {
 	workspace string
 }
 
-// Search returns the contents of the memories relevant to query. A store
-// without memory (no responder) or an unknown workspace is no memories,
-// not a failure: the turn still shows that recall found nothing.
-func (r recaller) Search(ctx context.Context, query string) ([]string, error) {
-	mems, err := r.mem.Search(ctx, r.workspace, query, recallLimit)
+// Search returns the frames relevant to query, workspace mind first. A
+// store without memory (no responder) or an unknown workspace is no
+// memories, not a failure: the turn still shows that recall found nothing.
+func (r recaller) Search(ctx context.Context, query string) ([]protocol.MemoryFrame, error) {
+	fs, err := r.mem.recallFrames(ctx, r.workspace, query)
 	if errors.Is(err, protocol.ErrUnavailable) || protocol.KindOf(err) == protocol.NotFound {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(mems))
-	for _, m := range mems {
-		if m.Content != "" {
-			out = append(out, m.Content)
-		}
-	}
-	return out, nil
+	return fs, err
 }
 
 // autoSave keeps what an agent turn that did not call save_memory said

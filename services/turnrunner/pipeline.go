@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/waggle-os/core/libs/bus"
-	"github.com/waggle-os/core/libs/personas"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
 )
@@ -202,19 +201,4 @@ func (t *turn) warnWorkspaceBudget(ws protocol.Workspace) {
 			t.logger().Error("publish step", "err", err)
 		}
 	}
-}
-
-// personaAllows applies a built-in persona's tool filter; an unknown
-// (custom) persona filters nothing.
-func personaAllows(persona, tool string) bool {
-	p, ok := personas.Get(persona)
-	return !ok || p.Allows(tool)
-}
-
-// withPersona appends a built-in persona's instructions to the system prompt.
-func withPersona(prompt, persona string) string {
-	if p, ok := personas.Get(persona); ok {
-		return prompt + "\n\n" + p.SystemPrompt
-	}
-	return prompt
 }

@@ -1,6 +1,7 @@
 package turnrunner
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/waggle-os/core/libs/protocol"
@@ -98,13 +99,18 @@ func TestHasUserMessage(t *testing.T) {
 }
 
 func TestPersonaHooks(t *testing.T) {
-	if personaAllows("hr-manager", "bash") || !personaAllows("hr-manager", "read_file") || !personaAllows("custom-x", "bash") {
-		t.Error("personaAllows")
+	hr, _ := builtInPersona("hr-manager")
+	if hr.allows("bash") || !hr.allows("read_file") || !namedPersona("custom-x").allows("bash") {
+		t.Error("persona tool filter")
 	}
-	if got := withPersona("P", "custom-x"); got != "P" {
-		t.Errorf("unknown persona changed the prompt: %q", got)
+	if got := namedPersona("custom-x"); got.prompt != "## Persona\nRespond as the \"custom-x\" persona: its expertise, tone and priorities." || got.id != "custom-x" {
+		t.Errorf("unknown persona: %+v", got)
 	}
-	if got := withPersona("P", "coder"); len(got) < 30 || got[:23] != "P\n\n## Persona: Coder\nYo" {
-		t.Errorf("coder prompt %q", got)
+	if got, _ := builtInPersona("coder"); !strings.HasPrefix(got.prompt, "## Persona: Coder\nYo") {
+		t.Errorf("coder prompt %q", got.prompt)
+	}
+	c := customPersona(protocol.CustomPersona{ID: "critic", Name: "Critic", SystemPrompt: "Find flaws.", Tools: []string{"read_file"}, IsReadOnly: true})
+	if c.prompt != "## Persona: Critic\nFind flaws." || !c.readOnly || !c.allows("read_file") || c.allows("write_file") || c.allows("save_memory") {
+		t.Errorf("custom persona %+v", c)
 	}
 }

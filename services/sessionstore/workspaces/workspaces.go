@@ -6,6 +6,7 @@ package workspaces
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,7 +60,9 @@ func (d Doc) str(key string) string {
 // Workspace decodes the fields other services read.
 func (d Doc) Workspace() protocol.Workspace {
 	w := protocol.Workspace{
-		ID: d.ID(), Name: d.str("name"), Model: d.str("model"), Persona: d.str("persona"),
+		// The original's workspaces store personaId; ours once wrote
+		// persona. personaId wins when both are set.
+		ID: d.ID(), Name: d.str("name"), Model: d.str("model"), Persona: cmp.Or(d.str("personaId"), d.str("persona")), Tone: d.str("tone"),
 		TeamID: d.str("teamId"), Directory: d.str("directory"), Group: d.str("group"), Created: d.str("created"),
 	}
 	_ = json.Unmarshal(d["budget"], &w.Budget)
@@ -342,7 +345,7 @@ func (s *Registry) write(id string, doc Doc) error {
 }
 
 // stringFields must be strings when present (null clears them).
-var stringFields = []string{"name", "group", "model", "persona", "teamId", "directory"}
+var stringFields = []string{"name", "group", "model", "persona", "personaId", "tone", "teamId", "directory"}
 
 // Validate checks create (create true) or patch fields: a non-blank name
 // (required on create), string-typed known fields, a non-negative budget.

@@ -124,8 +124,13 @@ type Request struct {
 	Model ModelChoice
 	// Prices override DefaultPrices for the cost (config.json prices).
 	Prices map[string]Price
-	// SystemPrompt is sent first; empty sends none.
+	// SystemPrompt is sent first; empty sends none. Recalled memories are
+	// appended to it, unless BuildPrompt is set.
 	SystemPrompt string
+	// BuildPrompt, when set, builds the system prompt instead, once the
+	// auto-recall and GEPA have run: recalled are the memories kept,
+	// expanded says GEPA rewrote the message.
+	BuildPrompt func(recalled []protocol.MemoryFrame, expanded bool) string
 	// History is the session's earlier messages, oldest first, without the
 	// current message; HistoryTools are their tool events.
 	History      []protocol.Message
@@ -267,25 +272,28 @@ func (r *run) loop(ctx context.Context) error {
 	if r.req.Model.SwitchReason != "" && !resuming {
 		r.announceSwitch(r.req.Model.SwitchReason)
 	}
-	system := r.req.SystemPrompt
+	var recalled []protocol.MemoryFrame
 	if r.req.Recall != nil {
-		var memories string
-		var err error
 		if resuming {
 			// The client saw the recall already (or the turn had not got
 			// that far); searching again is harmless, showing it is not.
-			memories = r.quietRecall(ctx)
+			recalled = r.quietRecall(ctx)
 		} else {
-			memories, err = r.recall(ctx)
+			var err error
+			if recalled, err = r.recall(ctx); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
-		}
-		system = joinNonEmpty(system, memories)
 	}
 	var expanded string
 	if !resuming {
 		expanded = r.expand(ctx)
+	}
+	system := joinNonEmpty(r.req.SystemPrompt, memorySection(recalled))
+	if r.req.BuildPrompt != nil {
+		// A resumed turn did not run GEPA again: it counts as expanded, so
+		// its prompt gains no ambiguity guard its first half never had.
+		system = r.req.BuildPrompt(recalled, expanded != "" || resuming)
 	}
 	history := make([]protocol.Message, 0, len(r.req.History)+1)
 	history = append(history, r.req.History...)

@@ -663,7 +663,14 @@ func TestLongHistoryIsWindowed(t *testing.T) {
 
 type recallFunc func(string) ([]string, error)
 
-func (f recallFunc) Search(_ context.Context, q string) ([]string, error) { return f(q) }
+func (f recallFunc) Search(_ context.Context, q string) ([]protocol.MemoryFrame, error) {
+	texts, err := f(q)
+	var fs []protocol.MemoryFrame
+	for _, t := range texts {
+		fs = append(fs, protocol.MemoryFrame{Content: t})
+	}
+	return fs, err
+}
 
 func TestAutoRecall(t *testing.T) {
 	cases := []struct {

@@ -64,9 +64,10 @@ type Gate interface {
 	Check(ctx context.Context, call ToolCall) (Verdict, error)
 }
 
-// Recall finds memories relevant to a query, best first.
+// Recall finds memories relevant to a query, best first. The frames'
+// Mind, Importance and Created reach the prompt (see Request.BuildPrompt).
 type Recall interface {
-	Search(ctx context.Context, query string) ([]string, error)
+	Search(ctx context.Context, query string) ([]protocol.MemoryFrame, error)
 }
 
 const (
@@ -319,27 +320,27 @@ func (r *run) record(ev protocol.ToolEvent) {
 }
 
 // recall runs the auto-recall of the turn's message and returns the
-// system-prompt section of the memories worth keeping ("" for none). A
-// failing search only ends the recall (as in the original: a tool event
+// memories worth keeping (none when the scan finds injected instructions).
+// A failing search only ends the recall (as in the original: a tool event
 // without a result); a cancelled ctx ends the turn.
-func (r *run) recall(ctx context.Context) (string, error) {
+func (r *run) recall(ctx context.Context) ([]protocol.MemoryFrame, error) {
 	r.step("Recalling relevant memories...")
 	input, _ := json.Marshal(map[string]string{"query": r.req.Message})
 	r.emit(protocol.EventTool, ToolData{Name: autoRecallTool, Input: input})
 	start := time.Now()
 	memories, err := r.req.Recall.Search(ctx, r.req.Message)
 	if ctx.Err() != nil {
-		return "", ctx.Err()
+		return nil, ctx.Err()
 	}
 	if err != nil {
-		return "", nil
+		return nil, nil
 	}
 	ms := time.Since(start).Milliseconds()
 
 	result := "No relevant memories found"
-	var kept []string
+	var kept []protocol.MemoryFrame
 	if n := len(memories); n > 0 {
-		if injection.Scan(strings.Join(memories, "\n"), injection.ToolOutput).Blocked() {
+		if injection.Scan(contents(memories), injection.ToolOutput).Blocked() {
 			r.step("Recalled memories dropped — suspicious content detected.")
 		} else {
 			kept = memories
@@ -353,7 +354,7 @@ func (r *run) recall(ctx context.Context) (string, error) {
 		fmt.Fprintf(&sb, "%d memories recalled:", n)
 		for _, m := range memories[:min(n, recallPreview)] {
 			sb.WriteString("\n  - ")
-			sb.WriteString(m)
+			sb.WriteString(m.Content)
 		}
 		result = sb.String()
 	}
@@ -362,21 +363,32 @@ func (r *run) recall(ctx context.Context) (string, error) {
 		TurnID: r.req.TurnID, CallID: "recall-" + protocol.NewUUID(), Name: autoRecallTool,
 		Input: input, Result: result, Status: "success", DurationMs: &ms,
 	})
-	return memorySection(kept), nil
+	return kept, nil
 }
 
 // quietRecall is the auto-recall of a resumed turn: the same search, no
 // events and no tool event.
-func (r *run) quietRecall(ctx context.Context) string {
+func (r *run) quietRecall(ctx context.Context) []protocol.MemoryFrame {
 	memories, err := r.req.Recall.Search(ctx, r.req.Message)
-	if err != nil || len(memories) == 0 || injection.Scan(strings.Join(memories, "\n"), injection.ToolOutput).Blocked() {
-		return ""
+	if err != nil || len(memories) == 0 || injection.Scan(contents(memories), injection.ToolOutput).Blocked() {
+		return nil
 	}
-	return memorySection(memories)
+	return memories
+}
+
+func contents(fs []protocol.MemoryFrame) string {
+	var sb strings.Builder
+	for i, f := range fs {
+		if i > 0 {
+			sb.WriteByte('\n')
+		}
+		sb.WriteString(f.Content)
+	}
+	return sb.String()
 }
 
 // memorySection is the system-prompt section of recalled memories ("" for none).
-func memorySection(kept []string) string {
+func memorySection(kept []protocol.MemoryFrame) string {
 	if len(kept) == 0 {
 		return ""
 	}
@@ -384,7 +396,7 @@ func memorySection(kept []string) string {
 	sb.WriteString("## Relevant memories\n")
 	for _, m := range kept {
 		sb.WriteString("- ")
-		sb.WriteString(m)
+		sb.WriteString(m.Content)
 		sb.WriteString("\n")
 	}
 	return strings.TrimRight(sb.String(), "\n")

@@ -35,6 +35,8 @@ type Env struct {
 	// Knowledge backs query_knowledge and correct_knowledge; nil hides
 	// them.
 	Knowledge Knowledge
+	// Mind backs get_identity, get_awareness and add_task; nil hides them.
+	Mind Mind
 }
 
 // Tool is one capability the model can call. Decode turns the model's JSON
@@ -134,6 +136,7 @@ func NewRegistry(cfg Config) *Registry {
 	builtins = append(builtins, webSearchTool{}, readDocumentTool{}, generateXlsxTool{})
 	builtins = append(builtins, createPlanTool{}, addPlanStepTool{}, executeStepTool{}, showPlanTool{})
 	builtins = append(builtins, queryKnowledgeTool{}, correctKnowledgeTool{})
+	builtins = append(builtins, getIdentityTool{}, getAwarenessTool{}, addTaskTool{})
 	for _, t := range builtins {
 		if err := r.Register(t); err != nil {
 			panic(err) // built-in names are unique; a clash is a programming error

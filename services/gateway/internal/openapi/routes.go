@@ -18,6 +18,7 @@ var tags = []Tag{
 	{Name: "agent", Description: "Agent status, cost, model and agent groups (docs/commands.md)"},
 	{Name: "teams", Description: "Teams, roles, policies and tokens (docs/teams.md)"},
 	{Name: "memory", Description: "The personal and workspace minds' frames (docs/memory.md)"},
+	{Name: "context", Description: "What the agent knows about the user and the workspace (docs/agent.md)"},
 	{Name: "meta", Description: "This description"},
 }
 
@@ -41,6 +42,7 @@ func routes() []op {
 	bad := http.StatusBadRequest
 	turnID := pathParam("turnId", "the turn's id (X-Waggle-Turn-Id of its stream)")
 	wsParam := pathParam("id", "the workspace id")
+	personaParam := pathParam("id", "the custom persona's id")
 	sessParam := pathParam("sessionId", "the session id")
 	groupParam := pathParam("id", "the group id")
 	teamParam := pathParam("team", "the team's slug")
@@ -93,8 +95,18 @@ func routes() []op {
 			ok:      object(req("ok", constant(true)), req("workspaceId", str())),
 			errs:    []int{forbidden, notFound}, subjects: []string{protocol.WorkspaceAborts.Subject}},
 		{method: get, path: "/api/personas", id: "listPersonas", tag: "chat",
-			summary: "The built-in personas a chat may name (no prompts)",
-			ok:      object(req("personas", arrayOf(ref("Persona"))))},
+			summary: "The personas a chat may name: the built-ins, then the caller's custom ones (no prompts)",
+			ok:      object(req("personas", arrayOf(ref("Persona")))), subjects: []string{protocol.ListCustomPersonas.Subject}},
+		{method: post, path: "/api/personas", id: "createPersona", tag: "chat",
+			summary: "Create a custom persona (name and systemPrompt required; id from the name unless given; the same id replaces it)",
+			body:    ref("CustomPersonaWrite"), status: http.StatusCreated, ok: ref("CustomPersona"),
+			errs: []int{bad, conflict}, subjects: []string{protocol.CreateCustomPersona.Subject}},
+		{method: patch, path: "/api/personas/{id}", id: "updatePersona", tag: "chat",
+			summary: "Merge fields into a custom persona (built-ins: 403)", params: []Parameter{personaParam},
+			body: ref("CustomPersonaWrite"), ok: ref("CustomPersona"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.UpdateCustomPersona.Subject}},
+		{method: del, path: "/api/personas/{id}", id: "deletePersona", tag: "chat",
+			summary: "Delete a custom persona (built-ins: 403)", params: []Parameter{personaParam},
+			ok: object(req("deleted", constant(true)), req("id", str())), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.DeleteCustomPersona.Subject}},
 
 		// ---- agent run ----
 		{method: post, path: "/api/agent/run", id: "agentRun", tag: "agent-run",
@@ -350,6 +362,34 @@ func routes() []op {
 					req("properties", &Schema{Type: "object"}), req("mentions", integer()), req("valid_from", str()), req("valid_to", nullable(str())),
 					req("recorded_at", str()), req("mind", str()), opt("_source", str()))))),
 			errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.GetKnowledgeGraph.Subject}},
+
+		// ---- the agent's context ----
+		{method: get, path: "/api/profile", id: "getProfile", tag: "context",
+			summary: "The user's profile (on a team server: the signed-in user's; the defaults until one is saved)",
+			ok:      ref("Profile"), subjects: []string{protocol.GetProfile.Subject}},
+		{method: put, path: "/api/profile", id: "updateProfile", tag: "context",
+			summary: "Merge fields into the user's profile (writingStyle, brand and brand.styles field by field); unknown keys are refused",
+			body:    ref("ProfileUpdate"), ok: ref("Profile"), errs: []int{bad}, subjects: []string{protocol.UpdateProfile.Subject}},
+		{method: get, path: "/api/identity", id: "getIdentity", tag: "context",
+			summary: "A mind's identity: the workspace's (?workspace= or ?workspaceId=) or, without one or with personal, the caller's personal mind's; configured false and null fields until one is saved",
+			params:  []Parameter{memWorkspace, memWorkspaceID}, ok: ref("Identity"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.GetIdentity.Subject}},
+		{method: post, path: "/api/identity", id: "setIdentity", tag: "context",
+			summary: "Create or replace a mind's identity (a workspace's: workspace admins only)",
+			body:    ref("IdentityWrite"), ok: ref("Identity"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.SetIdentity.Subject}},
+		{method: get, path: "/api/mind/identity", id: "mindIdentity", tag: "context",
+			summary: "A mind's identity as the agent reads it", params: []Parameter{memWorkspace, memWorkspaceID},
+			ok: object(req("identity", str())), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.GetIdentity.Subject}},
+		{method: get, path: "/api/mind/awareness", id: "mindAwareness", tag: "context",
+			summary: "A mind's awareness (active tasks, recent actions, pending items, flags) as the agent reads it", params: []Parameter{memWorkspace, memWorkspaceID},
+			ok: object(req("awareness", str())), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.GetAwareness.Subject}},
+		{method: get, path: "/api/profile/style", id: "getProfileStyle", tag: "context",
+			summary: "The user's writing style with a one-line summary",
+			ok:      &Schema{Type: "object", Properties: map[string]*Schema{"summary": str()}, Required: []string{"summary"}}, subjects: []string{protocol.GetProfile.Subject}},
+		{method: get, path: "/api/profile/brand", id: "getProfileBrand", tag: "context",
+			summary: "The user's brand, for document tools", ok: ref("Brand"), subjects: []string{protocol.GetProfile.Subject}},
+		{method: get, path: "/api/workspaces/{id}/context", id: "workspaceContext", tag: "context",
+			summary: "The workspace's briefing (Workspace Now): summary, recent threads, decisions and memories, suggested prompts",
+			params:  []Parameter{wsParam}, ok: ref("WorkspaceNow"), errs: []int{bad, notFound}, subjects: []string{protocol.GetWorkspaceNow.Subject}},
 
 		// ---- meta ----
 		{method: get, path: "/api/openapi.json", id: "getOpenAPI", tag: "meta",

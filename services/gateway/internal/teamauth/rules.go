@@ -129,6 +129,26 @@ var rules = map[string]rule{
 	"GET /api/memory/stats":                {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases},
 	"GET /api/memory/graph":                {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases},
 
+	// The profile is the signed-in user's own; the briefing reads the
+	// workspace named in {id}.
+	"GET /api/profile":                 {scope: scopeSelf, action: protocol.ActionRead},
+	"PUT /api/profile":                 {scope: scopeSelf, action: protocol.ActionWrite},
+	"GET /api/profile/style":           {scope: scopeSelf, action: protocol.ActionRead},
+	"GET /api/profile/brand":           {scope: scopeSelf, action: protocol.ActionRead},
+	"GET /api/workspaces/{id}/context": {scope: scopeWorkspaceParam, action: protocol.ActionRead},
+	// Custom personas are the signed-in user's own (one set per user).
+	"GET /api/personas":         {scope: scopeSelf, action: protocol.ActionRead},
+	"POST /api/personas":        {scope: scopeSelf, action: protocol.ActionWrite},
+	"PATCH /api/personas/{id}":  {scope: scopeSelf, action: protocol.ActionWrite},
+	"DELETE /api/personas/{id}": {scope: scopeSelf, action: protocol.ActionWrite},
+	// Identity and awareness belong to a mind: the workspace named (or,
+	// without one or with "personal", the caller's own). A workspace's
+	// identity shapes every member's agent: changing it is the admin's.
+	"GET /api/identity":       {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases, personal: "personal"},
+	"POST /api/identity":      {scope: scopeWorkspaceBody, action: protocol.ActionAdmin, bodyKeys: workspaceAliases, personal: "personal"},
+	"GET /api/mind/identity":  {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases, personal: "personal"},
+	"GET /api/mind/awareness": {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases, personal: "personal"},
+
 	// The agent model and the cost totals are shared by every team.
 	"PUT /api/agent/model":       {scope: scopeOperator, action: protocol.ActionAdmin},
 	"POST /api/agent/cost/reset": {scope: scopeOperator, action: protocol.ActionAdmin},

@@ -585,7 +585,7 @@ func TestMemorySavedAndRecalled(t *testing.T) {
 		t.Errorf("steps %q", stepTexts)
 	}
 	sys := chatRequest(t, llm, 2).Messages[0]
-	if sys.Role != "system" || !strings.Contains(sys.Content, "## Relevant memories\n- "+fact) {
+	if sys.Role != "system" || !strings.Contains(sys.Content, "## Workspace Memory\n- [") || !strings.Contains(sys.Content, ", normal] "+fact) {
 		t.Errorf("system prompt lacks the memory: %q", sys.Content)
 	}
 }
@@ -602,7 +602,7 @@ func TestWorkspaceModelAndPersona(t *testing.T) {
 	if req.Model != "claude-opus-4-6" || d.Model != "claude-opus-4-6" || d.Cost != 0.09 {
 		t.Errorf("model asked %q, done %+v", req.Model, d)
 	}
-	if !strings.Contains(req.Messages[0].Content, "hr-manager") {
+	if !strings.Contains(req.Messages[0].Content, "## Persona: HR Manager") {
 		t.Errorf("system prompt lacks the persona: %q", req.Messages[0].Content)
 	}
 	body := chat("hello again")

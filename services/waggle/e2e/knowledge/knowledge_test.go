@@ -153,6 +153,11 @@ func testKnowledgeGraph(t *testing.T, opts ...waggletest.Option) {
 	if body := string(reqs[len(reqs)-1].RawBody); !strings.Contains(body, "Ada Lovelace leads Project Falcon") {
 		t.Fatalf("the tool result lacks the relation: %s", body)
 	}
+	// The graph's key knowledge is in every turn's system prompt.
+	if sys := reqs[before].Chat.Messages[0]; sys.Role != "system" ||
+		!strings.Contains(sys.Content, "## Key knowledge of this workspace\n") || !strings.Contains(sys.Content, "- Ada Lovelace leads Project Falcon") {
+		t.Fatalf("the system prompt lacks the key knowledge: %s", sys.Content)
+	}
 
 	// correct_knowledge retires the wrong fact: gone from the graph, kept
 	// on record with its reason.
