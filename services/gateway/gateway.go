@@ -31,8 +31,10 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/ratelimit"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
 	"github.com/waggle-os/core/services/gateway/internal/sessionsapi"
+	"github.com/waggle-os/core/services/gateway/internal/settingsapi"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 	"github.com/waggle-os/core/services/gateway/internal/teamsapi"
+	"github.com/waggle-os/core/services/gateway/internal/vaultapi"
 )
 
 // Service is the HTTP gateway.
@@ -230,6 +232,8 @@ func (s *Service) routes() http.Handler {
 		teamsapi.Mount(r, deps)
 		mcpapi.Mount(r, deps)
 		memoryapi.Mount(r, deps)
+		vaultapi.Mount(r, deps)
+		settingsapi.Mount(r, deps, settingsapi.Config{Probe: s.probe, LLMURL: s.cfg.Probe.URL})
 	})
 	return r
 }

@@ -18,6 +18,7 @@ var tags = []Tag{
 	{Name: "agent", Description: "Agent status, cost, model and agent groups (docs/commands.md)"},
 	{Name: "teams", Description: "Teams, roles, policies and tokens (docs/teams.md)"},
 	{Name: "memory", Description: "The personal and workspace minds' frames (docs/memory.md)"},
+	{Name: "desktop", Description: "The desktop app: vault, settings, models, files, notifications, jobs (docs/desktop.md)"},
 	{Name: "meta", Description: "This description"},
 }
 
@@ -46,7 +47,7 @@ func routes() []op {
 	teamParam := pathParam("team", "the team's slug")
 	turnHeader := map[string]*Header{headerTurnID: {Description: "the turn's id, for GET /api/chat/turns/{turnId}/events and cancel", Schema: str()}}
 
-	return []op{
+	return append([]op{
 		// ---- health ----
 		{method: get, path: "/health", id: "getHealth", tag: "health", public: true, busFree: true,
 			summary: "Readiness and the model server's state",
@@ -54,7 +55,8 @@ func routes() []op {
 				"and with status degraded (and storage) while a store is full.",
 			ok: ref("Health"), responses: map[int]*Response{http.StatusServiceUnavailable: {
 				Description: "Not ready (starting, shutting down, the bus disconnected) or degraded (a store is full)",
-				Content:     map[string]MediaType{"application/json": {Schema: ref("Health")}}}}},
+				Content:     map[string]MediaType{"application/json": {Schema: ref("Health")}}}},
+			subjects: []string{protocol.GetSettings.Subject}},
 		{method: get, path: "/metrics", id: "getMetrics", tag: "health", busFree: true,
 			summary: "Prometheus metrics", okType: "text/plain", ok: strDesc("Prometheus text exposition format")},
 
@@ -336,7 +338,7 @@ func routes() []op {
 		// ---- meta ----
 		{method: get, path: "/api/openapi.json", id: "getOpenAPI", tag: "meta",
 			summary: "This description (OpenAPI 3.1)", ok: &Schema{Type: "object"}},
-	}
+	}, desktopRoutes()...)
 }
 
 // headerTurnID is gateway.HeaderTurnID (the gateway's tests check they

@@ -58,6 +58,10 @@ const (
 	// decides (a group of no team, or of a team the user is not in, is
 	// not found).
 	scopeGroup
+	// scopeTeamQuery routes act on one team's things (its vault), named
+	// in ?team=: required on a team server, checked with the rule's
+	// action on that team.
+	scopeTeamQuery
 )
 
 // rule is how the middleware treats one route.
@@ -156,6 +160,13 @@ var rules = map[string]rule{
 	"POST /api/approval/grants/clear":      {scope: scopeSelf, action: protocol.ActionWrite},
 	"POST /api/approval/{requestId}":       {scope: scopeSelf, action: protocol.ActionWrite},
 	"POST /api/chat/turns/{turnId}/cancel": {scope: scopeSelf, action: protocol.ActionWrite},
+
+	// The vault holds a team's secrets: its admins only, even to list
+	// names. Local mode has one vault (no team).
+	"GET /api/vault":                {scope: scopeTeamQuery, action: protocol.ActionAdmin},
+	"POST /api/vault":               {scope: scopeTeamQuery, action: protocol.ActionAdmin},
+	"DELETE /api/vault/{name}":      {scope: scopeTeamQuery, action: protocol.ActionAdmin},
+	"POST /api/vault/{name}/reveal": {scope: scopeTeamQuery, action: protocol.ActionAdmin},
 }
 
 // ruleFor is the rule of a matched route.

@@ -1,0 +1,155 @@
+package protocol
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// The desktop app's settings and secrets. config.json in the session
+// store's data dir holds the settings (the same file an operator may edit
+// by hand); the vault holds API keys and tokens, encrypted at rest. Only
+// the session store reads or writes either; the gateway and the runners
+// ask it over the bus.
+
+// SettingsDoc is config.json as the store last read it.
+type SettingsDoc struct {
+	// Doc is the last good content (a JSON object; {} when there is no
+	// file). Secrets in it (apiKeys) are the runner's: the gateway never
+	// shows them.
+	Doc json.RawMessage `json:"doc"`
+	// Error says why the file on disk is not what Doc holds (it does not
+	// parse: line and column), "" when it is.
+	Error string `json:"error,omitempty"`
+}
+
+// SettingsPatch changes top-level fields of config.json: Set replaces or
+// adds a field, Remove deletes one. Only SettingsFields may be named.
+type SettingsPatch struct {
+	Set    map[string]json.RawMessage `json:"set,omitempty"`
+	Remove []string                   `json:"remove,omitempty"`
+}
+
+// SettingsChanged says what changed (SettingsChanges).
+type SettingsChanged struct {
+	// Vault is true when a secret changed, false for config.json.
+	Vault bool `json:"vault,omitempty"`
+}
+
+// VaultEntry is one secret as a listing shows it: never its value.
+type VaultEntry struct {
+	Name      string    `json:"name"`
+	Type      string    `json:"type"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// VaultListRequest lists the secrets of Team ("" = the local vault).
+type VaultListRequest struct {
+	Team string `json:"team,omitempty"`
+}
+
+// VaultListReply lists secrets by name.
+type VaultListReply struct {
+	Secrets []VaultEntry `json:"secrets"`
+}
+
+// VaultSetRequest stores Value under Name in Team's vault.
+type VaultSetRequest struct {
+	Team  string `json:"team,omitempty"`
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	Type  string `json:"type,omitempty"`
+}
+
+// VaultNameRequest names one secret.
+type VaultNameRequest struct {
+	Team string `json:"team,omitempty"`
+	Name string `json:"name"`
+}
+
+// VaultSecret is one secret with its value (reveal only).
+type VaultSecret struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	Type  string `json:"type"`
+}
+
+// ModelKeyRequest asks for the vault's key for Model.
+type ModelKeyRequest struct {
+	Model string `json:"model"`
+}
+
+// ModelKeyReply is the key ("" when the vault has none) and the entry it
+// came from.
+type ModelKeyReply struct {
+	Key   string `json:"key,omitempty"`
+	Entry string `json:"entry,omitempty"`
+}
+
+// Limits of a vault entry.
+const (
+	MaxVaultNameLength  = 128
+	MaxVaultValueLength = 16 << 10
+)
+
+// VaultLLMKeyName is the vault entry that plays WAGGLE_LLM_API_KEY's role:
+// the bearer key of the configured model server, whatever the model.
+const VaultLLMKeyName = "WAGGLE_LLM_API_KEY"
+
+// vaultProviderKeys are the vault entries of each provider, in the names
+// the original app saves ("openai") and the environment's ("OPENAI_API_KEY").
+var vaultProviderKeys = []struct {
+	prefixes []string
+	names    []string
+}{
+	{[]string{"claude", "anthropic/"}, []string{"anthropic", "ANTHROPIC_API_KEY"}},
+	{[]string{"gpt", "o1", "o3", "o4", "chatgpt", "openai/", "text-embedding"}, []string{"openai", "OPENAI_API_KEY"}},
+	{[]string{"gemini", "google/", "gemini/"}, []string{"google", "GEMINI_API_KEY", "GOOGLE_API_KEY"}},
+	{[]string{"mistral", "codestral", "mistral/"}, []string{"mistral", "MISTRAL_API_KEY"}},
+	{[]string{"deepseek"}, []string{"deepseek", "DEEPSEEK_API_KEY"}},
+	{[]string{"grok", "xai/"}, []string{"xai", "XAI_API_KEY"}},
+	{[]string{"qwen", "dashscope/"}, []string{"alibaba", "DASHSCOPE_API_KEY"}},
+	{[]string{"openrouter/"}, []string{"openrouter", "OPENROUTER_API_KEY"}},
+}
+
+// VaultModelKeyNames lists, in order of preference, the vault entries
+// whose value may be the model server's key for model: VaultLLMKeyName
+// first (it names the server, not a provider), then the entries of the
+// model's provider, then every other provider's (a desktop user who saved
+// one key for a proxy that serves several providers still gets answers).
+func VaultModelKeyNames(model string) []string {
+	m := strings.ToLower(model)
+	names := []string{VaultLLMKeyName}
+	var rest []string
+	for _, p := range vaultProviderKeys {
+		match := false
+		for _, pre := range p.prefixes {
+			if strings.HasPrefix(m, pre) {
+				match = true
+				break
+			}
+		}
+		if match {
+			names = append(names, p.names...)
+		} else {
+			rest = append(rest, p.names...)
+		}
+	}
+	return append(names, rest...)
+}
+
+// ValidVaultName reports whether name may name a secret: 1 to
+// MaxVaultNameLength characters of letters, digits and "_-.:".
+func ValidVaultName(name string) bool {
+	if name == "" || len(name) > MaxVaultNameLength {
+		return false
+	}
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-', r == '.', r == ':':
+		default:
+			return false
+		}
+	}
+	return true
+}
