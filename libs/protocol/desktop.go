@@ -153,3 +153,50 @@ func ValidVaultName(name string) bool {
 	}
 	return true
 }
+
+// Workspace file operations (FilesRequest.Op).
+const (
+	FilesList   = "list"
+	FilesRead   = "read"
+	FilesWrite  = "write"
+	FilesMkdir  = "mkdir"
+	FilesDelete = "delete"
+	FilesMove   = "move"
+	FilesCopy   = "copy"
+)
+
+// MaxFileTransfer bounds a file uploaded or downloaded through the files
+// routes: its bytes cross the bus base64-encoded in one message, within
+// the embedded server's 8 MiB payload.
+const MaxFileTransfer = 5 << 20
+
+// FilesRequest is one operation on a workspace's files directory, under
+// the file tools' confinement rules. Paths are relative to the directory
+// ("/" and "" are its root).
+type FilesRequest struct {
+	Workspace string `json:"workspace"`
+	Op        string `json:"op"`
+	Path      string `json:"path,omitempty"`
+	// To is the destination of move and copy.
+	To string `json:"to,omitempty"`
+	// Data is the content of write.
+	Data []byte `json:"data,omitempty"`
+}
+
+// FileEntry is one file or directory, in the original's shape.
+type FileEntry struct {
+	Name       string `json:"name"`
+	Path       string `json:"path"`
+	Type       string `json:"type"` // "file" or "directory"
+	Size       int64  `json:"size"`
+	MimeType   string `json:"mimeType,omitempty"`
+	ModifiedAt string `json:"modifiedAt,omitempty"`
+}
+
+// FilesReply is the answer to a FilesRequest: Entries for list, Entry for
+// write, mkdir, move and copy, Data and Entry for read.
+type FilesReply struct {
+	Entries []FileEntry `json:"entries,omitempty"`
+	Entry   *FileEntry  `json:"entry,omitempty"`
+	Data    []byte      `json:"data,omitempty"`
+}

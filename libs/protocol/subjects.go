@@ -367,3 +367,8 @@ var (
 	// model key, so the next turn uses the new ones.
 	SettingsChanges = Event[SettingsChanged]{"waggle.store.evt.settings"}
 )
+
+// WorkspaceFiles lists, reads and changes a workspace's files directory
+// (the file tools' directory, under their rules). Runners answer as one
+// queue group.
+var WorkspaceFiles = Endpoint[FilesRequest, FilesReply]{ServiceTurnRunner, "files", "waggle.turn.cmd.files"}

@@ -25,6 +25,7 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/agentapi"
 	"github.com/waggle-os/core/services/gateway/internal/approvalapi"
 	"github.com/waggle-os/core/services/gateway/internal/commandapi"
+	"github.com/waggle-os/core/services/gateway/internal/filesapi"
 	"github.com/waggle-os/core/services/gateway/internal/mcpapi"
 	"github.com/waggle-os/core/services/gateway/internal/memoryapi"
 	"github.com/waggle-os/core/services/gateway/internal/openapi"
@@ -233,6 +234,7 @@ func (s *Service) routes() http.Handler {
 		mcpapi.Mount(r, deps)
 		memoryapi.Mount(r, deps)
 		vaultapi.Mount(r, deps)
+		filesapi.Mount(r, deps)
 		settingsapi.Mount(r, deps, settingsapi.Config{Probe: s.probe, LLMURL: s.cfg.Probe.URL})
 	})
 	return r

@@ -233,6 +233,7 @@ func (s *Service) serve(context.Context) error {
 		bus.Handle(svc, protocol.StartTurn, s.startTurn),
 		bus.Handle(svc, protocol.StartAgentRun, s.startAgentRun),
 		bus.Handle(svc, protocol.ReapTurn, s.reapOrphan),
+		bus.Handle(svc, protocol.WorkspaceFiles, s.workspaceFiles),
 	)
 }
 

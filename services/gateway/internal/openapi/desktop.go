@@ -24,6 +24,11 @@ func desktopRoutes() []op {
 		opt("configError", strDesc("why config.json on disk is not in force (line and column); the last good version is")))
 	permissions := object(req("defaultAutonomy", &Schema{Type: "string", Enum: []any{"normal", "trusted", "yolo"}}),
 		req("externalGates", arrayOf(str())), req("workspaceOverrides", &Schema{Type: "object"}))
+	wsParam := pathParam("id", "the workspace id")
+	filesSubject := []string{protocol.WorkspaceFiles.Subject}
+	fileEntry := object(req("name", str()), req("path", strDesc("from the workspace root, starting with /")),
+		req("type", &Schema{Type: "string", Enum: []any{"file", "directory"}}), req("size", integer()),
+		opt("mimeType", str()), opt("modifiedAt", str()))
 	settingsSubjects := []string{protocol.GetSettings.Subject, protocol.ListVault.Subject}
 	return []op{
 		{method: get, path: "/api/vault", id: "listVault", tag: "desktop",
@@ -88,6 +93,30 @@ func desktopRoutes() []op {
 			summary:  "config.json's model prices, per 1K tokens",
 			ok:       arrayOf(object(req("model", str()), req("inputPer1k", number()), req("outputPer1k", number()), req("provider", str()))),
 			subjects: []string{protocol.GetSettings.Subject}},
+		{method: get, path: "/api/workspaces/{id}/files/list", id: "listFiles", tag: "desktop",
+			summary: "A directory of the workspace's files (the file tools' directory); symlinks are not listed",
+			params:  []Parameter{wsParam, query("path", "the directory, \"/\" = the workspace root (default)", str())},
+			ok:      arrayOf(fileEntry), errs: []int{bad, forbidden, notFound}, subjects: filesSubject},
+		{method: get, path: "/api/workspaces/{id}/files/download", id: "downloadFile", tag: "desktop",
+			summary: "A file's bytes, as an attachment (at most 5 MiB)", okType: "application/octet-stream", ok: strDesc("the file"),
+			params: []Parameter{wsParam, query("path", "the file (required)", str())},
+			errs:   []int{bad, forbidden, notFound, http.StatusRequestEntityTooLarge}, subjects: filesSubject},
+		{method: post, path: "/api/workspaces/{id}/files/upload", id: "uploadFile", tag: "desktop",
+			summary: "Write a file (JSON, data in base64, at most 5 MiB); not for viewers", params: []Parameter{wsParam}, status: http.StatusCreated,
+			body: object(req("path", strDesc("the directory")), req("name", strDesc("the file name")), req("data", strDesc("base64"))),
+			ok:   fileEntry, errs: []int{bad, forbidden, notFound, http.StatusRequestEntityTooLarge}, subjects: filesSubject},
+		{method: post, path: "/api/workspaces/{id}/files/mkdir", id: "makeDirectory", tag: "desktop",
+			summary: "Create a directory (and its parents); not for viewers", params: []Parameter{wsParam}, status: http.StatusCreated,
+			body: object(req("path", str())), ok: fileEntry, errs: []int{bad, forbidden, notFound}, subjects: filesSubject},
+		{method: post, path: "/api/workspaces/{id}/files/delete", id: "deleteFile", tag: "desktop",
+			summary: "Delete a file or a directory with its contents; not for viewers", params: []Parameter{wsParam}, status: http.StatusNoContent,
+			body: object(req("path", str())), errs: []int{bad, forbidden, notFound}, subjects: filesSubject},
+		{method: post, path: "/api/workspaces/{id}/files/move", id: "moveFile", tag: "desktop",
+			summary: "Move or rename (the destination must not exist); not for viewers", params: []Parameter{wsParam},
+			body: object(req("from", str()), req("to", str())), ok: fileEntry, errs: []int{bad, forbidden, notFound, conflict}, subjects: filesSubject},
+		{method: post, path: "/api/workspaces/{id}/files/copy", id: "copyFile", tag: "desktop",
+			summary: "Copy a file or directory (the destination must not exist); not for viewers", params: []Parameter{wsParam},
+			body: object(req("from", str()), req("to", str())), ok: fileEntry, errs: []int{bad, forbidden, notFound, conflict}, subjects: filesSubject},
 		{method: get, path: "/api/tier", id: "getTier", tag: "desktop",
 			summary: "What this core offers: every feature, nothing gated", ok: &Schema{Type: "object"}, busFree: true},
 	}
