@@ -26,6 +26,7 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/approvalapi"
 	"github.com/waggle-os/core/services/gateway/internal/commandapi"
 	"github.com/waggle-os/core/services/gateway/internal/filesapi"
+	"github.com/waggle-os/core/services/gateway/internal/jobsapi"
 	"github.com/waggle-os/core/services/gateway/internal/mcpapi"
 	"github.com/waggle-os/core/services/gateway/internal/memoryapi"
 	"github.com/waggle-os/core/services/gateway/internal/openapi"
@@ -235,6 +236,7 @@ func (s *Service) routes() http.Handler {
 		memoryapi.Mount(r, deps)
 		vaultapi.Mount(r, deps)
 		filesapi.Mount(r, deps)
+		jobsapi.Mount(r, deps)
 		settingsapi.Mount(r, deps, settingsapi.Config{Probe: s.probe, LLMURL: s.cfg.Probe.URL})
 	})
 	return r

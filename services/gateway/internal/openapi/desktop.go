@@ -117,6 +117,10 @@ func desktopRoutes() []op {
 		{method: post, path: "/api/workspaces/{id}/files/copy", id: "copyFile", tag: "desktop",
 			summary: "Copy a file or directory (the destination must not exist); not for viewers", params: []Parameter{wsParam},
 			body: object(req("from", str()), req("to", str())), ok: fileEntry, errs: []int{bad, forbidden, notFound, conflict}, subjects: filesSubject},
+		{method: get, path: "/api/jobs/{id}", id: "getJob", tag: "desktop",
+			summary: "Poll a background job (an agent-group run); completedAt and output repeat finishedAt and result",
+			params:  []Parameter{pathParam("id", "the job id")}, ok: ref("GroupJob"),
+			errs: []int{notFound}, subjects: []string{protocol.GetGroupJob.Subject}},
 		{method: get, path: "/api/tier", id: "getTier", tag: "desktop",
 			summary: "What this core offers: every feature, nothing gated", ok: &Schema{Type: "object"}, busFree: true},
 	}
