@@ -200,3 +200,30 @@ type FilesReply struct {
 	Entry   *FileEntry  `json:"entry,omitempty"`
 	Data    []byte      `json:"data,omitempty"`
 }
+
+// Notification categories.
+const (
+	NotifyAgent    = "agent"
+	NotifyApproval = "approval"
+	NotifyWorkflow = "workflow"
+)
+
+// Notification is one desktop notification (Notifications): a turn that
+// finished while no client watched it, an approval waiting with no client
+// attached, a workflow pattern captured. Gateways keep a bounded history
+// and stream them (/api/notifications/*).
+type Notification struct {
+	ID        string `json:"id"`
+	Type      string `json:"type"` // always "notification"
+	Title     string `json:"title"`
+	Body      string `json:"body"`
+	Category  string `json:"category"`
+	Timestamp string `json:"timestamp"`
+	Workspace string `json:"workspaceId,omitempty"`
+	Session   string `json:"sessionId,omitempty"`
+	// User is the team-server user it is for ("" locally): only they see
+	// it, and gateways do not show the field.
+	User string `json:"user,omitempty"`
+	// ActionURL is where the app goes when it is clicked.
+	ActionURL string `json:"actionUrl,omitempty"`
+}

@@ -372,3 +372,7 @@ var (
 // (the file tools' directory, under their rules). Runners answer as one
 // queue group.
 var WorkspaceFiles = Endpoint[FilesRequest, FilesReply]{ServiceTurnRunner, "files", "waggle.turn.cmd.files"}
+
+// Notifications carries desktop notifications from the runners to every
+// gateway (core NATS: a gateway that is down misses them).
+var Notifications = Event[Notification]{"waggle.notify.evt"}

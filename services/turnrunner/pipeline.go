@@ -98,6 +98,7 @@ func (t *turn) captureWorkflow(res agent.Result) {
 	}); err != nil {
 		t.logger().Error("publish notification", "err", err)
 	}
+	t.notify(protocol.NotifyWorkflow, workflowCapturedTitle, workflowCapturedMessage(rep.Pattern.Name))
 }
 
 // Regulated personas get a disclaimer under replies that are about their

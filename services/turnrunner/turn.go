@@ -389,6 +389,7 @@ func (t *turn) finish(event string, data any) {
 		return
 	}
 	t.finished = true
+	t.notifyFinished(data)
 	outcome := event
 	if event == protocol.EventError && t.ctx.Err() != nil {
 		outcome = "cancelled"

@@ -29,6 +29,11 @@ func desktopRoutes() []op {
 	fileEntry := object(req("name", str()), req("path", strDesc("from the workspace root, starting with /")),
 		req("type", &Schema{Type: "string", Enum: []any{"file", "directory"}}), req("size", integer()),
 		opt("mimeType", str()), opt("modifiedAt", str()))
+	notifyID := pathParam("id", "the notification id")
+	notifyParams := []Parameter{query("unread", "true: only unread ones", str()), query("limit", "default 100, at most 200", integer())}
+	notifyList := object(req("notifications", arrayOf(object(req("id", str()), req("type", constant("notification")), req("title", str()),
+		req("body", str()), req("category", str()), req("timestamp", str()), opt("workspaceId", str()), opt("sessionId", str()),
+		req("read", boolean())))), req("count", integer()), req("unread", integer()))
 	settingsSubjects := []string{protocol.GetSettings.Subject, protocol.ListVault.Subject}
 	return []op{
 		{method: get, path: "/api/vault", id: "listVault", tag: "desktop",
@@ -121,6 +126,19 @@ func desktopRoutes() []op {
 			summary: "Poll a background job (an agent-group run); completedAt and output repeat finishedAt and result",
 			params:  []Parameter{pathParam("id", "the job id")}, ok: ref("GroupJob"),
 			errs: []int{notFound}, subjects: []string{protocol.GetGroupJob.Subject}},
+		{method: get, path: "/api/notifications/stream", id: "notificationStream", tag: "desktop",
+			summary: "Notifications as they come (SSE, unnamed events: {type: connected} first, then each notification)",
+			okType:  "text/event-stream", ok: strDesc("data: <notification JSON> per event"), busFree: true},
+		{method: get, path: "/api/notifications", id: "listNotifications", tag: "desktop",
+			summary: "This gateway's recent notifications, newest first (the last 200 per user)", params: notifyParams, ok: notifyList, errs: []int{bad}, busFree: true},
+		{method: get, path: "/api/notifications/history", id: "notificationHistory", tag: "desktop",
+			summary: "Same as GET /api/notifications", params: notifyParams, ok: notifyList, errs: []int{bad}, busFree: true},
+		{method: post, path: "/api/notifications/{id}/read", id: "markNotificationRead", tag: "desktop",
+			summary: "Mark one notification read", params: []Parameter{notifyID}, ok: object(req("read", constant(true)), req("id", str())), errs: []int{notFound}, busFree: true},
+		{method: patch, path: "/api/notifications/{id}/read", id: "markNotificationReadPatch", tag: "desktop",
+			summary: "Same as POST", params: []Parameter{notifyID}, ok: object(req("read", constant(true)), req("id", str())), errs: []int{notFound}, busFree: true},
+		{method: post, path: "/api/notifications/read-all", id: "markAllNotificationsRead", tag: "desktop",
+			summary: "Mark every notification read", ok: object(req("markedRead", integer())), busFree: true},
 		{method: get, path: "/api/tier", id: "getTier", tag: "desktop",
 			summary: "What this core offers: every feature, nothing gated", ok: &Schema{Type: "object"}, busFree: true},
 	}
