@@ -7,7 +7,7 @@ BENCHTIME ?= 1s
 # What `waggle version` prints: the nearest tag and commit, "dev" outside git.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test test-short lint fmt bench tidy clean cluster
+.PHONY: build run test test-cluster test-short lint fmt bench tidy clean cluster
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/waggle ./services/waggle/cmd/waggle
@@ -21,6 +21,12 @@ run: build
 test:
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 	$(GO) test -count=1 -timeout 10m ./services/waggle/e2e/load/
+
+# The three-node NATS cluster suite (services/waggle/e2e/cluster): nodes
+# killed with SIGKILL and restarted under live turns. Minutes long, so not
+# part of `make test`; CI runs it (.ci/run).
+test-cluster:
+	WAGGLE_TEST_CLUSTER=1 $(GO) test -count=1 -timeout 20m -v -run '$(or $(RUN),.)' ./services/waggle/e2e/cluster/
 
 test-short:
 	$(GO) test -count=1 -short $(PKGS)

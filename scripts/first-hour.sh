@@ -197,6 +197,8 @@ else
     check "the CLI without the data dir's key is refused" \
       bash -c "! WAGGLE_NATS_URL=$nats_url WAGGLE_DATA_DIR=$tmp/nowhere ./bin/waggle team list --timeout 5s"
     auth=(-H "Authorization: Bearer $token")
+    curl -sS --max-time 10 "http://$addr/api/workspaces" "${auth[@]}" >"$tmp/team-list.json" 2>&1
+    check "the new team came with its first workspace" grep -q "\"teamId\":\"$team\"" "$tmp/team-list.json"
     curl -sS --max-time 10 -X POST "http://$addr/api/workspaces" -H 'content-type: application/json' \
       "${auth[@]}" -d "{\"name\":\"Acme chat\",\"teamId\":\"$team\"}" >"$tmp/team-ws.json" 2>&1
     ws=$(sed -n 's/.*"id":"\([^"]*\)".*/\1/p' "$tmp/team-ws.json" | head -n 1)

@@ -97,7 +97,9 @@ func baseOptions(name string) []nats.Option {
 type CallOption func(*callOptions)
 
 type callOptions struct {
-	timeout time.Duration
+	timeout     time.Duration
+	unanswered  time.Duration
+	unavailable bool
 }
 
 // Within bounds the call by d, whatever ctx's own deadline (a context
@@ -106,28 +108,61 @@ func Within(d time.Duration) CallOption {
 	return func(o *callOptions) { o.timeout = d }
 }
 
+// RetryUnavailable sends the request again, within ctx, while the service
+// answers 503 BUS_UNAVAILABLE: what it needed has no leader for now (a
+// cluster electing one after a node loss, a few seconds). Only for requests
+// that change nothing (reads): a write answered so may have landed. The
+// last answer is returned when ctx has no time left for another try.
+func RetryUnavailable() CallOption {
+	return func(o *callOptions) { o.unavailable = true }
+}
+
+// RetryUnanswered sends the request again, for up to d (and within ctx),
+// while no instance of the service is subscribed (no responders). Nobody
+// received such a request, so sending it again is always safe. On a NATS
+// cluster a service whose node died has no subscription until it has
+// reconnected to another node (a moment, well under a second); a caller
+// that knows the service is deployed rides that out instead of answering
+// 503. Where "nobody there" is a normal answer (an optional service, a
+// turn's owner), do not use it: it only delays that answer by d.
+func RetryUnanswered(d time.Duration) CallOption {
+	return func(o *callOptions) { o.unanswered = d }
+}
+
 // Call sends req to ep and decodes the reply. A service error comes back
 // as *protocol.Error with its kind; no responders becomes
 // protocol.ErrUnavailable, a request that failed while the connection is
 // down protocol.ErrBusUnavailable.
 func Call[Req, Rep any](ctx context.Context, nc *nats.Conn, ep protocol.Endpoint[Req, Rep], req Req, opts ...CallOption) (Rep, error) {
 	var rep Rep
-	if len(opts) > 0 {
-		var o callOptions
-		for _, opt := range opts {
-			opt(&o)
-		}
-		if o.timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, o.timeout)
-			defer cancel()
-		}
+	var o callOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return rep, fmt.Errorf("bus: encode request for %s: %w", ep.Subject, err)
 	}
-	msg, err := RequestMsg(ctx, nc, &nats.Msg{Subject: ep.Subject, Data: body})
+	giveUp := time.Now().Add(o.unanswered)
+	wait := 25 * time.Millisecond
+	var msg *nats.Msg
+	for {
+		msg, err = RequestMsg(ctx, nc, &nats.Msg{Subject: ep.Subject, Data: body})
+		if err == nil || !o.retry(ctx, err, time.Now().Add(wait), giveUp) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return rep, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 400*time.Millisecond)
+	}
 	if err != nil {
 		return rep, err
 	}
@@ -135,6 +170,19 @@ func Call[Req, Rep any](ctx context.Context, nc *nats.Conn, ep protocol.Endpoint
 		return rep, fmt.Errorf("bus: decode reply from %s: %w", ep.Subject, err)
 	}
 	return rep, nil
+}
+
+// retry says whether a call that failed with err is sent again at next.
+func (o *callOptions) retry(ctx context.Context, err error, next, giveUp time.Time) bool {
+	if errors.Is(err, protocol.ErrUnavailable) {
+		return !next.After(giveUp)
+	}
+	if e := protocol.AsError(err); o.unavailable && e != nil && e.Code == protocol.ErrBusUnavailable.Code {
+		// Another try needs time for its own answer, not only the wait.
+		deadline, ok := ctx.Deadline()
+		return !ok || next.Add(time.Second).Before(deadline)
+	}
+	return false
 }
 
 // Publish publishes v on ev.

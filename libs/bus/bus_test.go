@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,6 +178,72 @@ func TestRequestWithoutResponderIsUnavailable(t *testing.T) {
 	_, err := call[greetReply](ctxT(t), srv.Conn("client"), "bustest.nobody", greetRequest{})
 	if !errors.Is(err, protocol.ErrUnavailable) || protocol.KindOf(err) != protocol.Unavailable {
 		t.Fatalf("no responders: %v, want unavailable", err)
+	}
+}
+
+// A service that is reconnecting (its node died) is not subscribed for a
+// moment: RetryUnanswered sends the request again until it is, and the
+// request is served once; a call without it answers unavailable at once.
+func TestRetryUnanswered(t *testing.T) {
+	srv := natstest.Start(t)
+	nc := srv.Conn("client")
+	ep := protocol.Endpoint[greetRequest, greetReply]{Subject: "bustest.late"}
+	if _, err := Call(ctxT(t), nc, ep, greetRequest{}); !errors.Is(err, protocol.ErrUnavailable) {
+		t.Fatalf("without the option: %v, want unavailable at once", err)
+	}
+	var served atomic.Int32
+	go func() {
+		// The service comes back a moment later (the assertions hold
+		// whenever it does).
+		time.Sleep(100 * time.Millisecond)
+		late := srv.Conn("late")
+		_, _ = late.Subscribe("bustest.late", func(m *nats.Msg) {
+			served.Add(1)
+			_ = m.Respond([]byte(`{"greeting":"back"}`))
+		})
+	}()
+	rep, err := Call(ctxT(t), nc, ep, greetRequest{}, RetryUnanswered(10*time.Second))
+	if err != nil || rep.Greeting != "back" || served.Load() != 1 {
+		t.Fatalf("%+v %v (served %d times)", rep, err, served.Load())
+	}
+	began := time.Now()
+	if _, err := Call(ctxT(t), nc, protocol.Endpoint[greetRequest, greetReply]{Subject: "bustest.never"}, greetRequest{}, RetryUnanswered(200*time.Millisecond)); !errors.Is(err, protocol.ErrUnavailable) {
+		t.Fatalf("nobody ever: %v", err)
+	} else if took := time.Since(began); took > 5*time.Second {
+		t.Fatalf("gave up after %s", took)
+	}
+}
+
+// A read whose service answers BUS_UNAVAILABLE (what it reads is electing
+// a leader) is asked again with RetryUnavailable until it is answered;
+// without it the caller gets the 503 at once.
+func TestRetryUnavailable(t *testing.T) {
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{})
+	var calls atomic.Int32
+	ep := endpointOn[greetRequest, greetReply](s, "electing", "bustest.electing")
+	if err := Handle(s, ep, func(_ context.Context, r greetRequest) (greetReply, error) {
+		if calls.Add(1) <= 2 {
+			return greetReply{}, protocol.ErrBusUnavailable
+		}
+		return greetReply{Greeting: "led"}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	nc := srv.Conn("client")
+	if _, err := Call(ctxT(t), nc, ep, greetRequest{}); protocol.AsError(err) == nil || protocol.AsError(err).Code != "BUS_UNAVAILABLE" {
+		t.Fatalf("without the option: %v, want BUS_UNAVAILABLE", err)
+	}
+	rep, err := Call(ctxT(t), nc, ep, greetRequest{}, RetryUnavailable())
+	if err != nil || rep.Greeting != "led" || calls.Load() != 3 {
+		t.Fatalf("%+v %v after %d calls", rep, err, calls.Load())
+	}
+	// A deadline too close for another try returns the answer as it is.
+	calls.Store(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := Call(ctx, nc, ep, greetRequest{}, RetryUnavailable()); protocol.AsError(err) == nil || protocol.AsError(err).Code != "BUS_UNAVAILABLE" || calls.Load() != 1 {
+		t.Fatalf("near its deadline: %v after %d calls", err, calls.Load())
 	}
 }
 

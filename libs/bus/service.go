@@ -219,6 +219,12 @@ func (s *Service) fail(ctx context.Context, r micro.Request, name string, err er
 		s.storage.Check(err)
 		s.log.Error("bus: handler failed: storage full", "endpoint", name, "err", err)
 		e = protocol.ErrStorageFull
+	case Unavailable(err):
+		// The bus could not answer the handler (a stream or bucket
+		// without a leader while the cluster elects one, a connection
+		// away): a 503 the caller can retry in a moment, not a 500.
+		s.log.Warn("bus: handler failed: bus unavailable", "endpoint", name, "err", err)
+		e = protocol.ErrBusUnavailable
 	default:
 		s.log.Error("bus: handler failed", "endpoint", name, "err", err)
 		e = protocol.ErrInternal

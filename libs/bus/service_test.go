@@ -3,12 +3,15 @@ package bus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/waggle-os/core/libs/natstest"
@@ -338,5 +341,35 @@ func TestRequestWhoseDeadlinePassedInTheQueueIsNotRun(t *testing.T) {
 	defer mu.Unlock()
 	if !slices.Equal(ran, []string{"first", "after"}) {
 		t.Errorf("handlers ran for %v, want [first after]: a request its caller gave up on ran", ran)
+	}
+}
+
+// A handler whose JetStream call found no leader (a cluster electing one
+// after a node loss) answers 503 BUS_UNAVAILABLE, not a bare 500; other
+// failures stay Internal.
+func TestHandlerBusUnavailableIsA503(t *testing.T) {
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{})
+	fails := map[string]error{
+		"no leader":    fmt.Errorf("store: append: %w", &jetstream.APIError{Code: 503, ErrorCode: jsErrNotAvailable, Description: "JetStream system temporarily unavailable"}),
+		"no response":  fmt.Errorf("lease: %w", jetstream.ErrNoStreamResponse),
+		"disconnected": fmt.Errorf("publish: %w", nats.ErrDisconnected),
+		"other":        errors.New("boom"),
+	}
+	if err := Handle(s, endpointOn[greetRequest, greetReply](s, "fail", "bustest.fail"), func(_ context.Context, r greetRequest) (greetReply, error) {
+		return greetReply{}, fails[r.Name]
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for name := range fails {
+		_, err := call[greetReply](ctxT(t), srv.Conn("client"), "bustest.fail", greetRequest{Name: name})
+		e := protocol.AsError(err)
+		want := protocol.ErrBusUnavailable
+		if name == "other" {
+			want = protocol.ErrInternal
+		}
+		if e == nil || e.Kind != want.Kind || e.Code != want.Code {
+			t.Errorf("%s: %v, want %v", name, err, want)
+		}
 	}
 }

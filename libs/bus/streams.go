@@ -166,19 +166,27 @@ func ensureTurnStream(ctx context.Context, js jetstream.JetStream, cfg TurnStrea
 	return nil, fmt.Errorf("bus: ensure stream %s: other processes keep changing it (do they disagree on --turn-stream-storage?)", protocol.StreamTurns)
 }
 
+// createAttemptTimeout bounds one try of createWithRetry. During an
+// election the cluster may drop a JetStream API request without an answer;
+// a try bounded only by the caller's whole budget would then use all of
+// it on one request and never see the new leader.
+const createAttemptTimeout = 5 * time.Second
+
 // createWithRetry retries a JetStream create, look-up or update that the
 // cluster could not answer yet: right after a cluster starts, while it
 // elects a meta leader, or with many processes creating the same replicated
 // stream or bucket at once, the API times out or says it is temporarily
-// unavailable for seconds. It backs off from 50 ms to 2 s between tries,
-// bounded by ctx (the caller's start deadline) and by 60 s; any other error
-// is returned at once.
+// unavailable for seconds. Each try is bounded by createAttemptTimeout; it
+// backs off from 50 ms to 2 s between tries, bounded by ctx (the caller's
+// start deadline) and by 60 s; any other error is returned at once.
 func createWithRetry[T any](ctx context.Context, create func(context.Context) (T, error)) (T, error) {
 	deadline := time.Now().Add(time.Minute)
 	wait := 50 * time.Millisecond
 	for {
-		v, err := create(ctx)
-		if err == nil || !retryableCreate(err) {
+		actx, cancel := context.WithTimeout(ctx, createAttemptTimeout)
+		v, err := create(actx)
+		cancel()
+		if err == nil || !Unavailable(err) {
 			return v, err
 		}
 		if ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
@@ -191,33 +199,6 @@ func createWithRetry[T any](ctx context.Context, create func(context.Context) (T
 		}
 		wait = min(2*wait, 2*time.Second)
 	}
-}
-
-// JetStream API error codes that mean "not yet" on a forming or electing
-// cluster (nats-server's JSClusterNoPeersErrF, JSClusterNotAvailErr and
-// JSClusterNotLeaderErr).
-const (
-	jsErrNoPeers      = 10005
-	jsErrNotAvailable = 10008
-	jsErrNotLeader    = 10009
-)
-
-// retryableCreate says whether a JetStream API failure may succeed later
-// without anyone changing anything.
-func retryableCreate(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
-		errors.Is(err, jetstream.ErrNoStreamResponse) {
-		return true
-	}
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) {
-		switch apiErr.ErrorCode {
-		case jsErrNoPeers, jsErrNotAvailable, jsErrNotLeader:
-			return true
-		}
-	}
-	return false
 }
 
 // EnsureStream creates a stream or updates its configuration, retrying

@@ -130,6 +130,7 @@ func TestCreateWithRetry(t *testing.T) {
 		{"JetStream not ready", []error{jetstream.ErrJetStreamNotEnabled}, 2, nil},
 		{"timeout then a final error", []error{nats.ErrTimeout, other}, 2, other},
 		{"no responders yet", []error{nats.ErrNoResponders}, 2, nil},
+		{"no response from the stream", []error{jetstream.ErrNoStreamResponse}, 2, nil},
 		{"cluster electing", []error{
 			&jetstream.APIError{Code: 503, ErrorCode: jsErrNotAvailable, Description: "JetStream system temporarily unavailable"},
 			&jetstream.APIError{Code: 500, ErrorCode: jsErrNotLeader, Description: "JetStream cluster can not handle request"},
@@ -176,6 +177,29 @@ func TestEnsureKeyValue(t *testing.T) {
 	}
 	if e, err := again.Get(ctxT(t), "k"); err != nil || string(e.Value()) != "v" {
 		t.Fatalf("second ensure lost the bucket's data: %v", err)
+	}
+}
+
+// A try the cluster never answers (a request dropped during an election)
+// is given up after createAttemptTimeout, not after the caller's whole
+// budget: the next try reaches the new leader.
+func TestCreateWithRetryBoundsEachTry(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	began := time.Now()
+	calls := 0
+	v, err := createWithRetry(ctx, func(ctx context.Context) (int, error) {
+		if calls++; calls == 1 {
+			<-ctx.Done() // unanswered
+			return 0, ctx.Err()
+		}
+		return 42, nil
+	})
+	if err != nil || v != 42 || calls != 2 {
+		t.Fatalf("%d calls, %d, %v", calls, v, err)
+	}
+	if took := time.Since(began); took > 3*createAttemptTimeout {
+		t.Fatalf("the second try came %s later", took)
 	}
 }
 

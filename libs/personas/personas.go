@@ -83,7 +83,7 @@ You specialize in deep investigation and multi-source synthesis.
 
 ### Working Style
 Your primary job is to FIND and SYNTHESIZE information. When the user asks you to write a document or create a file, you CAN do it — but suggest that switching to Writer might give a better result for long-form content. For quick saves and summaries, go ahead and write.`,
-		Tools: []string{"web_search", "web_fetch", "search_memory", "save_memory", "read_file", "write_file", "search_files", "search_content", "generate_docx"},
+		Tools: []string{"web_search", "web_fetch", "search_memory", "save_memory", "read_file", "write_file", "search_files", "search_content", "generate_docx", "read_document"},
 	},
 	{
 		ID: "writer", Name: "Writer", Icon: "✍️",
@@ -106,7 +106,7 @@ You specialize in document creation, editing, and formatting.
 - Adapt tone: professional for business, conversational for blogs, academic for papers
 - Always proofread your output before presenting it
 - Include a brief professional disclaimer ONLY when drafting content on legal, financial, medical, or regulatory topics. Do NOT add disclaimers to creative writing, general correspondence, or topics outside these domains.`,
-		Tools:           []string{"read_file", "write_file", "edit_file", "search_files", "search_memory", "save_memory", "generate_docx"},
+		Tools:           []string{"read_file", "write_file", "edit_file", "search_files", "search_memory", "save_memory", "generate_docx", "read_document"},
 		DisallowedTools: noCode,
 	},
 	{
@@ -133,7 +133,7 @@ You specialize in data analysis, pattern recognition, and structured decision-ma
 
 ### Working Style
 Your primary job is to ANALYZE data and present findings. When the user asks you to create a report document, you CAN do it — but suggest that switching to Writer might give a better result for formal deliverables. For analysis summaries and data outputs, go ahead and write.`,
-		Tools: []string{"bash", "read_file", "write_file", "search_files", "search_content", "web_search", "web_fetch", "search_memory", "save_memory", "generate_docx"},
+		Tools: []string{"bash", "read_file", "write_file", "search_files", "search_content", "web_search", "web_fetch", "search_memory", "save_memory", "generate_docx", "read_document", "generate_xlsx"},
 	},
 	{
 		ID: "coder", Name: "Coder", Icon: "💻",
@@ -177,7 +177,7 @@ You specialize in HR policy, onboarding, compliance, and employee communications
 - Focus on: onboarding checklists, policy compliance, employee communications, performance guidance.
 - Structure outputs as professional HR documents when appropriate.
 - Include a brief professional disclaimer ONLY when your response contains substantive guidance on HR policy, employment decisions, or compliance matters. Do NOT add disclaimers to casual conversation, simple factual questions, or topics outside HR.`,
-		Tools:           []string{"search_memory", "save_memory", "create_plan", "add_plan_step", "show_plan", "generate_docx", "web_search", "read_file", "write_file", "search_files"},
+		Tools:           []string{"search_memory", "save_memory", "create_plan", "add_plan_step", "execute_step", "show_plan", "generate_docx", "web_search", "read_file", "write_file", "search_files", "read_document"},
 		DisallowedTools: noCode,
 	},
 	{
@@ -199,7 +199,7 @@ You specialize in contract analysis, legal correspondence, and compliance docume
 - Focus on: contract clause analysis, compliance checklists, legal correspondence drafting, risk identification.
 - Flag ambiguous clauses and jurisdiction-specific issues explicitly.
 - Include a brief professional disclaimer ONLY when your response contains substantive legal analysis, contract interpretation, or compliance guidance. Do NOT add disclaimers to casual conversation, simple factual questions, or topics outside legal domains.`,
-		Tools:           []string{"search_memory", "save_memory", "generate_docx", "web_search", "web_fetch", "read_file", "write_file", "search_files"},
+		Tools:           []string{"search_memory", "save_memory", "generate_docx", "web_search", "web_fetch", "read_file", "write_file", "search_files", "read_document"},
 		DisallowedTools: noCode,
 	},
 	{
@@ -220,7 +220,7 @@ You specialize in financial analysis, budgeting, and business finance communicat
 - Search memory for stored financial data, budgets, and projections before responding.
 - Focus on: budget analysis, cash flow projections, invoice drafting, regulatory compliance, investor communications.
 - Include a brief professional disclaimer ONLY when your response contains financial projections, budget recommendations, or investment-relevant analysis. Do NOT add disclaimers to casual conversation, simple factual questions, or topics outside finance.`,
-		Tools:           []string{"search_memory", "save_memory", "generate_docx", "web_search", "web_fetch", "read_file", "write_file", "search_files", "create_plan", "add_plan_step", "show_plan"},
+		Tools:           []string{"search_memory", "save_memory", "generate_docx", "web_search", "web_fetch", "read_file", "write_file", "search_files", "create_plan", "add_plan_step", "execute_step", "show_plan", "read_document", "generate_xlsx"},
 		DisallowedTools: noCode,
 	},
 }

@@ -101,8 +101,10 @@ var (
 	// is at its admission limit, or too loaded to answer in time.
 	ErrRunnerBusy = &Error{Kind: Unavailable, Code: "RUNNER_BUSY", Message: "The server is busy. Try again in a moment."}
 	// ErrBusUnavailable means this process has lost its NATS server and is
-	// reconnecting. It is not ErrUnavailable: the service may well be
-	// there once the bus is back.
+	// reconnecting, or the bus cannot answer for a moment (a NATS cluster
+	// electing the leader of a stream or bucket after a node loss). It is
+	// not ErrUnavailable: the service may well be there once the bus is
+	// back.
 	ErrBusUnavailable = &Error{Kind: Unavailable, Code: "BUS_UNAVAILABLE",
 		Message: "The server is reconnecting to its message bus. Try again in a moment."}
 	// ErrStoreUnavailable means the database behind a store cannot be

@@ -46,9 +46,9 @@ var (
 	// turn's, with the run's own names (AgentRunEvent*); only EventDone
 	// ends the stream.
 	StartAgentRun = Endpoint[AgentRunRequest, TurnStarted]{ServiceTurnRunner, "agentrun", "waggle.turn.cmd.agentrun"}
-	// ReapTurn looks at one quiet turn, and ends it when it is orphaned and
-	// the request says so (reap.go). A bad turn id is Invalid.
-	ReapTurn = Endpoint[ReapRequest, ReapReply]{ServiceTurnRunner, "reap", "waggle.turn.cmd.reap"}
+	// LookupTurn tells whether a turn exists, its state, its owner and its
+	// workspace (turninfo.go).
+	LookupTurn = Endpoint[TurnInfoRequest, TurnInfo]{ServiceTurnRunner, "info", "waggle.turn.cmd.info"}
 	// ListMCPServers lists the MCP servers a workspace's turns can use,
 	// with their state and tools.
 	ListMCPServers = Endpoint[MCPServersRequest, MCPServersReply]{ServiceMCP, "servers", "waggle.mcp.cmd.servers"}
@@ -311,14 +311,6 @@ const (
 	// single instance per cluster (the JSONL session store, the grant
 	// file's owner).
 	BucketSingletons = "waggle_singletons"
-	// BucketTurnLeases holds one TurnLease per accepted, unfinished turn,
-	// keyed by turn id. The entry is deleted once the turn's terminal event
-	// is stored.
-	BucketTurnLeases = "waggle_turn_leases"
-	// BucketRunners holds one RunnerBeat per live turn runner, keyed by
-	// runner id and rewritten every LeaseHeartbeat: one write per runner,
-	// however many turns it runs, is what keeps all of its leases alive.
-	BucketRunners = "waggle_runners"
 	// BucketGroupJobs holds agent-group run jobs, keyed by job id, so any
 	// command service or gateway can report a run's progress and a restart
 	// loses none.

@@ -117,8 +117,8 @@ const (
 	// ControlDetach says a client stopped following the turn.
 	ControlDetach = "detach"
 	// ControlProbe, sent as a request, asks whether a runner runs the
-	// turn: only its owner answers. It is asked before a turn believed to
-	// have no runner left is ended (by a runner, see ReapTurn).
+	// turn: only its owner answers (an operator's check; older gateways
+	// asked it before ending a turn they believed had no runner left).
 	ControlProbe = "probe"
 )
 

@@ -39,6 +39,7 @@ func (s *Service) env(ws, session string) slash.Env {
 		WorkspaceState: func(context.Context) string { return slash.NoWorkspaceState },
 		// The workspace's skills are the workflows captured from its turns.
 		ListSkills: func(ctx context.Context) []string { return s.listWorkflows(ctx, ws) },
+		WebSearch:  func() bool { return webSearchConfigured(s.cfg.DataDir) },
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/injection"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/gateway/internal/forward"
 	"github.com/waggle-os/core/services/gateway/internal/input"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
@@ -203,7 +204,9 @@ func startOnRunner[Req any](ctx context.Context, s *Service, ep protocol.Endpoin
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
-		started, err = bus.Call(rctx, s.nc, ep, req)
+		// A runner whose NATS node died is away until it reconnects
+		// elsewhere: ride that out rather than answer NO_RUNNER.
+		started, err = bus.Call(rctx, s.nc, ep, req, bus.RetryUnanswered(forward.Unanswered))
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			s.log.Warn("no runner answered a start in time", "timeout", s.cfg.StartTimeout)

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/gateway/internal/ordered"
 )
 
 // hub is the live path of event streams: one ordered consumer per gateway
@@ -22,7 +23,7 @@ import (
 type hub struct {
 	mu    sync.Mutex
 	turns map[string][]*queue
-	cc    jetstream.ConsumeContext
+	cc    *ordered.Reader
 	limit int // a follower's backlog limit in bytes (liveQueueBytes)
 }
 
@@ -31,19 +32,20 @@ func newHub() *hub { return &hub{turns: map[string][]*queue{}, limit: liveQueueB
 // hubReadAhead is what the hub pulls ahead of its dispatch, in bytes.
 const hubReadAhead = 4 << 20
 
-// start consumes new events of every turn.
+// start consumes new events of every turn. The reader re-creates its
+// consumer within a second or two of a lost one being noticed (its NATS node
+// died), after the last event it read (internal/ordered).
 func (h *hub) start(ctx context.Context, js jetstream.JetStream) error {
 	nc := js.Conn()
-	cons, err := js.OrderedConsumer(ctx, protocol.StreamTurns, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{protocol.SubjTurnEventsAll},
-		DeliverPolicy:  jetstream.DeliverNewPolicy,
-	})
-	if err != nil {
-		return fmt.Errorf("gateway: live event consumer: %w", err)
-	}
 	// Bounded in bytes (coalesced events can be large), but never below
 	// one largest message: such a pull would never deliver it.
-	cc, err := cons.Consume(h.dispatch, jetstream.PullMaxBytes(pullBytes(nc.MaxPayload(), hubReadAhead)))
+	cc, err := ordered.Start(ctx, js, ordered.Config{
+		Stream:     protocol.StreamTurns,
+		Filter:     []string{protocol.SubjTurnEventsAll},
+		DeliverNew: true,
+		Pull:       []jetstream.PullConsumeOpt{jetstream.PullMaxBytes(pullBytes(nc.MaxPayload(), hubReadAhead))},
+		Heartbeat:  consumerHeartbeat,
+	}, h.dispatch)
 	if err != nil {
 		return fmt.Errorf("gateway: live event consumer: %w", err)
 	}

@@ -86,7 +86,23 @@ type relay struct {
 	// numKnown is false while the number of the event at src.after is not
 	// known (it was discarded): the first event read then decides.
 	numKnown bool
+	// ahead holds events whose number is past the next one, since
+	// aheadSince: after a lost acknowledgement the runner re-publishes,
+	// and a stream that changed leader may have stored a later event
+	// before the lost one. The next number arriving drops them (their
+	// copies follow it); if it does not come within gapWait, or too many
+	// wait, the hole is real (events discarded) and the client is told.
+	ahead      []jetstream.Msg
+	aheadSince time.Time
 }
+
+// gapWait is how long events past a hole wait for the missing ones (the
+// runner's re-publish after a stream leader change: its suspicion delay
+// and an election). A variable for tests.
+var gapWait = 15 * time.Second
+
+// maxAhead bounds the events held past a hole.
+const maxAhead = 256
 
 // relay streams a turn's events as SSE. It returns at the terminal event,
 // when the client goes away or when the gateway shuts down. cancelOnFail
@@ -218,14 +234,30 @@ func (rl *relay) run() {
 				rl.endFromStore()
 				return
 			}
+			// The stream is read again after the last event taken, held
+			// events included: hold them once.
+			clear(rl.ahead)
+			rl.ahead = rl.ahead[:0]
 			if err := rl.openPrivate(rl.taken); err != nil {
 				s.log.Warn("relay catch-up failed", "turn", rl.turnID, "err", err)
 				return
 			}
 			continue
 		}
+		var gapTimer <-chan time.Time
+		if len(rl.ahead) > 0 {
+			gapTimer = time.After(time.Until(rl.aheadSince.Add(gapWait)))
+		}
 		select {
 		case <-rl.q.ready:
+		case <-gapTimer:
+			done, ok := rl.releaseAhead()
+			if !ok {
+				rl.gone()
+			}
+			if done || !ok {
+				return
+			}
 		case <-keepAlive.C:
 			if err := rl.out.Comment("keep-alive"); err != nil {
 				rl.gone()
@@ -269,8 +301,19 @@ func (rl *relay) deliver() (done, ok bool) {
 		if err != nil {
 			continue
 		}
-		if !rl.checkGap(m) {
-			return false, false
+		switch rl.place(m) {
+		case placeCopy:
+			rl.taken = meta.Sequence.Stream
+			continue
+		case placeAhead:
+			continue
+		case placeHole:
+			if done, ok := rl.releaseAhead(); done || !ok {
+				return done, ok
+			}
+			if rl.place(m) != placeNext {
+				continue // a copy of a released event
+			}
 		}
 		rl.taken = meta.Sequence.Stream
 		event := m.Headers().Get(protocol.HeaderEvent)
@@ -314,25 +357,77 @@ func (rl *relay) tokenRun(batch []jetstream.Msg, i int) int {
 	return j
 }
 
-// checkGap notices events that were discarded between the last one taken
-// and m, and tells the client. It reports false when the client is gone.
-func (rl *relay) checkGap(m jetstream.Msg) bool {
+// placement is what the relay does with an event, by its number.
+type placement int
+
+const (
+	placeNext  placement = iota // deliver it
+	placeCopy                   // a number delivered already: skip it
+	placeAhead                  // past a hole: hold it (see relay.ahead)
+	placeHole                   // past a hole that is real: release what is held, then deliver it
+)
+
+// place decides what to do with m and, for placeNext, takes its number.
+func (rl *relay) place(m jetstream.Msg) placement {
 	n := eventNum(m)
 	if n == 0 {
-		return true // an event without a number (a gateway's end of an orphaned turn)
+		return placeNext // an event without a number (a gateway's end of an orphaned turn)
 	}
-	prev := rl.lastNum
-	rl.lastNum = n
 	if !rl.numKnown {
-		// The client's last event was discarded too, so its number is not
+		// The client's last event was discarded, so its number is not
 		// known: anything before n may be missing (Missed is then an upper
 		// bound).
-		rl.numKnown, prev = true, 0
+		rl.numKnown, rl.lastNum = true, 0
+		if n > 1 {
+			rl.ahead = append(rl.ahead[:0], m)
+			return placeHole
+		}
 	}
-	if n <= prev+1 {
-		return true
+	switch {
+	case n <= rl.lastNum:
+		return placeCopy
+	case n == rl.lastNum+1:
+		rl.lastNum = n
+		if len(rl.ahead) > 0 {
+			clear(rl.ahead)
+			rl.ahead = rl.ahead[:0] // their copies follow in order
+		}
+		return placeNext
+	case len(rl.ahead) < maxAhead:
+		if len(rl.ahead) == 0 {
+			rl.aheadSince = time.Now()
+		}
+		rl.ahead = append(rl.ahead, m)
+		return placeAhead
+	default:
+		return placeHole
 	}
-	return rl.sendGap(n - prev - 1)
+}
+
+// releaseAhead tells the client that events were discarded before the
+// held ones and delivers those (the number they skip to becomes the next).
+// It reports whether the stream's final event was written and whether the
+// client is still there.
+func (rl *relay) releaseAhead() (done, ok bool) {
+	held := rl.ahead
+	rl.ahead = nil
+	if len(held) == 0 {
+		return false, true
+	}
+	if !rl.sendGap(eventNum(held[0]) - rl.lastNum - 1) {
+		return false, false
+	}
+	rl.lastNum = eventNum(held[0]) - 1
+	batch := rl.batch
+	rl.batch = nil
+	defer func() { rl.batch = batch }()
+	for _, m := range held {
+		rl.batch = append(rl.batch[:0], m)
+		if done, ok := rl.deliver(); done || !ok {
+			return done, ok
+		}
+	}
+	return false, true
 }
 
 // sendGap tells the client that missed events (0: an unknown number) were

@@ -474,9 +474,9 @@ func TestArchitectureMap(t *testing.T) {
 	// The per-turn subjects are not endpoints: control messages go to the
 	// runner's wildcard subscription, events come from the turn stream.
 	ans["TurnControl"] = ans["SubjTurnControlAll"]
-	ans["TurnEvents"] = answerer{registered: "JetStream stream `WAGGLE_TURNS`, published by services/turnrunner/publisher.go"}
-	if _, err := os.Stat(filepath.Join(repoRoot, "services/turnrunner/publisher.go")); err != nil {
-		t.Errorf("the map names services/turnrunner/publisher.go: %v", err)
+	ans["TurnEvents"] = answerer{registered: "JetStream stream `WAGGLE_TURNS`, published by services/turnrunner/turnevents/publisher.go"}
+	if _, err := os.Stat(filepath.Join(repoRoot, "services/turnrunner/turnevents/publisher.go")); err != nil {
+		t.Errorf("the map names services/turnrunner/turnevents/publisher.go: %v", err)
 	}
 	var b strings.Builder
 	b.WriteString(mapBegin + "\n\n")

@@ -2,12 +2,10 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
@@ -28,58 +26,38 @@ func turnID(r *http.Request) (string, error) {
 	return id, nil
 }
 
-// turnExists reports whether the turn stream holds any event of the turn
-// (events stay replayable for the stream's MaxAge).
-func (s *Service) turnExists(ctx context.Context, id string) (bool, error) {
-	st, err := s.js.Stream(ctx, protocol.StreamTurns)
-	if err != nil {
-		return false, err
+// lookUpTurn asks the turn runners about turn id (protocol.LookupTurn):
+// whether it exists, and its workspace. The runners own the turn's lease
+// and read its events; the gateway reads neither.
+func (s *Service) lookUpTurn(ctx context.Context, id string) (protocol.TurnInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	info, err := bus.Call(ctx, s.nc, protocol.LookupTurn, protocol.TurnInfoRequest{TurnID: id})
+	if errors.Is(err, protocol.ErrUnavailable) {
+		return info, errNoRunner
 	}
-	_, err = st.GetLastMsgForSubject(ctx, protocol.TurnEvents(id))
-	if !errors.Is(err, jetstream.ErrMsgNotFound) {
-		return err == nil, err
-	}
-	// No event (yet, or any more): a turn with a lease still runs or will
-	// be taken over — after a full restart its events before the crash are
-	// gone, and a runner resumes it within seconds.
-	kv, err := s.js.KeyValue(ctx, protocol.BucketTurnLeases)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	_, err = kv.Get(ctx, id)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return false, nil
-	}
-	return err == nil, err
+	return info, err
 }
 
+// errNoRunner answers a question about a turn when no turn runner is up
+// to answer it.
+var errNoRunner = (&protocol.Error{Kind: protocol.Unavailable, Message: "No turn runner is available. Try again in a moment."}).WithCode("NO_RUNNER")
+
 // authorizeTurn checks, on a team server, that the request's user may take
-// action on the turn's workspace (read to follow, write to cancel); the
-// workspace is in the turn's start marker. Another team's turn is 404.
-func (s *Service) authorizeTurn(r *http.Request, id, action string) error {
+// action on the turn's workspace (read to follow, write to cancel).
+// Another team's turn, or one whose workspace is not known, is 404.
+func (s *Service) authorizeTurn(r *http.Request, workspace, action string) error {
 	u, ok := teamauth.UserFrom(r.Context())
 	if !ok {
 		return nil
 	}
-	st, err := s.js.Stream(r.Context(), protocol.StreamTurns)
-	if err != nil {
-		return err
-	}
-	m, err := st.GetMsg(r.Context(), 1, jetstream.WithGetMsgSubject(protocol.TurnEvents(id)))
-	if err != nil {
-		return errTurnNotFound
-	}
-	var start protocol.StartMarker
-	if m.Header.Get(protocol.HeaderEvent) != protocol.EventStart || json.Unmarshal(m.Data, &start) != nil || start.Workspace == "" {
+	if workspace == "" {
 		return errTurnNotFound
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
-	_, err = bus.Call(ctx, s.nc, protocol.Authorize,
-		protocol.AuthorizeRequest{User: u.ID, Workspace: start.Workspace, Action: action})
+	_, err := bus.Call(ctx, s.nc, protocol.Authorize,
+		protocol.AuthorizeRequest{User: u.ID, Workspace: workspace, Action: action})
 	return err
 }
 
@@ -106,14 +84,14 @@ func (s *Service) turnEvents(w http.ResponseWriter, r *http.Request) {
 
 // reachTurn checks that turn id exists and that the request may act on it.
 func (s *Service) reachTurn(r *http.Request, id, action string) error {
-	ok, err := s.turnExists(r.Context(), id)
+	info, err := s.lookUpTurn(r.Context(), id)
 	if err != nil {
 		return err
 	}
-	if !ok {
+	if info.State == protocol.TurnUnknown {
 		return errTurnNotFound
 	}
-	return s.authorizeTurn(r, id, action)
+	return s.authorizeTurn(r, info.Workspace, action)
 }
 
 // cancelTurnRoute is POST /api/chat/turns/{turnId}/cancel: stop a turn from

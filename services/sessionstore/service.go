@@ -133,7 +133,8 @@ func (s *Service) Start(ctx context.Context) error {
 					return "", err
 				}
 				return d.Workspace().TeamID, nil
-			})}, s.log)
+			}),
+			DefaultWorkspace: s.createTeamWorkspace}, s.log)
 		if err != nil {
 			s.Stop(ctx)
 			return fmt.Errorf("sessionstore: teams: %w", err)

@@ -39,6 +39,21 @@ func (s *Service) workspaceDoc(ctx context.Context, req protocol.WorkspaceReques
 	return docReply(s.getWorkspace(ctx, req.Workspace))
 }
 
+// createTeamWorkspace creates a new team's first workspace, named after
+// the team (its id is the slug of that name, made unique by the store).
+func (s *Service) createTeamWorkspace(ctx context.Context, team protocol.Team) error {
+	name, err := json.Marshal(team.Name)
+	if err != nil {
+		return err
+	}
+	id, err := json.Marshal(team.ID)
+	if err != nil {
+		return err
+	}
+	_, err = s.store.CreateWorkspace(ctx, workspaces.Doc{"name": name, "teamId": id}, nil)
+	return err
+}
+
 // getWorkspace is the store's read with unsafe ids answered as missing.
 func (s *Service) getWorkspace(ctx context.Context, id string) (workspaces.Doc, error) {
 	if !protocol.ValidID(id) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/retrieval"
+	"github.com/waggle-os/core/services/turnrunner/turnevents"
 )
 
 // startAgentRun takes a one-shot retrieval run (POST /api/agent/run). It
@@ -47,7 +48,9 @@ func (s *Service) startAgentRun(_ context.Context, req protocol.AgentRunRequest)
 			<-s.slots
 			s.wg.Done()
 		}()
-		emit := runEmitter{newPublisher(s.js, req.TurnID)}
+		pub := turnevents.New(s.js, req.TurnID, nil)
+		defer pub.Close()
+		emit := runEmitter{pub}
 		if req.Model == "" {
 			req.Model = firstNonEmpty(s.models.Get().DefaultModel, s.fallbackModel())
 		}
@@ -61,7 +64,7 @@ func (s *Service) startAgentRun(_ context.Context, req protocol.AgentRunRequest)
 
 // runEmitter publishes a run's events; done, always the run's last event,
 // is the stream's terminal event.
-type runEmitter struct{ pub *publisher }
+type runEmitter struct{ pub *turnevents.Publisher }
 
 func (e runEmitter) Emit(event string, data any) error {
 	if event == protocol.AgentRunEventDone {

@@ -52,7 +52,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 	choice := agent.ResolveModel(mc, t.req.Model, in.workspace.Model, message, in.spent)
 	persona := firstNonEmpty(t.req.Persona, in.workspace.Persona)
 	mem := busMemory{s: t.svc, user: t.req.User}
-	mcpSet, agentTools, blocked := t.agentTools(mem, persona, policy)
+	mcpSet, agentTools, blocked := t.agentTools(mem, persona, policy, tools.ReplayPlan(in.toolEvs, in.turnTools))
 	gate := t.openGate()
 	defer t.closeGate(gate)
 
@@ -124,8 +124,8 @@ func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.Model
 // agentTools is the tools the turn offers the model: the built-ins bound
 // to this turn that policy and persona allow, then the MCP servers' tools;
 // blocked is what the model is told it may not use.
-func (t *turn) agentTools(mem busMemory, persona string, policy protocol.ToolPolicy) (*mcp.ToolSet, []agent.Tool, []string) {
-	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem}
+func (t *turn) agentTools(mem busMemory, persona string, policy protocol.ToolPolicy, plan *tools.Plan) (*mcp.ToolSet, []agent.Tool, []string) {
+	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem, WebSearch: t.svc.models.Get().WebSearch, Plan: plan}
 	bound := t.svc.tools.Bind(env, nil)
 	agentTools := make([]agent.Tool, 0, len(bound))
 	var blocked []string

@@ -73,6 +73,9 @@ type Config struct {
 	MaxTurns int
 	// StoreTimeout bounds one session-store request. Default 10s.
 	StoreTimeout time.Duration
+	// orphanAfter is how long a due lease no runner can take stays before
+	// a runner ends its turn (ownership.OrphanAfter; tests shorten it).
+	orphanAfter time.Duration
 
 	// TeamServer says the runner serves a team server (the composition
 	// root sets it when the gateway's --auth is "required"); the "auto"
@@ -334,12 +337,19 @@ func (c *Config) bashOn() bool {
 // or "" to run it directly: team servers (auto) and "on" sandbox bash, and
 // refuse to start with bash offered but no sandbox, rather than run
 // shared-server commands unconfined.
+//
+// With bash not offered the sandbox is still used when bwrap is installed:
+// the git tools run under it too (and need it less, so its absence is no
+// error then).
 func (c *Config) bashSandbox() (string, error) {
 	on := c.BashSandbox == SandboxOn || (c.BashSandbox != SandboxOff && c.TeamServer)
-	if !on || !c.bashOn() {
+	if !on {
 		return "", nil
 	}
 	path, err := exec.LookPath("bwrap")
+	if err != nil && !c.bashOn() {
+		return "", nil
+	}
 	if err != nil {
 		return "", errors.New("bash needs its sandbox here but bubblewrap is not installed (apt-get install bubblewrap), or set --enable-bash=false / --bash-sandbox=off")
 	}

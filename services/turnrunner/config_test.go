@@ -99,7 +99,10 @@ func TestAutoSettings(t *testing.T) {
 			t.Errorf("%+v: %v", tt, err)
 			continue
 		}
-		if (c.bashSandboxPath != "") != tt.wantSbox || c.toolsConfig().EnableBash != tt.wantBash {
+		// Without bash the sandbox is still found for the git tools, when
+		// bwrap is there.
+		gitSbox := !tt.wantBash && haveBwrap && (tt.sandbox == SandboxOn || (tt.sandbox != SandboxOff && tt.team))
+		if (c.bashSandboxPath != "") != (tt.wantSbox || gitSbox) || c.toolsConfig().EnableBash != tt.wantBash {
 			t.Errorf("%+v: sandbox %q, tools %+v", tt, c.bashSandboxPath, c.toolsConfig())
 		}
 		if c.MCP.Stdio != tt.wantStdio {

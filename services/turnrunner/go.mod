@@ -3,6 +3,7 @@ module github.com/waggle-os/core/services/turnrunner
 go 1.26.0
 
 require (
+	github.com/ledongthuc/pdf v0.0.0-20220302134840-0c2507a12d80
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/nats-io/nats.go v1.55.0
 	github.com/sashabaranov/go-openai v1.43.0

@@ -16,21 +16,21 @@ import (
 )
 
 // Leases: every turn this runner accepts or claims has an entry in
-// protocol.BucketTurnLeases naming this runner and its incarnation. The
-// runner keeps all of them alive with one write per protocol.LeaseHeartbeat
-// to its own entry in protocol.BucketRunners (heartbeatLoop); a lease is
+// ownership.BucketLeases naming this runner and its incarnation. The
+// runner keeps all of them alive with one write per ownership.Heartbeat
+// to its own entry in ownership.BucketRunners (heartbeatLoop); a lease is
 // written again only when it changes (claimed, released, followed) and,
 // long before the bucket's MaxAge, to stay in it. Every runner watches both
 // buckets (claimLoop) and claims, with a compare-and-set on the lease's
 // revision, a lease that was released, whose runner's entry has not
-// changed for protocol.LeaseStaleAfter on its own clock (the runner is
+// changed for ownership.StaleAfter on its own clock (the runner is
 // gone), or that names an earlier incarnation of its runner (it
 // restarted). A runner that sees one of its own turns' leases claimed by
 // another stops that turn.
 
 // leaseRefresh is how old a lease may get before its runner writes it
 // again, to stay well inside the bucket's MaxAge.
-const leaseRefresh = protocol.LeaseMaxAge / 4
+const leaseRefresh = ownership.LeaseMaxAge / 4
 
 // errLeaseLost cancels a turn whose lease another runner (or a gateway's
 // orphan watchdog) took: this runner must not touch the turn any more.
@@ -43,44 +43,49 @@ var errHandover = errors.New("turn handed over")
 // queues (or checks them).
 func (s *Service) ensureBuckets(ctx context.Context) error {
 	replicas := max(s.cfg.Stream.Replicas, 1)
+	// The leases are fsynced: after a crash of NATS itself they are what
+	// says which accepted turns to run again (the recovery rule in
+	// docs/architecture.md); until the session store can say it instead,
+	// a lease acknowledged and lost in NATS's flush window would lose its
+	// turn. The heartbeats are not: each is rewritten a second later.
 	leases, err := bus.EnsureKeyValue(ctx, s.js, jetstream.KeyValueConfig{
-		Bucket:      protocol.BucketTurnLeases,
+		Bucket:      ownership.BucketLeases,
 		Description: "One lease per running turn: the request, its runner, renewed every second",
 		History:     1,
-		TTL:         protocol.LeaseMaxAge,
+		TTL:         ownership.LeaseMaxAge,
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
 	})
 	if err != nil {
-		return fmt.Errorf("turnrunner: bucket %s: %w", protocol.BucketTurnLeases, err)
+		return fmt.Errorf("turnrunner: bucket %s: %w", ownership.BucketLeases, err)
 	}
 	queue, err := ownership.Open(ctx, s.js, ownership.Config{
 		Replicas: replicas,
 		Alive:    s.holderAlive,
-		Poll:     protocol.LeaseHeartbeat,
+		Poll:     ownership.Heartbeat,
 		Logger:   s.log,
 	})
 	if err != nil {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
-	runners, err := bus.EnsureKeyValue(ctx, s.js, jetstream.KeyValueConfig{
-		Bucket:      protocol.BucketRunners,
+	runners, err := ownership.EnsureBucket(ctx, s.js, jetstream.KeyValueConfig{
+		Bucket:      ownership.BucketRunners,
 		Description: "One entry per live turn runner, rewritten every second: it keeps the runner's leases alive",
 		History:     1,
-		TTL:         protocol.RunnerMaxAge,
+		TTL:         ownership.RunnerMaxAge,
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
-	})
+	}, s.log)
 	if err != nil {
-		return fmt.Errorf("turnrunner: bucket %s: %w", protocol.BucketRunners, err)
+		return fmt.Errorf("turnrunner: bucket %s: %w", ownership.BucketRunners, err)
 	}
 	s.leases, s.queue, s.runners = leases, queue, runners
 	return nil
 }
 
-// beat rewrites this runner's entry in protocol.BucketRunners.
+// beat rewrites this runner's entry in ownership.BucketRunners.
 func (s *Service) beat(ctx context.Context, turns int) {
-	body, _ := json.Marshal(protocol.RunnerBeat{Incarnation: s.incarnation, Heartbeat: time.Now().UnixMilli(), Turns: turns})
+	body, _ := json.Marshal(ownership.RunnerBeat{Incarnation: s.incarnation, Heartbeat: time.Now().UnixMilli(), Turns: turns})
 	if _, err := s.runners.Put(ctx, s.id, body); err != nil && ctx.Err() == nil {
 		s.log.Warn("runner heartbeat", "err", err)
 	}
@@ -104,7 +109,7 @@ func kvCtx() (context.Context, context.CancelFunc) {
 // conflict (a retried start request): the caller answers 409.
 func (t *turn) createLease() error {
 	now := time.Now().UnixMilli()
-	t.lease = protocol.TurnLease{Request: t.req, Runner: t.svc.id, Incarnation: t.svc.incarnation, Accepted: now, Heartbeat: now}
+	t.lease = ownership.Lease{Request: t.req, Runner: t.svc.id, Incarnation: t.svc.incarnation, Accepted: now, Heartbeat: now}
 	body, _ := json.Marshal(t.lease)
 	ctx, cancel := kvCtx()
 	defer cancel()
@@ -197,14 +202,14 @@ func (t *turn) releaseLease() {
 }
 
 // beatLoop writes this runner's entry (which keeps every lease of it
-// alive) once per protocol.LeaseHeartbeat, on its own so that nothing else
+// alive) once per ownership.Heartbeat, on its own so that nothing else
 // a runner does can delay it. A write may take up to LeaseStaleAfter on a
 // loaded bus before it counts as failed.
 func (s *Service) beatLoop(ctx context.Context) {
-	tick := time.NewTicker(protocol.LeaseHeartbeat)
+	tick := time.NewTicker(ownership.Heartbeat)
 	defer tick.Stop()
 	for {
-		bctx, cancel := context.WithTimeout(ctx, protocol.LeaseStaleAfter)
+		bctx, cancel := context.WithTimeout(ctx, ownership.StaleAfter)
 		s.beat(bctx, s.count())
 		cancel()
 		select {
@@ -223,9 +228,9 @@ func (s *Service) count() int {
 }
 
 // heartbeatLoop writes the leases that changed and runs the presence check
-// of every turn, once per protocol.LeaseHeartbeat.
+// of every turn, once per ownership.Heartbeat.
 func (s *Service) heartbeatLoop(ctx context.Context) {
-	tick := time.NewTicker(protocol.LeaseHeartbeat)
+	tick := time.NewTicker(ownership.Heartbeat)
 	defer tick.Stop()
 	for {
 		select {
@@ -233,7 +238,7 @@ func (s *Service) heartbeatLoop(ctx context.Context) {
 			return
 		case now := <-tick.C:
 			for _, t := range s.running() {
-				rctx, cancel := context.WithTimeout(ctx, protocol.LeaseHeartbeat)
+				rctx, cancel := context.WithTimeout(ctx, ownership.Heartbeat)
 				t.renew(rctx)
 				cancel()
 				t.presence.tick(now)
@@ -269,6 +274,9 @@ type seenLease struct {
 	incarnation string
 	released    bool
 	jitter      time.Duration
+	// unclaimed is when this runner first found the lease due and could
+	// not take it (no free slot); zero while it was not.
+	unclaimed time.Time
 }
 
 // seenRunner is what a runner knows of a runner's entry.
@@ -309,7 +317,7 @@ func (s *Service) watchLeases(ctx context.Context) error {
 	runners := map[string]*seenRunner{}
 	var blind time.Time // the last tick this runner was cut off from the bus
 	started := time.Now()
-	tick := time.NewTicker(protocol.LeaseHeartbeat / 4)
+	tick := time.NewTicker(ownership.Heartbeat / 4)
 	defer tick.Stop()
 	for {
 		select {
@@ -326,7 +334,7 @@ func (s *Service) watchLeases(ctx context.Context) error {
 				delete(runners, e.Key())
 				continue
 			}
-			var b protocol.RunnerBeat
+			var b ownership.RunnerBeat
 			_ = json.Unmarshal(e.Value(), &b)
 			runners[e.Key()] = &seenRunner{rev: e.Revision(), since: time.Now(), incarnation: b.Incarnation}
 		case e, ok := <-lw.Updates():
@@ -340,7 +348,7 @@ func (s *Service) watchLeases(ctx context.Context) error {
 				delete(seen, e.Key())
 				continue
 			}
-			var l protocol.TurnLease
+			var l ownership.Lease
 			if json.Unmarshal(e.Value(), &l) != nil {
 				delete(seen, e.Key())
 				continue
@@ -355,7 +363,7 @@ func (s *Service) watchLeases(ctx context.Context) error {
 				continue
 			}
 			seen[e.Key()] = &seenLease{rev: e.Revision(), since: time.Now(), runner: l.Runner, incarnation: l.Incarnation,
-				released: l.Released, jitter: time.Duration(rand.Int64N(int64(protocol.LeaseHeartbeat / 2)))}
+				released: l.Released, jitter: time.Duration(rand.Int64N(int64(ownership.Heartbeat / 2)))}
 		case now := <-tick.C:
 			if !s.nc.IsConnected() {
 				// A runner that cannot see the bus sees no heartbeat: that
@@ -368,7 +376,7 @@ func (s *Service) watchLeases(ctx context.Context) error {
 			// when it does not, the watch itself stopped (a NATS restart
 			// can leave it so), and it says nothing about the others.
 			if me := runners[s.id]; (me == nil || me.incarnation == s.incarnation) &&
-				now.Sub(ownSeen(me, started)) > protocol.LeaseStaleAfter {
+				now.Sub(ownSeen(me, started)) > ownership.StaleAfter {
 				return errors.New("runner watch stalled: this runner's own heartbeat is not seen")
 			}
 			for key, sl := range seen {
@@ -376,6 +384,13 @@ func (s *Service) watchLeases(ctx context.Context) error {
 					continue
 				}
 				if s.claim(ctx, key, sl.rev) {
+					delete(seen, key)
+					continue
+				}
+				if sl.unclaimed.IsZero() || blind.After(sl.unclaimed) {
+					sl.unclaimed = now
+				}
+				if now.Sub(sl.unclaimed) >= s.orphanAfter() && s.endOrphan(ctx, key, sl.rev) {
 					delete(seen, key)
 				}
 			}
@@ -386,7 +401,7 @@ func (s *Service) watchLeases(ctx context.Context) error {
 // leaseDue reports whether a lease seen as sl may be claimed at now: it
 // was released, names an earlier incarnation of its runner, or its
 // runner's entry (r, nil when there is none) has not changed for
-// protocol.LeaseStaleAfter (for a runner without an entry: since the lease
+// ownership.StaleAfter (for a runner without an entry: since the lease
 // was seen) — and, either way, since this runner last was cut off from the
 // bus (blind).
 func (s *Service) leaseDue(sl *seenLease, r *seenRunner, blind, now time.Time) bool {
@@ -402,12 +417,21 @@ func (s *Service) leaseDue(sl *seenLease, r *seenRunner, blind, now time.Time) b
 	case sl.runner == s.id && sl.incarnation != s.incarnation:
 		return true // this runner's own predecessor
 	case r == nil:
-		return since(sl.since) >= protocol.LeaseStaleAfter+sl.jitter
+		return since(sl.since) >= ownership.StaleAfter+sl.jitter
 	case r.incarnation != sl.incarnation:
 		return true // its runner restarted: the turn is nobody's
 	default:
-		return since(r.since) >= protocol.LeaseStaleAfter+sl.jitter
+		return since(r.since) >= ownership.StaleAfter+sl.jitter
 	}
+}
+
+// orphanAfter is how long a due lease that no runner here can take waits
+// before its turn is ended.
+func (s *Service) orphanAfter() time.Duration {
+	if s.cfg.orphanAfter > 0 {
+		return s.cfg.orphanAfter
+	}
+	return ownership.OrphanAfter
 }
 
 // ownSeen is when this runner's own entry was last seen changing (the
@@ -457,7 +481,7 @@ func (s *Service) claim(ctx context.Context, key string, rev uint64) bool {
 		// Any other failure: the bus; try again.
 		return err == nil || errors.Is(err, jetstream.ErrKeyNotFound)
 	}
-	var l protocol.TurnLease
+	var l ownership.Lease
 	if err := json.Unmarshal(e.Value(), &l); err != nil || !protocol.ValidID(l.Request.TurnID) || l.Request.TurnID != key {
 		free()
 		return true

@@ -126,6 +126,10 @@ func (c *settingsCache) refresh() {
 		c.log.Warn("config.json model settings invalid; keeping the last ones", "err", err)
 		return
 	}
+	if err := mc.WebSearch.Check(); err != nil {
+		// The rest of the file is good: only web_search is left out.
+		c.log.Warn("web search configuration unusable; web_search is not offered", "err", err)
+	}
 	c.doc, c.cfg = rep.Doc, mc
 }
 

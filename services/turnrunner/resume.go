@@ -33,7 +33,7 @@ func (t *turn) resume() {
 		t.finishError("Something went wrong. Try sending your message again.")
 		return
 	}
-	t.pub.continueAt(lg.last)
+	t.pub.ContinueAt(lg.last)
 	if lg.ended {
 		// It had ended; only the clean-up was left.
 		t.finished = true

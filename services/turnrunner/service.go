@@ -27,6 +27,7 @@ import (
 	"github.com/waggle-os/core/services/turnrunner/ownership"
 	"github.com/waggle-os/core/services/turnrunner/retrieval"
 	"github.com/waggle-os/core/services/turnrunner/tools"
+	"github.com/waggle-os/core/services/turnrunner/turnevents"
 )
 
 // Service is the turn-runner service.
@@ -166,12 +167,12 @@ func (s *Service) connect(ctx context.Context) error {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
 	// The async window is shared by every turn of this runner; each turn
-	// keeps about one token event in flight (see publisher), so the window
+	// keeps a few events in flight (see turnevents.Publisher), so the window
 	// is sized for many turns, and a publish that finds it full waits for
 	// room rather than failing. The ack timeout makes sure every future
 	// resolves even if NATS loses a message.
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(publishWindow),
-		jetstream.WithPublishAsyncTimeout(publishWait))
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(turnevents.AsyncWindow),
+		jetstream.WithPublishAsyncTimeout(turnevents.PublishWait))
 	if err != nil {
 		return fmt.Errorf("turnrunner: jetstream: %w", err)
 	}
@@ -232,7 +233,7 @@ func (s *Service) serve(context.Context) error {
 	return errors.Join(
 		bus.Handle(svc, protocol.StartTurn, s.startTurn),
 		bus.Handle(svc, protocol.StartAgentRun, s.startAgentRun),
-		bus.Handle(svc, protocol.ReapTurn, s.reapOrphan),
+		bus.Handle(svc, protocol.LookupTurn, s.turnInfo),
 		bus.Handle(svc, protocol.WorkspaceFiles, s.workspaceFiles),
 	)
 }
@@ -410,8 +411,8 @@ var errBusy = protocol.ErrRunnerBusy
 // newTurn builds the state of one turn (nothing runs yet).
 func (s *Service) newTurn(req protocol.TurnRequest) *turn {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	t := &turn{svc: s, req: req, ctx: ctx, cancel: cancel, pub: newPublisher(s.js, req.TurnID), started: time.Now()}
-	t.pub.onToken = t.onToken
+	t := &turn{svc: s, req: req, ctx: ctx, cancel: cancel, started: time.Now()}
+	t.pub = turnevents.New(s.js, req.TurnID, t.onToken)
 	t.presence = newPresence(s.cfg.DisconnectGrace, func() { t.cancel(errClientGone) })
 	return t
 }
@@ -435,7 +436,7 @@ func (s *Service) launch(t *turn, fn func()) bool {
 			s.mu.Unlock()
 			t.cancel(nil)
 			_ = t.awaitUser()
-			t.pub.close()
+			t.pub.Close()
 			<-s.slots
 			s.wg.Done()
 		}()

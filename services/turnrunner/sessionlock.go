@@ -69,11 +69,16 @@ func (t *turn) joinSession(ctx context.Context, mode joinMode) (holder string, e
 	// acknowledgement the same entry; a claimed turn that must join again
 	// (its entry was lost) uses its claim count.
 	msgID := fmt.Sprintf("%s:%d", t.req.TurnID, t.lease.Claims)
-	seq, err := t.svc.queue.Join(ctx, s, t.req.TurnID, msgID, mode == joinFront)
+	seq, held, err := t.svc.queue.Enter(ctx, s, t.req.TurnID, msgID, mode == joinFront)
 	if err != nil {
 		return "", fmt.Errorf("turnrunner: %w", err)
 	}
 	t.qseq = seq
+	if held {
+		// An idle session, joined on condition that it still was: no read.
+		t.holds = true
+		return "", nil
+	}
 	return t.settle(ctx)
 }
 

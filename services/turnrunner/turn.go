@@ -12,6 +12,7 @@ import (
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
+	"github.com/waggle-os/core/services/turnrunner/ownership"
 )
 
 // turn is one running chat turn, owned by the goroutine that runs it.
@@ -20,7 +21,7 @@ type turn struct {
 	req     protocol.TurnRequest
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
-	pub     *publisher
+	pub     turnEvents
 	started time.Time
 	// path is the turn's path for metrics (set once it is known).
 	path string
@@ -38,7 +39,7 @@ type turn struct {
 	// renewal never resurrects a lease being dropped or released.
 	leaseOp  sync.Mutex
 	leaseMu  sync.Mutex
-	lease    protocol.TurnLease
+	lease    ownership.Lease
 	leaseRev uint64 // 0 once the lease is gone or someone else's
 
 	firstToken sync.Once
@@ -115,18 +116,18 @@ func (t *turn) run() {
 // token costs no fsync. If it cannot be stored, what was held is dropped
 // and the turn ends with saveUserText.
 func (t *turn) saveUser() {
-	t.pub.hold()
+	t.pub.Hold()
 	t.userSaved = make(chan struct{})
 	go func() {
 		defer close(t.userSaved)
 		t.userErr = t.store(protocol.Message{Role: protocol.RoleUser, Content: t.req.Message})
 		if t.userErr != nil {
 			t.logger().Error("persist user message", "err", t.userErr)
-			t.pub.discard()
+			t.pub.Discard()
 			t.cancel(errUserNotSaved)
 			return
 		}
-		t.pub.release()
+		t.pub.Release()
 	}()
 }
 
@@ -227,7 +228,7 @@ func (t *turn) end() {
 		t.unlock()
 		t.dropLease()
 	case errors.Is(context.Cause(t.ctx), errHandover):
-		t.pub.drain(2 * time.Second)
+		t.pub.Drain(2 * time.Second)
 		t.releaseLease()
 		telemetry.TurnsFinished.WithLabelValues("handover").Inc()
 	default:

@@ -2,24 +2,18 @@ package turnrunner
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
-	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/turnevents"
 )
 
-// turnLog is what a turn's events say about how far it got.
+// turnLog is what a turn's stored events say about how far it got
+// (turnevents.Log, in the shape the resume code reads).
 type turnLog struct {
-	ended  bool   // a terminal event is stored
-	last   uint64 // the number of the last event (protocol.HeaderEventNum)
-	text   string // every token, in order
-	tokens int    // token events
+	ended  bool
+	last   uint64
+	text   string
+	tokens int
 	path   *protocol.PathCheckpoint
 	steps  []protocol.StepCheckpoint
 	execs  []protocol.ExecCheckpoint
@@ -27,84 +21,6 @@ type turnLog struct {
 
 // readTurnLog reads every event of turnID stored so far.
 func (s *Service) readTurnLog(ctx context.Context, turnID string) (turnLog, error) {
-	var lg turnLog
-	subject := protocol.TurnEvents(turnID)
-	st, err := s.js.Stream(ctx, protocol.StreamTurns)
-	if err != nil {
-		return lg, fmt.Errorf("turnrunner: turn stream: %w", err)
-	}
-	last, err := st.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return lg, nil
-	}
-	if err != nil {
-		return lg, fmt.Errorf("turnrunner: last event of %s: %w", turnID, err)
-	}
-	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
-	if err != nil {
-		return lg, fmt.Errorf("turnrunner: read events of %s: %w", turnID, err)
-	}
-	var text strings.Builder
-	var seq uint64
-	for seq < last.Sequence {
-		// No wait: the events are stored already; Fetch would wait for a
-		// full batch.
-		batch, err := cons.FetchNoWait(256)
-		if err != nil {
-			return lg, fmt.Errorf("turnrunner: read events of %s: %w", turnID, err)
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			if meta, err := m.Metadata(); err == nil {
-				seq = meta.Sequence.Stream
-			}
-			if n, err := strconv.ParseUint(m.Headers().Get(protocol.HeaderEventNum), 10, 64); err == nil {
-				lg.last = n
-			}
-			lg.add(m.Headers().Get(protocol.HeaderEvent), m.Data(), &text)
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return lg, fmt.Errorf("turnrunner: read events of %s: %w", turnID, err)
-		}
-		if n == 0 {
-			select {
-			case <-ctx.Done():
-				return lg, fmt.Errorf("turnrunner: read events of %s: stopped before event %d: %w", turnID, last.Sequence, ctx.Err())
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}
-	lg.text = text.String()
-	return lg, nil
-}
-
-func (lg *turnLog) add(event string, data []byte, text *strings.Builder) {
-	switch event {
-	case protocol.EventToken:
-		var d protocol.TokenData
-		if json.Unmarshal(data, &d) == nil {
-			text.WriteString(d.Content)
-			lg.tokens++
-		}
-	case protocol.EventPath:
-		var p protocol.PathCheckpoint
-		if json.Unmarshal(data, &p) == nil {
-			lg.path = &p
-		}
-	case protocol.EventCheckpointStep:
-		var st protocol.StepCheckpoint
-		if json.Unmarshal(data, &st) == nil {
-			lg.steps = append(lg.steps, st)
-		}
-	case protocol.EventCheckpointExec:
-		var e protocol.ExecCheckpoint
-		if json.Unmarshal(data, &e) == nil {
-			lg.execs = append(lg.execs, e)
-		}
-	default:
-		if protocol.IsTerminal(event) {
-			lg.ended = true
-		}
-	}
+	lg, err := turnevents.ReadLog(ctx, s.js, turnID)
+	return turnLog{ended: lg.Ended, last: lg.Last, text: lg.Text, tokens: lg.Tokens, path: lg.Path, steps: lg.Steps, execs: lg.Execs}, err
 }

@@ -30,6 +30,8 @@ const (
 	ToolListWorkspaceFiles     = "list_workspace_files"
 	ToolReadOtherWorkspaceFile = "read_other_workspace_file"
 	ToolWebFetch               = "web_fetch"
+	ToolGitBranch              = "git_branch"
+	ToolGenerateXlsx           = "generate_xlsx"
 )
 
 // connectorPrefix starts the name of every connector tool:
@@ -42,6 +44,7 @@ var alwaysConfirm = map[string]bool{
 	ToolWriteFile:              true,
 	ToolEditFile:               true,
 	ToolGenerateDocx:           true,
+	ToolGenerateXlsx:           true,
 	ToolGitCommit:              true,
 	ToolGitPush:                true,
 	ToolGitPR:                  true,
@@ -62,6 +65,8 @@ var trustedAutopass = map[string]bool{
 	ToolReadOtherWorkspace:     true,
 	ToolReadOtherWorkspaceFile: true,
 	ToolBash:                   true,
+	ToolGitBranch:              true,
+	ToolGenerateXlsx:           true,
 }
 
 // connectorWrite marks connector tools whose name says they change
@@ -118,6 +123,11 @@ func NeedsConfirmation(tool string, args map[string]any) bool {
 		// own network rather than the web. The model cannot set the mark
 		// (the tool's decoding refuses the key).
 		return truthy(args["_private"])
+	}
+	if tool == ToolGitBranch {
+		// Listing branches only reads; creating, switching and deleting
+		// change the repository the user works in.
+		return argString(args, "action") != "list"
 	}
 	if tool != ToolBash {
 		return false

@@ -20,6 +20,8 @@ func TestNeedsConfirmationTools(t *testing.T) {
 		{ToolWriteFile, map[string]any{"path": "a.txt"}, true},
 		{ToolEditFile, nil, true},
 		{ToolGenerateDocx, nil, true},
+		{ToolGenerateXlsx, nil, true},
+		{"read_document", map[string]any{"path": "a.pdf"}, false},
 		{ToolGitCommit, nil, true},
 		{ToolGitPush, nil, true},
 		{ToolGitPR, nil, true},
@@ -36,6 +38,13 @@ func TestNeedsConfirmationTools(t *testing.T) {
 		{ToolWebFetch, map[string]any{"url": "https://example.org/"}, false},
 		{ToolWebFetch, map[string]any{"url": "http://127.0.0.1/", "_private": true, "_addresses": []any{"127.0.0.1"}}, true},
 		{"git_status", nil, false},
+		{"git_diff", map[string]any{"staged": true}, false},
+		{"git_log", nil, false},
+		// git_branch asks unless it only lists.
+		{ToolGitBranch, map[string]any{"action": "list"}, false},
+		{ToolGitBranch, map[string]any{"action": "create", "name": "x"}, true},
+		{ToolGitBranch, map[string]any{"action": "delete", "name": "x"}, true},
+		{ToolGitBranch, nil, true},
 		{"save_memory", nil, false},
 		{"", nil, false},
 		{"Write_File", nil, false}, // names are case-sensitive

@@ -79,6 +79,8 @@ func DescribeGrant(tool, targetKey string, source *string) string {
 		return "Fetch web pages from " + targetKey + " (a private address)"
 	case tool == ToolGenerateDocx:
 		return "Generate .docx documents"
+	case tool == ToolGenerateXlsx:
+		return "Generate .xlsx workbooks"
 	case tool == ToolInstallCapability:
 		return "Install capabilities (skills, plugins)"
 	case strings.HasPrefix(tool, "git_"):

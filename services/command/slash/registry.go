@@ -52,6 +52,9 @@ type Env struct {
 	// Marketplace backs /marketplace; nil makes every sub-command answer with
 	// its error text.
 	Marketplace Marketplace
+	// WebSearch reports whether the agent is offered web_search (a search
+	// provider is configured); nil reads as no.
+	WebSearch func() bool
 }
 
 // Info describes a registered command.

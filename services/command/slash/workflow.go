@@ -243,14 +243,34 @@ func runResearch(ctx context.Context, topic string, env Env) (string, error) {
 	if env.RunWorkflow != nil {
 		return env.RunWorkflow(ctx, WorkflowResearchTeam, topic)
 	}
+	if env.WebSearch == nil || !env.WebSearch() {
+		// Without a search provider the agent has no web_search: the
+		// prompt says so, and asks the model to tell the user, rather
+		// than send it looking for a tool it does not have.
+		return reroute("I'll research this using the Research Team workflow:\n" +
+			"1. Researcher agent searches memory, the workspace's files and known web pages\n" +
+			"2. Synthesizer agent combines findings into a report\n" +
+			"3. Reviewer agent validates accuracy and completeness\n\n" +
+			"Topic: " + topic + "\n\nStarting now...\n\n" +
+			webSearchOff + " Begin your answer by telling the user that web search is not configured, so this research " +
+			"covers memory and the workspace only. Research the following topic thoroughly. Use search_memory for existing " +
+			"knowledge, search_content and read_file for the workspace's files, and web_fetch for any URL the user gave. " +
+			"Provide a comprehensive summary with key findings, sources, and implications:\n\n" + topic), nil
+	}
 	return reroute("I'll research this using the Research Team workflow:\n" +
 		"1. Researcher agent searches web + memory (5+ sources)\n" +
 		"2. Synthesizer agent combines findings into a report\n" +
 		"3. Reviewer agent validates accuracy and completeness\n\n" +
 		"Topic: " + topic + "\n\nStarting now...\n\n" +
-		"Research the following topic thoroughly. Use web_search for current information and search_memory for existing knowledge. " +
+		"Research the following topic thoroughly. Use web_search for current information, web_fetch to read the best " +
+		"results, and search_memory for existing knowledge. " +
 		"Provide a comprehensive summary with key findings, sources, and implications:\n\n" + topic), nil
 }
+
+// webSearchOff is what /research tells the agent when no search provider
+// is configured.
+const webSearchOff = "Web search is not configured on this server (an operator sets \"webSearch\" in config.json: " +
+	"searxng, brave or tavily), so web_search is not available."
 
 func runDraft(ctx context.Context, task string, env Env) (string, error) {
 	if task == "" {
@@ -508,8 +528,13 @@ func runSearchAll(_ context.Context, query string, _ Env) (string, error) {
 	if query == "" {
 		return "Missing query. Usage: `/search-all <query>`\n\nExample: `/search-all project deadlines`", nil
 	}
+	// There is no cross-workspace tool: search_memory reaches this
+	// workspace's memory and the user's personal memory, and the prompt
+	// says where the search stops instead of naming a tool that does not
+	// exist.
 	return reroute("Search across all my workspaces for: " + query +
-		". Use search_all_workspaces tool if available, otherwise search_memory with scope=all. Summarize results grouped by workspace."), nil
+		". Use search_memory, which searches this workspace's memory and my personal memory; other workspaces' " +
+		"memories cannot be searched from here, so say so. Summarize the results by where they came from."), nil
 }
 
 func runWorkflow(_ context.Context, args string, _ Env) (string, error) {
@@ -558,6 +583,10 @@ func runPR(_ context.Context, title string, _ Env) (string, error) {
 	if title == "" {
 		return "Missing title. Usage: `/pr <title>`\n\nExample: `/pr Add user authentication module`", nil
 	}
+	// No tool here talks to a code host: the agent prepares the branch and
+	// the commit with the git tools and hands the user the PR text.
 	return reroute("Create a pull request with title: \"" + title +
-		"\". First run git_status and git_log to gather context, then use git_pr tool to create the PR. Include a summary of changes in the PR body."), nil
+		"\". First run git_status and git_log to gather context, and git_diff to see the changes. Create a branch with " +
+		"git_branch and commit the changes with git_commit if that is still needed. Opening the PR on the code host is " +
+		"not possible from here: give the user the title and a PR body summarizing the changes, ready to paste."), nil
 }

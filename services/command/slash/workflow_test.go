@@ -102,7 +102,7 @@ func TestReroutePrompts(t *testing.T) {
 		in   string
 		want []string
 	}{
-		{"/research quantum computing", []string{"Research Team workflow", "Topic: quantum computing\n", "Research the following topic", "sources, and implications:\n\nquantum computing"}},
+		{"/research quantum computing", []string{"Research Team workflow", "Topic: quantum computing\n", "Web search is not configured on this server", "telling the user", "sources, and implications:\n\nquantum computing"}},
 		{"/draft blog post about Go", []string{"Review Pair workflow", "Task: blog post about Go\n", "If appropriate, generate a DOCX file:\n\nblog post about Go"}},
 		{"/decide Should we use PostgreSQL or MongoDB?", []string{"decision matrix", "clear recommendation", "prior context on this topic:\n\nShould we use PostgreSQL or MongoDB?"}},
 		{"/review", []string{"Review your last response for accuracy, completeness, and quality. Identify any issues, gaps, or improvements. Be critical and specific."}},
@@ -114,8 +114,8 @@ func TestReroutePrompts(t *testing.T) {
 		{"/config", []string{"Show the current settings for workspace \"ws-7\""}},
 		{"/preferences", []string{"Show the current settings for workspace \"ws-7\""}},
 		{"/connectors", []string{"List all my connected services and their health status. Show which are connected, which need setup, and how to connect new ones."}},
-		{"/search-all deadlines", []string{"Search across all my workspaces for: deadlines. Use search_all_workspaces tool if available"}},
-		{"/pr Add auth", []string{"Create a pull request with title: \"Add auth\". First run git_status and git_log"}},
+		{"/search-all deadlines", []string{"Search across all my workspaces for: deadlines. Use search_memory", "cannot be searched from here"}},
+		{"/pr Add auth", []string{"Create a pull request with title: \"Add auth\". First run git_status and git_log", "git_diff", "git_branch", "git_commit", "ready to paste"}},
 		{"/cli discover", []string{"Run cli_discover to find all available CLI tools on the system PATH."}},
 	}
 	for _, tt := range tests {
@@ -138,10 +138,18 @@ func TestResearchRerouteFullText(t *testing.T) {
 		"2. Synthesizer agent combines findings into a report\n" +
 		"3. Reviewer agent validates accuracy and completeness\n\n" +
 		"Topic: q\n\nStarting now...\n\n" +
-		"Research the following topic thoroughly. Use web_search for current information and search_memory for existing knowledge. " +
+		"Research the following topic thoroughly. Use web_search for current information, web_fetch to read the best " +
+		"results, and search_memory for existing knowledge. " +
 		"Provide a comprehensive summary with key findings, sources, and implications:\n\nq"
-	if got := exec(t, "/research   q  ", Env{}); got != want {
+	if got := exec(t, "/research   q  ", Env{WebSearch: func() bool { return true }}); got != want {
 		t.Errorf("got\n%q\nwant\n%q", got, want)
+	}
+	// Without a provider the agent has no web_search, and the prompt
+	// neither sends it looking for one nor hides that from the user.
+	got := exec(t, "/research q", Env{WebSearch: func() bool { return false }})
+	if strings.Contains(got, "Use web_search") || !strings.Contains(got, webSearchOff) ||
+		!strings.Contains(got, "Begin your answer by telling the user that web search is not configured") {
+		t.Errorf("without a provider: %q", got)
 	}
 }
 

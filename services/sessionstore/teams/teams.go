@@ -58,6 +58,10 @@ type Config struct {
 	// belong to no team (a single-tenant server). Default false: in
 	// team-server mode a workspace without a team is nobody's (404).
 	PersonalWorkspaces bool
+	// DefaultWorkspace, when set, creates a new team's first workspace, so
+	// its members can chat right after the documented setup instead of
+	// meeting an empty list. Optional.
+	DefaultWorkspace func(ctx context.Context, team protocol.Team) error
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -335,7 +339,17 @@ func (t *Teams) createTeam(ctx context.Context, req protocol.TeamCreateRequest) 
 	if name == "" {
 		name = req.ID
 	}
-	return t.store.CreateTeam(ctx, req.ID, name, owner)
+	tm, err := t.store.CreateTeam(ctx, req.ID, name, owner)
+	if err != nil || t.cfg.DefaultWorkspace == nil {
+		return tm, err
+	}
+	// The team exists either way; a team without its first workspace is
+	// still usable (a member creates one), so this is not the request's
+	// failure.
+	if err := t.cfg.DefaultWorkspace(ctx, tm); err != nil {
+		t.log.Warn("teams: default workspace not created", "team", tm.ID, "err", err)
+	}
+	return tm, nil
 }
 
 func (t *Teams) listTeams(ctx context.Context, req protocol.TeamListRequest) (protocol.TeamListReply, error) {

@@ -68,7 +68,7 @@ func SessionSummary(id string, f File, info protocol.SessionInfo) protocol.Sessi
 			switch t.Name {
 			case "save_memory":
 				s.MemoriesSaved++
-			case "generate_docx":
+			case "generate_docx", "generate_xlsx":
 				s.DocumentsCreated++
 			}
 		}

@@ -54,6 +54,8 @@ func DescribeToolUse(name string, input map[string]any) string {
 		return "Checking git log..."
 	case "git_commit":
 		return "Creating git commit..."
+	case "git_branch":
+		return "Managing git branches..."
 	case "create_plan":
 		return `Creating plan: "` + f("title") + `"...`
 	case "add_plan_step":
@@ -64,6 +66,10 @@ func DescribeToolUse(name string, input map[string]any) string {
 		return "Showing current plan..."
 	case "generate_docx":
 		return "Generating document: " + f("path") + "..."
+	case "generate_xlsx":
+		return "Generating spreadsheet: " + f("path") + "..."
+	case "read_document":
+		return "Reading document: " + f("path") + "..."
 	case "list_skills":
 		return "Checking installed skills..."
 	case "create_skill":

@@ -13,6 +13,7 @@ import (
 
 	"github.com/waggle-os/core/libs/jsonpos"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/tools"
 )
 
 // DefaultModel is the model used when neither the request, the workspace
@@ -51,6 +52,9 @@ type ModelConfig struct {
 	GEPA *bool `json:"gepa,omitempty"`
 	// Compression tunes context compression (on when BudgetModel is set).
 	Compression Compression `json:"compression,omitempty"`
+	// WebSearch is the provider web_search asks; zero: the tool is not
+	// offered. Its APIKey is a secret too.
+	WebSearch tools.WebSearchConfig `json:"webSearch,omitempty"`
 }
 
 // Compression is config.json's `compression` object; zero fields take

@@ -77,7 +77,7 @@ const (
 	recallPreview     = 3
 )
 
-var fileActions = map[string]string{"write_file": "write", "edit_file": "edit", "generate_docx": "generate"}
+var fileActions = map[string]string{"write_file": "write", "edit_file": "edit", "generate_docx": "generate", "generate_xlsx": "generate"}
 
 // isErrorText is the contract's isError rule.
 func isErrorText(s string) bool {

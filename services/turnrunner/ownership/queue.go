@@ -76,7 +76,7 @@ type Config struct {
 	// lease is written before it joins.
 	Alive func(ctx context.Context, turnID string) (bool, error)
 	// Poll is how often a runner with waiting turns checks that the
-	// session's holder is alive (protocol.LeaseHeartbeat in production).
+	// session's holder is alive (Heartbeat in production).
 	Poll time.Duration
 	// Logger gets warnings (slog.Default when nil).
 	Logger *slog.Logger
@@ -91,7 +91,10 @@ type Queue struct {
 
 	mu      sync.Mutex
 	watches map[string]*watch // by subject, while someone on this runner needs them
-	closed  bool
+	// idle maps a session's subject to a done record at which its log
+	// replays to empty, as this runner's compaction saw it (Enter).
+	idle   map[string]uint64
+	closed bool
 	// compactions run after Leave; Close waits for them.
 	compactions sync.WaitGroup
 }
@@ -132,7 +135,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Queue, erro
 	if err != nil {
 		return nil, fmt.Errorf("ownership: %w", err)
 	}
-	return &Queue{cfg: cfg, js: js, stream: st, log: cfg.Logger, watches: map[string]*watch{}}, nil
+	return &Queue{cfg: cfg, js: js, stream: st, log: cfg.Logger, watches: map[string]*watch{}, idle: map[string]uint64{}}, nil
 }
 
 // record is one message of a session's log.
@@ -154,12 +157,61 @@ const (
 // join's sequence. front puts the turn ahead of every waiting turn (not of
 // the holder).
 func (q *Queue) Join(ctx context.Context, s Session, turnID, msgID string, front bool) (uint64, error) {
+	seq, _, err := q.Enter(ctx, s, turnID, msgID, front)
+	return seq, err
+}
+
+// Enter is Join that also reports held: true when the join is known to
+// hold the session without reading the log (false says nothing: ask
+// Holds or Holder). A session this runner last saw go idle — its own
+// compaction replayed the log to empty at a done record — is joined with
+// one conditional append: on condition that that done record is still the
+// session's last message. If it is, the log replays to empty just before
+// this join, so the join holds the session; if anything was appended
+// since, the append is refused (nothing is stored) and the turn joins as
+// usual.
+func (q *Queue) Enter(ctx context.Context, s Session, turnID, msgID string, front bool) (seq uint64, held bool, err error) {
 	body, _ := json.Marshal(record{Op: opJoin, Turn: turnID, Front: front})
+	if at, ok := q.takeIdle(s); ok {
+		ack, err := q.js.Publish(ctx, s.subject(), body, jetstream.WithMsgID(msgID), jetstream.WithExpectLastSequencePerSubject(at))
+		if err == nil {
+			// A duplicate is an earlier try's join: where it stands is
+			// not known here.
+			return ack.Sequence, !ack.Duplicate, nil
+		}
+		// Refused, or not acknowledged (stored or not): the plain join
+		// below is the same entry if it was stored (same message id).
+	}
 	ack, err := q.js.Publish(ctx, s.subject(), body, jetstream.WithMsgID(msgID))
 	if err != nil {
-		return 0, fmt.Errorf("ownership: join the queue of %s: %w", s, err)
+		return 0, false, fmt.Errorf("ownership: join the queue of %s: %w", s, err)
 	}
-	return ack.Sequence, nil
+	return ack.Sequence, false, nil
+}
+
+// maxIdle bounds how many idle sessions a runner remembers (a forgotten
+// one costs its next turn one read, not correctness).
+const maxIdle = 10_000
+
+// setIdle records that s's log replays to empty at its message seq, a
+// done record.
+func (q *Queue) setIdle(s Session, seq uint64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.idle) >= maxIdle {
+		clear(q.idle)
+	}
+	q.idle[s.subject()] = seq
+}
+
+// takeIdle returns and forgets where s was last seen idle: once a turn
+// joins, it is not idle there any more.
+func (q *Queue) takeIdle(s Session) (uint64, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	seq, ok := q.idle[s.subject()]
+	delete(q.idle, s.subject())
+	return seq, ok
 }
 
 // Leave ends the entry at seq (the holder giving the session to the next
@@ -227,6 +279,9 @@ func (q *Queue) compact(ctx context.Context, s Session, seq, doneSeq uint64) {
 	if upTo == 0 {
 		return
 	}
+	// upTo is a done record after which nobody holds or waits: the next
+	// join there holds the session.
+	q.setIdle(s, upTo)
 	if err := q.stream.Purge(ctx, jetstream.WithPurgeSubject(s.subject()), jetstream.WithPurgeSequence(upTo)); err != nil && ctx.Err() == nil {
 		q.log.Warn("compact a session queue", "session", s.String(), "err", err)
 	}

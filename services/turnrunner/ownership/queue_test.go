@@ -327,3 +327,51 @@ func TestStaleReplayRestarts(t *testing.T) {
 		t.Fatalf("holder %q %v, want b", holder, err)
 	}
 }
+
+// TestIdleSessionIsEnteredWithoutARead: once a runner saw a session go
+// idle, its next turn there holds the session on its join alone (one
+// conditional append, no read of the log). If another runner's turn
+// joined meanwhile, the condition fails, nothing extra is stored, and the
+// turn queues behind that one as usual.
+func TestIdleSessionIsEnteredWithoutARead(t *testing.T) {
+	e := newEnv(t)
+	q, other := e.queue(nil), e.queue(nil)
+	s := Session{Workspace: "ws", Session: "idle"}
+	ctx := ctxT(t)
+	a, held, err := q.Enter(ctx, s, "a", "a", false)
+	if err != nil || held {
+		t.Fatalf("first join: held %v, %v (nothing was known of the session yet)", held, err)
+	}
+	if err := q.Leave(ctx, s, a); err != nil {
+		t.Fatal(err)
+	}
+	waitfor.True(t, "the idle session's log compacted", func() bool { return logLen(t, q, s) == 1 })
+	q.compactions.Wait()
+	b, held, err := q.Enter(ctx, s, "b", "b", false)
+	if err != nil || !held {
+		t.Fatalf("join of an idle session: held %v, %v", held, err)
+	}
+	if holder, _, err := other.Holder(ctx, s, b); err != nil || holder != "b" {
+		t.Fatalf("another runner sees %q holding (%v), want b", holder, err)
+	}
+	if err := q.Leave(ctx, s, b); err != nil {
+		t.Fatal(err)
+	}
+	waitfor.True(t, "compacted again", func() bool { return logLen(t, q, s) == 1 })
+	q.compactions.Wait()
+	// Another runner's turn joins first: q's idea of the session is stale.
+	c, err := other.Join(ctx, s, "c", "c", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, held, err := q.Enter(ctx, s, "d", "d", false)
+	if err != nil || held {
+		t.Fatalf("join behind another runner's turn: held %v, %v", held, err)
+	}
+	if holder, hseq, err := q.Holder(ctx, s, d); err != nil || holder != "c" || hseq != c {
+		t.Fatalf("holder %q at %d (%v), want c at %d", holder, hseq, err, c)
+	}
+	if n := logLen(t, q, s); n != 3 {
+		t.Fatalf("the session's log has %d messages, want 3 (the last done, c's join, d's join)", n)
+	}
+}

@@ -237,6 +237,12 @@ func (b *cappedBuffer) String() string {
 // matters: later mounts cover earlier ones, so the workspace is bound
 // read-write after the directories that hide it.
 func sandboxArgs(dir string, hide []string, command string) []string {
+	return append(sandboxPrefix(dir, hide), shellPath(), "-c", command)
+}
+
+// sandboxPrefix is bubblewrap's arguments before the program to run in
+// dir (bash's shell, or git for the git tools).
+func sandboxPrefix(dir string, hide []string) []string {
 	args := []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"}
 	for _, h := range append([]string{"/root", "/home"}, hide...) {
 		if st, err := os.Stat(h); err == nil && st.IsDir() {
@@ -244,6 +250,5 @@ func sandboxArgs(dir string, hide []string, command string) []string {
 		}
 	}
 	return append(args, "--bind", dir, dir, "--chdir", dir,
-		"--unshare-all", "--die-with-parent", "--new-session",
-		shellPath(), "-c", command)
+		"--unshare-all", "--die-with-parent", "--new-session")
 }

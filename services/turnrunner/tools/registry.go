@@ -26,6 +26,12 @@ type Env struct {
 	Workspace string
 	// Memory backs save_memory and search_memory; nil hides them.
 	Memory Memory
+	// WebSearch is config.json's web search provider, read for this turn;
+	// without a usable one web_search is not offered.
+	WebSearch WebSearchConfig
+	// Plan is the session's plan, rebuilt for this turn (ReplayPlan); nil
+	// hides the plan tools.
+	Plan *Plan
 }
 
 // Tool is one capability the model can call. Decode turns the model's JSON
@@ -121,6 +127,9 @@ func NewRegistry(cfg Config) *Registry {
 		builtins = append(builtins, bashTool{cfg: cfg})
 	}
 	builtins = append(builtins, saveMemoryTool{}, searchMemoryTool{}, generateDocxTool{}, webFetchTool{cfg: cfg})
+	builtins = append(builtins, gitStatusTool{cfg}, gitDiffTool{cfg}, gitLogTool{cfg}, gitCommitTool{cfg}, gitBranchTool{cfg})
+	builtins = append(builtins, webSearchTool{}, readDocumentTool{}, generateXlsxTool{})
+	builtins = append(builtins, createPlanTool{}, addPlanStepTool{}, executeStepTool{}, showPlanTool{})
 	for _, t := range builtins {
 		if err := r.Register(t); err != nil {
 			panic(err) // built-in names are unique; a clash is a programming error

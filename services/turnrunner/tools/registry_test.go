@@ -25,7 +25,9 @@ func (s stubTool) Decode(input json.RawMessage) (Call, error) {
 
 func TestNewRegistryBuiltins(t *testing.T) {
 	all := []string{"read_file", "write_file", "edit_file", "list_files", "search_files", "search_content",
-		"bash", "save_memory", "search_memory", "generate_docx", "web_fetch"}
+		"bash", "save_memory", "search_memory", "generate_docx", "web_fetch",
+		"git_status", "git_diff", "git_log", "git_commit", "git_branch", "web_search",
+		"read_document", "generate_xlsx", "create_plan", "add_plan_step", "execute_step", "show_plan"}
 	if got := NewRegistry(DefaultConfig()).Names(); !slices.Equal(got, all) {
 		t.Errorf("Names() with bash = %v, want %v", got, all)
 	}
@@ -90,7 +92,9 @@ func TestBind(t *testing.T) {
 		gotEnv = env
 		return "got " + string(in), nil
 	}})
-	env := Env{FilesDir: "/x", Workspace: "w", Memory: &fakeMemory{}}
+	// Every optional dependency present: all tools are available.
+	env := Env{FilesDir: "/x", Workspace: "w", Memory: &fakeMemory{},
+		WebSearch: WebSearchConfig{Provider: SearchSearXNG, URL: "http://127.0.0.1:1"}, Plan: &Plan{}}
 
 	blocked := map[string]bool{"bash": true, "write_file": true}
 	bound := r.Bind(env, func(n string) bool { return !blocked[n] })

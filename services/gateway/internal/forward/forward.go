@@ -30,7 +30,14 @@ type Deps struct {
 	DataDir string
 }
 
-// Call sends req to ep, bounded by d.Timeout and the request's context. On
+// Unanswered is how long a call is sent again while no instance of its
+// service is subscribed: on a NATS cluster, a service whose node died is
+// away until it has reconnected to another node, which takes a moment.
+const Unanswered = 3 * time.Second
+
+// Call sends req to ep, bounded by d.Timeout and the request's context,
+// riding out a service that is reconnecting (Unanswered) and, for a GET,
+// an answer of BUS_UNAVAILABLE. On
 // failure it writes the error response itself and returns ok=false, so
 // handlers read:
 //
@@ -39,7 +46,13 @@ type Deps struct {
 func Call[Req, Rep any](d Deps, w http.ResponseWriter, r *http.Request, ep protocol.Endpoint[Req, Rep], req Req) (rep Rep, ok bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), d.Timeout)
 	defer cancel()
-	rep, err := bus.Call(ctx, d.NC, ep, req)
+	opts := []bus.CallOption{bus.RetryUnanswered(Unanswered)}
+	if r.Method == http.MethodGet {
+		// A read changes nothing: while what it reads elects a leader
+		// (a node loss), ask again until the deadline rather than 503.
+		opts = append(opts, bus.RetryUnavailable())
+	}
+	rep, err := bus.Call(ctx, d.NC, ep, req, opts...)
 	if err != nil {
 		respond.Error(w, d.Log, err)
 		return rep, false

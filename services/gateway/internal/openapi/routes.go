@@ -66,7 +66,7 @@ func routes() []op {
 			desc: "Every rejection is a JSON error before any stream byte: 400 message is required, MESSAGE_TOO_LONG, INJECTION_DETECTED, PATH_TRAVERSAL, bad multitask, unsafe IDs; " +
 				"403 VIEWER_READ_ONLY and 404 (workspace outside the user's teams) on a team server; 409 SESSION_BUSY with multitask reject; 503 NO_RUNNER or RUNNER_BUSY; 507 STORAGE_FULL.",
 			body: ref("ChatRequest"), stream: "ChatEvent", headers: turnHeader,
-			errs: []int{forbidden, notFound, conflict}, subjects: []string{protocol.ReadHistory.Subject, protocol.StartTurn.Subject, protocol.TurnEvents("{turnId}"), protocol.TurnControl("{turnId}").Subject, protocol.ReapTurn.Subject}},
+			errs: []int{forbidden, notFound, conflict}, subjects: []string{protocol.ReadHistory.Subject, protocol.StartTurn.Subject, protocol.TurnEvents("{turnId}"), protocol.TurnControl("{turnId}").Subject}},
 		{method: del, path: "/api/chat/history", id: "clearHistory", tag: "chat",
 			summary: "Drop every cached copy of a session (the file stays)",
 			params:  []Parameter{workspaceQuery, sessionQuery},
@@ -83,12 +83,12 @@ func routes() []op {
 				{Name: "Last-Event-ID", In: "header", Description: "resume after this event id (wins over ?after=)", Schema: ref("SSEEventID")},
 				query("after", "resume after this event id", ref("SSEEventID"))},
 			stream: "TurnEvent", headers: turnHeader, errs: []int{bad, forbidden, notFound},
-			subjects: []string{protocol.ReadHistory.Subject, protocol.Authorize.Subject, protocol.TurnEvents("{turnId}"), protocol.TurnControl("{turnId}").Subject, protocol.ReapTurn.Subject}},
+			subjects: []string{protocol.LookupTurn.Subject, protocol.ReadHistory.Subject, protocol.Authorize.Subject, protocol.TurnEvents("{turnId}"), protocol.TurnControl("{turnId}").Subject}},
 		{method: post, path: "/api/chat/turns/{turnId}/cancel", id: "cancelTurn", tag: "chat",
 			summary: "Stop a turn; it persists what it produced and ends with an error event",
 			params:  []Parameter{turnID},
 			ok:      object(req("ok", constant(true)), req("turnId", str())),
-			errs:    []int{bad, forbidden, notFound}, subjects: []string{protocol.Authorize.Subject, protocol.TurnEvents("{turnId}"), protocol.TurnControl("{turnId}").Subject}},
+			errs:    []int{bad, forbidden, notFound}, subjects: []string{protocol.LookupTurn.Subject, protocol.Authorize.Subject, protocol.TurnControl("{turnId}").Subject}},
 		{method: post, path: "/api/agent/abort", id: "abortWorkspace", tag: "chat",
 			summary: "Cancel every running turn of a workspace",
 			body:    object(opt("workspaceId", describe(safeID(), "required (or its alias workspace)")), opt("workspace", safeID())),
@@ -103,7 +103,7 @@ func routes() []op {
 			summary: "A one-shot retrieval run, streamed as SSE",
 			desc:    "400 question is required or a bad maxSteps / maxRetrievalsPerStep; 503 without a reachable model or runner.",
 			body:    ref("AgentRunRequest"), stream: "AgentRunEvent", headers: turnHeader,
-			errs: []int{forbidden, notFound}, subjects: []string{protocol.ReadHistory.Subject, protocol.StartAgentRun.Subject, protocol.TurnEvents("{turnId}"), protocol.TurnControl("{turnId}").Subject, protocol.ReapTurn.Subject}},
+			errs: []int{forbidden, notFound}, subjects: []string{protocol.ReadHistory.Subject, protocol.StartAgentRun.Subject, protocol.TurnEvents("{turnId}"), protocol.TurnControl("{turnId}").Subject}},
 
 		// ---- approvals ----
 		{method: post, path: "/api/approval/{requestId}", id: "decideApproval", tag: "approvals",

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 )
 
@@ -64,7 +65,8 @@ func (e *RequestError) body() any {
 	}{status, e.Code, http.StatusText(status), e.Message}
 }
 
-// Error writes err as the response. Anything that is not a
+// Error writes err as the response. A bus that cannot answer for now
+// (bus.Unavailable) is a 503 BUS_UNAVAILABLE; anything else that is not a
 // *protocol.Error or a *RequestError is logged and answered as a bare 500:
 // no internals reach the client.
 func Error(w http.ResponseWriter, log *slog.Logger, err error) {
@@ -75,6 +77,14 @@ func Error(w http.ResponseWriter, log *slog.Logger, err error) {
 	}
 	if pe := protocol.AsError(err); pe != nil {
 		JSON(w, Status(pe.Kind), ErrorBody{Error: pe.Message, Code: pe.Code})
+		return
+	}
+	if bus.Unavailable(err) {
+		// The gateway's own JetStream call found no leader (a cluster
+		// electing one after a node loss) or no connection: a 503 to
+		// retry, not a 500.
+		log.Warn("request failed: bus unavailable", "err", err)
+		JSON(w, Status(protocol.ErrBusUnavailable.Kind), ErrorBody{Error: protocol.ErrBusUnavailable.Message, Code: protocol.ErrBusUnavailable.Code})
 		return
 	}
 	log.Error("request failed", "err", err)

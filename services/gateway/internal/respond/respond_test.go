@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/waggle-os/core/libs/protocol"
 )
 
@@ -53,6 +55,11 @@ func TestErrorBodies(t *testing.T) {
 		{"fastify shape", &RequestError{Kind: protocol.TooLarge, Code: "FST_ERR_CTP_BODY_TOO_LARGE", Message: "Request body is too large"}, 413,
 			`{"statusCode":413,"code":"FST_ERR_CTP_BODY_TOO_LARGE","error":"Request Entity Too Large","message":"Request body is too large"}`},
 		{"internals stay out", errors.New("open /var/lib/waggle/x: permission denied"), 500, `{"error":"Internal server error"}`},
+		// The gateway's own JetStream call during a cluster election.
+		{"stream without a leader", fmt.Errorf("gateway: turn stream: %w", &jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}), 503,
+			`{"error":"The server is reconnecting to its message bus. Try again in a moment.","code":"BUS_UNAVAILABLE"}`},
+		{"unanswered JetStream request", fmt.Errorf("gateway: lease: %w", jetstream.ErrNoStreamResponse), 503,
+			`{"error":"The server is reconnecting to its message bus. Try again in a moment.","code":"BUS_UNAVAILABLE"}`},
 	}
 	for _, tc := range tests {
 		rec := httptest.NewRecorder()

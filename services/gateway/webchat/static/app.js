@@ -149,9 +149,38 @@
     try { return JSON.stringify(v, null, 2); } catch (_) { return String(v); }
   }
 
+  function nearBottom() {
+    const m = $('messages');
+    return m.scrollHeight - m.scrollTop - m.clientHeight < 160;
+  }
+
+  // scrollDown follows new content while the reader is at the bottom; one
+  // who scrolled up to read stays put and gets a "Latest" button instead.
   function scrollDown() {
     const m = $('messages');
-    if (m.scrollHeight - m.scrollTop - m.clientHeight < 160) m.scrollTop = m.scrollHeight;
+    if (nearBottom()) m.scrollTop = m.scrollHeight;
+    $('jump').hidden = nearBottom();
+  }
+
+  function jumpToLatest() {
+    const m = $('messages');
+    m.scrollTop = m.scrollHeight;
+    $('jump').hidden = true;
+  }
+
+  // cleanTitle shows an auto-title (the first message, cut short by the
+  // server) without its Markdown: no **, backticks, heading marks or link
+  // targets in the sidebar.
+  function cleanTitle(t) {
+    if (typeof t !== 'string') return String(t ?? '');
+    const c = t
+      .replace(/!?\[([^\]]*)\]\([^)]*\)?/g, '$1')
+      .replace(/(\*\*|__|~~|`+)/g, '')
+      .replace(/(^|\s)[*_]+(?=\S)|(?<=\S)[*_]+(?=\s|$)/g, '$1')
+      .replace(/^\s{0,3}(#{1,6}|>|[-+*]|\d+[.)])\s+/, '')
+      .replace(/\s+/g, ' ')
+      .trim();
+    return c || t;
   }
 
   // ---- token (team mode) ---------------------------------------------
@@ -180,6 +209,7 @@
       return;
     }
     store.set('token', tok);
+    $('sign-out').hidden = false;
     $('token-input').value = '';
     $('token-dialog').close();
     const waiters = tokenWaiters;
@@ -221,10 +251,25 @@
     }
     const sel = $('workspace');
     sel.replaceChildren();
+    // A user in several teams sees the workspaces grouped by team.
+    const grouped = state.mode === 'team' && state.teams.length > 1;
+    const groups = new Map();
     for (const w of list) {
       const o = el('option', '', w.name || w.id);
       o.value = w.id;
-      sel.append(o);
+      if (!grouped) {
+        sel.append(o);
+        continue;
+      }
+      const team = w.teamId || '';
+      if (!groups.has(team)) {
+        const t = state.teams.find(x => x.id === team);
+        const g = el('optgroup');
+        g.label = t ? (t.name || t.id) : (team || 'No team');
+        groups.set(team, g);
+        sel.append(g);
+      }
+      groups.get(team).append(o);
     }
     const want = store.get('workspace');
     const pick = list.find(w => w.id === want) || list.find(w => w.id === 'default') || list[0];
@@ -242,6 +287,9 @@
     store.set('workspace', id);
     $('workspace').value = id;
     $('search').value = '';
+    if (!$('memory').hidden) loadMemory();
+    filesState.dir = '/';
+    await probeFiles();
     await loadSessions();
   }
 
@@ -374,8 +422,8 @@
     for (const s of state.sessions) {
       const li = el('li', s.id === state.session ? 'session current' : 'session');
       li.dataset.id = s.id;
-      const open = button(s.title || s.id, 'open', () => openSession(s.id));
-      open.title = s.title || s.id;
+      const open = button(cleanTitle(s.title || s.id), 'open', () => openSession(s.id));
+      open.title = cleanTitle(s.title || s.id);
       li.append(open);
       if (s.snippet) li.append(el('div', 'snippet', s.snippet));
       li.append(button('Rename', 'rename', () => startRename(li, s)));
@@ -384,7 +432,7 @@
     }
     if (!state.sessions.length) ul.append(el('li', 'empty', $('search').value.trim() ? 'No matching sessions' : 'No sessions yet'));
     const cur = state.sessions.find(s => s.id === state.session);
-    if (cur) $('title').textContent = cur.title || cur.id;
+    if (cur) $('title').textContent = cleanTitle(cur.title || cur.id);
   }
 
   function startRename(li, s) {
@@ -438,6 +486,8 @@
     store.del('session');
     $('messages').replaceChildren();
     $('title').textContent = 'New chat';
+    $('jump').hidden = true;
+    cancelEdit();
     renderSessions();
     closeMenu();
     $('input').focus();
@@ -468,15 +518,71 @@
       showError(err);
     }
     box.scrollTop = box.scrollHeight;
+    $('jump').hidden = true;
+    lastReplyActions();
     return box;
   }
+
+  // sources keeps each message's own text (a reply's Markdown source) for
+  // Copy, Edit and Regenerate.
+  const sources = new WeakMap();
 
   function addUser(text) {
     const m = el('div', 'msg user');
     m.append(el('div', 'bubble', text));
+    sources.set(m, text);
+    const bar = el('div', 'msg-actions');
+    bar.append(
+      button('Copy', 'copy-msg', ev => Markdown.copy(sources.get(m), ev.currentTarget)),
+      button('Edit', 'edit-msg', () => startEdit(sources.get(m))),
+    );
+    m.append(bar);
     $('messages').append(m);
     scrollDown();
     return m;
+  }
+
+  // replyActions gives a finished reply its Copy button (Regenerate and
+  // Continue are added to the last reply only, by lastReplyActions).
+  function replyActions(m, text) {
+    sources.set(m, text);
+    const bar = el('div', 'msg-actions');
+    bar.append(button('Copy', 'copy-msg', ev => Markdown.copy(sources.get(m), ev.currentTarget)));
+    m.append(bar);
+  }
+
+  // lastReplyActions offers Regenerate (and Continue, for a reply that
+  // was stopped or failed) on the last reply while nothing runs.
+  function lastReplyActions() {
+    document.querySelectorAll('#messages .regen, #messages .continue').forEach(b => b.remove());
+    if (state.turn || state.sending) return;
+    const msgs = [...document.querySelectorAll('#messages .msg')];
+    const last = msgs[msgs.length - 1];
+    const bar = last && last.classList.contains('assistant') && last.querySelector(':scope > .msg-actions');
+    const asked = [...msgs].reverse().find(x => x.classList.contains('user'));
+    if (!bar || !asked) return;
+    bar.append(button('Regenerate', 'regen', () => sendText(sources.get(asked))));
+    if (last.querySelector(':scope > .note.turn-error')) {
+      bar.append(button('Continue', 'continue', () => sendText('Continue from where you stopped.')));
+    }
+  }
+
+  // Edit puts a message back into the composer to change and send. The
+  // session is one linear history and no route truncates it: the edited
+  // message is sent as a new message at the end, and the original with
+  // its reply stays in the session (and in what the model sees).
+  function startEdit(text) {
+    const input = $('input');
+    input.value = text;
+    $('editing').hidden = false;
+    input.focus();
+    input.setSelectionRange(text.length, text.length);
+  }
+
+  function cancelEdit(clear) {
+    if ($('editing').hidden) return;
+    $('editing').hidden = true;
+    if (clear) $('input').value = '';
   }
 
   // fileActions are the tools whose successful call wrote a file (the
@@ -505,7 +611,9 @@
       for (const t of tools) {
         const path = t.input && typeof t.input === 'object' ? t.input.path : '';
         if (fileActions[t.name] && path && typeof path === 'string' && !(t.isError || t.status !== 'success')) {
-          m.append(el('div', 'note file', fileActions[t.name] + path));
+          const note = el('div', 'note file', fileActions[t.name] + path);
+          m.append(note);
+          showImage(note, path);
         }
       }
     }
@@ -517,6 +625,7 @@
       m.append(el('div', 'note turn-error' + (stopped ? ' stopped' : ''),
         stopped ? 'Stopped — the turn was cancelled before it finished.' : 'Failed — ' + stored.error));
     }
+    replyActions(m, text);
     $('messages').append(m);
     return m;
   }
@@ -527,16 +636,26 @@
   // steps and tool calls in a collapsible activity log, approvals, files
   // and model switches inline where they happened.
   class TurnView {
-    constructor(turn) {
+    constructor(turn, root) {
       this.turn = turn;
-      this.root = el('div', 'msg assistant running');
+      this.root = root || pendingReply();
       this.root.dataset.turnId = turn.id;
-      $('messages').append(this.root);
+      this.thinking = this.root.querySelector('.thinking');
       this.text = '';
       this.seg = null;
       this.log = null;
       this.tools = [];
       this.frame = 0;
+      this.stopped = false;
+    }
+
+    // busy shows the spinner at the end of the reply while the agent works
+    // with nothing streaming (before the first token, between tool calls),
+    // and hides it while text streams or an approval waits for the user.
+    busy(on) {
+      if (!this.thinking) return;
+      this.thinking.hidden = !on;
+      if (on && this.root.lastChild !== this.thinking) this.root.append(this.thinking);
     }
 
     handle(ev) {
@@ -546,17 +665,22 @@
         case 'step': this.logItem(el('div', 'step', d.content || '')); break;
         case 'tool': this.tool(d); break;
         case 'tool_result': this.toolResult(d); break;
-        case 'file_created': this.inlineNote('file', (d.fileAction === 'edit' ? 'Edited ' : 'Created ') + (d.filePath || '')); break;
+        case 'file_created':
+          this.inlineNote('file', (d.fileAction === 'edit' ? 'Edited ' : 'Created ') + (d.filePath || ''));
+          if (typeof d.filePath === 'string') showImage(this.root.lastChild, d.filePath);
+          break;
         case 'model_switch': this.inlineNote('switch', 'Switched to ' + (d.model || '?') + (d.reason ? ' — ' + d.reason : '')); break;
         case 'approval_required': this.approval(d); break;
         case 'done': this.done(d); break;
         case 'error': this.error(d); break;
         default: break;
       }
+      if (this.thinking && ['step', 'tool', 'tool_result', 'file_created', 'model_switch'].includes(ev.event)) this.busy(true);
       scrollDown();
     }
 
     token(t) {
+      this.busy(false);
       if (!this.seg) {
         this.seg = { el: el('div', 'md'), text: '' };
         this.root.append(this.seg.el);
@@ -573,7 +697,13 @@
     flush() {
       if (this.frame) cancelAnimationFrame(this.frame);
       this.frame = 0;
-      if (this.seg) Markdown.render(this.seg.text, this.seg.el);
+      if (!this.seg) return;
+      // Rendering grows the reply after scrollDown looked: a reader who
+      // was at the bottom stays there.
+      const follow = nearBottom();
+      Markdown.render(this.seg.text, this.seg.el);
+      if (follow) $('messages').scrollTop = $('messages').scrollHeight;
+      $('jump').hidden = nearBottom();
     }
 
     activity() {
@@ -592,10 +722,12 @@
       const log = this.activity();
       log.append(node);
       const steps = log.querySelectorAll(':scope > .step').length;
-      const tools = log.querySelectorAll(':scope > .tool').length;
+      const tools = log.querySelectorAll(':scope > .tool:not(.after)').length;
+      const results = log.querySelectorAll(':scope > .tool.after').length;
       const parts = [];
       if (steps) parts.push(steps + (steps === 1 ? ' step' : ' steps'));
       if (tools) parts.push(tools + (tools === 1 ? ' tool call' : ' tool calls'));
+      if (results) parts.push(results + (results === 1 ? ' result' : ' results'));
       log.firstChild.textContent = 'Activity · ' + parts.join(', ');
     }
 
@@ -604,14 +736,23 @@
       t.append(el('summary', '', '⚙ ' + (d.name || 'tool')));
       t.append(el('pre', 'tool-input', pretty(d.input)));
       this.logItem(t);
-      this.tools.push({ name: d.name, el: t, done: false });
+      this.tools.push({ name: d.name, el: t, done: false, approval: null });
     }
 
     toolResult(d) {
       const t = this.tools.find(x => !x.done && x.name === d.name);
-      const target = t ? t.el : this.activity();
       if (t) t.done = true;
       const res = el('pre', d.isError ? 'tool-result error-text' : 'tool-result', pretty(d.result));
+      if (t && t.approval) {
+        // The call waited for an approval: its result comes after the
+        // card that allowed (or denied) it, where it happened.
+        const after = el('details', d.isError ? 'tool after failed' : 'tool after');
+        after.open = true;
+        after.append(el('summary', '', '⚙ ' + (d.name || 'tool') + ' · result'), res);
+        this.logItem(after);
+        return;
+      }
+      const target = t ? t.el : this.activity();
       target.append(res);
       if (t && d.isError) t.el.classList.add('failed');
     }
@@ -625,7 +766,10 @@
 
     approval(d) {
       this.flush();
+      this.busy(false);
       const card = approvalCard(d.requestId, d.toolName, d.input, d.sourceWorkspaceId);
+      const t = this.tools.find(x => !x.done && !x.approval && x.name === d.toolName);
+      if (t) t.approval = card;
       this.root.append(card);
       this.seg = null;
       this.log = null;
@@ -634,8 +778,21 @@
 
     finish() {
       this.flush();
+      if (this.thinking) this.thinking.remove();
+      this.thinking = null;
       this.root.classList.remove('running');
       this.root.querySelectorAll('details.activity').forEach(d => { d.open = false; });
+      // An approval nobody answered before the turn ended was not
+      // "answered": say that the turn ended (or was stopped) without it.
+      // (A call whose result came was answered, here or elsewhere.)
+      this.root.querySelectorAll('.approval').forEach(card => {
+        const id = card.dataset.requestId;
+        if (state.answered.has(id)) return;
+        const t = this.tools.find(x => x.approval === card);
+        if (t && t.done) markAnswered(id, 'Answered', true);
+        else markAnswered(id, this.stopped ? 'Not answered — the turn was stopped' : 'Not answered — the turn ended', true);
+      });
+      if (!sources.has(this.root)) replyActions(this.root, this.text);
     }
 
     done(d) {
@@ -651,19 +808,45 @@
       const outT = u.output ?? u.outputTokens ?? u.completion_tokens;
       if (inT || outT) parts.push((inT || 0) + ' in / ' + (outT || 0) + ' out');
       if (typeof d.cost === 'number') parts.push('$' + d.cost.toFixed(6));
-      if (parts.length) this.root.append(el('div', 'meta', parts.join(' · ')));
+      if (parts.length) this.tail(el('div', 'meta', parts.join(' · ')));
+    }
+
+    // tail adds what follows a finished reply (its cost line, why it
+    // ended) above the reply's action buttons.
+    tail(node) {
+      this.root.insertBefore(node, this.root.querySelector(':scope > .msg-actions'));
     }
 
     error(d) {
+      this.stopped = d.code === 'cancelled' || /cancel/i.test(d.message || '');
       this.finish();
-      this.root.append(el('div', 'note turn-error', d.message || 'The turn failed.'));
+      this.tail(el('div', 'note turn-error', d.message || 'The turn failed.'));
     }
   }
 
-  async function send() {
+  // pendingReply is the reply's place, with its spinner, from the moment a
+  // message is sent until the turn's first token.
+  function pendingReply() {
+    const m = el('div', 'msg assistant running');
+    const t = el('div', 'thinking');
+    t.setAttribute('role', 'status');
+    t.append(el('span', 'spinner'), el('span', '', 'Thinking…'));
+    m.append(t);
+    $('messages').append(m);
+    scrollDown();
+    return m;
+  }
+
+  function send() {
+    return sendText($('input').value, true);
+  }
+
+  // sendText sends text as a new message of the open session (a new one
+  // when none is open). fromInput: the text is the composer's (cleared on
+  // success, given back on a rejection).
+  async function sendText(text, fromInput) {
     const input = $('input');
-    const text = input.value;
-    if (!text.trim() || state.turn || state.sending) return;
+    if (typeof text !== 'string' || !text.trim() || state.turn || state.sending) return;
     if (!state.workspace) {
       offerWorkspace();
       return;
@@ -684,16 +867,23 @@
       setRunning(false);
       return;
     }
-    input.value = '';
+    if (fromInput) input.value = '';
+    cancelEdit();
+    lastReplyActions();
     const userEl = addUser(text);
+    jumpToLatest();
+    const pending = pendingReply();
     let resp;
     try {
-      resp = await request('POST', '/api/chat', { message: text, workspace: state.workspace, session: state.session });
+      const body = { message: text, workspace: state.workspace, session: state.session };
+      if ($('model').value) body.model = $('model').value;
+      resp = await request('POST', '/api/chat', body);
     } catch (err) {
       // Rejected before any stream started: say why and give the text back.
       showError(err);
+      pending.remove();
       userEl.classList.add('failed');
-      input.value = text;
+      if (fromInput || !input.value) input.value = text;
       state.sending = false;
       setRunning(false);
       return;
@@ -701,17 +891,17 @@
     state.sending = false;
     const turn = { id: resp.headers.get('X-Waggle-Turn-Id'), workspace: state.workspace, session: state.session, message: text, lastEventId: null };
     loadSessions();
-    await follow(turn, resp);
+    await follow(turn, resp, pending);
   }
 
   // follow renders a turn until its terminal event: from resp when given,
   // then (after a cut connection, or after a reload) from the turn's event
   // route, resuming after the last event id seen.
-  async function follow(turn, resp) {
+  async function follow(turn, resp, pending) {
     state.turn = turn;
     store.set('turn', turn);
     setRunning(true);
-    const view = new TurnView(turn);
+    const view = new TurnView(turn, pending);
     let finished = false;
     let attempts = 0;
     for (;;) {
@@ -743,7 +933,7 @@
       } catch (err) {
         if (err.status === 404) {
           view.finish();
-          view.root.append(el('div', 'note turn-error', 'This turn is no longer available; its reply is in the history.'));
+          view.tail(el('div', 'note turn-error', 'This turn is no longer available; its reply is in the history.'));
           break;
         }
         if (err.status && err.status < 500) {
@@ -754,9 +944,11 @@
       }
     }
     if (state.leaving) return;
+    if (document.hidden) toast('Reply finished', $('title').textContent);
     state.turn = null;
     store.del('turn');
     setRunning(false);
+    lastReplyActions();
     loadSessions();
     refreshApprovals();
   }
@@ -786,6 +978,8 @@
     $('stop').hidden = !on;
     $('send').disabled = on;
     $('new-session').disabled = on;
+    document.body.classList.toggle('running', on);
+    if (on) lastReplyActions(); // nothing to regenerate while a turn runs
   }
 
   // ---- approvals -----------------------------------------------------
@@ -836,12 +1030,17 @@
     refreshApprovals();
   }
 
-  function markAnswered(requestId, label) {
-    state.answered.set(requestId, label);
+  // markAnswered shows the outcome of an approval on its cards. final:
+  // the outcome is known (decided here, or the turn ended without it); a
+  // card that just left the pending list gets a provisional label that a
+  // final one replaces.
+  function markAnswered(requestId, label, final = true) {
+    if (final) state.answered.set(requestId, label);
     document.querySelectorAll('.approval').forEach(card => {
       if (card.dataset.requestId !== requestId) return;
       card.querySelector('.approval-actions').replaceChildren();
       card.querySelector('.approval-outcome').textContent = label;
+      card.classList.add('answered');
     });
   }
 
@@ -854,6 +1053,7 @@
       return; // shown by the calls the user made; polling stays quiet
     }
     state.pending = r.pending || [];
+    noticeApprovals(state.pending);
     const ids = new Set(state.pending.map(p => p.requestId));
     $('approvals-count').textContent = String(state.pending.length);
     $('approvals-toggle').classList.toggle('attention', state.pending.length > 0);
@@ -872,8 +1072,545 @@
     document.querySelectorAll('#messages .approval').forEach(card => {
       const id = card.dataset.requestId;
       if (Number(card.dataset.created) > started) return; // newer than this answer
-      if (!ids.has(id) && !state.answered.has(id)) markAnswered(id, 'Answered');
+      if (card.classList.contains('answered')) return;
+      // Decided in another tab or client, timed out, or its turn ended:
+      // the card cannot tell which, so it says only that it is over.
+      if (!ids.has(id) && !state.answered.has(id)) markAnswered(id, 'No longer pending', false);
     });
+  }
+
+  // ---- memory --------------------------------------------------------
+  // The memory panel lists what the agent and the user saved for this
+  // workspace (and the user's personal mind): search, importance, delete.
+
+  const importances = ['critical', 'important', 'normal', 'temporary', 'deprecated'];
+
+  async function loadMemory() {
+    const ul = $('memory-list');
+    if (!state.workspace) {
+      ul.replaceChildren(el('li', 'meta', 'Create a workspace first.'));
+      return;
+    }
+    const q = $('memory-search').value.trim();
+    const ws = 'workspace=' + enc(state.workspace);
+    let r;
+    try {
+      r = q
+        ? await api('GET', '/api/memory/search?q=' + enc(q) + '&scope=all&limit=50&' + ws)
+        : await api('GET', '/api/memory/frames?limit=100&' + ws);
+    } catch (err) {
+      showError(err);
+      return;
+    }
+    const frames = (r && Array.isArray(r.results)) ? r.results.filter(f => f && typeof f.id === 'string') : [];
+    ul.replaceChildren();
+    for (const f of frames) ul.append(frameItem(f));
+    if (!frames.length) ul.append(el('li', 'meta', q ? 'Nothing in memory matches.' : 'Nothing saved yet.'));
+  }
+
+  function frameItem(f) {
+    const li = el('li', 'frame');
+    li.dataset.id = f.id;
+    li.append(el('div', 'frame-content', String(f.content ?? '')));
+    const meta = el('div', 'frame-meta');
+    const when = f.created_at || f.timestamp;
+    const d = when ? new Date(when) : null;
+    meta.append(el('span', '', (f.mind === 'personal' ? 'Personal' : 'Workspace') + ' · ' + String(f.source || '') +
+      (d && !isNaN(d) ? ' · ' + d.toLocaleString() : '')));
+    const sel = el('select', 'importance');
+    sel.setAttribute('aria-label', 'Importance');
+    for (const imp of importances) {
+      const o = el('option', '', imp);
+      o.value = imp;
+      sel.append(o);
+    }
+    sel.value = importances.includes(f.importance) ? f.importance : 'normal';
+    sel.addEventListener('change', async () => {
+      try {
+        await api('PUT', '/api/memory/frames/' + enc(f.id) + '?workspace=' + enc(state.workspace),
+          { content: String(f.content ?? ''), importance: sel.value });
+        f.importance = sel.value;
+      } catch (err) {
+        showError(err);
+        sel.value = f.importance;
+      }
+    });
+    const del = button('Delete', 'delete', async () => {
+      if (!del.classList.contains('confirm')) {
+        del.classList.add('confirm');
+        del.textContent = 'Forget it?';
+        return;
+      }
+      try {
+        await api('DELETE', '/api/memory/frames/' + enc(f.id) + '?workspace=' + enc(state.workspace));
+        li.remove();
+      } catch (err) {
+        showError(err);
+      }
+    });
+    meta.append(sel, del);
+    li.append(meta);
+    return li;
+  }
+
+  function togglePanel(id) {
+    const panel = $(id);
+    panel.hidden = !panel.hidden;
+    $(id + '-toggle').setAttribute('aria-expanded', String(!panel.hidden));
+    return !panel.hidden;
+  }
+
+  // ---- files ---------------------------------------------------------------
+  // The workspace's files through GET /api/workspaces/:id/files/list and
+  // /download, and uploads through /upload ({path, name, data: base64}).
+  // A server without these routes (404 on the list) hides the Files
+  // button, the attach button and dropping. An uploaded file is attached
+  // to the message as its workspace path, which the agent's file tools read.
+
+  const filesState = { available: false, dir: '/' };
+  const imageTypes = /\.(png|jpe?g|gif|webp)$/i;
+
+  function filesBase() { return '/api/workspaces/' + enc(state.workspace) + '/files/'; }
+
+  async function probeFiles() {
+    let ok = false;
+    if (state.workspace) {
+      try {
+        await api('GET', filesBase() + 'list?path=' + enc('/'));
+        ok = true;
+      } catch (_) {
+        ok = false;
+      }
+    }
+    filesState.available = ok;
+    $('files-toggle').hidden = !ok;
+    $('attach').hidden = !ok;
+    if (!ok) $('files').hidden = true;
+  }
+
+  async function loadFiles() {
+    const ul = $('files-list');
+    let entries;
+    try {
+      entries = await api('GET', filesBase() + 'list?path=' + enc(filesState.dir));
+    } catch (err) {
+      showError(err);
+      return;
+    }
+    if (!Array.isArray(entries)) entries = (entries && (entries.files || entries.entries)) || [];
+    $('files-path').textContent = filesState.dir;
+    $('files-up').disabled = filesState.dir === '/';
+    ul.replaceChildren();
+    for (const f of entries) {
+      if (!f || typeof f.name !== 'string') continue;
+      const dir = f.type === 'directory' || f.isDirectory === true;
+      const path = typeof f.path === 'string' ? f.path : filesState.dir.replace(/\/$/, '') + '/' + f.name;
+      const li = el('li', 'file-entry');
+      if (dir) {
+        li.append(button('📁 ' + f.name, 'name', () => { filesState.dir = path; loadFiles(); }));
+      } else {
+        li.append(el('span', 'name', f.name));
+        if (typeof f.size === 'number') li.append(el('span', 'size', humanSize(f.size)));
+        li.append(button('Download', 'download', ev => download(path, f.name, ev.currentTarget)));
+      }
+      ul.append(li);
+    }
+    if (!ul.children.length) ul.append(el('li', 'meta', 'No files here yet.'));
+  }
+
+  function humanSize(n) {
+    if (n < 1024) return n + ' B';
+    if (n < 1024 * 1024) return (n / 1024).toFixed(1) + ' KB';
+    return (n / 1024 / 1024).toFixed(1) + ' MB';
+  }
+
+  // fileBlob fetches a workspace file (with the token, which a plain link
+  // could not send).
+  async function fileBlob(path) {
+    const resp = await request('GET', filesBase() + 'download?path=' + enc(path));
+    return resp.blob();
+  }
+
+  async function download(path, name, btn) {
+    try {
+      const url = URL.createObjectURL(await fileBlob(path));
+      const a = el('a');
+      a.href = url;
+      a.download = name;
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+      if (btn) btn.textContent = 'Downloaded';
+    } catch (err) {
+      showError(err);
+    }
+  }
+
+  // showImage puts an image file the agent wrote under its note. Only the
+  // bytes the server serves become the picture, through a blob: URL, and
+  // only when they are an image; the path from the event is a query value.
+  async function showImage(note, path) {
+    if (!filesState.available || !imageTypes.test(path)) return;
+    try {
+      const blob = await fileBlob(path);
+      if (!/^image\/(png|jpeg|gif|webp)$/.test(blob.type)) return;
+      const img = el('img');
+      img.alt = path;
+      img.src = URL.createObjectURL(blob);
+      note.append(img);
+    } catch (_) { /* the note still names the file */ }
+  }
+
+  function toBase64(file) {
+    return new Promise((resolve, reject) => {
+      const r = new FileReader();
+      r.onload = () => resolve(String(r.result).replace(/^data:[^,]*,/, ''));
+      r.onerror = () => reject(r.error);
+      r.readAsDataURL(file);
+    });
+  }
+
+  // upload stores files under /uploads and adds their paths to the
+  // message being written.
+  async function upload(files) {
+    if (!filesState.available || !files || !files.length) return;
+    const lines = [];
+    for (const f of files) {
+      try {
+        const e = await api('POST', filesBase() + 'upload', { path: '/uploads', name: f.name, data: await toBase64(f) });
+        const path = (e && typeof e.path === 'string' ? e.path : '/uploads/' + f.name).replace(/^\//, '');
+        lines.push('[attached: ' + path + ']');
+      } catch (err) {
+        showError(err);
+      }
+    }
+    if (!lines.length) return;
+    const input = $('input');
+    input.value = (input.value ? input.value.replace(/\s*$/, '\n') : '') + lines.join('\n');
+    input.focus();
+    if (!$('files').hidden) loadFiles();
+  }
+
+  // ---- notifications ---------------------------------------------------
+  // Toasts for what happens out of view: a reply that finished while the
+  // tab was hidden, an approval waiting in another session or client, and
+  // the server's notifications (GET /api/notifications/stream, the
+  // original's SSE of {type: 'notification', title, body, category};
+  // absent on a server without the route). While the tab is hidden its
+  // title is marked until it is seen again.
+
+  function toast(title, body, action) {
+    const t = el('div', 'toast');
+    t.append(el('strong', '', String(title || 'Notification')));
+    t.append(button('×', 'toast-close', () => t.remove()));
+    t.lastChild.setAttribute('aria-label', 'Dismiss');
+    if (body) t.append(el('div', 'toast-body', String(body)));
+    if (action) t.append(button(action.label, 'toast-action', () => { t.remove(); action.run(); }));
+    const box = $('toasts');
+    box.append(t);
+    while (box.children.length > 4) box.firstChild.remove();
+    if (document.hidden) document.title = '● Waggle';
+  }
+
+  function showApprovals() {
+    if ($('approvals').hidden) togglePanel('approvals');
+    refreshApprovals();
+  }
+
+  // pendingSince is when each pending approval was first seen: one still
+  // not drawn in this page's stream seconds later belongs to another
+  // session or client (this page's own cards arrive with their events).
+  const pendingSince = new Map();
+
+  function noticeApprovals(pending) {
+    const now = performance.now();
+    const ids = new Set(pending.map(p => p.requestId));
+    for (const id of [...pendingSince.keys()]) if (!ids.has(id)) pendingSince.delete(id);
+    for (const p of pending) {
+      const inline = document.querySelector('#messages .approval[data-request-id="' + CSS.escape(p.requestId) + '"]');
+      if (inline) {
+        pendingSince.set(p.requestId, -1); // shown where it belongs
+        continue;
+      }
+      const since = pendingSince.get(p.requestId);
+      if (since === undefined) pendingSince.set(p.requestId, now);
+      else if (since >= 0 && now - since >= 3000) {
+        pendingSince.set(p.requestId, -1);
+        toast('Approval waiting', (p.toolName || 'A tool') + ' wants to run in another session.', { label: 'Show', run: showApprovals });
+      }
+    }
+  }
+
+  // followNotifications reads the server's notification stream for as
+  // long as the page is open; a server without it (404) is not asked again.
+  async function followNotifications() {
+    for (let delay = 2000; !state.leaving; delay = Math.min(delay * 2, 60000)) {
+      try {
+        const resp = await request('GET', '/api/notifications/stream');
+        await readSSE(resp, ev => {
+          const d = ev.data || {};
+          if (ev.event === 'message' && d.type === 'notification') toast(d.title, d.body);
+        });
+      } catch (err) {
+        if (err.status >= 400 && err.status < 500) return;
+      }
+      await new Promise(r => setTimeout(r, delay));
+    }
+  }
+
+  // ---- settings --------------------------------------------------------
+  // One dialog over the settings routes: models and budget (GET/PUT
+  // /api/settings), default autonomy (/api/settings/permissions), API keys
+  // (/api/vault: names only, a value is only ever sent), MCP servers' state
+  // (GET /api/mcp/servers). A section whose route is missing (404) or
+  // refused (403: not an operator) stays hidden.
+
+  // settingsError shows an error inside the dialog (the page's banner is
+  // behind it).
+  function settingsError(err) {
+    const status = err.status ? err.status + ' · ' : '';
+    $('settings-error').textContent = status + (err.message || String(err)) + (err.code ? ' (' + err.code + ')' : '');
+    $('settings-error').hidden = false;
+  }
+
+  async function section(id, load) {
+    try {
+      await load();
+      $(id).hidden = false;
+    } catch (err) {
+      $(id).hidden = true;
+      if (err.status && err.status !== 404 && err.status !== 403) settingsError(err);
+    }
+  }
+
+  async function openSettings() {
+    const d = $('settings-dialog');
+    if (!d.open) d.showModal();
+    $('settings-error').hidden = true;
+    document.querySelectorAll('#settings-dialog .saved').forEach(s => { s.hidden = true; });
+    await Promise.all([
+      section('settings-models', async () => {
+        const s = await api('GET', '/api/settings');
+        $('settings-default-model').value = typeof s.defaultModel === 'string' ? s.defaultModel : '';
+        $('settings-budget').value = typeof s.dailyBudget === 'number' ? String(s.dailyBudget) : '';
+        $('settings-hard-cap').checked = s.budgetHardCap === true;
+        $('settings-config-error').hidden = !s.configError;
+        $('settings-config-error').textContent = s.configError ? 'config.json is not in force: ' + s.configError : '';
+        const list = $('settings-model-list');
+        list.replaceChildren();
+        for (const o of $('model').options) if (o.value) list.append(Object.assign(el('option'), { value: o.value }));
+      }),
+      section('settings-autonomy', async () => {
+        const p = await api('GET', '/api/settings/permissions');
+        $('settings-autonomy-level').value = ['normal', 'trusted', 'yolo'].includes(p.defaultAutonomy) ? p.defaultAutonomy : 'normal';
+      }),
+      section('settings-vault', loadVault),
+      section('settings-mcp', loadMCP),
+    ]);
+  }
+
+  async function loadVault() {
+    const r = await api('GET', '/api/vault');
+    const ul = $('settings-vault-list');
+    ul.replaceChildren();
+    for (const s of (r && Array.isArray(r.secrets) ? r.secrets : [])) {
+      if (!s || typeof s.name !== 'string') continue;
+      const li = el('li');
+      li.append(el('span', 'name', s.name), el('span', 'meta', String(s.type || '')));
+      const del = button('Delete', 'delete', async () => {
+        if (!del.classList.contains('confirm')) {
+          del.classList.add('confirm');
+          del.textContent = 'Delete it?';
+          return;
+        }
+        try {
+          await api('DELETE', '/api/vault/' + enc(s.name));
+          await loadVault();
+        } catch (err) {
+          settingsError(err);
+        }
+      });
+      li.append(del);
+      ul.append(li);
+    }
+    if (!ul.children.length) ul.append(el('li', 'meta', 'No keys stored.'));
+  }
+
+  async function loadMCP() {
+    const r = await api('GET', '/api/mcp/servers' + (state.workspace ? '?workspace=' + enc(state.workspace) : ''));
+    const ul = $('settings-mcp-list');
+    ul.replaceChildren();
+    for (const s of (r && Array.isArray(r.servers) ? r.servers : [])) {
+      if (!s || typeof s.name !== 'string') continue;
+      const li = el('li');
+      const tools = Array.isArray(s.tools) ? s.tools.length : 0;
+      li.append(el('span', 'name', s.name), el('span', 'meta', [s.scope, s.transport, tools + (tools === 1 ? ' tool' : ' tools')].filter(Boolean).join(' · ')),
+        el('span', 'mcp-state ' + String(s.state || ''), String(s.state || '')));
+      if (s.error) li.append(el('div', 'error-text', String(s.error)));
+      ul.append(li);
+    }
+    for (const e of (r && Array.isArray(r.configErrors) ? r.configErrors : [])) ul.append(el('li', 'error-text', String(e)));
+    if (!ul.children.length) ul.append(el('li', 'meta', 'No MCP servers configured.'));
+  }
+
+  function saved(form) {
+    form.querySelector('.saved').hidden = false;
+  }
+
+  async function saveModels(e) {
+    e.preventDefault();
+    const budget = $('settings-budget').value.trim();
+    const body = { budgetHardCap: $('settings-hard-cap').checked, dailyBudget: budget === '' ? null : Number(budget) };
+    const model = $('settings-default-model').value.trim();
+    if (model) body.defaultModel = model;
+    try {
+      await api('PUT', '/api/settings', body);
+      saved(e.target);
+    } catch (err) {
+      settingsError(err);
+    }
+  }
+
+  async function saveAutonomy(e) {
+    e.preventDefault();
+    try {
+      await api('PUT', '/api/settings/permissions', { defaultAutonomy: $('settings-autonomy-level').value });
+      saved(e.target);
+    } catch (err) {
+      settingsError(err);
+    }
+  }
+
+  async function addVaultKey(e) {
+    e.preventDefault();
+    const name = $('settings-vault-name').value.trim();
+    const value = $('settings-vault-value').value;
+    if (!name || !value) return;
+    try {
+      await api('POST', '/api/vault', { name, value });
+      $('settings-vault-name').value = '';
+      $('settings-vault-value').value = '';
+      await loadVault();
+    } catch (err) {
+      settingsError(err);
+    }
+  }
+
+  // ---- model picker ----------------------------------------------------
+  // GET /api/litellm/models ({models: [id…]}) lists what the model server
+  // offers; the pick (remembered in this browser) is sent as the chat
+  // request's model. A server without the route (404), or with nothing to
+  // list, keeps the picker hidden and the server's default in use.
+
+  async function loadModels(defaultModel) {
+    let models = [];
+    try {
+      const r = await api('GET', '/api/litellm/models');
+      models = (r && Array.isArray(r.models) ? r.models : []).filter(m => typeof m === 'string' && m);
+    } catch (_) {
+      models = [];
+    }
+    const sel = $('model');
+    sel.replaceChildren();
+    if (!models.length) {
+      sel.hidden = true;
+      return;
+    }
+    const def = el('option', '', 'Default' + (defaultModel ? ' (' + defaultModel + ')' : ''));
+    def.value = '';
+    sel.append(def);
+    for (const m of models) {
+      const o = el('option', '', m);
+      o.value = m;
+      sel.append(o);
+    }
+    const want = store.get('model');
+    sel.value = models.includes(want) ? want : '';
+    sel.hidden = false;
+    $('status').hidden = true;
+  }
+
+  // ---- theme, help, keys ---------------------------------------------
+
+  function theme() {
+    return document.documentElement.dataset.theme ||
+      (matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light');
+  }
+
+  function showTheme() {
+    const dark = theme() === 'dark';
+    $('theme').setAttribute('aria-label', dark ? 'Use the light theme' : 'Use the dark theme');
+    $('theme').setAttribute('aria-pressed', String(dark));
+  }
+
+  // toggleTheme switches to the other theme and remembers the choice (until
+  // then the page follows the system's setting).
+  function toggleTheme() {
+    const next = theme() === 'dark' ? 'light' : 'dark';
+    document.documentElement.dataset.theme = next;
+    store.set('theme', next);
+    showTheme();
+  }
+
+  function showHelp() {
+    const d = $('help-dialog');
+    if (!d.open) d.showModal();
+    $('help-close').focus();
+  }
+
+  // signOut forgets this browser's token (and what it had open) and starts
+  // over at the sign-in dialog.
+  function signOut() {
+    ['token', 'session', 'workspace', 'turn'].forEach(k => store.del(k));
+    state.leaving = true;
+    location.reload();
+  }
+
+  function onKey(e) {
+    const mod = e.ctrlKey || e.metaKey;
+    const key = e.key.length === 1 ? e.key.toLowerCase() : e.key;
+    if (document.querySelector('dialog[open]')) return; // a dialog has the keys
+    if (mod && e.shiftKey && key === 'o') {
+      e.preventDefault();
+      newChat();
+      return;
+    }
+    if (mod && !e.shiftKey && !e.altKey && key === 'k') {
+      e.preventDefault();
+      if (matchMedia('(max-width: 760px)').matches) document.body.classList.add('menu-open');
+      $('search').focus();
+      $('search').select();
+      return;
+    }
+    if (e.key === 'Escape') {
+      if (e.shiftKey) {
+        e.preventDefault();
+        $('input').focus();
+        return;
+      }
+      // Escape in the rename field cancels the rename only.
+      if (e.target.classList.contains('rename-input')) return;
+      if (document.body.classList.contains('menu-open')) {
+        closeMenu();
+        return;
+      }
+      if (state.turn) {
+        e.preventDefault();
+        stop();
+        return;
+      }
+      if (e.target === $('input')) cancelEdit(true);
+      return;
+    }
+    if (mod || e.altKey || e.target.closest('input, textarea, select, [contenteditable]')) return;
+    if (e.key === '/') {
+      e.preventDefault();
+      $('input').focus();
+    } else if (e.key === '?') {
+      e.preventDefault();
+      showHelp();
+    }
   }
 
   // ---- layout --------------------------------------------------------
@@ -915,17 +1652,62 @@
       searchTimer = setTimeout(loadSessions, 200);
     });
     $('approvals-toggle').addEventListener('click', () => {
-      $('approvals').hidden = !$('approvals').hidden;
-      if (!$('approvals').hidden) refreshApprovals();
+      if (togglePanel('approvals')) refreshApprovals();
     });
+    $('memory-toggle').addEventListener('click', () => {
+      if (togglePanel('memory')) loadMemory();
+    });
+    let memoryTimer = 0;
+    $('memory-search').addEventListener('input', () => {
+      clearTimeout(memoryTimer);
+      memoryTimer = setTimeout(loadMemory, 250);
+    });
+    $('theme').addEventListener('click', toggleTheme);
+    $('settings-button').addEventListener('click', openSettings);
+    $('settings-models').addEventListener('submit', saveModels);
+    $('settings-autonomy').addEventListener('submit', saveAutonomy);
+    $('settings-vault-form').addEventListener('submit', addVaultKey);
+    document.addEventListener('visibilitychange', () => { if (!document.hidden) document.title = 'Waggle'; });
+    $('files-toggle').addEventListener('click', () => {
+      if (togglePanel('files')) loadFiles();
+    });
+    $('files-up').addEventListener('click', () => {
+      filesState.dir = filesState.dir.replace(/\/[^/]*\/?$/, '') || '/';
+      loadFiles();
+    });
+    $('attach').addEventListener('click', () => $('attach-input').click());
+    $('attach-input').addEventListener('change', e => {
+      upload([...e.target.files]);
+      e.target.value = '';
+    });
+    // Drop files anywhere on the page to attach them.
+    document.addEventListener('dragover', e => {
+      if (!filesState.available || !e.dataTransfer || ![...e.dataTransfer.types].includes('Files')) return;
+      e.preventDefault();
+      document.body.classList.add('dropping');
+    });
+    document.addEventListener('dragleave', e => { if (!e.relatedTarget) document.body.classList.remove('dropping'); });
+    document.addEventListener('drop', e => {
+      document.body.classList.remove('dropping');
+      if (!filesState.available || !e.dataTransfer || !e.dataTransfer.files.length) return;
+      e.preventDefault();
+      upload([...e.dataTransfer.files]);
+    });
+    $('model').addEventListener('change', e => {
+      if (e.target.value) store.set('model', e.target.value);
+      else store.del('model');
+    });
+    matchMedia('(prefers-color-scheme: dark)').addEventListener('change', showTheme);
+    $('help-button').addEventListener('click', showHelp);
+    $('sign-out').addEventListener('click', signOut);
+    $('jump').addEventListener('click', jumpToLatest);
+    $('messages').addEventListener('scroll', () => { $('jump').hidden = nearBottom(); });
+    $('edit-cancel').addEventListener('click', () => { cancelEdit(true); $('input').focus(); });
     $('error-close').addEventListener('click', hideError);
     $('menu').addEventListener('click', openMenu);
     $('menu-close').addEventListener('click', closeMenu);
     $('scrim').addEventListener('click', closeMenu);
-    document.addEventListener('keydown', e => {
-      // Escape in the rename field cancels the rename only.
-      if (e.key === 'Escape' && !e.target.classList.contains('rename-input')) closeMenu();
-    });
+    document.addEventListener('keydown', onKey);
     $('token-form').addEventListener('submit', saveToken);
     $('token-dialog').addEventListener('cancel', e => e.preventDefault());
     window.addEventListener('pagehide', () => { state.leaving = true; });
@@ -944,6 +1726,7 @@
 
   async function boot() {
     bindUI();
+    showTheme();
     let h = { mode: 'local' };
     let reached = false;
     try {
@@ -956,11 +1739,14 @@
     document.body.dataset.mode = state.mode;
     if (state.mode === 'team') {
       state.token = store.get('token');
+      $('sign-out').hidden = false;
       if (!state.token) await askToken();
     } else {
       // /health hands the token only to this machine's own clients; from
       // elsewhere (a server bound beyond loopback) the user pastes it.
       state.token = h.wsToken || store.get('token') || null;
+      // A pasted token can be forgotten again; /health's cannot.
+      $('sign-out').hidden = !!h.wsToken || !state.token;
       if (!state.token && reached) {
         $('token-help').textContent = 'This Waggle server is on another machine. Paste its access token ' +
           '(on that machine: the wsToken field of http://127.0.0.1:<port>/health).';
@@ -969,7 +1755,9 @@
     }
     $('status').textContent = h.offline ? 'echo mode' : (h.defaultModel || '');
     if (state.mode === 'team') await loadTeams();
+    loadModels(h.defaultModel); // not awaited: the page works without it
     await loadWorkspaces();
+    await probeFiles();
     const saved = store.get('turn');
     if (saved && saved.id) {
       refreshApprovals();
@@ -984,7 +1772,10 @@
       }
     }
     refreshApprovals();
-    setInterval(() => { if (!document.hidden) refreshApprovals(); }, 5000);
+    // Polled while hidden too (slower): a waiting approval is news.
+    let polls = 0;
+    setInterval(() => { if (!document.hidden || ++polls % 6 === 0) refreshApprovals(); }, 5000);
+    followNotifications();
     document.body.dataset.ready = 'true';
   }
 

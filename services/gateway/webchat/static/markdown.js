@@ -5,7 +5,9 @@
 // page through textContent or a text node, and the only elements are the
 // ones this renderer creates. A "<script>" in a reply is therefore shown as
 // the text "<script>" and never runs (webchat's browser test proves it).
-// Links get an href only for http(s) and mailto URLs.
+// Links get an href only for http(s) and mailto URLs. Code blocks are
+// coloured by syntax.js (spans of text); math ($…$, $$…$$, \(…\), \[…\])
+// is drawn by the small TeX subset below, again from text nodes only.
 const Markdown = (() => {
   function el(tag, cls, text) {
     const e = document.createElement(tag);
@@ -20,9 +22,10 @@ const Markdown = (() => {
   const quote = /^\s{0,3}>\s?/;
   const item = /^(\s*)([-*+]|\d{1,9}[.)])\s+(.*)$/;
   const tableSep = /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$/;
+  const mathOpen = /^\s{0,3}(\$\$|\\\[)/;
 
   function startsBlock(line) {
-    return fence.test(line) || heading.test(line) || rule.test(line) || quote.test(line) || item.test(line);
+    return fence.test(line) || mathOpen.test(line) || heading.test(line) || rule.test(line) || quote.test(line) || item.test(line);
   }
 
   function blocks(src) {
@@ -43,6 +46,21 @@ const Markdown = (() => {
         continue;
       }
       if (line.trim() === '') { i++; continue; }
+      if ((m = line.match(mathOpen))) {
+        // $$ … $$ or \[ … \] (on one line or several): display math.
+        const close = m[1] === '$$' ? '$$' : '\\]';
+        let body = line.trim().slice(2);
+        i++;
+        if (body.endsWith(close) && body.length >= close.length) body = body.slice(0, -close.length);
+        else {
+          const more = [];
+          while (i < lines.length && !lines[i].trim().endsWith(close)) more.push(lines[i++]);
+          if (i < lines.length) more.push(lines[i++].trim().slice(0, -close.length));
+          body = [body].concat(more).join(' ');
+        }
+        out.push(Math_.render(body, true));
+        continue;
+      }
       if ((m = line.match(heading))) {
         const h = el('h' + Math.min(m[1].length + 1, 6));
         inline(m[2], h);
@@ -81,9 +99,10 @@ const Markdown = (() => {
       }
       if (line.includes('|') && i + 1 < lines.length && tableSep.test(lines[i + 1])) {
         const rows = [line];
+        const sep = lines[i + 1];
         i += 2;
         while (i < lines.length && lines[i].includes('|') && lines[i].trim() !== '') rows.push(lines[i++]);
-        out.push(table(rows));
+        out.push(table(rows, sep));
         continue;
       }
       const para = [];
@@ -108,12 +127,14 @@ const Markdown = (() => {
     return row.trim().replace(/^\|/, '').replace(/\|$/, '').split('|').map(c => c.trim());
   }
 
-  function table(rows) {
+  function table(rows, sep) {
     const t = el('table');
+    const align = cells(sep).map(c => (c.endsWith(':') ? (c.startsWith(':') ? 'center' : 'right') : (c.startsWith(':') ? 'left' : '')));
     rows.forEach((r, n) => {
       const tr = el('tr');
-      cells(r).forEach(c => {
+      cells(r).forEach((c, k) => {
         const td = el(n === 0 ? 'th' : 'td');
+        if (align[k]) td.style.textAlign = align[k];
         inline(c, td);
         tr.append(td);
       });
@@ -133,15 +154,38 @@ const Markdown = (() => {
     copy.addEventListener('click', () => copyText(code, copy));
     bar.append(copy);
     const pre = el('pre');
-    pre.append(el('code', lang ? 'lang-' + lang : '', code));
+    const c = el('code', lang ? 'lang-' + lang : '');
+    if (typeof Syntax === 'undefined' || !Syntax.highlight(lang, code, c)) c.textContent = code;
+    pre.append(c);
     wrap.append(bar, pre);
+    const lines = code.split('\n').length;
+    if (lines > foldLines) fold(wrap, pre, lines);
     return wrap;
   }
 
+  // Code longer than foldLines is folded: its first lines and a button
+  // that shows the rest (and folds it again).
+  const foldLines = 20;
+
+  function fold(wrap, box, lines) {
+    box.classList.add('folded');
+    const more = 'Show all ' + lines + ' lines';
+    const b = el('button', 'fold-toggle', more);
+    b.type = 'button';
+    b.setAttribute('aria-expanded', 'false');
+    b.addEventListener('click', () => {
+      const open = box.classList.toggle('folded') === false;
+      b.textContent = open ? 'Fold' : more;
+      b.setAttribute('aria-expanded', String(open));
+    });
+    wrap.append(b);
+  }
+
   function copyText(text, button) {
+    const label = button.textContent;
     const done = () => {
       button.textContent = 'Copied';
-      setTimeout(() => { button.textContent = 'Copy'; }, 1500);
+      setTimeout(() => { button.textContent = label; }, 1500);
     };
     if (navigator.clipboard && window.isSecureContext) {
       navigator.clipboard.writeText(text).then(done, () => fallbackCopy(text, done));
@@ -178,6 +222,8 @@ const Markdown = (() => {
     '~~(\\S[\\s\\S]*?)~~', // 7 strike
     '\\[([^\\]]+)\\]\\(([^)\\s]+)\\)', // 8,9 link
     '(https?:\\/\\/[^\\s<>()]*[^\\s<>().,;:!?\'"])', // 10 bare URL
+    '\\$(?![\\s$])([^$\\n]+?)(?<!\\s)\\$(?![\\d$])', // 11 inline math $…$ (not "$5 and $10")
+    '\\\\\\(([\\s\\S]+?)\\\\\\)', // 12 inline math \(…\)
   ].join('|'), 'g');
 
   function inline(text, parent) {
@@ -192,6 +238,7 @@ const Markdown = (() => {
       else if (m[7] !== undefined) nest('del', m[7], parent);
       else if (m[8] !== undefined) link(m[8], m[9], parent);
       else if (m[10] !== undefined) link(m[10], m[10], parent, true);
+      else if (m[11] !== undefined || m[12] !== undefined) parent.append(Math_.render(m[11] ?? m[12], false));
     }
     if (last < text.length) parent.append(document.createTextNode(text.slice(last)));
   }
@@ -219,8 +266,113 @@ const Markdown = (() => {
     parent.append(a);
   }
 
+  // Math_ draws a small subset of TeX with elements and text nodes: Greek
+  // letters and common symbols, ^ and _ (sup, sub), \frac, \sqrt, \text.
+  // Anything else stays as its source text. (KaTeX would cover all of TeX
+  // but is ~300 KB of script plus fonts: too much for this page.)
+  const Math_ = (() => {
+    const sym = {
+      alpha: 'α', beta: 'β', gamma: 'γ', delta: 'δ', epsilon: 'ε', varepsilon: 'ε', zeta: 'ζ', eta: 'η', theta: 'θ',
+      iota: 'ι', kappa: 'κ', lambda: 'λ', mu: 'μ', nu: 'ν', xi: 'ξ', pi: 'π', rho: 'ρ', sigma: 'σ', tau: 'τ',
+      upsilon: 'υ', phi: 'φ', varphi: 'φ', chi: 'χ', psi: 'ψ', omega: 'ω', Gamma: 'Γ', Delta: 'Δ', Theta: 'Θ',
+      Lambda: 'Λ', Xi: 'Ξ', Pi: 'Π', Sigma: 'Σ', Phi: 'Φ', Psi: 'Ψ', Omega: 'Ω',
+      times: '×', cdot: '·', pm: '±', mp: '∓', div: '÷', leq: '≤', le: '≤', geq: '≥', ge: '≥', neq: '≠', ne: '≠',
+      approx: '≈', equiv: '≡', sim: '∼', propto: '∝', infty: '∞', sum: '∑', prod: '∏', int: '∫', oint: '∮',
+      partial: '∂', nabla: '∇', to: '→', rightarrow: '→', leftarrow: '←', Rightarrow: '⇒', Leftarrow: '⇐',
+      leftrightarrow: '↔', Leftrightarrow: '⇔', mapsto: '↦', in: '∈', notin: '∉', subset: '⊂', subseteq: '⊆',
+      supset: '⊃', cup: '∪', cap: '∩', emptyset: '∅', forall: '∀', exists: '∃', neg: '¬', land: '∧', lor: '∨',
+      cdots: '⋯', ldots: '…', dots: '…', prime: '′', circ: '∘', log: 'log', ln: 'ln', sin: 'sin', cos: 'cos',
+      tan: 'tan', exp: 'exp', lim: 'lim', max: 'max', min: 'min', det: 'det',
+      ',': '\u2009', ';': '\u2005', ':': '\u2005', quad: '\u2003', qquad: '\u2003\u2003', '{': '{', '}': '}', '\\': ' ',
+      left: '', right: '', displaystyle: '', '!': '',
+    };
+
+    const spaced = new Set(('times cdot pm mp div leq le geq ge neq ne approx equiv sim propto to rightarrow leftarrow ' +
+      'Rightarrow Leftarrow leftrightarrow Leftrightarrow mapsto in notin subset subseteq supset cup cap land lor circ').split(' '));
+
+    function render(src, display) {
+      const box = el(display ? 'div' : 'span', display ? 'math math-block' : 'math');
+      box.setAttribute('role', 'math');
+      box.setAttribute('aria-label', src);
+      box.title = src;
+      const p = { s: src, i: 0 };
+      seq(p, box, '');
+      return box;
+    }
+
+    // seq appends atoms to parent until the end or the closing char.
+    function seq(p, parent, close) {
+      while (p.i < p.s.length) {
+        const ch = p.s[p.i];
+        if (ch === close) { p.i++; return; }
+        if (ch === '^' || ch === '_') {
+          p.i++;
+          const e = el(ch === '^' ? 'sup' : 'sub');
+          atom(p, e);
+          parent.append(e);
+          continue;
+        }
+        atom(p, parent);
+      }
+    }
+
+    // atom appends one item: a {group}, a \command, or one character.
+    function atom(p, parent) {
+      const ch = p.s[p.i];
+      if (ch === undefined) return;
+      if (ch === '{') {
+        p.i++;
+        const g = el('span');
+        seq(p, g, '}');
+        parent.append(g);
+        return;
+      }
+      if (ch === '\\') {
+        const m = /^\\([A-Za-z]+|.)/.exec(p.s.slice(p.i));
+        p.i += m ? m[0].length : 1;
+        const name = m ? m[1] : '';
+        if (name === 'frac' || name === 'dfrac' || name === 'tfrac') {
+          const f = el('span', 'frac');
+          const num = el('span', 'num');
+          const den = el('span', 'den');
+          atom(p, num);
+          atom(p, den);
+          f.append(num, den);
+          parent.append(f);
+        } else if (name === 'sqrt') {
+          parent.append(document.createTextNode('√'));
+          const r = el('span', 'sqrt');
+          atom(p, r);
+          parent.append(r);
+        } else if (['text', 'mathrm', 'textrm', 'operatorname', 'mathbf', 'textbf'].includes(name)) {
+          const t = el('span', name.includes('bf') ? 'bold' : '');
+          if (p.s[p.i] === '{') {
+            const j = p.s.indexOf('}', p.i);
+            t.textContent = p.s.slice(p.i + 1, j < 0 ? p.s.length : j);
+            p.i = j < 0 ? p.s.length : j + 1;
+          } else atom(p, t);
+          parent.append(t);
+        } else if (Object.prototype.hasOwnProperty.call(sym, name)) {
+          // Relations and binary operators get thin spaces, as TeX sets them.
+          parent.append(document.createTextNode(spaced.has(name) ? '\u2009' + sym[name] + '\u2009' : sym[name]));
+        } else {
+          parent.append(document.createTextNode('\\' + name));
+        }
+        return;
+      }
+      p.i++;
+      if (/[A-Za-z]/.test(ch)) parent.append(el('var', '', ch));
+      else if (/\s/.test(ch)) { /* TeX ignores spaces in math */ }
+      else parent.append(document.createTextNode('=+<>'.includes(ch) ? '\u2009' + ch.replace('-', '−') + '\u2009' : ch === '-' ? '−' : ch));
+    }
+
+    return { render };
+  })();
+
   return {
     // render replaces target's children with the rendering of src.
     render(src, target) { target.replaceChildren(...blocks(src || '')); },
+    // copy puts text on the clipboard and says so on button.
+    copy: copyText,
   };
 })();

@@ -32,22 +32,7 @@ const modelPrefix = "MODEL SAW: "
 // message is a tool result gets modelPrefix + that result.
 func scriptedModel(t *testing.T) *llmtest.Server {
 	t.Helper()
-	s := llmtest.New(llmtest.WithHandler(func(r *llmtest.Request) llmtest.Response {
-		msgs := r.Chat.Messages
-		if len(msgs) == 0 {
-			return llmtest.Reply("no messages")
-		}
-		last := msgs[len(msgs)-1]
-		if last.Role == "tool" {
-			return llmtest.Reply(modelPrefix + last.Content)
-		}
-		_, rest, ok := strings.Cut(last.Content, "CALL ")
-		if !ok {
-			return llmtest.Reply("nothing to do")
-		}
-		tool, args, _ := strings.Cut(strings.TrimSpace(rest), " ")
-		return llmtest.Response{Steps: llmtest.ToolCall(0, "call_1", tool, args, 2)}
-	}))
+	s := llmtest.New(llmtest.WithHandler(llmtest.ToolCaller(modelPrefix)))
 	s.Start()
 	t.Cleanup(s.Close)
 	return s

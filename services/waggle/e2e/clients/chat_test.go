@@ -33,9 +33,8 @@ func agentModel(t *testing.T, hold *llmtest.Pause) *llmtest.Server {
 		case last.Role == "tool":
 			return llmtest.Reply("tool said: ", last.Content)
 		case strings.Contains(last.Content, "CALL "):
-			_, rest, _ := strings.Cut(last.Content, "CALL ")
-			tool, args, _ := strings.Cut(strings.TrimSpace(rest), " ")
-			return llmtest.Response{Steps: llmtest.ToolCall(0, "call_1", tool, args, 2)}
+			resp, _ := llmtest.CallDirective(last.Content)
+			return resp
 		case strings.Contains(last.Content, "HOLD"):
 			return llmtest.Response{Steps: []llmtest.Step{llmtest.Content("holding on"), llmtest.Wait(hold), llmtest.Content(" — released")}}
 		case strings.Contains(last.Content, "FAIL"):

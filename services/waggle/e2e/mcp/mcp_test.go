@@ -60,12 +60,10 @@ func scriptedModel(t *testing.T) *model {
 		if last.Role == "tool" {
 			return llmtest.Reply(modelPrefix + last.Content)
 		}
-		_, rest, ok := strings.Cut(last.Content, "CALL ")
-		if !ok {
-			return llmtest.Reply("nothing to do")
+		if resp, ok := llmtest.CallDirective(last.Content); ok {
+			return resp
 		}
-		tool, args, _ := strings.Cut(strings.TrimSpace(rest), " ")
-		return llmtest.Response{Steps: llmtest.ToolCall(0, "call_1", tool, args, 2)}
+		return llmtest.Reply("nothing to do")
 	}))
 	m.Start()
 	t.Cleanup(m.Close)

@@ -34,22 +34,7 @@ const autonomyCommand = "touch pwned.txt"
 // one tool call without a shared script.
 func autonomyModel(t *testing.T) *llmtest.Server {
 	t.Helper()
-	s := llmtest.New(llmtest.WithHandler(func(r *llmtest.Request) llmtest.Response {
-		msgs := r.Chat.Messages
-		if len(msgs) == 0 {
-			return llmtest.Reply("no messages")
-		}
-		last := msgs[len(msgs)-1]
-		if last.Role == "tool" {
-			return llmtest.Reply("tool said: " + last.Content)
-		}
-		_, rest, ok := strings.Cut(last.Content, "CALL ")
-		if !ok {
-			return llmtest.Reply("nothing to do")
-		}
-		tool, args, _ := strings.Cut(strings.TrimSpace(rest), " ")
-		return llmtest.Response{Steps: llmtest.ToolCall(0, "call_1", tool, args, 2)}
-	}))
+	s := llmtest.New(llmtest.WithHandler(llmtest.ToolCaller("tool said: ")))
 	s.Start()
 	t.Cleanup(s.Close)
 	return s

@@ -33,22 +33,7 @@ const toolargsSaw = "MODEL SAW: "
 // reply.
 func toolargsStart(t *testing.T) *waggletest.Proc {
 	t.Helper()
-	llm := llmtest.New(llmtest.WithHandler(func(r *llmtest.Request) llmtest.Response {
-		msgs := r.Chat.Messages
-		if len(msgs) == 0 {
-			return llmtest.Reply("no messages")
-		}
-		last := msgs[len(msgs)-1]
-		if last.Role == "tool" {
-			return llmtest.Reply(toolargsSaw + last.Content)
-		}
-		_, rest, ok := strings.Cut(last.Content, "CALL ")
-		if !ok {
-			return llmtest.Reply("nothing to do")
-		}
-		tool, args, _ := strings.Cut(strings.TrimSpace(rest), " ")
-		return llmtest.Response{Steps: llmtest.ToolCall(0, "call_1", tool, args, 3)}
-	}))
+	llm := llmtest.New(llmtest.WithHandler(llmtest.ToolCaller(toolargsSaw)))
 	llm.Start()
 	t.Cleanup(llm.Close)
 	return waggletest.StartProc(t, waggleBin,

@@ -48,6 +48,12 @@ func TestTeamServer(t *testing.T) {
 	if st := srv.JSON("PUT", "/api/teams/acme/members/greg", map[string]any{"role": "member"}, nil, bearer(vic.Token)...); st != 403 {
 		t.Fatalf("viewer adds member: %d", st)
 	}
+	// A new team comes with its first workspace: members can chat right
+	// after the documented setup.
+	var first []map[string]any
+	if st := srv.JSON("GET", "/api/workspaces", nil, &first, bearer(olga)...); st != 200 || len(first) != 1 || first[0]["teamId"] != "acme" || first[0]["name"] != "acme" {
+		t.Fatalf("a new team's workspaces: %d %v", st, first)
+	}
 	var ws map[string]any
 	if st := srv.JSON("POST", "/api/workspaces", map[string]any{"name": "Acme Ops", "teamId": "acme"}, &ws, bearer(olga)...); st != 200 && st != 201 {
 		t.Fatalf("create team workspace: %d %v", st, ws)

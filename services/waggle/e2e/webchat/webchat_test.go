@@ -183,9 +183,8 @@ func model(t *testing.T, reply func(last string) llmtest.Response) *llmtest.Serv
 		if last.Role == "tool" {
 			return llmtest.Reply("I wrote the file. It now reads:\n\n", "```text\n", "hello from the browser test\n", "```\n\nAnything else?")
 		}
-		if _, rest, ok := strings.Cut(last.Content, "CALL "); ok {
-			tool, args, _ := strings.Cut(strings.TrimSpace(rest), " ")
-			return llmtest.Response{Steps: llmtest.ToolCall(0, "call_1", tool, args, 2)}
+		if resp, ok := llmtest.CallDirective(last.Content); ok {
+			return resp
 		}
 		return reply(last.Content)
 	}))
@@ -247,7 +246,7 @@ func TestWebChat(t *testing.T) {
 		}
 		// The reply is stored: a fresh page load shows it from history.
 		run(t, ctx, chromedp.Reload(), chromedp.WaitVisible(`body[data-ready="true"]`, chromedp.ByQuery),
-			until(lastReplyHas("fmt.Println")), until(`document.querySelector('#messages .msg.user').textContent === 'show me some markdown'`))
+			until(lastReplyHas("fmt.Println")), until(`document.querySelector('#messages .msg.user .bubble').textContent === 'show me some markdown'`))
 	})
 
 	t.Run("ApprovalDialog", func(t *testing.T) {
@@ -580,13 +579,19 @@ func TestWebChat(t *testing.T) {
 			chromedp.Reload(), chromedp.WaitVisible(`body[data-ready="true"]`, chromedp.ByQuery),
 			until(`!document.querySelector('#token-dialog').open`),
 			until(lastReplyHas("hello team")),
+			// Sign out forgets the token: the page asks for one again and
+			// shows nothing of the session.
+			chromedp.WaitVisible(`#sign-out`, chromedp.ByID),
+			chromedp.Click(`#sign-out`, chromedp.ByID),
+			chromedp.WaitVisible(`#token-dialog[open] #token-input`, chromedp.ByQuery),
+			until(`localStorage.getItem('waggle.token') === null && document.querySelectorAll('#messages .msg').length === 0`),
 		)
 	})
 
 	// A fresh team server (a team and a token, no workspace yet) is usable
 	// from the web chat: no 404, the page offers to create a workspace,
 	// asks in which of the user's teams, and creates it there.
-	t.Run("NewTeamServerCreatesWorkspace", func(t *testing.T) {
+	t.Run("NewTeamServerHasWorkspace", func(t *testing.T) {
 		llm := model(t, func(string) llmtest.Response { return llmtest.Reply("hello from the team") })
 		natsAddr := waggletest.FreeAddr(t)
 		srv := start(t, llm, func(c *app.Config) {
@@ -603,14 +608,22 @@ func TestWebChat(t *testing.T) {
 			chromedp.WaitVisible(`#token-dialog[open] #token-input`, chromedp.ByQuery),
 			chromedp.SendKeys(`#token-input`, tok.Token+kb.Enter, chromedp.ByID),
 			chromedp.WaitVisible(`body[data-ready="true"]`, chromedp.ByQuery),
-			// No workspace yet: an offer to create one, not an error.
-			chromedp.WaitVisible(`#workspace-form`, chromedp.ByID),
+			// Each new team came with its first workspace: the page opens
+			// on one and chats at once, no error, no form in the way.
+			until(`[...document.querySelectorAll('#workspace option')].map(o => o.value).sort().join() === 'acme,beta'`),
 			until(`document.querySelector('#error').hidden`),
+			until(`document.querySelector('#workspace-form').hidden`),
+			send("hello team"), until(replied), until(lastReplyHas("hello from the team")),
+			// Another workspace goes into the team the user picks.
+			chromedp.Click(`#new-workspace`, chromedp.ByID),
+			chromedp.WaitVisible(`#workspace-form`, chromedp.ByID),
 			until(`[...document.querySelectorAll('#workspace-team option')].map(o => o.value).join() === 'acme,beta'`),
 			chromedp.SetValue(`#workspace-team`, "beta", chromedp.ByID),
 			chromedp.SendKeys(`#workspace-name`, "Beta Lab"+kb.Enter, chromedp.ByID),
 			until(`document.querySelector('#workspace').value === 'beta-lab'`),
-			send("hello team"), until(replied), until(lastReplyHas("hello from the team")),
+			// In two teams, the workspaces are grouped by team.
+			until(`document.querySelector('#workspace option[value="beta-lab"]').parentElement.label === 'beta'`),
+			send("hello lab"), until(replied), until(lastReplyHas("hello from the team")),
 			until(`document.querySelector('#error').hidden`),
 		)
 		var w struct{ TeamID string }

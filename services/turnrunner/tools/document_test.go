@@ -1,0 +1,205 @@
+package tools
+
+import (
+	"archive/zip"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testPDF builds a PDF with one page per text, in Helvetica, the way a
+// simple generator writes one (a classic xref table with byte offsets).
+func testPDF(pages ...string) []byte {
+	var objs []string
+	kids := make([]string, len(pages))
+	for i := range pages {
+		kids[i] = fmt.Sprintf("%d 0 R", 4+2*i)
+	}
+	objs = append(objs,
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), len(pages)),
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+	for i, text := range pages {
+		var content strings.Builder
+		content.WriteString("BT /F1 12 Tf 72 720 Td 14 TL\n")
+		for _, line := range strings.Split(text, "\n") {
+			esc := strings.NewReplacer(`\`, `\\`, "(", `\(`, ")", `\)`).Replace(line)
+			fmt.Fprintf(&content, "(%s) Tj T*\n", esc)
+		}
+		content.WriteString("ET")
+		objs = append(objs,
+			fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>", 5+2*i),
+			fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", content.Len(), content.String()))
+	}
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	offsets := make([]int, len(objs))
+	for i, o := range objs {
+		offsets[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return b.Bytes()
+}
+
+// testZip builds a zip package from name → content.
+func testZip(t *testing.T, parts map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, body := range parts {
+		w, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(body))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func writeBytes(t *testing.T, env Env, name string, data []byte) {
+	t.Helper()
+	p := filepath.Join(env.FilesDir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReadDocumentPDF(t *testing.T) {
+	env := newEnv(t)
+	writeBytes(t, env, "report.pdf", testPDF("Quarterly report\nRevenue grew (a lot)", "Second page text", "Third page"))
+	out := mustCall(t, env, "read_document", map[string]any{"path": "report.pdf"})
+	for _, want := range []string{"[PDF, 3 pages]", "## Page 1", "Quarterly report", "Revenue grew (a lot)", "## Page 3", "Third page"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("PDF text lacks %q:\n%s", want, out)
+		}
+	}
+	out = mustCall(t, env, "read_document", map[string]any{"path": "report.pdf", "pages": "2"})
+	if !strings.Contains(out, "Second page text") || strings.Contains(out, "Quarterly") || strings.Contains(out, "Third page") {
+		t.Errorf("pages 2 only:\n%s", out)
+	}
+	out = mustCall(t, env, "read_document", map[string]any{"path": "report.pdf", "maxChars": 30})
+	if !strings.Contains(out, "[cut at 30 of") {
+		t.Errorf("maxChars 30:\n%s", out)
+	}
+	writeBytes(t, env, "broken.pdf", []byte("%PDF-1.4\nthis is not a pdf at all"))
+	if out, err := call(t, env, "read_document", map[string]any{"path": "broken.pdf"}); err == nil {
+		t.Errorf("a broken PDF read as %q", out)
+	}
+}
+
+func TestGenerateXlsxThenReadDocument(t *testing.T) {
+	env := newEnv(t)
+	out := mustCall(t, env, "generate_xlsx", map[string]any{"path": "budget", "sheets": []any{
+		map[string]any{"name": "Q1", "rows": []any{
+			[]any{"Item", "Cost", "Paid"},
+			[]any{"Hosting", 120.5, true},
+			[]any{"=HYPERLINK(\"http://evil\")", nil, false},
+		}},
+		map[string]any{"rows": []any{[]any{"tabs\tand <xml> & stuff"}}},
+	}})
+	if !strings.HasPrefix(out, "Generated budget.xlsx (2 sheets") {
+		t.Errorf("generate_xlsx: %s", out)
+	}
+	z, err := zip.OpenReader(filepath.Join(env.FilesDir, "budget.xlsx"))
+	if err != nil {
+		t.Fatalf("not a zip: %v", err)
+	}
+	z.Close()
+	got := mustCall(t, env, "read_document", map[string]any{"path": "budget.xlsx"})
+	want := "[Workbook, 2 sheets]\n\n## Sheet 1: Q1\n\nItem\tCost\tPaid\nHosting\t120.5\tTRUE\n=HYPERLINK(\"http://evil\")\t\tFALSE\n\n" +
+		"## Sheet 2: Sheet2\n\ntabs and <xml> & stuff"
+	if got != want {
+		t.Errorf("read back:\n%q\nwant\n%q", got, want)
+	}
+	if got := mustCall(t, env, "read_document", map[string]any{"path": "budget.xlsx", "pages": "2"}); strings.Contains(got, "Hosting") {
+		t.Errorf("sheet 2 only: %q", got)
+	}
+	for _, bad := range []map[string]any{
+		{"path": "x", "sheets": []any{}},
+		{"path": "x", "sheets": []any{map[string]any{"name": "a/b", "rows": []any{}}}},
+		{"path": "x", "sheets": []any{map[string]any{"name": "A", "rows": []any{}}, map[string]any{"name": "a", "rows": []any{}}}},
+		{"path": "x", "sheets": []any{map[string]any{"rows": []any{[]any{map[string]any{"f": 1}}}}}},
+		{"path": "../x", "sheets": []any{map[string]any{"rows": []any{}}}},
+	} {
+		if out, err := call(t, env, "generate_xlsx", bad); err == nil {
+			t.Errorf("generate_xlsx %v: %s", bad, out)
+		}
+	}
+}
+
+func TestReadDocumentDocxAndPptx(t *testing.T) {
+	env := newEnv(t)
+	docx, err := buildDocx("Title here", "# Heading\n\nFirst paragraph.\n\n- a bullet", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeBytes(t, env, "a.docx", docx)
+	out := mustCall(t, env, "read_document", map[string]any{"path": "a.docx"})
+	for _, want := range []string{"Title here", "Heading", "First paragraph.", "a bullet"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("docx text lacks %q:\n%s", want, out)
+		}
+	}
+	const nsP = `xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"`
+	slide := func(text string) string {
+		return `<p:sld ` + nsP + `><p:cSld><p:spTree><p:sp><p:txBody><a:p><a:r><a:t>` + text + `</a:t></a:r></a:p></p:txBody></p:sp></p:spTree></p:cSld></p:sld>`
+	}
+	writeBytes(t, env, "deck.pptx", testZip(t, map[string]string{
+		"ppt/presentation.xml": `<p:presentation ` + nsP + `><p:sldIdLst><p:sldId id="256" r:id="rId7"/><p:sldId id="257" r:id="rId3"/></p:sldIdLst></p:presentation>`,
+		"ppt/_rels/presentation.xml.rels": `<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">` +
+			`<Relationship Id="rId3" Target="slides/slide2.xml"/><Relationship Id="rId7" Target="slides/slide1.xml"/></Relationships>`,
+		"ppt/slides/slide1.xml": slide("Welcome slide"),
+		"ppt/slides/slide2.xml": slide("Roadmap &amp; goals"),
+	}))
+	out = mustCall(t, env, "read_document", map[string]any{"path": "deck.pptx"})
+	want := "[Presentation, 2 slides]\n\n## Slide 1\n\nWelcome slide\n\n## Slide 2\n\nRoadmap & goals"
+	if out != want {
+		t.Errorf("pptx:\n%q\nwant\n%q", out, want)
+	}
+}
+
+func TestReadDocumentRefusals(t *testing.T) {
+	env := newEnv(t)
+	writeBytes(t, env, "notes.txt", []byte("plain"))
+	// A zip bomb: one part inflating past the per-part limit.
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, _ := zw.Create("word/document.xml")
+	chunk := bytes.Repeat([]byte("a"), 1<<20)
+	for i := 0; i < docPartMaxBytes>>20+1; i++ {
+		w.Write(chunk)
+	}
+	zw.Close()
+	writeBytes(t, env, "bomb.docx", buf.Bytes())
+	for _, c := range []struct {
+		in   map[string]any
+		want string
+	}{
+		{map[string]any{"path": "notes.txt"}, "not a PDF, DOCX, XLSX or PPTX"},
+		{map[string]any{"path": "../outside.pdf"}, "escapes"},
+		{map[string]any{"path": "missing.pdf"}, "not exist"},
+		{map[string]any{"path": "bomb.docx"}, "larger than 32 MiB uncompressed"},
+		{map[string]any{"path": "a.pdf", "pages": "3-1"}, "must look like"},
+		{map[string]any{"path": "a.pdf", "pages": "-5"}, "must look like"},
+	} {
+		if out, err := call(t, env, "read_document", c.in); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("read_document %v = %q, %v; want an error with %q", c.in, out, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package turnrunner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/ownership"
+)
+
+// turnInfo answers protocol.LookupTurn from what the runners own: the
+// turn's lease (its owner and request) and its stored events (ended,
+// waiting for an approval, and, once the lease is gone, the workspace in
+// the turn's start marker). It reads the lease first: a runner stores the
+// terminal event before it deletes the lease, so a turn is never seen
+// with neither.
+func (s *Service) turnInfo(ctx context.Context, req protocol.TurnInfoRequest) (protocol.TurnInfo, error) {
+	if !protocol.ValidID(req.TurnID) {
+		return protocol.TurnInfo{}, &protocol.Error{Kind: protocol.Invalid, Message: "invalid turn id"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
+	defer cancel()
+	info, err := s.lookUpTurn(ctx, req.TurnID)
+	if err != nil {
+		s.log.Debug("look up a turn", "turn", req.TurnID, "err", err)
+		return protocol.TurnInfo{}, errCannotLook
+	}
+	return info, nil
+}
+
+func (s *Service) lookUpTurn(ctx context.Context, turnID string) (protocol.TurnInfo, error) {
+	info := protocol.TurnInfo{State: protocol.TurnUnknown}
+	leased := false
+	e, err := s.leases.Get(ctx, turnID)
+	switch {
+	case err == nil:
+		var l ownership.Lease
+		if json.Unmarshal(e.Value(), &l) == nil && l.Request.TurnID == turnID {
+			leased = true
+			info.State, info.Runner, info.Workspace = protocol.TurnRunning, l.Runner, l.Request.Workspace
+		}
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	default:
+		return info, fmt.Errorf("turnrunner: lease of %s: %w", turnID, err)
+	}
+	subj := protocol.TurnEvents(turnID)
+	m, err := s.stream.GetLastMsgForSubject(ctx, subj)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		// Accepted and not published to yet, or taken over after a full
+		// restart that lost its events: the lease says it all.
+		return info, nil
+	case err != nil:
+		return info, fmt.Errorf("turnrunner: last event of %s: %w", turnID, err)
+	}
+	switch ev := m.Header.Get(protocol.HeaderEvent); {
+	case protocol.IsTerminal(ev):
+		info.State, info.Runner = protocol.TurnEnded, ""
+	case ev == protocol.EventApprovalRequired:
+		info.State = protocol.TurnPaused
+	case !leased:
+		// Events and no lease: its runner is finishing it, or it waits for
+		// a runner to end it. Followers follow; nobody owns it.
+		info.State = protocol.TurnRunning
+	}
+	if info.Workspace == "" {
+		first, err := s.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(subj))
+		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return info, fmt.Errorf("turnrunner: first event of %s: %w", turnID, err)
+		}
+		var start protocol.StartMarker
+		if err == nil && first.Header.Get(protocol.HeaderEvent) == protocol.EventStart && json.Unmarshal(first.Data, &start) == nil {
+			info.Workspace = start.Workspace
+		}
+	}
+	return info, nil
+}

@@ -1,0 +1,27 @@
+// Package tools is the black-box suite of the agent's built-in tools
+// (issue "The tools a Waggle user expects"): a real `waggle serve`
+// process, the scripted model (libs/llmtest) calling a tool, and the tool
+// working against something real — a git repository in the workspace, a
+// local fake of a web search provider, documents the test builds. Each
+// test asserts what the user sees: the approval asked, the result the
+// model was given, the change on disk.
+//
+// Files by tool: git_test.go (git_status, git_diff, git_commit,
+// git_branch), websearch_test.go (web_search against local fakes of
+// SearXNG, Brave and Tavily; /research), documents_test.go (read_document,
+// generate_xlsx), plan_test.go (plans across a kill -9),
+// governance_test.go (a team policy blocking the new tools; PostgreSQL).
+package tools
+
+import (
+	"os"
+	"testing"
+
+	"github.com/waggle-os/core/services/waggle/waggletest"
+)
+
+var waggleBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(waggletest.RunWithBinary(m, &waggleBin))
+}
