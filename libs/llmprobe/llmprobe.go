@@ -23,6 +23,9 @@ type Config struct {
 	URL string
 	// APIKey is sent as a bearer token when set.
 	APIKey string
+	// KeyFunc, when set and APIKey is empty, gives the bearer token of
+	// each probe (a key saved in the vault after the start).
+	KeyFunc func() string
 	// Timeout bounds one probe. Default 1s.
 	Timeout time.Duration
 	// TTL is how long a result is reused. Default 5s.
@@ -130,6 +133,16 @@ func (p *Prober) Check(ctx context.Context) Status {
 	return p.last
 }
 
+// Forget drops the cached result, so the next Check probes again (the
+// key changed: a server that refused the old one may take the new one).
+func (p *Prober) Forget() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.inflight == nil {
+		p.last.CheckedAt = time.Time{}
+	}
+}
+
 // Last returns the cached Status without probing.
 func (p *Prober) Last() Status {
 	p.mu.Lock()
@@ -145,8 +158,12 @@ func (p *Prober) probe(ctx context.Context) Status {
 	if err != nil {
 		return Status{CheckedAt: now, Detail: "bad URL"}
 	}
-	if p.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+p.cfg.APIKey)
+	key := p.cfg.APIKey
+	if key == "" && p.cfg.KeyFunc != nil {
+		key = p.cfg.KeyFunc()
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	resp, err := p.cfg.Client.Do(req)
 	if err != nil {

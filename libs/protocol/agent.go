@@ -103,7 +103,7 @@ type GroupRunRequest struct {
 	User string `json:"user,omitempty"`
 }
 
-// GroupJobRequest reads one job of one group.
+// GroupJobRequest reads one job of one group (GroupID "": of any group).
 type GroupJobRequest struct {
 	GroupID string `json:"groupId"`
 	JobID   string `json:"jobId"`

@@ -6,9 +6,11 @@ package protocol
 // Keys" screen that does not exist here).
 const (
 	// ModelSetupHint ends the echo-mode reply and the "requires AI" notice.
-	// It is as many words as the original's hint: echo mode streams one
-	// token per word, and the reply stays within the publisher's window.
-	ModelSetupHint = "To get AI replies, set WAGGLE_LLM_URL to an OpenAI-compatible model server (Ollama: http://localhost:11434/v1)."
+	// It points at what exists here: the model server's URL (a flag) and
+	// the vault, where the desktop app saves the key (POST /api/vault). At
+	// most 13 words, as the original's hint: echo mode streams one token
+	// per word, and the reply stays within the publisher's window.
+	ModelSetupHint = "To get AI replies, set WAGGLE_LLM_URL and save any key at /api/vault."
 	// ModelChoiceHint says how to choose the model a turn uses.
 	ModelChoiceHint = "Choose one it serves with --model (WAGGLE_MODEL) or \"defaultModel\" in config.json."
 )

@@ -364,3 +364,38 @@ const (
 	// silently.
 	HeaderEventNum = "Waggle-N"
 )
+
+// Desktop settings and secrets (desktop.go): config.json and the vault,
+// both owned by the session store; every other service asks it.
+var (
+	// GetSettings reads config.json (the last good version when the file
+	// on disk does not parse, with the error's line and column).
+	GetSettings = Endpoint[Empty, SettingsDoc]{ServiceSessionStore, "settings-get", "waggle.store.cmd.settings.get"}
+	// PatchSettings changes fields of config.json (atomic rewrite).
+	PatchSettings = Endpoint[SettingsPatch, SettingsDoc]{ServiceSessionStore, "settings-patch", "waggle.store.cmd.settings.patch"}
+	// ListVault lists a team's secrets: names and types, never values.
+	ListVault = Endpoint[VaultListRequest, VaultListReply]{ServiceSessionStore, "vault-list", "waggle.store.cmd.vault.list"}
+	// SetVault stores (or replaces) one secret, encrypted at rest.
+	SetVault = Endpoint[VaultSetRequest, VaultEntry]{ServiceSessionStore, "vault-set", "waggle.store.cmd.vault.set"}
+	// DeleteVault removes one secret.
+	DeleteVault = Endpoint[VaultNameRequest, DeletedReply]{ServiceSessionStore, "vault-delete", "waggle.store.cmd.vault.delete"}
+	// RevealVault returns one secret's value.
+	RevealVault = Endpoint[VaultNameRequest, VaultSecret]{ServiceSessionStore, "vault-reveal", "waggle.store.cmd.vault.reveal"}
+	// ResolveModelKey answers the model server's API key saved in the
+	// local vault for a model (VaultModelKeyNames), "" when none is.
+	ResolveModelKey = Endpoint[ModelKeyRequest, ModelKeyReply]{ServiceSessionStore, "vault-model-key", "waggle.store.cmd.vault.modelkey"}
+
+	// SettingsChanges is published by the store after config.json or the
+	// vault changed through it: runners drop their cached settings and
+	// model key, so the next turn uses the new ones.
+	SettingsChanges = Event[SettingsChanged]{"waggle.store.evt.settings"}
+)
+
+// WorkspaceFiles lists, reads and changes a workspace's files directory
+// (the file tools' directory, under their rules). Runners answer as one
+// queue group.
+var WorkspaceFiles = Endpoint[FilesRequest, FilesReply]{ServiceTurnRunner, "files", "waggle.turn.cmd.files"}
+
+// Notifications carries desktop notifications from the runners to every
+// gateway (core NATS: a gateway that is down misses them).
+var Notifications = Event[Notification]{"waggle.notify.evt"}

@@ -79,7 +79,8 @@ func (s *Service) groupRun(ctx context.Context, req protocol.GroupRunRequest) (p
 	return job, nil
 }
 
-// groupJob reads a job; a job of another group is not found.
+// groupJob reads a job; a job of another group is not found (no group:
+// any job, for GET /api/jobs/{id}, which checks the job's team itself).
 func (s *Service) groupJob(ctx context.Context, req protocol.GroupJobRequest) (protocol.GroupJob, error) {
 	if !protocol.ValidID(req.JobID) {
 		return protocol.GroupJob{}, errJobNotFound
@@ -88,7 +89,7 @@ func (s *Service) groupJob(ctx context.Context, req protocol.GroupJobRequest) (p
 	if err != nil {
 		return job, err
 	}
-	if job.GroupID != req.GroupID {
+	if req.GroupID != "" && job.GroupID != req.GroupID {
 		return protocol.GroupJob{}, errJobNotFound
 	}
 	return job, nil

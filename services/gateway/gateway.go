@@ -26,14 +26,19 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/approvalapi"
 	"github.com/waggle-os/core/services/gateway/internal/commandapi"
 	"github.com/waggle-os/core/services/gateway/internal/contextapi"
+	"github.com/waggle-os/core/services/gateway/internal/filesapi"
+	"github.com/waggle-os/core/services/gateway/internal/jobsapi"
 	"github.com/waggle-os/core/services/gateway/internal/mcpapi"
 	"github.com/waggle-os/core/services/gateway/internal/memoryapi"
+	"github.com/waggle-os/core/services/gateway/internal/notifyapi"
 	"github.com/waggle-os/core/services/gateway/internal/openapi"
 	"github.com/waggle-os/core/services/gateway/internal/ratelimit"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
 	"github.com/waggle-os/core/services/gateway/internal/sessionsapi"
+	"github.com/waggle-os/core/services/gateway/internal/settingsapi"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 	"github.com/waggle-os/core/services/gateway/internal/teamsapi"
+	"github.com/waggle-os/core/services/gateway/internal/vaultapi"
 )
 
 // Service is the HTTP gateway.
@@ -181,6 +186,24 @@ func (s *Service) Stop(ctx context.Context) error {
 	return errors.Join(err, drainErr)
 }
 
+// notifications is the hub of the desktop notifications: subscribed to the
+// runners' protocol.Notifications, its streams end with the gateway's.
+func (s *Service) notifications() *notifyapi.Hub {
+	var done <-chan struct{}
+	if s.streams != nil {
+		done = s.streams.Done()
+	}
+	h := notifyapi.New(s.log, done)
+	if s.nc == nil {
+		return h // a router built for a test, without a bus
+	}
+	if _, err := h.Subscribe(s.nc); err != nil {
+		// The routes still answer (an empty history); the bus reconnects.
+		s.log.Error("subscribe to notifications", "err", err)
+	}
+	return h
+}
+
 func (s *Service) routes() http.Handler {
 	r := chi.NewRouter()
 	deps := s.deps()
@@ -231,6 +254,11 @@ func (s *Service) routes() http.Handler {
 		mcpapi.Mount(r, deps)
 		memoryapi.Mount(r, deps)
 		contextapi.Mount(r, deps)
+		vaultapi.Mount(r, deps)
+		filesapi.Mount(r, deps)
+		jobsapi.Mount(r, deps)
+		notifyapi.Mount(r, deps, s.notifications(), s.streamOrigin)
+		settingsapi.Mount(r, deps, settingsapi.Config{Probe: s.probe, LLMURL: s.cfg.Probe.URL})
 	})
 	return r
 }

@@ -1,13 +1,13 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/llmprobe"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
@@ -62,7 +62,7 @@ func (s *Service) health(w http.ResponseWriter, r *http.Request) {
 		resp.LLM.Health = "healthy"
 	}
 	var served bool
-	resp.DefaultModel, served = s.defaultModel(st)
+	resp.DefaultModel, served = s.defaultModel(r.Context(), st)
 	if !served {
 		resp.LLM.Health = "degraded"
 		resp.LLM.Detail = fmt.Sprintf("the configured model %q is not served by the model server", resp.DefaultModel)
@@ -99,9 +99,9 @@ func (s *Service) health(w http.ResponseWriter, r *http.Request) {
 // default or the server's first model when it does not serve that), and
 // whether the model server serves it: false only for a configured model
 // that a reachable server does not list.
-func (s *Service) defaultModel(st llmprobe.Status) (model string, served bool) {
+func (s *Service) defaultModel(ctx context.Context, st llmprobe.Status) (model string, served bool) {
 	model = s.cfg.DefaultModel
-	if m := configJSONModel(s.cfg.DataDir); m != "" {
+	if m := s.settingsModel(ctx); m != "" {
 		model = m
 	}
 	if model != "" {
@@ -113,20 +113,23 @@ func (s *Service) defaultModel(st llmprobe.Status) (model string, served bool) {
 	return protocol.DefaultAgentModel, true
 }
 
-// configJSONModel reads the defaultModel of <dataDir>/config.json; a
-// missing or unreadable file names none (the runner reports a broken one).
-func configJSONModel(dataDir string) string {
-	if dataDir == "" {
+// settingsModel is config.json's defaultModel as the session store (its
+// owner) reads it; a store that does not answer within a second names
+// none (/health must answer while the store is away).
+func (s *Service) settingsModel(ctx context.Context) string {
+	if !s.nc.IsConnected() {
 		return ""
 	}
-	data, err := os.ReadFile(filepath.Join(dataDir, "config.json"))
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	rep, err := bus.Call(ctx, s.nc, protocol.GetSettings, protocol.Empty{})
 	if err != nil {
 		return ""
 	}
 	var c struct {
 		DefaultModel string `json:"defaultModel"`
 	}
-	if json.Unmarshal(data, &c) != nil {
+	if json.Unmarshal(rep.Doc, &c) != nil {
 		return ""
 	}
 	return c.DefaultModel

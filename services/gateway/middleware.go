@@ -8,15 +8,14 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.opentelemetry.io/otel/trace"
 
-	"net"
 	"net/http"
-	"net/netip"
 	"runtime/debug"
 	"strings"
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
 
+	"github.com/waggle-os/core/services/gateway/internal/input"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
 )
 
@@ -176,19 +175,4 @@ func (s *Service) auth(next http.Handler) http.Handler {
 // directLoopback reports whether r comes from this machine itself: a
 // loopback peer that does not say it forwards someone else's request (a
 // local reverse proxy adds Forwarded or X-Forwarded-For).
-func directLoopback(r *http.Request) bool {
-	h := r.Header
-	if h.Get("Forwarded") != "" || h.Get("X-Forwarded-For") != "" || h.Get("X-Real-IP") != "" {
-		return false
-	}
-	return isLoopback(r.RemoteAddr)
-}
-
-func isLoopback(remoteAddr string) bool {
-	host, _, err := net.SplitHostPort(remoteAddr)
-	if err != nil {
-		host = remoteAddr
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
-}
+func directLoopback(r *http.Request) bool { return input.DirectLoopback(r) }

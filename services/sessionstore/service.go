@@ -25,7 +25,9 @@ import (
 	"github.com/waggle-os/core/services/sessionstore/ledger"
 	"github.com/waggle-os/core/services/sessionstore/lifecycle"
 	"github.com/waggle-os/core/services/sessionstore/pgstore"
+	"github.com/waggle-os/core/services/sessionstore/settings"
 	"github.com/waggle-os/core/services/sessionstore/teams"
+	"github.com/waggle-os/core/services/sessionstore/vault"
 	"github.com/waggle-os/core/services/sessionstore/workflows"
 )
 
@@ -68,6 +70,11 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	if err := checkWritable(filepath.Join(s.cfg.DataDir, "workspaces")); err != nil {
 		return err
+	}
+	// A config.json that cannot be read stops the start with its line and
+	// column; later bad edits keep the last good one (settings.Store).
+	if err := settings.CheckFile(s.cfg.DataDir); err != nil {
+		return fmt.Errorf("sessionstore: %w", err)
 	}
 	files := NewFiles(s.cfg.DataDir, s.cfg.Location, s.log)
 	var team Store
@@ -203,7 +210,20 @@ func (s *Service) register() error {
 		groups.Register(s.svc, groups.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
 		workflows.Register(s.svc, workflows.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
 		s.registerContext(pool),
+		settings.Register(s.svc, settings.Config{DataDir: s.cfg.DataDir, Log: s.log,
+			Changed: func() { s.publishSettingsChange(false) }}),
+		vault.Register(s.svc, vault.Config{DataDir: s.cfg.DataDir,
+			Changed: func() { s.publishSettingsChange(true) }}, s.log),
 	)
+}
+
+// publishSettingsChange tells the runners that config.json or the vault
+// changed, so the next turn uses the new model settings or key. A lost
+// message costs at most the runners' cache interval.
+func (s *Service) publishSettingsChange(vaultChanged bool) {
+	if err := bus.Publish(s.nc, protocol.SettingsChanges, protocol.SettingsChanged{Vault: vaultChanged}); err != nil {
+		s.log.Warn("publish settings change", "err", err)
+	}
 }
 
 // Stop stops serving, finishes running requests (their writes are

@@ -159,7 +159,7 @@ func (t *turn) openGate() *approvalgate.Gate {
 	}
 	return approvalgate.New(s.nc, approvalgate.Turn{
 		TurnID: t.req.TurnID, Workspace: t.req.Workspace, Session: t.req.Session, Autonomy: t.req.Autonomy,
-	}, t.pub, gateCfg)
+	}, approvalNotifier{t}, gateCfg)
 }
 
 // closeGate denies the gate's pending approvals, unless the turn goes on

@@ -1,10 +1,6 @@
 package turnrunner
 
 import (
-	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -48,55 +44,6 @@ func TestStartOfDayUTC(t *testing.T) {
 	in := time.Date(2026, 1, 1, 1, 0, 0, 0, time.FixedZone("ahead", 3*3600)) // 31 Dec 22:00 UTC
 	if got := startOfDayUTC(in).Format(time.RFC3339); got != "2025-12-31T00:00:00Z" {
 		t.Errorf("start of day %s", got)
-	}
-}
-
-func TestModelConfigCache(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "config.json")
-	c := newModelConfigCache(dir, time.Nanosecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	write := func(s string, mod time.Time) {
-		t.Helper()
-		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(path, mod, mod); err != nil {
-			t.Fatal(err)
-		}
-	}
-	base := time.Now().Add(-time.Hour)
-	steps := []struct {
-		name     string
-		change   func()
-		fallback string
-	}{
-		{"missing file", func() {}, ""},
-		{"created", func() { write(`{"fallbackModel":"a"}`, base) }, "a"},
-		{"edited", func() { write(`{"fallbackModel":"bb"}`, base.Add(time.Second)) }, "bb"},
-		{"broken edit keeps the last good config", func() { write(`{"fallbackModel":`, base.Add(2*time.Second)) }, "bb"},
-		{"fixed", func() { write(`{"fallbackModel":"c"}`, base.Add(3*time.Second)) }, "c"},
-		{"removed", func() { os.Remove(path) }, ""},
-	}
-	for _, s := range steps {
-		s.change()
-		time.Sleep(time.Millisecond) // past the (1ns) check interval
-		if got := c.Get().FallbackModel; got != s.fallback {
-			t.Errorf("%s: fallback %q, want %q", s.name, got, s.fallback)
-		}
-	}
-}
-
-func TestModelConfigCacheChecksAtMostOncePerInterval(t *testing.T) {
-	dir := t.TempDir()
-	c := newModelConfigCache(dir, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if got := c.Get().DefaultModel; got != "" {
-		t.Fatalf("default %q", got)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"defaultModel":"m"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got := c.Get().DefaultModel; got != "" {
-		t.Errorf("re-read within the interval: %q", got)
 	}
 }
 

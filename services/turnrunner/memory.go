@@ -2,11 +2,8 @@ package turnrunner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -71,7 +68,7 @@ func (r recaller) Search(ctx context.Context, query string) ([]protocol.MemoryFr
 // in the background, so the turn waits for no model. Failures are logged,
 // never the turn's.
 func (t *turn) autoSave(message string, res agent.Result) {
-	if slices.Contains(res.ToolsUsed, "save_memory") || !autoSaveOn(t.svc.cfg.DataDir, t.req.Workspace) {
+	if slices.Contains(res.ToolsUsed, "save_memory") || !t.svc.models.AutoSaveOn(t.req.Workspace) {
 		return
 	}
 	facts := autosave.Extract(message, res.Content)
@@ -100,26 +97,4 @@ func (t *turn) autoSave(message string, res agent.Result) {
 			t.logger().Warn("publish auto-save step", "err", err)
 		}
 	}
-}
-
-// autoSaveOn reads the switch in <dataDir>/config.json: "autoSave" (all
-// workspaces; default true) and "autoSaveWorkspaces" ({"<id>": false}
-// per workspace, which wins). A missing or unreadable file is on. The
-// file is small and read once per agent turn.
-func autoSaveOn(dataDir, workspace string) bool {
-	data, err := os.ReadFile(filepath.Join(dataDir, "config.json"))
-	if err != nil {
-		return true
-	}
-	var cfg struct {
-		AutoSave           *bool           `json:"autoSave"`
-		AutoSaveWorkspaces map[string]bool `json:"autoSaveWorkspaces"`
-	}
-	if json.Unmarshal(data, &cfg) != nil {
-		return true
-	}
-	if on, ok := cfg.AutoSaveWorkspaces[workspace]; ok {
-		return on
-	}
-	return cfg.AutoSave == nil || *cfg.AutoSave
 }

@@ -1,75 +1,176 @@
 package turnrunner
 
 import (
-	"errors"
-	"io/fs"
+	"context"
+	"encoding/json"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/llmprobe"
+	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
 )
 
-// modelConfigCache keeps `<dataDir>/config.json` parsed between turns. The
-// file is stat'ed at most once per check interval and re-read only when its
-// size or modification time changed, so a turn costs no file read, yet an
-// edit is picked up within the interval without a restart.
-type modelConfigCache struct {
-	dataDir string
-	path    string
+// settingsCache keeps config.json's settings between turns. The session
+// store owns the file (DESIGN: one reader and writer); the runner asks it
+// over the bus at most once per check interval, and at once after the
+// store announces a change (protocol.SettingsChanges), so a setting saved
+// in the app applies to the next turn without a restart. When the store
+// does not answer, the last settings stay in force.
+//
+// It also keeps the model server's key from the vault, used when no key
+// is configured (--llm-api-key, config.json apiKeys): asked per model,
+// cached like the settings.
+type settingsCache struct {
 	every   time.Duration
+	timeout time.Duration
 	log     *slog.Logger
+	nc      atomic.Pointer[nats.Conn]
 
-	mu      sync.Mutex
+	mu       sync.Mutex
+	checked  time.Time
+	reported string // the last settings error logged
+	doc      json.RawMessage
+	cfg      agent.ModelConfig
+	keys     map[string]vaultKey // by model
+	lastKey  string              // the last key found, for the probe
+}
+
+type vaultKey struct {
+	key     string
 	checked time.Time
-	mod     time.Time
-	size    int64
-	exists  bool
-	cfg     agent.ModelConfig
 }
 
-func newModelConfigCache(dataDir string, every time.Duration, log *slog.Logger) *modelConfigCache {
-	return &modelConfigCache{dataDir: dataDir, path: filepath.Join(dataDir, "config.json"), every: every, log: log}
+func newSettingsCache(every, timeout time.Duration, log *slog.Logger) *settingsCache {
+	return &settingsCache{every: every, timeout: timeout, log: log, keys: map[string]vaultKey{}}
 }
 
-// Get returns the current model config. A file that cannot be read or
-// parsed keeps the last good config (a half-saved edit must not drop the
-// fallback model) and is reported once per change.
-func (c *modelConfigCache) Get() agent.ModelConfig {
+// connect starts asking the store over nc.
+func (c *settingsCache) connect(nc *nats.Conn) { c.nc.Store(nc) }
+
+// invalidate makes the next Get (and, for a vault change, the next key
+// lookup) ask the store.
+func (c *settingsCache) invalidate(ev protocol.SettingsChanged) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := time.Now()
-	if !c.checked.IsZero() && now.Sub(c.checked) < c.every {
-		return c.cfg
+	if ev.Vault {
+		clear(c.keys)
+		return
 	}
-	c.checked = now
-	fi, err := os.Stat(c.path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		c.exists, c.cfg = false, agent.ModelConfig{}
-		return c.cfg
-	case err != nil:
-		c.log.Warn("model config unreadable; keeping the last one", "path", c.path, "err", err)
-		return c.cfg
+	c.checked = time.Time{}
+}
+
+// Get returns the current model config.
+func (c *settingsCache) Get() agent.ModelConfig {
+	c.refresh()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfg
+}
+
+// AutoSaveOn reads the switch in config.json: "autoSave" (all
+// workspaces; default true) and "autoSaveWorkspaces" ({"<id>": false}
+// per workspace, which wins). Unknown or unreadable is on.
+func (c *settingsCache) AutoSaveOn(workspace string) bool {
+	c.refresh()
+	c.mu.Lock()
+	doc := c.doc
+	c.mu.Unlock()
+	var cfg struct {
+		AutoSave           *bool           `json:"autoSave"`
+		AutoSaveWorkspaces map[string]bool `json:"autoSaveWorkspaces"`
 	}
-	if c.exists && fi.ModTime().Equal(c.mod) && fi.Size() == c.size {
-		return c.cfg
+	if json.Unmarshal(doc, &cfg) != nil {
+		return true
 	}
-	c.exists, c.mod, c.size = true, fi.ModTime(), fi.Size()
-	mc, err := agent.LoadModelConfig(c.dataDir)
+	if on, ok := cfg.AutoSaveWorkspaces[workspace]; ok {
+		return on
+	}
+	return cfg.AutoSave == nil || *cfg.AutoSave
+}
+
+// refresh asks the store when the cached settings are older than the
+// check interval.
+func (c *settingsCache) refresh() {
+	nc := c.nc.Load()
+	if nc == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.checked.IsZero() && time.Since(c.checked) < c.every {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	rep, err := bus.Call(ctx, nc, protocol.GetSettings, protocol.Empty{})
 	if err != nil {
-		c.log.Warn("model config invalid; keeping the last one", "path", c.path, "err", err)
-		return c.cfg
+		c.log.Warn("settings unavailable; keeping the last ones", "err", err)
+		return
+	}
+	c.checked = time.Now()
+	if rep.Error != c.reported {
+		if rep.Error != "" {
+			c.log.Warn("config.json invalid; the store keeps the last good one", "err", rep.Error)
+		}
+		c.reported = rep.Error
+	}
+	var mc agent.ModelConfig
+	if err := json.Unmarshal(rep.Doc, &mc); err != nil {
+		// A field of the wrong type (a hand edit): keep what worked.
+		c.log.Warn("config.json model settings invalid; keeping the last ones", "err", err)
+		return
 	}
 	if err := mc.WebSearch.Check(); err != nil {
 		// The rest of the file is good: only web_search is left out.
-		c.log.Warn("web search configuration unusable; web_search is not offered", "path", c.path, "err", err)
+		c.log.Warn("web search configuration unusable; web_search is not offered", "err", err)
 	}
-	c.cfg = mc
-	return c.cfg
+	c.doc, c.cfg = rep.Doc, mc
+}
+
+// ModelKey returns the vault's key for model ("" when it has none or the
+// store does not answer).
+func (c *settingsCache) ModelKey(ctx context.Context, model string) string {
+	nc := c.nc.Load()
+	if nc == nil {
+		return ""
+	}
+	c.mu.Lock()
+	if k, ok := c.keys[model]; ok && time.Since(k.checked) < c.every {
+		c.mu.Unlock()
+		return k.key
+	}
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	rep, err := bus.Call(ctx, nc, protocol.ResolveModelKey, protocol.ModelKeyRequest{Model: model})
+	if err != nil {
+		c.log.Warn("vault unavailable for the model key", "err", err)
+		return ""
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.keys) > 64 {
+		clear(c.keys)
+	}
+	c.keys[model] = vaultKey{key: rep.Key, checked: time.Now()}
+	if rep.Key != "" {
+		c.lastKey = rep.Key
+	}
+	return rep.Key
+}
+
+// probeKey is the key the model-server probe sends when none is
+// configured: the last key the vault gave.
+func (c *settingsCache) probeKey() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastKey
 }
 
 // fallbackModel is the model of a turn that nothing names (neither the
@@ -113,3 +214,13 @@ func (s *Service) reportModelServer(st llmprobe.Status) {
 
 // firstModels is a short list of model ids for a log line.
 func firstModels(ids []string) []string { return ids[:min(len(ids), 10)] }
+
+// onSettingsChanged drops the cached settings (or vault keys) so the next
+// turn asks the store; a vault change also re-probes the model server,
+// which may have refused the old key.
+func (s *Service) onSettingsChanged(ev protocol.SettingsChanged) {
+	s.models.invalidate(ev)
+	if ev.Vault {
+		s.probe.Forget()
+	}
+}

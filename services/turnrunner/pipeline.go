@@ -22,6 +22,13 @@ import (
 // user typed).
 func (t *turn) loopOptions(req *agent.Request, mc agent.ModelConfig, history []protocol.Message, message string) {
 	req.APIKeys = mc.APIKeys
+	if len(req.APIKeys) == 0 && t.svc.cfg.LLMAPIKey == "" {
+		// No key configured: the one saved in the app's vault, if any
+		// (asked per turn, cached briefly; a new key applies at once).
+		if key := t.svc.models.ModelKey(t.ctx, req.Model.Model); key != "" {
+			req.APIKeys = []string{key}
+		}
+	}
 	if mc.GEPAEnabled() && message == t.req.Message && !protocol.IsSlashCommand(message) && !hasUserMessage(history) {
 		req.Expand = &agent.ExpandOptions{Model: firstNonEmpty(mc.BudgetModel, req.Model.Model)}
 	}
@@ -90,6 +97,7 @@ func (t *turn) captureWorkflow(res agent.Result) {
 	}); err != nil {
 		t.logger().Error("publish notification", "err", err)
 	}
+	t.notify(protocol.NotifyWorkflow, workflowCapturedTitle, workflowCapturedMessage(rep.Pattern.Name))
 }
 
 // Regulated personas get a disclaimer under replies that are about their

@@ -91,3 +91,10 @@ func (p *presence) wasFollowed() bool {
 	defer p.mu.Unlock()
 	return p.followed
 }
+
+// followerCount is how many clients follow the turn now.
+func (p *presence) followerCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.followers)
+}

@@ -54,7 +54,7 @@ type Service struct {
 	probe       *llmprobe.Prober
 	agent       *agent.Agent
 	tools       *tools.Registry
-	models      *modelConfigCache
+	models      *settingsCache
 	policies    *policyCache
 	mcp         *mcp.Manager
 
@@ -112,11 +112,6 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.build(); err != nil {
 		return err
 	}
-	// A config.json that cannot be read stops the start with its line and
-	// column; later bad edits keep the last good one (modelConfigCache).
-	if _, err := agent.LoadModelConfig(s.cfg.DataDir); err != nil {
-		return fmt.Errorf("turnrunner: %w", err)
-	}
 	// Say at once which model server this runner will use and whether it
 	// answered (reportModelServer logs it): a newcomer's first question.
 	s.probe.Check(ctx)
@@ -137,9 +132,12 @@ func (s *Service) build() error {
 	s.id = s.cfg.RunnerID
 	s.incarnation = protocol.NewUUID()[:8]
 	s.log = s.log.With("runner", s.id)
-	s.models = newModelConfigCache(s.cfg.DataDir, s.cfg.ModelConfigCheck, s.log)
+	s.models = newSettingsCache(s.cfg.ModelConfigCheck, s.cfg.StoreTimeout, s.log)
 	probe := s.cfg.Probe
 	probe.OnChange = s.reportModelServer
+	if probe.APIKey == "" {
+		probe.KeyFunc = s.models.probeKey
+	}
 	s.probe = llmprobe.New(probe)
 	ag, err := agent.New(s.cfg.agentConfig())
 	if err != nil {
@@ -162,6 +160,7 @@ func (s *Service) connect(ctx context.Context) error {
 		return err
 	}
 	s.nc = nc
+	s.models.connect(nc)
 	s.policies = newPolicyCache(nc, s.cfg.PolicyTTL, s.cfg.PolicyTimeout)
 	s.mcp = mcp.New(s.cfg.mcpConfig(), nc, s.log)
 	if err := s.mcp.Start(ctx); err != nil {
@@ -203,6 +202,11 @@ func (s *Service) subscribe(context.Context) error {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
 	s.subs = append(s.subs, policies)
+	settings, err := bus.Subscribe(s.nc, protocol.SettingsChanges, s.onSettingsChanged)
+	if err != nil {
+		return fmt.Errorf("turnrunner: %w", err)
+	}
+	s.subs = append(s.subs, settings)
 	return nil
 }
 
@@ -230,6 +234,7 @@ func (s *Service) serve(context.Context) error {
 		bus.Handle(svc, protocol.StartTurn, s.startTurn),
 		bus.Handle(svc, protocol.StartAgentRun, s.startAgentRun),
 		bus.Handle(svc, protocol.LookupTurn, s.turnInfo),
+		bus.Handle(svc, protocol.WorkspaceFiles, s.workspaceFiles),
 	)
 }
 

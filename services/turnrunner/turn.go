@@ -160,6 +160,12 @@ func (t *turn) queue() bool {
 // decide takes the turn down its path: slash command, echo mode or the
 // agent loop.
 func (t *turn) decide() {
+	if t.svc.cfg.LLMAPIKey == "" && !t.svc.probe.Last().Reachable {
+		// A model server that wants a key answers the probe only with one:
+		// look up the vault's before probing (the probe sends the last
+		// key found).
+		t.svc.models.ModelKey(t.ctx, t.req.Model)
+	}
 	llm := t.svc.probe.Available(t.ctx)
 	message := t.req.Message
 	if protocol.IsSlashCommand(message) {
@@ -384,6 +390,7 @@ func (t *turn) finish(event string, data any) {
 		return
 	}
 	t.finished = true
+	t.notifyFinished(data)
 	outcome := event
 	if event == protocol.EventError && t.ctx.Err() != nil {
 		outcome = "cancelled"

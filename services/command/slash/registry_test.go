@@ -290,7 +290,7 @@ func TestTokenHelpers(t *testing.T) {
 }
 
 func TestRequiresAIText(t *testing.T) {
-	want := "**/research requires AI** — This command needs a working LLM connection.\n\nTo get AI replies, set WAGGLE_LLM_URL to an OpenAI-compatible model server (Ollama: http://localhost:11434/v1)."
+	want := "**/research requires AI** — This command needs a working LLM connection.\n\nTo get AI replies, set WAGGLE_LLM_URL and save any key at /api/vault."
 	if got := RequiresAIText("/research"); got != want {
 		t.Errorf("RequiresAIText = %q, want %q", got, want)
 	}

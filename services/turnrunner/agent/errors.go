@@ -19,7 +19,7 @@ import (
 // User-facing error texts of a failed turn (reference §1.9 item 11).
 const (
 	MsgUnreachable  = "Could not reach the AI model server. Check that it is running at the address WAGGLE_LLM_URL names."
-	MsgUnauthorized = "The model server refused the API key. Set a valid one with WAGGLE_LLM_API_KEY (or the key pool in config.json)."
+	MsgUnauthorized = "The model server refused the API key. Save a valid one in the app's Vault (POST /api/vault) or set WAGGLE_LLM_API_KEY."
 	MsgTimeout      = "The request timed out. The model may be overloaded — try again in a moment."
 	MsgTooLong      = "The conversation is too long for the model. Try clearing the chat and starting fresh."
 	MsgGeneric      = "Something went wrong. Try sending your message again."

@@ -19,7 +19,7 @@ import (
 
 func echoText(msg string) string {
 	return "**Waggle is running in local mode** (no LLM proxy connected).\n\nYour message: \"" + msg +
-		"\"\n\nTo get AI replies, set WAGGLE_LLM_URL to an OpenAI-compatible model server (Ollama: http://localhost:11434/v1)."
+		"\"\n\nTo get AI replies, set WAGGLE_LLM_URL and save any key at /api/vault."
 }
 
 func jsonString(s string) string {

@@ -19,6 +19,7 @@ var tags = []Tag{
 	{Name: "teams", Description: "Teams, roles, policies and tokens (docs/teams.md)"},
 	{Name: "memory", Description: "The personal and workspace minds' frames (docs/memory.md)"},
 	{Name: "context", Description: "What the agent knows about the user and the workspace (docs/agent.md)"},
+	{Name: "desktop", Description: "The desktop app: vault, settings, models, files, notifications, jobs (docs/desktop.md)"},
 	{Name: "meta", Description: "This description"},
 }
 
@@ -48,7 +49,7 @@ func routes() []op {
 	teamParam := pathParam("team", "the team's slug")
 	turnHeader := map[string]*Header{headerTurnID: {Description: "the turn's id, for GET /api/chat/turns/{turnId}/events and cancel", Schema: str()}}
 
-	return []op{
+	return append([]op{
 		// ---- health ----
 		{method: get, path: "/health", id: "getHealth", tag: "health", public: true, busFree: true,
 			summary: "Readiness and the model server's state",
@@ -56,7 +57,8 @@ func routes() []op {
 				"and with status degraded (and storage) while a store is full.",
 			ok: ref("Health"), responses: map[int]*Response{http.StatusServiceUnavailable: {
 				Description: "Not ready (starting, shutting down, the bus disconnected) or degraded (a store is full)",
-				Content:     map[string]MediaType{"application/json": {Schema: ref("Health")}}}}},
+				Content:     map[string]MediaType{"application/json": {Schema: ref("Health")}}}},
+			subjects: []string{protocol.GetSettings.Subject}},
 		{method: get, path: "/metrics", id: "getMetrics", tag: "health", busFree: true,
 			summary: "Prometheus metrics", okType: "text/plain", ok: strDesc("Prometheus text exposition format")},
 
@@ -394,7 +396,7 @@ func routes() []op {
 		// ---- meta ----
 		{method: get, path: "/api/openapi.json", id: "getOpenAPI", tag: "meta",
 			summary: "This description (OpenAPI 3.1)", ok: &Schema{Type: "object"}},
-	}
+	}, desktopRoutes()...)
 }
 
 // headerTurnID is gateway.HeaderTurnID (the gateway's tests check they

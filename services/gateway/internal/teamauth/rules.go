@@ -58,6 +58,10 @@ const (
 	// decides (a group of no team, or of a team the user is not in, is
 	// not found).
 	scopeGroup
+	// scopeTeamQuery routes act on one team's things (its vault), named
+	// in ?team=: required on a team server, checked with the rule's
+	// action on that team.
+	scopeTeamQuery
 )
 
 // rule is how the middleware treats one route.
@@ -177,6 +181,49 @@ var rules = map[string]rule{
 	"POST /api/approval/grants/clear":      {scope: scopeSelf, action: protocol.ActionWrite},
 	"POST /api/approval/{requestId}":       {scope: scopeSelf, action: protocol.ActionWrite},
 	"POST /api/chat/turns/{turnId}/cancel": {scope: scopeSelf, action: protocol.ActionWrite},
+
+	// The vault holds a team's secrets: its admins only, even to list
+	// names. Local mode has one vault (no team).
+	"GET /api/vault":                {scope: scopeTeamQuery, action: protocol.ActionAdmin},
+	"POST /api/vault":               {scope: scopeTeamQuery, action: protocol.ActionAdmin},
+	"DELETE /api/vault/{name}":      {scope: scopeTeamQuery, action: protocol.ActionAdmin},
+	"POST /api/vault/{name}/reveal": {scope: scopeTeamQuery, action: protocol.ActionAdmin},
+
+	// A workspace's files: its members read, viewers no more.
+	"GET /api/workspaces/{id}/files/list":     {scope: scopeWorkspaceParam, action: protocol.ActionRead},
+	"GET /api/workspaces/{id}/files/download": {scope: scopeWorkspaceParam, action: protocol.ActionRead},
+	"POST /api/workspaces/{id}/files/upload":  {scope: scopeWorkspaceParam, action: protocol.ActionWrite},
+	"POST /api/workspaces/{id}/files/mkdir":   {scope: scopeWorkspaceParam, action: protocol.ActionWrite},
+	"POST /api/workspaces/{id}/files/delete":  {scope: scopeWorkspaceParam, action: protocol.ActionWrite},
+	"POST /api/workspaces/{id}/files/move":    {scope: scopeWorkspaceParam, action: protocol.ActionWrite},
+	"POST /api/workspaces/{id}/files/copy":    {scope: scopeWorkspaceParam, action: protocol.ActionWrite},
+
+	// Notifications: every user reads and marks their own.
+	"GET /api/notifications/stream":      {scope: scopeSelf, action: protocol.ActionRead},
+	"GET /api/notifications":             {scope: scopeSelf, action: protocol.ActionRead},
+	"GET /api/notifications/history":     {scope: scopeSelf, action: protocol.ActionRead},
+	"POST /api/notifications/{id}/read":  {scope: scopeSelf, action: protocol.ActionWrite},
+	"PATCH /api/notifications/{id}/read": {scope: scopeSelf, action: protocol.ActionWrite},
+	"POST /api/notifications/read-all":   {scope: scopeSelf, action: protocol.ActionWrite},
+
+	// A group run's job: the handler checks the job's team.
+	"GET /api/jobs/{id}": {scope: scopeSelf, action: protocol.ActionRead},
+
+	// config.json is the server's: any user may read the models and
+	// budget, only the operator changes them (a team server's settings
+	// are its flags and files). test-key makes the server call the model
+	// server with a caller's key: the operator's too.
+	"GET /api/settings":             {scope: scopeGlobal, action: protocol.ActionRead},
+	"PUT /api/settings":             {scope: scopeOperator, action: protocol.ActionAdmin},
+	"PATCH /api/settings":           {scope: scopeOperator, action: protocol.ActionAdmin},
+	"GET /api/settings/permissions": {scope: scopeGlobal, action: protocol.ActionRead},
+	"PUT /api/settings/permissions": {scope: scopeOperator, action: protocol.ActionAdmin},
+	"POST /api/settings/test-key":   {scope: scopeOperator, action: protocol.ActionAdmin},
+	"GET /api/providers":            {scope: scopeGlobal, action: protocol.ActionRead},
+	"GET /api/litellm/models":       {scope: scopeGlobal, action: protocol.ActionRead},
+	"GET /api/litellm/status":       {scope: scopeGlobal, action: protocol.ActionRead},
+	"GET /api/litellm/pricing":      {scope: scopeGlobal, action: protocol.ActionRead},
+	"GET /api/tier":                 {scope: scopeGlobal, action: protocol.ActionRead},
 }
 
 // ruleFor is the rule of a matched route.

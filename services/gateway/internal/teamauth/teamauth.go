@@ -113,12 +113,14 @@ func WithScope(ctx context.Context, s Scope) context.Context {
 }
 
 var (
-	errMissingToken  = &protocol.Error{Kind: protocol.Unauthenticated, Message: "Unauthorized", Code: protocol.CodeMissingToken}
-	errInvalidToken  = &protocol.Error{Kind: protocol.Unauthenticated, Message: "Unauthorized", Code: protocol.CodeInvalidToken}
-	errTeamRequired  = &protocol.Error{Kind: protocol.Invalid, Message: "teamId is required on a team server", Code: "TEAM_REQUIRED"}
-	errNeedWorkspace = &protocol.Error{Kind: protocol.Invalid, Message: "workspace is required on a team server", Code: "WORKSPACE_REQUIRED"}
-	errOperatorOnly  = &protocol.Error{Kind: protocol.Forbidden, Message: "Only the server's operator can change this on a team server", Code: "OPERATOR_ONLY"}
-	errGroupNotFound = &protocol.Error{Kind: protocol.NotFound, Message: "Group not found"}
+	errMissingToken      = &protocol.Error{Kind: protocol.Unauthenticated, Message: "Unauthorized", Code: protocol.CodeMissingToken}
+	errInvalidToken      = &protocol.Error{Kind: protocol.Unauthenticated, Message: "Unauthorized", Code: protocol.CodeInvalidToken}
+	errTeamRequired      = &protocol.Error{Kind: protocol.Invalid, Message: "teamId is required on a team server", Code: "TEAM_REQUIRED"}
+	errNeedWorkspace     = &protocol.Error{Kind: protocol.Invalid, Message: "workspace is required on a team server", Code: "WORKSPACE_REQUIRED"}
+	errTeamQueryRequired = &protocol.Error{Kind: protocol.Invalid, Message: "?team= is required on a team server", Code: "TEAM_REQUIRED"}
+	errNoTeams           = &protocol.Error{Kind: protocol.Invalid, Message: "team is only for team servers", Code: "NO_TEAMS"}
+	errOperatorOnly      = &protocol.Error{Kind: protocol.Forbidden, Message: "Only the server's operator can change this on a team server", Code: "OPERATOR_ONLY"}
+	errGroupNotFound     = &protocol.Error{Kind: protocol.NotFound, Message: "Group not found"}
 )
 
 // errConflict refuses a request whose aliases name different workspaces:
@@ -156,6 +158,11 @@ func Resolve(d forward.Deps) func(http.Handler) http.Handler {
 			t, err := resolveTarget(w, r, ruleFor(r.Method, pattern), params, d.BodyLimit)
 			if err != nil {
 				respond.Error(w, d.Log, err)
+				return
+			}
+			if t.team != "" && ruleFor(r.Method, pattern).scope == scopeTeamQuery {
+				// Local mode has no teams: one vault, not one per name.
+				respond.Error(w, d.Log, errNoTeams)
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(WithScope(r.Context(), Scope{Workspace: t.workspace, Field: t.field})))
@@ -246,6 +253,10 @@ func resolveTarget(w http.ResponseWriter, r *http.Request, rule rule, params map
 	var t target
 	if rule.scope == scopeWorkspaceParam {
 		t.workspace, t.field = params["id"], "id"
+	}
+	if rule.scope == scopeTeamQuery {
+		t.team = r.URL.Query().Get("team")
+		t.teamPresent = t.team != ""
 	}
 	if len(rule.queryKeys) > 0 {
 		a, err := agree(queryAliases(r.URL.Query(), rule.queryKeys))
@@ -405,6 +416,11 @@ func (g *guard) authorize(ctx context.Context, u User, rule rule, t target, para
 			return errTeamRequired
 		}
 		return g.authorizeTeam(ctx, u, t.team, protocol.ActionWrite, sc)
+	case scopeTeamQuery:
+		if t.team == "" {
+			return errTeamQueryRequired
+		}
+		return g.authorizeTeam(ctx, u, t.team, rule.action, sc)
 	case scopeGroupCreate:
 		// A group belongs to a team from its creation.
 		if !t.teamPresent || t.team == "" {

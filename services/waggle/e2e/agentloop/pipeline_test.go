@@ -330,7 +330,7 @@ func TestCredentialPoolExhausted(t *testing.T) {
 	if got := waggletest.Names(evs); !reflect.DeepEqual(got, want) {
 		t.Fatalf("events %v, want %v%s", got, want, describe(evs))
 	}
-	if got := string(evs[4].Data); got != `{"message":"The model server refused the API key. Set a valid one with WAGGLE_LLM_API_KEY (or the key pool in config.json)."}` {
+	if got := string(evs[4].Data); got != `{"message":"The model server refused the API key. Save a valid one in the app's Vault (POST /api/vault) or set WAGGLE_LLM_API_KEY."}` {
 		t.Errorf("error %s", got)
 	}
 	if got := authHeaders(llm.ChatRequests()); !reflect.DeepEqual(got, []string{"Bearer sk-a-secret", "Bearer sk-b-secret"}) {

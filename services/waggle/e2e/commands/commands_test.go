@@ -183,7 +183,7 @@ func TestSlashCommandsThroughChat(t *testing.T) {
 	// holds them all); reported to the gateway's owner.
 	srv := waggletest.Start(t, echoDelay(time.Millisecond))
 	help := execute(t, srv, map[string]any{"command": "/help"}).Result
-	requiresAI := "**/research requires AI** — This command needs a working LLM connection.\n\nTo get AI replies, set WAGGLE_LLM_URL to an OpenAI-compatible model server (Ollama: http://localhost:11434/v1)."
+	requiresAI := "**/research requires AI** — This command needs a working LLM connection.\n\nTo get AI replies, set WAGGLE_LLM_URL and save any key at /api/vault."
 	tests := []struct {
 		message string
 		want    string
