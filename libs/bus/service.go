@@ -117,6 +117,9 @@ func Handle[Req, Rep any](s *Service, ep protocol.Endpoint[Req, Rep], fn Handler
 				ctx, cancel = context.WithDeadline(ctx, deadline)
 				defer cancel()
 			}
+			if r.Headers().Get(ResendHeader) != "" {
+				ctx = context.WithValue(ctx, resentKey{}, true)
+			}
 			ctx, span := telemetry.Tracer().Start(telemetry.ExtractNATS(ctx, nats.Header(r.Headers())), s.name+"/"+name,
 				trace.WithSpanKind(trace.SpanKindServer))
 			defer span.End()

@@ -100,6 +100,10 @@ var (
 	// ErrRunnerBusy means no turn runner could take a turn now: every one
 	// is at its admission limit, or too loaded to answer in time.
 	ErrRunnerBusy = &Error{Kind: Unavailable, Code: "RUNNER_BUSY", Message: "The server is busy. Try again in a moment."}
+	// ErrTurnExists answers a start of a turn id that was already
+	// accepted: a second delivery of the same start (a gateway sends a
+	// start again when its first may have been lost on the bus).
+	ErrTurnExists = &Error{Kind: Conflict, Code: "TURN_EXISTS", Message: "This turn already exists."}
 	// ErrBusUnavailable means this process has lost its NATS server and is
 	// reconnecting, or the bus cannot answer for a moment (a NATS cluster
 	// electing the leader of a stream or bucket after a node loss). It is

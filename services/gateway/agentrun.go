@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/gateway/internal/forward"
 	"github.com/waggle-os/core/services/gateway/internal/input"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
@@ -33,7 +36,12 @@ func (s *Service) agentRun(w http.ResponseWriter, r *http.Request) {
 	}
 	req.TurnID = protocol.NewUUID()
 	live := s.hub.follow(req.TurnID)
-	started, err := startOnRunner(r.Context(), s, protocol.StartAgentRun, req)
+	// Not sent again when unanswered: a run has no record that would
+	// refuse a second delivery. A runner whose NATS node died is away
+	// until it reconnects elsewhere: ride that out, not NO_RUNNER.
+	started, err := startOnRunner(r.Context(), s, func(ctx context.Context) (protocol.TurnStarted, error) {
+		return bus.Call(ctx, s.nc, protocol.StartAgentRun, req, bus.RetryUnanswered(forward.Unanswered))
+	})
 	if err != nil {
 		s.hub.unfollow(req.TurnID, live)
 		if errors.Is(err, protocol.ErrUnavailable) {

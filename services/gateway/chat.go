@@ -181,7 +181,12 @@ func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
 	// Follow before the turn exists: the gateway picked the id, so the
 	// live path sees every event from the first.
 	live := s.hub.follow(req.TurnID)
-	started, err := startOnRunner(r.Context(), s, protocol.StartTurn, req)
+	// A turn's start is sent again when no answer comes in a few seconds:
+	// on a cluster losing a node a request can be lost on the way, and the
+	// runner refuses a second delivery (TURN_EXISTS) by the turn's lease.
+	started, err := startOnRunner(r.Context(), s, func(ctx context.Context) (protocol.TurnStarted, error) {
+		return bus.CallResending(ctx, s.nc, protocol.StartTurn, req, bus.Resending{After: startResendAfter, Unanswered: forward.Unanswered})
+	})
 	if err != nil {
 		err = s.storageFailure(err)
 		s.hub.unfollow(req.TurnID, live)
@@ -199,15 +204,17 @@ func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
 // then hands the retry to another one, so a rolling restart does not fail
 // a chat. A start is cheap, so one that gets no answer in StartTimeout
 // means the runners are overloaded: 503 RUNNER_BUSY, never a 500.
-func startOnRunner[Req any](ctx context.Context, s *Service, ep protocol.Endpoint[Req, protocol.TurnStarted], req Req) (protocol.TurnStarted, error) {
+func startOnRunner(ctx context.Context, s *Service, call func(context.Context) (protocol.TurnStarted, error)) (protocol.TurnStarted, error) {
 	var started protocol.TurnStarted
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
-		// A runner whose NATS node died is away until it reconnects
-		// elsewhere: ride that out rather than answer NO_RUNNER.
-		started, err = bus.Call(rctx, s.nc, ep, req, bus.RetryUnanswered(forward.Unanswered))
+		started, err = call(rctx)
 		cancel()
+		if attempt > 0 && errors.Is(err, protocol.ErrTurnExists) {
+			// An earlier attempt's delivery was accepted after all.
+			return started, nil
+		}
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			s.log.Warn("no runner answered a start in time", "timeout", s.cfg.StartTimeout)
 			return started, protocol.ErrRunnerBusy
@@ -220,6 +227,11 @@ func startOnRunner[Req any](ctx context.Context, s *Service, ep protocol.Endpoin
 	}
 	return started, err
 }
+
+// startResendAfter is how long a turn's start waits for an answer before
+// it is sent again (then twice as long, and so on): well above a start's
+// usual few milliseconds, well below the start timeout.
+const startResendAfter = 5 * time.Second
 
 // deleteConsumer removes a relay's ephemeral consumer at once instead of
 // leaving it to the inactivity threshold, so consumers do not pile up at

@@ -45,10 +45,12 @@ func (s *Service) refuseIfStorageFull(w http.ResponseWriter) bool {
 
 // storageFailure turns a failed start into 507 STORAGE_FULL when a store
 // reports full by the time it failed: a chat that raced the first failing
-// write (and waited out its timeout, a 503 BUS_TIMEOUT otherwise) then
+// write (and waited out its timeout, a 503 BUS_TIMEOUT otherwise, or met
+// a write JetStream no longer answered: BUS_UNAVAILABLE) then
 // says why, not "internal error".
 func (s *Service) storageFailure(err error) error {
-	if err == nil || protocol.KindOf(err) != protocol.Internal && !errors.Is(err, protocol.ErrBusTimeout) {
+	if err == nil || protocol.KindOf(err) != protocol.Internal && !errors.Is(err, protocol.ErrBusTimeout) &&
+		!hasCode(err, protocol.ErrBusUnavailable.Code) {
 		return err
 	}
 	if _, full := s.storage.watch.Full(); full {
@@ -81,4 +83,11 @@ func (s *Service) storageRecovered(source string) {
 		return
 	}
 	s.log.Info("turn stream and live consumer restored after the store recovered")
+}
+
+// hasCode reports whether err is a protocol error with code (one decoded
+// from a service's reply is a new value, so errors.Is cannot tell).
+func hasCode(err error, code string) bool {
+	e := protocol.AsError(err)
+	return e != nil && e.Code == code
 }

@@ -324,7 +324,7 @@ var (
 	errInterrupted = errors.New("interrupted by a newer message")
 )
 
-func (s *Service) startTurn(_ context.Context, req protocol.TurnRequest) (protocol.TurnStarted, error) {
+func (s *Service) startTurn(ctx context.Context, req protocol.TurnRequest) (protocol.TurnStarted, error) {
 	if req.TurnID == "" {
 		req.TurnID = protocol.NewUUID()
 	}
@@ -343,6 +343,10 @@ func (s *Service) startTurn(_ context.Context, req protocol.TurnRequest) (protoc
 	case protocol.MultitaskQueue, protocol.MultitaskReject, protocol.MultitaskInterrupt:
 	default:
 		return protocol.TurnStarted{}, protocol.Errorf(protocol.Invalid, "multitask must be one of queue, reject, interrupt")
+	}
+	if bus.Resent(ctx) && s.turnStored(ctx, req.TurnID) {
+		// The first delivery ran the turn (its lease is gone with it).
+		return protocol.TurnStarted{}, protocol.ErrTurnExists
 	}
 	if s.stopping.Load() {
 		return protocol.TurnStarted{}, errBusy
@@ -375,7 +379,7 @@ func (s *Service) startTurn(_ context.Context, req protocol.TurnRequest) (protoc
 			// A retried start of a turn that exists: its place in the
 			// queue is that turn's, not ours to give back.
 			<-s.slots
-			return protocol.TurnStarted{}, protocol.Errorf(protocol.Conflict, "turn %s already exists", req.TurnID)
+			return protocol.TurnStarted{}, protocol.ErrTurnExists
 		}
 		return fail(storageError(err))
 	}
@@ -407,6 +411,18 @@ func (s *Service) startTurn(_ context.Context, req protocol.TurnRequest) (protoc
 }
 
 var errBusy = protocol.ErrRunnerBusy
+
+// turnStored reports whether the turn stream holds any event of turnID,
+// or the question cannot be answered now (then a second delivery of its
+// start must not run it: the gateway still awaits the first's answer).
+func (s *Service) turnStored(ctx context.Context, turnID string) bool {
+	st, err := s.js.Stream(ctx, protocol.StreamTurns)
+	if err != nil {
+		return true
+	}
+	_, err = st.GetLastMsgForSubject(ctx, protocol.TurnEvents(turnID))
+	return !errors.Is(err, jetstream.ErrMsgNotFound)
+}
 
 // newTurn builds the state of one turn (nothing runs yet).
 func (s *Service) newTurn(req protocol.TurnRequest) *turn {

@@ -96,7 +96,7 @@ var serveFlags = map[string]string{
 	"auth": "local", "bash-sandbox": "auto", "data-dir": "", "disconnect-grace": "30s", "echo-delay": "15ms",
 	"enable-bash": "auto", "frontend-dir": "", "llm-api-key": "", "llm-url": "http://localhost:4000/v1", "log-format": "auto",
 	"log-level": "info", "max-message-length": "50000", "model": "", "max-turns": "auto", "mcp-allow-private-urls": "false", "mcp-call-timeout": "1m", "mcp-stdio": "auto",
-	"metrics-addr": "", "nats-listen": "", "nats-nkey": "", "nats-replicas": "1", "nats-url": "", "otlp-endpoint": "", "postgres-url": "",
+	"metrics-addr": "", "nats-listen": "", "prompt-budget": "12000", "nats-nkey": "", "nats-replicas": "1", "nats-url": "", "otlp-endpoint": "", "postgres-url": "",
 	"rate-limit": "0", "rate-limit-chat": "120", "rate-limit-window": "1m", "shutdown-timeout": "15s", "store": "jsonl",
 	"targets": "all", "turn-stream-max-bytes": "64MiB", "turn-stream-storage": "memory",
 	"web-fetch-allow-private": "false",

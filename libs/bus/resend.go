@@ -1,0 +1,144 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/telemetry"
+)
+
+// Resending is how CallResending repeats a request.
+type Resending struct {
+	// After is how long the first send waits for a reply before the
+	// request is sent again; each later wait is twice the one before, up
+	// to 8×After.
+	After time.Duration
+	// Unanswered is how long a request nobody is subscribed to is sent
+	// again before the call answers protocol.ErrUnavailable (as
+	// RetryUnanswered); 0 answers at once.
+	Unanswered time.Duration
+}
+
+// CallResending is Call for a request whose handler refuses a second
+// delivery of the same request (a start that creates its record only if
+// it is new). Core NATS delivers a request at most once: one routed
+// through a cluster node that dies on the way is gone, and a plain Call
+// then waits out its whole deadline for a reply that cannot come. Here the
+// request is sent again whenever r.After (then
+// twice as long) passes without a reply. The first send's reply is the
+// answer, whatever it says; a resend's counts only when it succeeds (its
+// refusal most likely means the first send is being handled, and that
+// send's own answer is awaited). A request nobody is subscribed to is sent
+// again too: nobody received it.
+func CallResending[Req, Rep any](ctx context.Context, nc *nats.Conn, ep protocol.Endpoint[Req, Rep], req Req, r Resending) (Rep, error) {
+	var rep Rep
+	body, err := json.Marshal(req)
+	if err != nil {
+		return rep, fmt.Errorf("bus: encode request for %s: %w", ep.Subject, err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
+	deadline, _ := ctx.Deadline()
+	// Each send has its own reply subject under inbox, so a reply says
+	// which send it answers.
+	inbox := nc.NewInbox()
+	first := inbox + ".1"
+	sub, err := nc.SubscribeSync(inbox + ".*")
+	if err != nil {
+		return rep, fmt.Errorf("bus: request %s: %w", ep.Subject, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	wait := max(r.After, 10*time.Millisecond)
+	sends := 0
+	send := func() error {
+		sends++
+		msg := &nats.Msg{Subject: ep.Subject, Reply: inbox + "." + strconv.Itoa(sends), Data: body, Header: nats.Header{}}
+		if sends > 1 {
+			msg.Header.Set(ResendHeader, strconv.Itoa(sends))
+		}
+		msg.Header.Set(DeadlineHeader, strconv.FormatInt(max(time.Until(deadline).Milliseconds(), 0), 10))
+		telemetry.InjectNATS(ctx, msg)
+		return nc.PublishMsg(msg)
+	}
+	if err := send(); err != nil {
+		return rep, fmt.Errorf("bus: request %s: %w", ep.Subject, err)
+	}
+	next := time.Now().Add(wait)
+	var unansweredSince time.Time
+	for {
+		wctx, cancel := context.WithDeadline(ctx, next)
+		msg, err := sub.NextMsgWithContext(wctx)
+		cancel()
+		switch {
+		case errors.Is(err, nats.ErrNoResponders) || err == nil && isNoResponders(msg):
+			// Nobody got it: send again after a short pause, for a while.
+			if unansweredSince.IsZero() {
+				unansweredSince = time.Now()
+			}
+			if time.Since(unansweredSince) >= r.Unanswered {
+				telemetry.BusErrors.WithLabelValues("no_responders").Inc()
+				return rep, fmt.Errorf("bus: %s: %w", ep.Subject, protocol.ErrUnavailable)
+			}
+			next = time.Now().Add(25 * time.Millisecond)
+			continue
+		case err == nil:
+			if e := replyError(msg); e != nil {
+				if msg.Subject != first {
+					continue
+				}
+				return rep, e
+			}
+			if err := json.Unmarshal(msg.Data, &rep); err != nil {
+				return rep, fmt.Errorf("bus: decode reply from %s: %w", ep.Subject, err)
+			}
+			return rep, nil
+		case ctx.Err() != nil:
+			telemetry.BusErrors.WithLabelValues("timeout").Inc()
+			if !nc.IsConnected() {
+				return rep, fmt.Errorf("bus: request %s while disconnected: %w", ep.Subject, protocol.ErrBusUnavailable)
+			}
+			return rep, fmt.Errorf("bus: request %s: %w: %w", ep.Subject, protocol.ErrBusTimeout, ctx.Err())
+		case errors.Is(err, context.DeadlineExceeded):
+			// No reply in time: the request (or its reply) may be lost.
+			// A publish while reconnecting is buffered; one that fails
+			// outright is tried again at the next turn of the loop.
+			if send() != nil {
+				telemetry.BusErrors.WithLabelValues("request").Inc()
+			}
+			wait = min(2*wait, 8*max(r.After, 10*time.Millisecond))
+			next = time.Now().Add(wait)
+		default:
+			return rep, fmt.Errorf("bus: request %s: %w", ep.Subject, err)
+		}
+	}
+}
+
+// ResendHeader marks a request CallResending sent again (its value is the
+// send's number, from 2).
+const ResendHeader = "Waggle-Resend"
+
+type resentKey struct{}
+
+// Resent reports whether the request a Handle handler serves is a second
+// (or later) delivery from CallResending: the first may have been handled
+// already, even finished, so a handler that refuses duplicates by a record
+// that ends with the work must look further (the work's own history).
+func Resent(ctx context.Context) bool {
+	v, _ := ctx.Value(resentKey{}).(bool)
+	return v
+}
+
+// isNoResponders reports the server's "no responders" status reply.
+func isNoResponders(m *nats.Msg) bool {
+	return len(m.Data) == 0 && m.Header.Get("Status") == "503"
+}

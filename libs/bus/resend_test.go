@@ -1,0 +1,115 @@
+package bus
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/waggle-os/core/libs/natstest"
+	"github.com/waggle-os/core/libs/protocol"
+)
+
+var errTaken = &protocol.Error{Kind: protocol.Conflict, Code: "TAKEN", Message: "already taken"}
+
+// A request lost on the way (here: the first delivery dropped, as when the
+// node routing it dies) is sent again and answered, long before the
+// caller's deadline.
+func TestCallResendingSurvivesALostRequest(t *testing.T) {
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{})
+	var got atomic.Int32
+	lost, release := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(release) }) // before the service stops
+	ep := endpointOn[greetRequest, greetReply](s, "greet", "bustest.resend")
+	err := Handle(s, ep, func(ctx context.Context, req greetRequest) (greetReply, error) {
+		if got.Add(1) == 1 {
+			close(lost)
+			<-release // never answers in time: as good as lost
+			return greetReply{}, ctx.Err()
+		}
+		return greetReply{Greeting: "hello " + req.Name}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rep, err := CallResending(ctx, srv.Conn("client"), ep, greetRequest{Name: "olga"}, Resending{After: 50 * time.Millisecond})
+	if err != nil || rep.Greeting != "hello olga" {
+		t.Fatalf("reply %+v, %v", rep, err)
+	}
+	<-lost
+	if ctx.Err() != nil {
+		t.Fatal("answered only at the deadline")
+	}
+}
+
+// A resend refused because the first delivery is being handled is
+// ignored: the caller gets the first delivery's own (slower) answer.
+func TestCallResendingKeepsTheFirstAnswer(t *testing.T) {
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{Concurrency: 4})
+	var got atomic.Int32
+	second := make(chan struct{})
+	ep := endpointOn[greetRequest, greetReply](s, "greet", "bustest.taken")
+	err := Handle(s, ep, func(ctx context.Context, req greetRequest) (greetReply, error) {
+		if got.Add(1) == 1 {
+			<-second // slow: answers after the resend was refused
+			return greetReply{Greeting: "first"}, nil
+		}
+		defer func() {
+			if got.Load() == 2 {
+				close(second)
+			}
+		}()
+		return greetReply{}, errTaken
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := CallResending(ctxT(t), srv.Conn("client"), ep, greetRequest{}, Resending{After: 50 * time.Millisecond})
+	if err != nil || rep.Greeting != "first" {
+		t.Fatalf("reply %+v, %v; want the first delivery's answer", rep, err)
+	}
+}
+
+// With nobody subscribed the call says so after Unanswered, not at the
+// deadline.
+func TestCallResendingWithoutResponder(t *testing.T) {
+	srv := natstest.Start(t)
+	ep := protocol.Endpoint[greetRequest, greetReply]{Subject: "bustest.nobody"}
+	ctx := ctxT(t)
+	_, err := CallResending(ctx, srv.Conn("client"), ep, greetRequest{}, Resending{After: time.Second, Unanswered: 200 * time.Millisecond})
+	if protocol.KindOf(err) != protocol.Unavailable || ctx.Err() != nil {
+		t.Fatalf("err %v, want unavailable before the deadline", err)
+	}
+}
+
+// The first delivery's refusal is the answer even when it comes after a
+// resend was refused: a slow "session busy" is not lost to the resending.
+func TestCallResendingKeepsTheFirstRefusal(t *testing.T) {
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{Concurrency: 4})
+	var got atomic.Int32
+	second := make(chan struct{})
+	busy := &protocol.Error{Kind: protocol.Conflict, Code: "BUSY", Message: "busy"}
+	ep := endpointOn[greetRequest, greetReply](s, "greet", "bustest.refusal")
+	err := Handle(s, ep, func(ctx context.Context, req greetRequest) (greetReply, error) {
+		if got.Add(1) == 1 {
+			<-second
+			return greetReply{}, busy
+		}
+		if got.Load() == 2 {
+			defer close(second)
+		}
+		return greetReply{}, errTaken
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = CallResending(ctxT(t), srv.Conn("client"), ep, greetRequest{}, Resending{After: 50 * time.Millisecond})
+	if e := protocol.AsError(err); e == nil || e.Code != "BUSY" {
+		t.Fatalf("err %v, want the first delivery's BUSY", err)
+	}
+}
