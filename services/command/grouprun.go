@@ -407,6 +407,12 @@ func (s *Service) runTurn(ctx context.Context, req protocol.TurnRequest) (string
 		if errors.Is(err, protocol.ErrUnavailable) {
 			return "", errors.New("no turn runner is available")
 		}
+		if ctx.Err() != nil {
+			// Stopped while the start was on its way: a runner may have
+			// accepted the turn all the same (the job already shows it
+			// running), so ask for it to stop too.
+			s.cancelTurn(req.TurnID)
+		}
 		return "", s.stepError(ctx, err)
 	}
 	cons, err := s.js.OrderedConsumer(ctx, protocol.StreamTurns, jetstream.OrderedConsumerConfig{
