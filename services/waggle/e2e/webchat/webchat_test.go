@@ -410,9 +410,10 @@ func TestWebChat(t *testing.T) {
 	t.Run("RenameAndDeleteSession", func(t *testing.T) {
 		srv := start(t, nil, nil) // echo mode: no model needed
 		ctx := tab(t, b)
-		run(t, ctx, open(srv.URL+"/"), send("hello sidebar"), until(replied),
-			// The echo reply's bare URL is a link whose text is the URL (a
-			// bare URL used to send the renderer into endless recursion).
+		run(t, ctx, open(srv.URL+"/"), send("hello sidebar http://localhost:11434/v1"), until(replied),
+			// The echo reply quotes the message: its bare URL is a link
+			// whose text is the URL (a bare URL used to send the renderer
+			// into endless recursion).
 			until(`[...document.querySelectorAll('#messages .msg.assistant a')].some(a => a.href === 'http://localhost:11434/v1' && a.textContent === 'http://localhost:11434/v1')`),
 			chromedp.WaitVisible(`#sessions li.session button.rename`, chromedp.ByQuery),
 			chromedp.Click(`#sessions li.session button.rename`, chromedp.ByQuery),
