@@ -211,9 +211,11 @@ func startOnRunner(ctx context.Context, s *Service, call func(context.Context) (
 		rctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
 		started, err = call(rctx)
 		cancel()
-		if attempt > 0 && errors.Is(err, protocol.ErrTurnExists) {
-			// An earlier attempt's delivery was accepted after all.
-			return started, nil
+		if attempt > 0 && hasCode(err, protocol.ErrTurnExists.Code) {
+			// An earlier attempt failed after its lease write landed (its
+			// acknowledgement lost in an election): whether that turn runs
+			// is unknown here, so the client is told to try again.
+			return started, protocol.ErrBusUnavailable
 		}
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			s.log.Warn("no runner answered a start in time", "timeout", s.cfg.StartTimeout)
