@@ -31,12 +31,12 @@ type Resending struct {
 // it is new). Core NATS delivers a request at most once: one routed
 // through a cluster node that dies on the way is gone, and a plain Call
 // then waits out its whole deadline for a reply that cannot come. Here the
-// request is sent again whenever r.After (then
-// twice as long) passes without a reply. The first send's reply is the
-// answer, whatever it says; a resend's counts only when it succeeds (its
-// refusal most likely means the first send is being handled, and that
-// send's own answer is awaited). A request nobody is subscribed to is sent
-// again too: nobody received it.
+// request is sent again whenever r.After (then twice as long) passes
+// without a reply. The first delivered send's reply is the answer,
+// whatever it says; a resend's counts only when it succeeds (its refusal
+// most likely means the first send is being handled, and that send's own
+// answer is awaited). A request nobody is subscribed to is sent again too:
+// nobody received it, so the next send counts as the first.
 func CallResending[Req, Rep any](ctx context.Context, nc *nats.Conn, ep protocol.Endpoint[Req, Rep], req Req, r Resending) (Rep, error) {
 	var rep Rep
 	body, err := json.Marshal(req)
@@ -52,7 +52,8 @@ func CallResending[Req, Rep any](ctx context.Context, nc *nats.Conn, ep protocol
 	// Each send has its own reply subject under inbox, so a reply says
 	// which send it answers.
 	inbox := nc.NewInbox()
-	first := inbox + ".1"
+	var first string // the reply subject of the send whose refusal counts
+	renew := true    // the next send is that one (none was delivered yet)
 	sub, err := nc.SubscribeSync(inbox + ".*")
 	if err != nil {
 		return rep, fmt.Errorf("bus: request %s: %w", ep.Subject, err)
@@ -63,7 +64,9 @@ func CallResending[Req, Rep any](ctx context.Context, nc *nats.Conn, ep protocol
 	send := func() error {
 		sends++
 		msg := &nats.Msg{Subject: ep.Subject, Reply: inbox + "." + strconv.Itoa(sends), Data: body, Header: nats.Header{}}
-		if sends > 1 {
+		if renew {
+			first, renew = msg.Reply, false
+		} else {
 			msg.Header.Set(ResendHeader, strconv.Itoa(sends))
 		}
 		msg.Header.Set(DeadlineHeader, strconv.FormatInt(max(time.Until(deadline).Milliseconds(), 0), 10))
@@ -89,6 +92,7 @@ func CallResending[Req, Rep any](ctx context.Context, nc *nats.Conn, ep protocol
 				telemetry.BusErrors.WithLabelValues("no_responders").Inc()
 				return rep, fmt.Errorf("bus: %s: %w", ep.Subject, protocol.ErrUnavailable)
 			}
+			renew = true
 			next = time.Now().Add(25 * time.Millisecond)
 			continue
 		case err == nil:
