@@ -82,8 +82,10 @@ func TestNotifications(t *testing.T) {
 			done <- string(data)
 		}()
 		run(t, ctx,
-			until(`[...document.querySelectorAll('#toasts .toast')].some(e => e.textContent.includes('Approval waiting') && e.textContent.includes('write_file'))`),
-			chromedp.Click(`#toasts .toast .toast-action`, chromedp.ByQuery),
+			// Found and clicked in one step: the server's own notification
+			// of the same approval may re-render the toasts in between.
+			until(`(() => { const t = [...document.querySelectorAll('#toasts .toast')].find(e => e.textContent.includes('Approval waiting') && e.textContent.includes('write_file'));
+				const b = t && t.querySelector('.toast-action'); if (b) b.click(); return !!b; })()`),
 			chromedp.WaitVisible(`#approvals-list .approval button.allow-once`, chromedp.ByQuery),
 			chromedp.Click(`#approvals-list .approval button.allow-once`, chromedp.ByQuery),
 		)
