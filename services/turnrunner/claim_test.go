@@ -57,7 +57,7 @@ func (e *reapEnv) startRunner(claims bool) *Service {
 		_ = s.Stop(ctx)
 	})
 	if !claims {
-		s.stopClaim()
+		s.own.StopClaiming()
 	}
 	var err error
 	ctx := context.Background()
