@@ -1,3 +1,7 @@
+// Package ownership decides which runner owns a turn and which turn owns
+// a session: the turns' leases and the runners' heartbeats, each turn's
+// place in its session's queue (package sessionqueue), the claiming of
+// turns whose runner is gone, and the ending of those no runner can take.
 package ownership
 
 import (
@@ -14,6 +18,7 @@ import (
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/ownership/sessionqueue"
 )
 
 // Leases: every turn a runner accepts or claims has an entry in
@@ -90,7 +95,7 @@ type Owner struct {
 	js      jetstream.JetStream
 	leases  jetstream.KeyValue
 	runners jetstream.KeyValue
-	queue   *Queue
+	queue   *sessionqueue.Queue
 
 	mu      sync.Mutex
 	tickets map[string]*Ticket // the leases this runner holds, by turn id
@@ -141,7 +146,7 @@ func (o *Owner) Open(ctx context.Context, js jetstream.JetStream) error {
 	if err != nil {
 		return fmt.Errorf("ownership: bucket %s: %w", BucketLeases, err)
 	}
-	queue, err := Open(ctx, js, Config{
+	queue, err := sessionqueue.Open(ctx, js, sessionqueue.Config{
 		Replicas: replicas,
 		Alive:    o.holderAlive,
 		Poll:     o.cfg.Heartbeat,

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/ownership/sessionqueue"
 )
 
 // Ticket is one turn's ownership on this runner: its lease and its place
@@ -109,8 +110,8 @@ func (t *Ticket) Followed() bool {
 	return t.lease.Followed
 }
 
-func (t *Ticket) session() Session {
-	return Session{Workspace: t.req.Workspace, Session: t.req.Session}
+func (t *Ticket) session() sessionqueue.Session {
+	return sessionqueue.Session{Workspace: t.req.Workspace, Session: t.req.Session}
 }
 
 func (t *Ticket) logger() *slog.Logger {
@@ -172,7 +173,8 @@ func (t *Ticket) Holds() bool { return t.holds }
 // Placed reports whether the turn has a place in its session's queue.
 func (t *Ticket) Placed() bool { return t.seq != 0 }
 
-// Wait waits until the turn holds its session. It returns ErrGone when
+// Wait waits until the turn holds its session. It returns
+// sessionqueue.ErrGone when
 // its place is gone (it was passed over as dead: its lease was gone for a
 // moment, and it had better be refused than run beside the turn that took
 // its place), or ctx's error.
@@ -182,7 +184,7 @@ func (t *Ticket) Wait(ctx context.Context) error {
 		t.holds = true
 		return nil
 	}
-	if errors.Is(err, ErrGone) {
+	if errors.Is(err, sessionqueue.ErrGone) {
 		t.logger().Warn("the turn lost its place in its session's queue")
 		t.seq = 0
 	}
