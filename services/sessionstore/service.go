@@ -149,9 +149,29 @@ func (s *Service) Start(ctx context.Context) error {
 			return fmt.Errorf("sessionstore: teams: %w", err)
 		}
 	}
+	if err := s.openBacklog(ctx); err != nil {
+		s.Stop(ctx)
+		return err
+	}
 	s.startLifecycle(ctx)
 	// bus.Handle flushed each subscription: the store is reachable
 	// when Start returns.
+	return nil
+}
+
+// openBacklog gives the knowledge worker its JetStream backlog: texts a
+// stopped store had not extracted are extracted now, and this store's go
+// there when it stops.
+func (s *Service) openBacklog(ctx context.Context) error {
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return fmt.Errorf("sessionstore: %w", err)
+	}
+	b, err := knowledge.OpenBacklog(ctx, js, s.cfg.Replicas)
+	if err != nil {
+		return fmt.Errorf("sessionstore: %w", err)
+	}
+	s.knowledge.UseBacklog(b)
 	return nil
 }
 
@@ -234,6 +254,9 @@ func (s *Service) Stop(ctx context.Context) error {
 	if s.svc != nil {
 		errs = append(errs, s.svc.Stop(ctx))
 	}
+	// No request observes a text any more: the extraction under way and
+	// those queued go to the backlog while the bus is still connected.
+	s.knowledge.Stop(ctx)
 	s.storage.Stop()
 	s.single.Release(ctx)
 	if s.nc != nil {
@@ -293,7 +316,7 @@ func (s *Service) openMinds(ctx context.Context) error {
 func (s *Service) closePG() {
 	// The minds' workers may write to PostgreSQL: they stop first.
 	s.minds.Stop()
-	s.knowledge.Stop()
+	s.knowledge.Stop(context.Background())
 	if s.pg != nil {
 		s.pg.Close()
 		s.pg = nil
