@@ -71,6 +71,14 @@ func (r *graphRouter) Retire(ctx context.Context, m graph.Mind, id, reason, now 
 	return be.Retire(ctx, m, id, reason, now)
 }
 
+func (r *graphRouter) Restore(ctx context.Context, m graph.Mind, id string) (graph.Snapshot, error) {
+	be, err := r.pick(ctx, m)
+	if err != nil {
+		return graph.Snapshot{}, err
+	}
+	return be.Restore(ctx, m, id)
+}
+
 func (r *graphRouter) Graph(ctx context.Context, m graph.Mind, f graph.Filter) (graph.Snapshot, error) {
 	be, err := r.pick(ctx, m)
 	if err != nil {

@@ -317,7 +317,7 @@ func (j *JSONL) Retire(_ context.Context, m Mind, id, reason, now string) (Snaps
 		for k, v := range p {
 			cp[k] = v
 		}
-		cp["retiredBecause"] = reason
+		cp[reasonKey] = reason
 		return cp
 	}
 	if e := g.entities[id]; e != nil && e.Valid() {
@@ -343,6 +343,77 @@ func (j *JSONL) Retire(_ context.Context, m Mind, id, reason, now string) (Snaps
 	}
 	if err := g.write(rs); err != nil {
 		return Snapshot{}, wrap("retire in", m, err)
+	}
+	sortRelations(out.Relations)
+	return out, nil
+}
+
+// Restore implements Backend.
+func (j *JSONL) Restore(_ context.Context, m Mind, id string) (Snapshot, error) {
+	g, err := j.graph(m)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	defer g.mu.Unlock()
+	var out Snapshot
+	if e := g.entities[id]; e != nil {
+		if e.Valid() {
+			return Snapshot{}, ErrNotRetired
+		}
+		if _, taken := g.byKey[e.Key]; taken {
+			return Snapshot{}, ErrRestoreClash
+		}
+		cp := *e
+		cp.ValidTo, cp.Properties = "", unnote(cp.Properties)
+		out.Entities = append(out.Entities, cp)
+		seen := map[string]bool{}
+		for _, rid := range g.links[id] {
+			r := g.relations[rid]
+			if r.Valid() || r.ValidTo != e.ValidTo || seen[rid] {
+				continue
+			}
+			seen[rid] = true
+			other := r.Source
+			if other == id {
+				other = r.Target
+			}
+			if o := g.entities[other]; o == nil || !o.Valid() {
+				continue
+			}
+			if _, taken := g.byLink[linkKey(r.Source, r.Target, r.Type)]; taken {
+				continue
+			}
+			rc := *r
+			rc.ValidTo, rc.Properties = "", unnote(rc.Properties)
+			out.Relations = append(out.Relations, rc)
+		}
+	} else if r := g.relations[id]; r != nil {
+		if r.Valid() {
+			return Snapshot{}, ErrNotRetired
+		}
+		for _, end := range []string{r.Source, r.Target} {
+			if e := g.entities[end]; e == nil || !e.Valid() {
+				return Snapshot{}, ErrRestoreEnds
+			}
+		}
+		if _, taken := g.byLink[linkKey(r.Source, r.Target, r.Type)]; taken {
+			return Snapshot{}, ErrRestoreClash
+		}
+		rc := *r
+		rc.ValidTo, rc.Properties = "", unnote(rc.Properties)
+		out.Relations = append(out.Relations, rc)
+	} else {
+		return Snapshot{}, ErrNotFound
+	}
+	var rs []record
+	for _, e := range out.Entities {
+		rs = append(rs, entityRecord(e))
+	}
+	for _, r := range out.Relations {
+		rs = append(rs, relationRecord(r))
+	}
+	if err := g.write(rs); err != nil {
+		return Snapshot{}, wrap("restore in", m, err)
 	}
 	sortRelations(out.Relations)
 	return out, nil
