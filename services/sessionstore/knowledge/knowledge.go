@@ -399,6 +399,7 @@ func (k *Knowledge) Register(svc *bus.Service) error {
 	return errors.Join(
 		bus.Handle(svc, protocol.GetKnowledgeGraph, k.Graph),
 		bus.Handle(svc, protocol.CorrectKnowledge, k.Correct),
+		bus.Handle(svc, protocol.RestoreKnowledge, k.Restore),
 	)
 }
 
@@ -450,17 +451,23 @@ func (k *Knowledge) Graph(ctx context.Context, req protocol.KnowledgeGraphReques
 	if len(req.Query) > graph.MaxNameLen {
 		return protocol.KnowledgeGraph{}, protocol.Errorf(protocol.Invalid, "query is at most %d characters", graph.MaxNameLen)
 	}
+	if req.Offset < 0 {
+		return protocol.KnowledgeGraph{}, protocol.Errorf(protocol.Invalid, "offset must not be negative")
+	}
 	limit := req.Limit
 	if limit <= 0 || limit > MaxGraph {
 		limit = MaxGraph
 	}
 	out := protocol.KnowledgeGraph{Entities: []protocol.KnowledgeEntity{}, Relations: []protocol.KnowledgeRelation{}}
 	for _, m := range targets(req) {
-		g, err := k.cfg.Backend.Graph(ctx, m, graph.Filter{Query: req.Query, Type: req.Type, Retired: req.Retired, Limit: limit})
+		g, err := k.cfg.Backend.Graph(ctx, m, graph.Filter{Query: req.Query, Type: req.Type, Retired: req.Retired, Limit: limit, Offset: req.Offset})
 		if err != nil {
 			return protocol.KnowledgeGraph{}, fmt.Errorf("knowledge: read %s: %w", m.Key(), err)
 		}
 		add(&out, m, g)
+		if g.More {
+			out.NextOffset = req.Offset + limit
+		}
 	}
 	return out, nil
 }
@@ -491,11 +498,7 @@ func (k *Knowledge) Correct(ctx context.Context, req protocol.KnowledgeCorrectRe
 	if len(reason) > graph.MaxPropLen {
 		reason = reason[:graph.MaxPropLen]
 	}
-	minds := []graph.Mind{personal(req.MemoryOwner)}
-	if req.Workspace != "" {
-		minds = append([]graph.Mind{{Kind: frames.KindWorkspace, ID: req.Workspace}}, minds...)
-	}
-	for _, m := range minds {
+	for _, m := range ownerMinds(req.MemoryOwner) {
 		g, err := k.cfg.Backend.Retire(ctx, m, req.ID, reason, k.now())
 		if errors.Is(err, graph.ErrNotFound) {
 			continue
@@ -511,6 +514,42 @@ func (k *Knowledge) Correct(ctx context.Context, req protocol.KnowledgeCorrectRe
 		return out, nil
 	}
 	return protocol.KnowledgeGraph{}, graph.ErrNotFound
+}
+
+// Restore undoes a correction in the owner's workspace mind, else the
+// personal mind (graph.Backend.Restore).
+func (k *Knowledge) Restore(ctx context.Context, req protocol.KnowledgeRestoreRequest) (protocol.KnowledgeGraph, error) {
+	if err := checkOwner(req.MemoryOwner); err != nil {
+		return protocol.KnowledgeGraph{}, err
+	}
+	if !protocol.ValidID(req.ID) {
+		return protocol.KnowledgeGraph{}, protocol.Errorf(protocol.Invalid, "invalid entity or relation id")
+	}
+	for _, m := range ownerMinds(req.MemoryOwner) {
+		g, err := k.cfg.Backend.Restore(ctx, m, req.ID)
+		if errors.Is(err, graph.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return protocol.KnowledgeGraph{}, fmt.Errorf("knowledge: restore in %s: %w", m.Key(), err)
+		}
+		telemetry.KnowledgeFacts.WithLabelValues("entity", "restored").Add(float64(len(g.Entities)))
+		telemetry.KnowledgeFacts.WithLabelValues("relation", "restored").Add(float64(len(g.Relations)))
+		k.log.Info("knowledge correction undone", "mind", m.Key(), "id", req.ID, "entities", len(g.Entities), "relations", len(g.Relations))
+		out := protocol.KnowledgeGraph{Entities: []protocol.KnowledgeEntity{}, Relations: []protocol.KnowledgeRelation{}}
+		add(&out, m, g)
+		return out, nil
+	}
+	return protocol.KnowledgeGraph{}, graph.ErrNotFound
+}
+
+// ownerMinds are the minds a correction reaches, workspace first.
+func ownerMinds(o protocol.MemoryOwner) []graph.Mind {
+	minds := []graph.Mind{personal(o)}
+	if o.Workspace != "" {
+		minds = append([]graph.Mind{{Kind: frames.KindWorkspace, ID: o.Workspace}}, minds...)
+	}
+	return minds
 }
 
 // Related lists the lower-case names of the mind's valid entities that
