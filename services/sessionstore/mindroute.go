@@ -36,6 +36,19 @@ func (p placement) team(ctx context.Context, m frames.Mind) (bool, error) {
 	return ok, nil
 }
 
+// pick returns the backend of the two that holds mind m.
+func pick[B any](ctx context.Context, p placement, m frames.Mind, files, team B) (B, error) {
+	isTeam, err := p.team(ctx, m)
+	if err != nil {
+		var none B
+		return none, err
+	}
+	if isTeam {
+		return team, nil
+	}
+	return files, nil
+}
+
 // graphRouter places each mind's knowledge graph.
 type graphRouter struct {
 	placement
@@ -45,14 +58,7 @@ type graphRouter struct {
 var _ graph.Backend = (*graphRouter)(nil)
 
 func (r *graphRouter) pick(ctx context.Context, m graph.Mind) (graph.Backend, error) {
-	team, err := r.placement.team(ctx, m)
-	if err != nil {
-		return nil, err
-	}
-	if team {
-		return r.team, nil
-	}
-	return r.files, nil
+	return pick(ctx, r.placement, m, r.files, r.team)
 }
 
 func (r *graphRouter) Apply(ctx context.Context, m graph.Mind, b graph.Batch, now string) (graph.Result, error) {
@@ -121,14 +127,7 @@ type framesRouter struct {
 var _ frames.Backend = (*framesRouter)(nil)
 
 func (r *framesRouter) pick(ctx context.Context, m frames.Mind) (frames.Backend, error) {
-	team, err := r.placement.team(ctx, m)
-	if err != nil {
-		return nil, err
-	}
-	if team {
-		return r.team, nil
-	}
-	return r.files, nil
+	return pick(ctx, r.placement, m, r.files, r.team)
 }
 
 func (r *framesRouter) Add(ctx context.Context, m frames.Mind, f frames.Frame) (frames.Frame, bool, error) {

@@ -3,6 +3,7 @@ package knowledge_test
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -105,16 +106,7 @@ func writeLines(path string, n int, line func(i int) any) error {
 			return err
 		}
 	}
-	return errorsJoin(w.Flush(), f.Close())
-}
-
-func errorsJoin(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return errors.Join(w.Flush(), f.Close())
 }
 
 // BenchmarkConnectedSearch100k is the memory search with the connected

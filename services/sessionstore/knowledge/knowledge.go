@@ -488,54 +488,45 @@ func add(out *protocol.KnowledgeGraph, m graph.Mind, g graph.Snapshot) {
 // Correct retires a wrong fact in the owner's workspace mind, else the
 // personal mind.
 func (k *Knowledge) Correct(ctx context.Context, req protocol.KnowledgeCorrectRequest) (protocol.KnowledgeGraph, error) {
-	if err := checkOwner(req.MemoryOwner); err != nil {
-		return protocol.KnowledgeGraph{}, err
-	}
-	if !protocol.ValidID(req.ID) {
-		return protocol.KnowledgeGraph{}, protocol.Errorf(protocol.Invalid, "invalid entity or relation id")
-	}
 	reason := strings.TrimSpace(frames.Sanitise(req.Reason))
 	if len(reason) > graph.MaxPropLen {
 		reason = reason[:graph.MaxPropLen]
 	}
-	for _, m := range ownerMinds(req.MemoryOwner) {
-		g, err := k.cfg.Backend.Retire(ctx, m, req.ID, reason, k.now())
-		if errors.Is(err, graph.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return protocol.KnowledgeGraph{}, fmt.Errorf("knowledge: retire in %s: %w", m.Key(), err)
-		}
-		telemetry.KnowledgeFacts.WithLabelValues("entity", "retired").Add(float64(len(g.Entities)))
-		telemetry.KnowledgeFacts.WithLabelValues("relation", "retired").Add(float64(len(g.Relations)))
-		k.log.Info("knowledge corrected", "mind", m.Key(), "id", req.ID, "entities", len(g.Entities), "relations", len(g.Relations))
-		out := protocol.KnowledgeGraph{Entities: []protocol.KnowledgeEntity{}, Relations: []protocol.KnowledgeRelation{}}
-		add(&out, m, g)
-		return out, nil
-	}
-	return protocol.KnowledgeGraph{}, graph.ErrNotFound
+	now := k.now()
+	return k.change(ctx, req.MemoryOwner, req.ID, "retired", func(m graph.Mind) (graph.Snapshot, error) {
+		return k.cfg.Backend.Retire(ctx, m, req.ID, reason, now)
+	})
 }
 
 // Restore undoes a correction in the owner's workspace mind, else the
 // personal mind (graph.Backend.Restore).
 func (k *Knowledge) Restore(ctx context.Context, req protocol.KnowledgeRestoreRequest) (protocol.KnowledgeGraph, error) {
-	if err := checkOwner(req.MemoryOwner); err != nil {
+	return k.change(ctx, req.MemoryOwner, req.ID, "restored", func(m graph.Mind) (graph.Snapshot, error) {
+		return k.cfg.Backend.Restore(ctx, m, req.ID)
+	})
+}
+
+// change runs a correction or its undo (op, named by what it makes of a
+// fact) on fact id in the first of the owner's minds that has it, and
+// reports, counts and logs what changed.
+func (k *Knowledge) change(ctx context.Context, o protocol.MemoryOwner, id, what string, op func(graph.Mind) (graph.Snapshot, error)) (protocol.KnowledgeGraph, error) {
+	if err := checkOwner(o); err != nil {
 		return protocol.KnowledgeGraph{}, err
 	}
-	if !protocol.ValidID(req.ID) {
+	if !protocol.ValidID(id) {
 		return protocol.KnowledgeGraph{}, protocol.Errorf(protocol.Invalid, "invalid entity or relation id")
 	}
-	for _, m := range ownerMinds(req.MemoryOwner) {
-		g, err := k.cfg.Backend.Restore(ctx, m, req.ID)
+	for _, m := range ownerMinds(o) {
+		g, err := op(m)
 		if errors.Is(err, graph.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return protocol.KnowledgeGraph{}, fmt.Errorf("knowledge: restore in %s: %w", m.Key(), err)
+			return protocol.KnowledgeGraph{}, fmt.Errorf("knowledge: %s in %s: %w", what, m.Key(), err)
 		}
-		telemetry.KnowledgeFacts.WithLabelValues("entity", "restored").Add(float64(len(g.Entities)))
-		telemetry.KnowledgeFacts.WithLabelValues("relation", "restored").Add(float64(len(g.Relations)))
-		k.log.Info("knowledge correction undone", "mind", m.Key(), "id", req.ID, "entities", len(g.Entities), "relations", len(g.Relations))
+		telemetry.KnowledgeFacts.WithLabelValues("entity", what).Add(float64(len(g.Entities)))
+		telemetry.KnowledgeFacts.WithLabelValues("relation", what).Add(float64(len(g.Relations)))
+		k.log.Info("knowledge "+what, "mind", m.Key(), "id", id, "entities", len(g.Entities), "relations", len(g.Relations))
 		out := protocol.KnowledgeGraph{Entities: []protocol.KnowledgeEntity{}, Relations: []protocol.KnowledgeRelation{}}
 		add(&out, m, g)
 		return out, nil
