@@ -239,11 +239,13 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *Request)
 		created: time.Now().Unix(),
 		usage:   Usage{PromptTokens: len(req.Chat.Messages)},
 	}
-	if !req.Chat.Stream {
-		st.writeCompletion(resp.Steps)
-		return
+	var completed bool
+	if req.Chat.Stream {
+		completed = st.play(resp.Steps, req.Chat.IncludeUsage())
+	} else {
+		completed = st.writeCompletion(resp.Steps)
 	}
-	if completed := st.play(resp.Steps, req.Chat.IncludeUsage()); !completed && r.Context().Err() != nil {
+	if !completed && r.Context().Err() != nil {
 		if req.markCancelled() {
 			s.mu.Lock()
 			s.cancellations++
@@ -408,8 +410,10 @@ func (st *stream) writeRaw(s string) bool {
 }
 
 // writeCompletion answers a non-streaming request with the script's text
-// and tool calls in one chat.completion object (timing steps are ignored).
-func (st *stream) writeCompletion(steps []Step) {
+// and tool calls in one chat.completion object. Delays are ignored; a Wait
+// holds the answer until released (no answer when the client goes away
+// first), so a test can stop its caller mid-call.
+func (st *stream) writeCompletion(steps []Step) (completed bool) {
 	var content strings.Builder
 	type call struct {
 		ID       string       `json:"id"`
@@ -437,9 +441,13 @@ func (st *stream) writeCompletion(steps []Step) {
 			st.usage, st.usageSet = *s.usage, true
 		case stepStreamError:
 			writeError(st.w, http.StatusInternalServerError, s.apiErr)
-			return
+			return true
 		case stepCut:
 			panic(http.ErrAbortHandler)
+		case stepWait:
+			if !st.step(s) {
+				return false
+			}
 		}
 	}
 	if !st.usageSet {
@@ -460,6 +468,7 @@ func (st *stream) writeCompletion(steps []Step) {
 		"choices": []map[string]any{{"index": 0, "message": msg, "finish_reason": reason}},
 		"usage":   st.usage,
 	})
+	return true
 }
 
 type chunk struct {

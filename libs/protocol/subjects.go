@@ -349,6 +349,16 @@ const (
 	// BucketRateLimits is where the gateways share their rate-limit
 	// windows (team-server mode).
 	BucketRateLimits = "waggle_ratelimits"
+	// StreamKnowledgeBacklog holds the texts a stopping session store had
+	// not finished extracting (subject SubjKnowledgeBacklog), a work queue
+	// the next store to run takes them from.
+	StreamKnowledgeBacklog = "WAGGLE_KNOWLEDGE_BACKLOG"
+	// SubjKnowledgeBacklog is the subject of StreamKnowledgeBacklog's
+	// messages (knowledge.BacklogJob bodies).
+	SubjKnowledgeBacklog = "waggle.store.knowledge.backlog"
+	// ConsumerKnowledgeBacklog is the durable consumer the session stores
+	// share to take the backlog.
+	ConsumerKnowledgeBacklog = "knowledge-extractor"
 )
 
 // Message headers.

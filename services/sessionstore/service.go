@@ -149,9 +149,29 @@ func (s *Service) Start(ctx context.Context) error {
 			return fmt.Errorf("sessionstore: teams: %w", err)
 		}
 	}
+	if err := s.openBacklog(ctx); err != nil {
+		s.Stop(ctx)
+		return err
+	}
 	s.startLifecycle(ctx)
 	// bus.Handle flushed each subscription: the store is reachable
 	// when Start returns.
+	return nil
+}
+
+// openBacklog gives the knowledge worker its JetStream backlog: texts a
+// stopped store had not extracted are extracted now, and this store's go
+// there when it stops.
+func (s *Service) openBacklog(ctx context.Context) error {
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return fmt.Errorf("sessionstore: %w", err)
+	}
+	b, err := knowledge.OpenBacklog(ctx, js, s.cfg.Replicas)
+	if err != nil {
+		return fmt.Errorf("sessionstore: %w", err)
+	}
+	s.knowledge.UseBacklog(b)
 	return nil
 }
 
@@ -234,6 +254,9 @@ func (s *Service) Stop(ctx context.Context) error {
 	if s.svc != nil {
 		errs = append(errs, s.svc.Stop(ctx))
 	}
+	// No request observes a text any more: the extraction under way and
+	// those queued go to the backlog while the bus is still connected.
+	s.knowledge.Stop(ctx)
 	s.storage.Stop()
 	s.single.Release(ctx)
 	if s.nc != nil {
@@ -244,32 +267,37 @@ func (s *Service) Stop(ctx context.Context) error {
 }
 
 // openMinds opens the minds: in PostgreSQL when every workspace lives
-// there, else in JSONL files next to the sessions. Their embedding worker
-// starts at once.
+// there; else the personal minds and personal workspaces' in JSONL files
+// next to the sessions and, with PostgreSQL for team workspaces, each team
+// workspace's in PostgreSQL (mindroute.go). Their embedding and
+// extraction workers start at once.
 func (s *Service) openMinds(ctx context.Context) error {
-	var backend frames.Backend = frames.NewJSONL(s.cfg.DataDir)
-	if s.cfg.Store == StorePostgres {
-		pg, err := frames.OpenPostgres(ctx, s.pg.Pool())
+	files := frames.NewJSONL(s.cfg.DataDir)
+	var backend frames.Backend = files
+	var kg graph.Backend = graph.NewJSONL(s.cfg.DataDir)
+	if s.pg != nil {
+		pgFrames, err := frames.OpenPostgres(ctx, s.pg.Pool())
 		if err != nil {
 			return fmt.Errorf("sessionstore: minds: %w", err)
 		}
-		backend = pg
-	}
-	var emb frames.Embedder
-	if s.cfg.LLMURL != "" {
-		emb = frames.NewOpenAIEmbedder(s.cfg.LLMURL, s.cfg.LLMAPIKey)
-	}
-	var kg graph.Backend = graph.NewJSONL(s.cfg.DataDir)
-	if s.pg != nil {
-		pg, err := graph.OpenPostgres(ctx, s.pg.Pool())
+		pgGraph, err := graph.OpenPostgres(ctx, s.pg.Pool())
 		if err != nil {
 			return fmt.Errorf("sessionstore: knowledge graph: %w", err)
 		}
 		if s.cfg.Store == StorePostgres {
-			kg = pg
+			backend, kg = pgFrames, pgGraph
 		} else {
-			kg = &graphRouter{files: kg, team: pg, isTeam: s.pg.WorkspaceExists}
+			place := placement{isTeam: s.pg.WorkspaceExists}
+			if err := moveTeamMinds(ctx, files, pgFrames, place, s.log); err != nil {
+				return fmt.Errorf("sessionstore: move team minds to PostgreSQL: %w", err)
+			}
+			backend = &framesRouter{placement: place, files: files, team: pgFrames}
+			kg = &graphRouter{placement: place, files: kg, team: pgGraph}
 		}
+	}
+	var emb frames.Embedder
+	if s.cfg.LLMURL != "" {
+		emb = frames.NewOpenAIEmbedder(s.cfg.LLMURL, s.cfg.LLMAPIKey)
 	}
 	var model knowledge.Extractor
 	if s.cfg.LLMURL != "" {
@@ -288,7 +316,7 @@ func (s *Service) openMinds(ctx context.Context) error {
 func (s *Service) closePG() {
 	// The minds' workers may write to PostgreSQL: they stop first.
 	s.minds.Stop()
-	s.knowledge.Stop()
+	s.knowledge.Stop(context.Background())
 	if s.pg != nil {
 		s.pg.Close()
 		s.pg = nil

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -328,17 +329,39 @@ func (w *Worker) Undo(ctx context.Context, mindKey, id string) (Change, error) {
 // short texts agree by chance.
 const minDupTerms = 3
 
+// Paraphrases: two frames whose vectors (of one model) are at least this
+// similar say the same thing in other words. Only the newest
+// maxParaphraseFrames frames with vectors of a mind are compared, pair by
+// pair (an hourly sweep of 2,000 is 2 million dot products).
+const (
+	paraphraseCosine    = 0.95
+	maxParaphraseFrames = 2000
+)
+
 // duplicates marks the frames that say what another frame of the mind
 // says: the same set of search terms (case, punctuation, stopwords, word
-// order and repetition aside). Of each set the strongest frame stays (by
-// importance, then use, then age); the others are marked. Deprecated
-// frames neither count nor are marked.
+// order and repetition aside), or vectors of one model at least
+// paraphraseCosine alike. Of each group (linked by either, transitively)
+// the strongest frame stays (by importance, then use, then age); the
+// others are marked. Deprecated frames neither count nor are marked.
 func duplicates(fs []frames.Frame) map[string]bool {
-	groups := map[string][]frames.Frame{}
-	for _, f := range fs {
-		if f.Importance == protocol.ImportanceDeprecated {
-			continue
+	live := slices.DeleteFunc(slices.Clone(fs), func(f frames.Frame) bool { return f.Importance == protocol.ImportanceDeprecated })
+	parent := make([]int, len(live))
+	for i := range parent {
+		parent[i] = i
+	}
+	var root func(i int) int
+	root = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
 		}
+		return i
+	}
+	union := func(a, b int) { parent[root(a)] = root(b) }
+
+	byTerms := map[string]int{}
+	for i, f := range live {
 		terms := mindindex.Tokens(f.Content)
 		slices.Sort(terms)
 		terms = slices.Compact(terms)
@@ -346,7 +369,17 @@ func duplicates(fs []frames.Frame) map[string]bool {
 			continue
 		}
 		k := strings.Join(terms, " ")
-		groups[k] = append(groups[k], f)
+		if j, ok := byTerms[k]; ok {
+			union(i, j)
+		} else {
+			byTerms[k] = i
+		}
+	}
+	paraphrases(live, union)
+
+	groups := map[int][]frames.Frame{}
+	for i, f := range live {
+		groups[root(i)] = append(groups[root(i)], f)
 	}
 	out := map[string]bool{}
 	for _, g := range groups {
@@ -368,3 +401,45 @@ func duplicates(fs []frames.Frame) map[string]bool {
 	}
 	return out
 }
+
+// paraphrases links (union) the frames of fs whose vectors of one model
+// are at least paraphraseCosine alike, among the newest
+// maxParaphraseFrames frames with vectors of each model.
+func paraphrases(fs []frames.Frame, union func(a, b int)) {
+	type vec struct {
+		i int
+		v []float32
+	}
+	byModel := map[string][]vec{}
+	for i, f := range fs { // newest first (Backend.Recent)
+		if len(f.Vector) == 0 || f.VectorModel == "" || len(byModel[f.VectorModel]) >= maxParaphraseFrames {
+			continue
+		}
+		if n := norm(f.Vector); n > 0 {
+			v := make([]float32, len(f.Vector))
+			for k, x := range f.Vector {
+				v[k] = x / n
+			}
+			byModel[f.VectorModel] = append(byModel[f.VectorModel], vec{i, v})
+		}
+	}
+	for _, vs := range byModel {
+		for a := range vs {
+			for b := a + 1; b < len(vs); b++ {
+				if len(vs[a].v) == len(vs[b].v) && dot(vs[a].v, vs[b].v) >= paraphraseCosine {
+					union(vs[a].i, vs[b].i)
+				}
+			}
+		}
+	}
+}
+
+func dot(a, b []float32) float32 {
+	var s float32
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+func norm(v []float32) float32 { return float32(math.Sqrt(float64(dot(v, v)))) }

@@ -30,6 +30,7 @@ var (
 	memWorkspace   = queryID("workspace", "the workspace mind beside the personal one")
 	memWorkspaceID = queryID("workspaceId", "alias of workspace")
 	frameParam     = pathParam("id", "the frame id")
+	factParam      = pathParam("id", "a knowledge graph entity (ent-…) or relation (rel-…) id")
 	locateQuery    = queryID("workspace", "the session's workspace; without it every workspace is searched (required on a team server)")
 )
 
@@ -354,16 +355,18 @@ func routes() []op {
 				query("q", "keep entities whose name contains this, with their neighbours", str()),
 				query("type", "keep entities of one type (person, organisation, project, technology, place, concept, event, document)", str()),
 				query("retired", "true: include retired facts (valid_to set)", &Schema{Type: "string", Enum: []any{"true", "false"}}),
-				query("limit", "at most this many entities, the most mentioned first (default and cap 5000)", &Schema{Type: "integer", Minimum: ptr(1.0)})},
-			ok: object(
-				req("entities", arrayOf(object(req("id", str()), req("name", str()), req("entity_type", str()), req("label", str()), req("type", str()),
-					req("properties", &Schema{Type: "object"}), req("mentions", integer()), req("valid_from", str()), req("valid_to", nullable(str())),
-					req("recorded_at", str()), req("mind", str()), opt("_source", str())))),
-				req("relations", arrayOf(object(req("id", str()), req("source_id", str()), req("target_id", str()), req("relation_type", str()),
-					req("source", str()), req("target", str()), req("relationship", str()), req("confidence", number()),
-					req("properties", &Schema{Type: "object"}), req("mentions", integer()), req("valid_from", str()), req("valid_to", nullable(str())),
-					req("recorded_at", str()), req("mind", str()), opt("_source", str()))))),
+				query("limit", "at most this many entities per mind, the most mentioned first (default and cap 5000), and 4 relations per entity of the limit, the most confident first", &Schema{Type: "integer", Minimum: ptr(1.0)}),
+				query("offset", "skip this many entities per mind (the reply's nextOffset, present while more follow)", &Schema{Type: "integer", Minimum: ptr(0.0)})},
+			ok:   knowledgeGraph(opt("nextOffset", integer())),
 			errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.GetKnowledgeGraph.Subject}},
+		{method: post, path: "/api/memory/graph/{id}/retire", id: "retireKnowledge", tag: "memory",
+			summary: "Retire a wrong fact: an entity (with its relations) or a relation gets valid_to, the reason kept as retiredBecause; the reply is what was retired",
+			params:  []Parameter{factParam, memWorkspace, memWorkspaceID}, body: object(opt("reason", str())),
+			ok: knowledgeGraph(), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.CorrectKnowledge.Subject}},
+		{method: post, path: "/api/memory/graph/{id}/restore", id: "restoreKnowledge", tag: "memory",
+			summary: "Undo a retirement: the fact is valid again (an entity with the relations retired with it); 409 while a valid fact holds its name or link, or an entity of the relation is retired",
+			params:  []Parameter{factParam, memWorkspace, memWorkspaceID},
+			ok:      knowledgeGraph(), errs: []int{bad, forbidden, notFound, conflict}, subjects: []string{protocol.RestoreKnowledge.Subject}},
 
 		// ---- the agent's context ----
 		{method: get, path: "/api/profile", id: "getProfile", tag: "context",
@@ -402,3 +405,17 @@ func routes() []op {
 // headerTurnID is gateway.HeaderTurnID (the gateway's tests check they
 // agree; this package cannot import its parent).
 const headerTurnID = "X-Waggle-Turn-Id"
+
+// knowledgeGraph is the graph routes' reply: entities and relations in
+// the original's row shape with the web client's fields beside them.
+func knowledgeGraph(extra ...prop) *Schema {
+	return object(append([]prop{
+		req("entities", arrayOf(object(req("id", str()), req("name", str()), req("entity_type", str()), req("label", str()), req("type", str()),
+			req("properties", &Schema{Type: "object"}), req("mentions", integer()), req("valid_from", str()), req("valid_to", nullable(str())),
+			req("recorded_at", str()), req("mind", str()), opt("_source", str())))),
+		req("relations", arrayOf(object(req("id", str()), req("source_id", str()), req("target_id", str()), req("relation_type", str()),
+			req("source", str()), req("target", str()), req("relationship", str()), req("confidence", number()),
+			req("properties", &Schema{Type: "object"}), req("mentions", integer()), req("valid_from", str()), req("valid_to", nullable(str())),
+			req("recorded_at", str()), req("mind", str()), opt("_source", str())))),
+	}, extra...)...)
+}

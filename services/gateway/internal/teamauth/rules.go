@@ -132,6 +132,8 @@ var rules = map[string]rule{
 	"GET /api/memory/search":               {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases},
 	"GET /api/memory/stats":                {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases},
 	"GET /api/memory/graph":                {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases},
+	"POST /api/memory/graph/{id}/retire":   {scope: scopeWorkspaceQueryOptional, action: protocol.ActionWrite, queryKeys: workspaceAliases},
+	"POST /api/memory/graph/{id}/restore":  {scope: scopeWorkspaceQueryOptional, action: protocol.ActionWrite, queryKeys: workspaceAliases},
 
 	// The profile is the signed-in user's own; the briefing reads the
 	// workspace named in {id}.
