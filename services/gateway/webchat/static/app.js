@@ -1342,6 +1342,23 @@
     }
   }
 
+  // sessionAction is a toast's "Open" for a notification about a session
+  // (ids from the server; they only ever reach a URL encoded).
+  function sessionAction(workspace, session) {
+    if (typeof workspace !== 'string' || typeof session !== 'string' || !workspace || !session) return undefined;
+    return {
+      label: 'Open',
+      run: async () => {
+        if (state.turn || state.sending) {
+          showError(new APIError(0, 'Stop or wait for the running reply first.'));
+          return;
+        }
+        if (workspace !== state.workspace) await selectWorkspace(workspace);
+        await openSession(session);
+      },
+    };
+  }
+
   // followNotifications reads the server's notification stream for as
   // long as the page is open; a server without it (404) is not asked again.
   async function followNotifications() {
@@ -1350,8 +1367,11 @@
         const resp = await request('GET', '/api/notifications/stream');
         await readSSE(resp, ev => {
           const d = ev.data || {};
-          if (ev.event === 'message' && d.type === 'notification') toast(d.title, d.body);
+          if (ev.event !== 'message') return;
+          if (d.type === 'connected') document.body.dataset.notifications = 'connected';
+          if (d.type === 'notification') toast(d.title, d.body, sessionAction(d.workspaceId, d.sessionId));
         });
+        delete document.body.dataset.notifications;
       } catch (err) {
         if (err.status >= 400 && err.status < 500) return;
       }
@@ -1513,6 +1533,7 @@
     }
     const sel = $('model');
     sel.replaceChildren();
+    sel.dataset.loaded = 'true'; // the list has been asked for (tests wait on it)
     if (!models.length) {
       sel.hidden = true;
       return;
