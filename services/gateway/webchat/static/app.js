@@ -29,6 +29,11 @@
     teams: [],
     // answered maps requestId → the label of the decision taken here.
     answered: new Map(),
+    // listed is the workspace's last full session listing (branchOf
+    // included): what the branch switchers are computed from.
+    listed: [],
+    // editing is the user message being edited ({el}), or null.
+    editing: null,
   };
 
   class APIError extends Error {
@@ -408,6 +413,7 @@
       } else {
         const r = await api('GET', '/api/workspaces/' + ws + '/sessions');
         state.sessions = Array.isArray(r) ? r : [];
+        state.listed = state.sessions;
       }
     } catch (err) {
       if (!(err.status === 400 && q)) showError(err);
@@ -425,6 +431,7 @@
       const open = button(cleanTitle(s.title || s.id), 'open', () => openSession(s.id));
       open.title = cleanTitle(s.title || s.id);
       li.append(open);
+      if (s.branchOf) li.append(el('span', 'branch-mark', '↳ branch'));
       if (s.snippet) li.append(el('div', 'snippet', s.snippet));
       li.append(button('Rename', 'rename', () => startRename(li, s)));
       li.append(button('Delete', 'delete', ev => deleteSession(ev.currentTarget, s)));
@@ -496,12 +503,14 @@
   async function openSession(id) {
     state.session = id;
     store.set('session', { workspace: state.workspace, id });
+    cancelEdit(true);
     closeMenu();
     renderSessions();
     const box = $('messages');
     box.replaceChildren();
     try {
       const h = await api('GET', '/api/history?workspace=' + enc(state.workspace) + '&session=' + enc(id));
+      if (state.session !== id) return box; // another session was opened meanwhile
       // Tool events are grouped by the turn that made them and drawn
       // with that turn's reply, as they were shown live.
       const tools = new Map();
@@ -510,10 +519,11 @@
         if (!tools.has(t.turnId)) tools.set(t.turnId, []);
         tools.get(t.turnId).push(t);
       }
-      for (const m of h.messages || []) {
-        if (m.role === 'user') addUser(m.content);
+      (h.messages || []).forEach((m, i) => {
+        if (m.role === 'user') addUser(m.content).dataset.index = String(i);
         else addAssistant(m.content, m, (m.turnId && tools.get(m.turnId)) || []);
-      }
+      });
+      await showBranches();
     } catch (err) {
       showError(err);
     }
@@ -534,7 +544,7 @@
     const bar = el('div', 'msg-actions');
     bar.append(
       button('Copy', 'copy-msg', ev => Markdown.copy(sources.get(m), ev.currentTarget)),
-      button('Edit', 'edit-msg', () => startEdit(sources.get(m))),
+      button('Edit', 'edit-msg', () => startEdit(m)),
     );
     m.append(bar);
     $('messages').append(m);
@@ -567,22 +577,119 @@
     }
   }
 
-  // Edit puts a message back into the composer to change and send. The
-  // session is one linear history and no route truncates it: the edited
-  // message is sent as a new message at the end, and the original with
-  // its reply stays in the session (and in what the model sees).
-  function startEdit(text) {
+  // Edit puts a message back into the composer to change and send.
+  // Sending it makes a branch (sendEdit): a new session with the messages
+  // before it, where the edited text is sent; the original session is
+  // unchanged, and the message's ‹ › switcher goes between the two.
+  function startEdit(m) {
+    const text = sources.get(m);
     const input = $('input');
     input.value = text;
+    state.editing = { el: m };
+    document.querySelectorAll('#messages .msg.editing').forEach(x => x.classList.remove('editing'));
+    m.classList.add('editing');
     $('editing').hidden = false;
     input.focus();
     input.setSelectionRange(text.length, text.length);
   }
 
   function cancelEdit(clear) {
+    if (state.editing) state.editing.el.classList.remove('editing');
+    state.editing = null;
     if ($('editing').hidden) return;
     $('editing').hidden = true;
     if (clear) $('input').value = '';
+  }
+
+  // ---- branches --------------------------------------------------------
+  // A branch is a session made by POST …/sessions/:id/branch {at}: copies
+  // of the first `at` messages of the session it came from, recorded in
+  // its listing entry as branchOf {session, at}. Message i of a session
+  // has as alternatives the sessions that differ from it first at i.
+
+  function listedSession(id) { return state.listed.find(s => s.id === id); }
+
+  // branchesAt lists the sessions branched from session id at message i,
+  // oldest first.
+  function branchesAt(id, i) {
+    return state.listed
+      .filter(s => s.branchOf && s.branchOf.session === id && s.branchOf.at === i)
+      .sort((a, b) => String(a.created).localeCompare(String(b.created)) || a.id.localeCompare(b.id));
+  }
+
+  // alternatives are the sessions to switch between at message i of
+  // session id, in order, id among them. Messages before a branch point
+  // are copies of the source's, so their alternatives are the source's
+  // (with this session standing in for the source).
+  function alternatives(id, i, depth = 0) {
+    const b = (listedSession(id) || {}).branchOf;
+    if (b && i <= b.at && depth < 32 && listedSession(b.session)) {
+      const list = alternatives(b.session, i, depth + 1);
+      return i < b.at ? list.map(x => (x === b.session ? id : x)) : list;
+    }
+    return [id, ...branchesAt(id, i).map(s => s.id)];
+  }
+
+  // showBranches puts a ‹ n / N › switcher on each user message that has
+  // alternatives (from a fresh listing of the workspace's sessions).
+  async function showBranches() {
+    const id = state.session;
+    if (!id) return;
+    try {
+      const r = await api('GET', '/api/workspaces/' + enc(state.workspace) + '/sessions');
+      state.listed = Array.isArray(r) ? r : [];
+    } catch (_) {
+      return; // the history is shown; only the switchers are missing
+    }
+    if (state.session !== id) return;
+    document.querySelectorAll('#messages .msg.user:not(.failed)').forEach(m => {
+      const old = m.querySelector(':scope > .branches');
+      if (old) old.remove();
+      if (m.dataset.index === undefined) return;
+      const alts = alternatives(id, Number(m.dataset.index));
+      if (alts.length < 2) return;
+      const k = alts.indexOf(id);
+      const nav = el('div', 'branches');
+      nav.setAttribute('role', 'group');
+      nav.setAttribute('aria-label', 'Versions of this message');
+      const go = j => () => { if (!state.turn && !state.sending) openSession(alts[j]); };
+      const prev = button('‹', 'branch-prev', go(k - 1));
+      prev.setAttribute('aria-label', 'Previous version');
+      prev.disabled = k <= 0;
+      const next = button('›', 'branch-next', go(k + 1));
+      next.setAttribute('aria-label', 'Next version');
+      next.disabled = k >= alts.length - 1;
+      nav.append(prev, el('span', 'branch-pos', (k + 1) + ' / ' + alts.length), next);
+      m.insertBefore(nav, m.querySelector(':scope > .msg-actions'));
+    });
+  }
+
+  // sendEdit branches the open session at the message being edited and
+  // sends text there. The message's index is the server's: the k-th user
+  // message on screen is the k-th in the stored history (a refused send
+  // is marked failed and was never stored).
+  async function sendEdit(text) {
+    const ed = state.editing;
+    if (!text.trim() || state.turn || state.sending || !state.session) return;
+    const users = [...document.querySelectorAll('#messages .msg.user:not(.failed)')];
+    const k = users.indexOf(ed.el);
+    hideError();
+    state.sending = true;
+    let branch;
+    try {
+      const h = await api('GET', '/api/history?workspace=' + enc(state.workspace) + '&session=' + enc(state.session));
+      const at = (h.messages || []).map((m, i) => (m.role === 'user' ? i : -1)).filter(i => i >= 0)[k];
+      if (k < 0 || at === undefined) throw new APIError(0, 'That message is not in the stored history; it cannot be edited.');
+      branch = await api('POST', '/api/workspaces/' + enc(state.workspace) + '/sessions/' + enc(state.session) + '/branch', { at });
+    } catch (err) {
+      showError(err);
+      return;
+    } finally {
+      state.sending = false;
+    }
+    await openSession(branch.id);
+    $('input').value = text;
+    await sendText(text, true);
   }
 
   // fileActions are the tools whose successful call wrote a file (the
@@ -838,6 +945,7 @@
   }
 
   function send() {
+    if (state.editing) return sendEdit($('input').value);
     return sendText($('input').value, true);
   }
 
@@ -871,6 +979,9 @@
     cancelEdit();
     lastReplyActions();
     const userEl = addUser(text);
+    // Its index in the stored history: after the messages on screen that
+    // were stored (those of the history, and the replies since).
+    userEl.dataset.index = String(document.querySelectorAll('#messages .msg:not(.failed)').length - 1);
     jumpToLatest();
     const pending = pendingReply();
     let resp;
@@ -949,7 +1060,7 @@
     store.del('turn');
     setRunning(false);
     lastReplyActions();
-    loadSessions();
+    loadSessions().then(showBranches);
     refreshApprovals();
   }
 
