@@ -88,6 +88,9 @@ var (
 	GetTimeline = Endpoint[SessionRef, SessionTimelineReply]{ServiceSessionStore, "session-timeline", "waggle.store.cmd.session.timeline"}
 	// CreateSession creates an empty session.
 	CreateSession = Endpoint[SessionCreateRequest, SessionInfo]{ServiceSessionStore, "session-create", "waggle.store.cmd.session.create"}
+	// BranchSession makes a new session from a session's first messages
+	// (editing an earlier user message), recording where it branched.
+	BranchSession = Endpoint[SessionBranchRequest, SessionInfo]{ServiceSessionStore, "session-branch", "waggle.store.cmd.session.branch"}
 	// RenameSession sets a session's title.
 	RenameSession = Endpoint[SessionRenameRequest, SessionRenameReply]{ServiceSessionStore, "session-rename", "waggle.store.cmd.session.rename"}
 	// DeleteSession deletes a session file and evicts its caches.

@@ -134,7 +134,7 @@ func (f *Files) CreateSession(ctx context.Context, req protocol.SessionCreateReq
 	if err := checkDeadline(ctx); err != nil {
 		return protocol.SessionInfo{}, err
 	}
-	return f.sess.Create(req.Workspace, req.Title)
+	return f.sess.Create(req.Workspace, req.Title, req.BranchOf)
 }
 
 // LocateSession implements Store.

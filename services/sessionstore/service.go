@@ -223,6 +223,7 @@ func (s *Service) register() error {
 		bus.Handle(s.svc, protocol.ExportSession, s.sessionExport),
 		bus.Handle(s.svc, protocol.GetTimeline, s.sessionTimeline),
 		bus.Handle(s.svc, protocol.CreateSession, s.sessionCreate),
+		bus.Handle(s.svc, protocol.BranchSession, s.sessionBranch),
 		bus.Handle(s.svc, protocol.RenameSession, s.sessionRename),
 		bus.Handle(s.svc, protocol.DeleteSession, s.sessionDelete),
 		bus.Handle(s.svc, protocol.SummarizeSession, s.sessionSummary),

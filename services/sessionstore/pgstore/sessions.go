@@ -419,7 +419,7 @@ func (s *Store) CreateSession(ctx context.Context, req protocol.SessionCreateReq
 		return protocol.SessionInfo{}, sessions.ErrWorkspaceNotFound
 	}
 	now := s.now()
-	info, meta, err := sessions.NewSession(req.Title, now)
+	info, meta, err := sessions.NewSession(req.Title, req.BranchOf, now)
 	if err != nil {
 		return protocol.SessionInfo{}, err
 	}

@@ -559,11 +559,11 @@ func (s *Catalog) Timeline(ref protocol.SessionRef) (json.RawMessage, error) {
 
 // Create writes a new session's meta line. title is stored as given (any
 // JSON value; absent or null means no title, and the id stands in).
-func (s *Catalog) Create(ws string, title json.RawMessage) (protocol.SessionInfo, error) {
+func (s *Catalog) Create(ws string, title json.RawMessage, branch *protocol.SessionBranch) (protocol.SessionInfo, error) {
 	if !s.wss.Exists(ws) {
 		return protocol.SessionInfo{}, ErrWorkspaceNotFound
 	}
-	info, meta, err := NewSession(title, s.now())
+	info, meta, err := NewSession(title, branch, s.now())
 	if err != nil {
 		return protocol.SessionInfo{}, err
 	}
@@ -583,8 +583,8 @@ func (s *Catalog) Create(ws string, title json.RawMessage) (protocol.SessionInfo
 
 // NewSession picks a new session's id and returns its listing entry and
 // meta line (without newline). title is the client's JSON value (absent or
-// null: no title).
-func NewSession(title json.RawMessage, now time.Time) (protocol.SessionInfo, []byte, error) {
+// null: no title); branch, when set, is recorded as the meta's branchOf.
+func NewSession(title json.RawMessage, branch *protocol.SessionBranch, now time.Time) (protocol.SessionInfo, []byte, error) {
 	id := "session-" + protocol.NewUUID()
 	ts := protocol.Timestamp(now)
 	info := protocol.SessionInfo{ID: id, Title: id, LastActive: ts, Created: ts}
@@ -597,7 +597,16 @@ func NewSession(title json.RawMessage, now time.Time) (protocol.SessionInfo, []b
 		rawTitle, _ = json.Marshal(v)
 		info.Title = v
 	}
-	return info, []byte(`{"type":"meta","title":` + string(rawTitle) + `,"created":"` + ts + `"}`), nil
+	line := `{"type":"meta","title":` + string(rawTitle) + `,"created":"` + ts + `"`
+	if branch != nil {
+		b, err := json.Marshal(branch)
+		if err != nil {
+			return protocol.SessionInfo{}, nil, fmt.Errorf("sessions: encode branch: %w", err)
+		}
+		line += `,"branchOf":` + string(b)
+		info.BranchOf = branch
+	}
+	return info, []byte(line + "}"), nil
 }
 
 // Locate finds a session: in loc.Workspace when given, else in every

@@ -35,6 +35,7 @@ func SessionInfo(id string, f File, mtime time.Time) protocol.SessionInfo {
 		if f.meta.created != "" {
 			info.Created = f.meta.created
 		}
+		info.BranchOf = f.meta.branchOf
 	}
 	// The original compares with the id, so a meta title equal to the id is
 	// also replaced by the derived one.

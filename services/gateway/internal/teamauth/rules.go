@@ -116,6 +116,7 @@ var rules = map[string]rule{
 	"GET /api/workspaces/{id}/sessions/search":               {scope: scopeWorkspaceParam, action: protocol.ActionRead},
 	"GET /api/workspaces/{id}/sessions/{sessionId}/export":   {scope: scopeWorkspaceParam, action: protocol.ActionRead},
 	"GET /api/workspaces/{id}/sessions/{sessionId}/timeline": {scope: scopeWorkspaceParam, action: protocol.ActionRead},
+	"POST /api/workspaces/{id}/sessions/{sessionId}/branch":  {scope: scopeWorkspaceParam, action: protocol.ActionWrite},
 	"PATCH /api/sessions/{sessionId}":                        {scope: scopeWorkspaceQueryRequired, action: protocol.ActionWrite, queryKeys: []string{"workspace"}},
 	"DELETE /api/sessions/{sessionId}":                       {scope: scopeWorkspaceQueryRequired, action: protocol.ActionWrite, queryKeys: []string{"workspace"}},
 	"GET /api/sessions/{sessionId}/summary":                  {scope: scopeWorkspaceQueryRequired, action: protocol.ActionRead, queryKeys: []string{"workspace"}},
