@@ -54,7 +54,8 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 	choice := agent.ResolveModel(mc, t.req.Model, in.workspace.Model, message, in.spent)
 	persona := t.resolvePersona(t.ctx, firstNonEmpty(t.req.Persona, in.workspace.Persona))
 	mem := busMemory{s: t.svc, user: t.req.User}
-	mcpSet, agentTools, blocked := t.agentTools(mem, persona, policy, tools.ReplayPlan(in.toolEvs, in.turnTools))
+	sub := &subAgents{t: t, model: choice, prices: mc.Prices, readOnly: persona.readOnly, teamID: in.workspace.TeamID}
+	mcpSet, agentTools, blocked := t.agentTools(mem, persona, policy, tools.ReplayPlan(in.toolEvs, in.turnTools), sub)
 	gate := t.openGate()
 	defer t.closeGate(gate)
 
@@ -77,6 +78,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		Log:          log,
 	}
 	t.loopOptions(&areq, mc, in.history, message)
+	sub.offered, sub.blocked, sub.gate, sub.apiKeys = agentTools, blocked, areq.Gate, areq.APIKeys
 	res, err := t.svc.agent.Run(t.ctx, areq)
 	if t.silent() {
 		return
@@ -126,9 +128,9 @@ func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.Model
 // agentTools is the tools the turn offers the model: the built-ins bound
 // to this turn that policy and persona allow, then the MCP servers' tools;
 // blocked is what the model is told it may not use.
-func (t *turn) agentTools(mem busMemory, persona personaInfo, policy protocol.ToolPolicy, plan *tools.Plan) (*mcp.ToolSet, []agent.Tool, []string) {
+func (t *turn) agentTools(mem busMemory, persona personaInfo, policy protocol.ToolPolicy, plan *tools.Plan, sub tools.SubAgents) (*mcp.ToolSet, []agent.Tool, []string) {
 	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem, WebSearch: t.svc.models.Get().WebSearch, Plan: plan,
-		Knowledge: mem, Mind: busMind{s: t.svc, workspace: t.req.Workspace, user: t.req.User}}
+		Knowledge: mem, Mind: busMind{s: t.svc, workspace: t.req.Workspace, user: t.req.User}, SubAgents: sub}
 	bound := t.svc.tools.Bind(env, nil)
 	agentTools := make([]agent.Tool, 0, len(bound))
 	var blocked []string

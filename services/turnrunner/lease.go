@@ -39,8 +39,8 @@ var errLeaseLost = errors.New("turn lease lost")
 // errHandover cancels a turn this runner gives to another on shutdown.
 var errHandover = errors.New("turn handed over")
 
-// ensureBuckets creates the lease and runner buckets and the session
-// queues (or checks them).
+// ensureBuckets creates the lease, runner and sub-agent buckets and the
+// session queues (or checks them).
 func (s *Service) ensureBuckets(ctx context.Context) error {
 	replicas := max(s.cfg.Stream.Replicas, 1)
 	// The leases are fsynced: after a crash of NATS itself they are what
@@ -80,7 +80,7 @@ func (s *Service) ensureBuckets(ctx context.Context) error {
 		return fmt.Errorf("turnrunner: bucket %s: %w", ownership.BucketRunners, err)
 	}
 	s.leases, s.queue, s.runners = leases, queue, runners
-	return nil
+	return s.ensureSubAgentBucket(ctx)
 }
 
 // beat rewrites this runner's entry in ownership.BucketRunners.

@@ -44,6 +44,8 @@ type Service struct {
 	stream  jetstream.Stream
 	leases  jetstream.KeyValue
 	runners jetstream.KeyValue
+	// subagents lists the running sub-agents (protocol.BucketSubAgents).
+	subagents jetstream.KeyValue
 	// queue orders the turns of each session (package ownership).
 	queue *ownership.Queue
 	// incarnation tells this process's leases from those of an earlier
@@ -234,6 +236,7 @@ func (s *Service) serve(context.Context) error {
 		bus.Handle(svc, protocol.StartTurn, s.startTurn),
 		bus.Handle(svc, protocol.StartAgentRun, s.startAgentRun),
 		bus.Handle(svc, protocol.LookupTurn, s.turnInfo),
+		bus.Handle(svc, protocol.ListSubAgents, s.listSubAgents),
 		bus.Handle(svc, protocol.WorkspaceFiles, s.workspaceFiles),
 	)
 }
