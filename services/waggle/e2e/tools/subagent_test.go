@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/waggle-os/core/libs/llmtest"
+	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/waggletest"
@@ -305,5 +306,52 @@ func TestSubAgentCannotGainTools(t *testing.T) {
 	}
 	if res := toolResults(llm); len(res) == 0 || !strings.Contains(res[len(res)-1], "the content of x") {
 		t.Errorf("results %q, want the sub-agent's read of x.txt passed up", res)
+	}
+}
+
+// TestActiveSubAgentsAreTeamScoped (team server, PostgreSQL): a member's
+// sub-agent waiting for an approval in her team's workspace is listed
+// for her, and not for the owner of another team.
+func TestActiveSubAgentsAreTeamScoped(t *testing.T) {
+	llm := spawnModel(t,
+		map[string]any{"name": "Scribe", "task": "write the notes", "tools": []string{"write_file"}},
+		"write_file", map[string]any{"path": "notes.md", "content": "acme notes\n"})
+	natsAddr := waggletest.FreeAddr(t)
+	p := waggletest.StartProc(t, waggleBin, waggletest.ProcArgs("--nats-listen", natsAddr),
+		waggletest.ProcEnv("WAGGLE_AUTH=required", "WAGGLE_POSTGRES_URL="+pgtest.URL(t), "WAGGLE_LLM_URL="+llm.URL()))
+	nc := p.DialNATS(t, natsAddr)
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
+	waggletest.Operate(t, nc, protocol.PutMember, protocol.MemberPutRequest{TeamRef: protocol.TeamRef{Team: "acme"}, User: "greg", Role: protocol.TeamRoleMember})
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "zeta", Owner: "zed"})
+	token := func(user string) string {
+		return "Bearer " + waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: user}).Token
+	}
+	olga, greg, zed := token("olga"), token("greg"), token("zed")
+	resp := p.Do(t, "POST", "/api/workspaces", map[string]any{"name": "Acme Notes", "teamId": "acme"}, "Authorization", olga)
+	var ws struct {
+		ID string `json:"id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ws); err != nil || ws.ID == "" {
+		t.Fatalf("create team workspace: %d %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+
+	st := waggletest.NewStream(p.Do(t, "POST", "/api/chat", map[string]any{"message": "DELEGATE", "workspace": ws.ID}, "Authorization", greg))
+	defer st.Close()
+	evs := until(t, st, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
+	if evs[len(evs)-1].Name != protocol.EventApprovalRequired {
+		t.Fatalf("no approval asked: %v", waggletest.Names(evs))
+	}
+	var a approval
+	evs[len(evs)-1].Decode(t, &a)
+	if subs := activeSubAgents(t, p, "Authorization", greg); len(subs) != 1 || subs[0].TeamID != "acme" || subs[0].Workspace != ws.ID {
+		t.Errorf("greg's active sub-agents: %+v", subs)
+	}
+	if subs := activeSubAgents(t, p, "Authorization", zed); len(subs) != 0 {
+		t.Errorf("another team's owner sees acme's sub-agents: %+v", subs)
+	}
+	p.Do(t, "POST", "/api/approval/"+a.RequestID, map[string]any{"approved": true}, "Authorization", greg).Body.Close()
+	if rest := st.All(t); rest[len(rest)-1].Name != protocol.EventDone {
+		t.Fatalf("turn ended with %s", rest[len(rest)-1].Name)
 	}
 }
