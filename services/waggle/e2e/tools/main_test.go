@@ -10,7 +10,10 @@
 // git_branch), websearch_test.go (web_search against local fakes of
 // SearXNG, Brave and Tavily; /research), documents_test.go (read_document,
 // generate_xlsx), plan_test.go (plans across a kill -9),
-// governance_test.go (a team policy blocking the new tools; PostgreSQL).
+// governance_test.go (a team policy blocking the new tools; PostgreSQL),
+// subagent_test.go (spawn_agent: a sub-agent's approval through its
+// turn's stream, cancellation with the turn, no tools beyond the turn's,
+// GET /api/agents/active team-scoped; PostgreSQL for the last).
 package tools
 
 import (
