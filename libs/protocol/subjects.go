@@ -392,6 +392,10 @@ var (
 	// ResolveModelKey answers the model server's API key saved in the
 	// local vault for a model (VaultModelKeyNames), "" when none is.
 	ResolveModelKey = Endpoint[ModelKeyRequest, ModelKeyReply]{ServiceSessionStore, "vault-model-key", "waggle.store.cmd.vault.modelkey"}
+	// ResolveSearchKey answers a web search provider's API key saved in
+	// a team's vault ("" the local one; VaultSearchKeyNames), "" when none
+	// is. Only runners ask it: no route reaches it.
+	ResolveSearchKey = Endpoint[SearchKeyRequest, ModelKeyReply]{ServiceSessionStore, "vault-search-key", "waggle.store.cmd.vault.searchkey"}
 
 	// SettingsChanges is published by the store after config.json or the
 	// vault changed through it: runners drop their cached settings and

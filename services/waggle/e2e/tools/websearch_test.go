@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/waggle-os/core/libs/llmtest"
+	"github.com/waggle-os/core/libs/pgtest"
+	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
@@ -230,5 +232,100 @@ func TestResearchNamesToolsThatExist(t *testing.T) {
 	}
 	if !slices.Contains(offeredTools(llm2), "web_search") {
 		t.Error("web_search not offered with a provider")
+	}
+}
+
+// TestWebSearchKeyFromVault (desktop): config.json names Tavily without a
+// key; web_search is not offered until the user saves TAVILY_API_KEY in
+// the vault (Settings > Vault), then the search reaches the provider with
+// that key, which appears neither in the result nor in the server's log.
+func TestWebSearchKeyFromVault(t *testing.T) {
+	fake := newFakeSearch(t, "tavily")
+	llm := callerModel(t)
+	p := startWithConfig(t, llm.URL(), map[string]any{"webSearch": map[string]any{"provider": "tavily", "url": fake.srv.URL}})
+	runChat(t, p, "research", "read_file", map[string]any{"path": "none.txt"})
+	if slices.Contains(offeredTools(llm), "web_search") {
+		t.Fatal("web_search offered with no key in config.json nor the vault")
+	}
+	resp := p.Do(t, "POST", "/api/vault", map[string]any{"name": "TAVILY_API_KEY", "value": fakeKey})
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		t.Fatalf("save the key in the vault: %d", resp.StatusCode)
+	}
+	runChat(t, p, "research", "web_search", map[string]any{"query": "waggle dance", "maxResults": 1})
+	if reqs := fake.requests(); len(reqs) != 1 || reqs[0] != "waggle dance|"+fakeKey+"|1" {
+		t.Fatalf("provider asked %q", reqs)
+	}
+	res := toolResults(llm)
+	if len(res) != 2 || !strings.HasPrefix(res[1], `Results for "waggle dance":`) || strings.Contains(res[1], fakeKey) {
+		t.Fatalf("tool results: %q", res)
+	}
+	if strings.Contains(p.Output(), fakeKey) {
+		t.Error("the vault's key appears in the server's log")
+	}
+}
+
+// TestWebSearchKeyPerTeam (team server, PostgreSQL): acme's owner saves
+// BRAVE_API_KEY in acme's vault; her model searches with it in acme's
+// workspace, while zeta's owner, whose team saved none, is not offered
+// web_search in zeta's.
+func TestWebSearchKeyPerTeam(t *testing.T) {
+	fake := newFakeSearch(t, "brave")
+	llm := callerModel(t)
+	dir := t.TempDir()
+	cfg, _ := json.Marshal(map[string]any{"webSearch": map[string]any{"provider": "brave", "url": fake.srv.URL}})
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	natsAddr := waggletest.FreeAddr(t)
+	p := waggletest.StartProc(t, waggleBin, waggletest.ProcDataDir(dir), waggletest.ProcArgs("--nats-listen", natsAddr),
+		waggletest.ProcEnv("WAGGLE_AUTH=required", "WAGGLE_POSTGRES_URL="+pgtest.URL(t), "WAGGLE_LLM_URL="+llm.URL()))
+	nc := p.DialNATS(t, natsAddr)
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "zeta", Owner: "zed"})
+	token := func(user string) string {
+		return "Bearer " + waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: user}).Token
+	}
+	olga, zed := token("olga"), token("zed")
+	workspace := func(team, auth string) string {
+		resp := p.Do(t, "POST", "/api/workspaces", map[string]any{"name": team + " research", "teamId": team}, "Authorization", auth)
+		defer resp.Body.Close()
+		var ws struct {
+			ID string `json:"id"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&ws); err != nil || ws.ID == "" {
+			t.Fatalf("create %s workspace: %d %v", team, resp.StatusCode, err)
+		}
+		return ws.ID
+	}
+	acmeWS, zetaWS := workspace("acme", olga), workspace("zeta", zed)
+	resp := p.Do(t, "POST", "/api/vault?team=acme", map[string]any{"name": "BRAVE_API_KEY", "value": fakeKey}, "Authorization", olga)
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		t.Fatalf("save acme's key: %d", resp.StatusCode)
+	}
+
+	chat := func(ws, auth string) {
+		evs := waggletest.NewStream(p.Do(t, "POST", "/api/chat", callChat(ws, "web_search", map[string]any{"query": "bees"}), "Authorization", auth)).All(t)
+		if end := evs[len(evs)-1]; end.Name != protocol.EventDone {
+			t.Fatalf("turn ended with %s %s", end.Name, end.Data)
+		}
+	}
+	chat(zetaWS, zed)
+	if slices.Contains(offeredTools(llm), "web_search") {
+		t.Error("zeta's member is offered web_search with acme's key")
+	}
+	if reqs := fake.requests(); len(reqs) != 0 {
+		t.Fatalf("zeta's turn reached the provider: %q", reqs)
+	}
+	chat(acmeWS, olga)
+	if !slices.Contains(offeredTools(llm), "web_search") {
+		t.Error("acme's owner is not offered web_search with acme's key")
+	}
+	if reqs := fake.requests(); len(reqs) != 1 || !strings.HasPrefix(reqs[0], "bees|"+fakeKey+"|") {
+		t.Fatalf("provider asked %q", reqs)
+	}
+	if strings.Contains(p.Output(), fakeKey) {
+		t.Error("the vault's key appears in the server's log")
 	}
 }
