@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -327,5 +328,50 @@ func TestWebSearchKeyPerTeam(t *testing.T) {
 	}
 	if strings.Contains(p.Output(), fakeKey) {
 		t.Error("the vault's key appears in the server's log")
+	}
+}
+
+// TestSettingsCannotRedirectWebSearch (DESIGN §11, SSRF): the web app's
+// own page cannot point web_search (or any URL the server then calls) at
+// an internal address through the settings routes: PUT and PATCH
+// /api/settings refuse webSearch with 400, a provider's baseUrl is not
+// stored, config.json keeps the operator's provider and the next search
+// still goes there.
+func TestSettingsCannotRedirectWebSearch(t *testing.T) {
+	fake := newFakeSearch(t, "searxng")
+	llm := callerModel(t)
+	p := startWithConfig(t, llm.URL(), map[string]any{"webSearch": map[string]any{"provider": "searxng", "url": fake.srv.URL}})
+	before, err := os.ReadFile(filepath.Join(p.DataDir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	browser := []string{"Origin", p.URL, "Sec-Fetch-Site", "same-origin"}
+	metadata := map[string]any{"provider": "searxng", "url": "http://169.254.169.254/latest"}
+	for _, c := range []struct {
+		method string
+		body   map[string]any
+		want   int
+	}{
+		{"PUT", map[string]any{"webSearch": metadata}, http.StatusBadRequest},
+		{"PATCH", map[string]any{"webSearch": metadata}, http.StatusBadRequest},
+		{"PATCH", map[string]any{"webSearch.url": "http://127.0.0.1:1"}, http.StatusBadRequest},
+		{"PUT", map[string]any{"providers": map[string]any{"searxng": map[string]any{"baseUrl": "http://127.0.0.1:1"}}}, http.StatusOK},
+	} {
+		resp := p.Do(t, c.method, "/api/settings", c.body, browser...)
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s /api/settings %v: %d, want %d", c.method, c.body, resp.StatusCode, c.want)
+		}
+	}
+	after, err := os.ReadFile(filepath.Join(p.DataDir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("config.json changed:\n%s\nnow\n%s", before, after)
+	}
+	runChat(t, p, "research", "web_search", map[string]any{"query": "bees"})
+	if reqs := fake.requests(); len(reqs) != 1 || !strings.HasPrefix(reqs[0], "bees|") {
+		t.Fatalf("the operator's provider got %q", reqs)
 	}
 }
