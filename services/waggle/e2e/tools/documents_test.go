@@ -97,7 +97,7 @@ func TestReadDocumentPDFAndXLSX(t *testing.T) {
 	}
 
 	evs := runChat(t, p, "docs", "read_document", map[string]any{"path": "in/report.pdf", "pages": "2"})
-	if s := steps(evs); !slices.Contains(s, "Reading document: in/report.pdf...") {
+	if s := waggletest.Steps(evs); !slices.Contains(s, "Reading document: in/report.pdf...") {
 		t.Errorf("steps %q", s)
 	}
 	runChat(t, p, "docs", "read_document", map[string]any{"path": "in/hives.xlsx"})
@@ -125,7 +125,7 @@ func TestGenerateXlsxAfterApproval(t *testing.T) {
 	}}}}
 	st := waggletest.NewStream(p.Do(t, "POST", "/api/chat", callChat("docs", "generate_xlsx", args)))
 	defer st.Close()
-	evs := until(t, st, "approval_required", "done", "error")
+	evs := st.Until(t, "approval_required", "done", "error")
 	if evs[len(evs)-1].Name != "approval_required" {
 		t.Fatalf("generate_xlsx ran without asking: %v", waggletest.Names(evs))
 	}

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/waggle-os/core/libs/llmtest"
-	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/waggletest"
@@ -101,7 +100,7 @@ func TestSubAgentApprovalThroughParentStream(t *testing.T) {
 	turnID := resp.Header.Get("X-Waggle-Turn-Id")
 	st := waggletest.NewStream(resp)
 	defer st.Close()
-	evs := until(t, st, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
+	evs := st.Until(t, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
 	if last := evs[len(evs)-1]; last.Name != protocol.EventApprovalRequired {
 		t.Fatalf("the sub-agent's write_file did not ask for an approval; turn ended with %s %s", last.Name, last.Data)
 	}
@@ -110,8 +109,8 @@ func TestSubAgentApprovalThroughParentStream(t *testing.T) {
 	if a.ToolName != "write_file" || !strings.Contains(string(a.Input), "notes.md") {
 		t.Fatalf("approval asked for %s %s, want the sub-agent's write_file", a.ToolName, a.Input)
 	}
-	if !slices.Contains(steps(evs), `Spawning sub-agent "Scribe" (custom)...`) {
-		t.Errorf("steps %q lack the spawn step", steps(evs))
+	if !slices.Contains(waggletest.Steps(evs), `Spawning sub-agent "Scribe" (custom)...`) {
+		t.Errorf("steps %q lack the spawn step", waggletest.Steps(evs))
 	}
 	if _, err := os.Stat(notes); !os.IsNotExist(err) {
 		t.Fatalf("notes.md exists before the approval (%v)", err)
@@ -153,8 +152,8 @@ func TestSubAgentApprovalThroughParentStream(t *testing.T) {
 	if !sawWrite {
 		t.Errorf("the sub-agent's write_file result is not in the turn's stream: %v", waggletest.Names(all))
 	}
-	if !slices.ContainsFunc(steps(all), func(s string) bool { return strings.HasPrefix(s, "[Scribe] ") }) {
-		t.Errorf("no step of the sub-agent in the turn's stream: %q", steps(all))
+	if !slices.ContainsFunc(waggletest.Steps(all), func(s string) bool { return strings.HasPrefix(s, "[Scribe] ") }) {
+		t.Errorf("no step of the sub-agent in the turn's stream: %q", waggletest.Steps(all))
 	}
 	res := toolResults(llm)
 	if want := "sub-agent done: "; len(res) < 2 || !strings.HasPrefix(res[len(res)-1], want) {
@@ -220,7 +219,7 @@ func TestCancelledTurnCancelsSubAgent(t *testing.T) {
 	turnID := resp.Header.Get("X-Waggle-Turn-Id")
 	st := waggletest.NewStream(resp)
 	defer st.Close()
-	evs := until(t, st, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
+	evs := st.Until(t, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
 	if evs[len(evs)-1].Name != protocol.EventApprovalRequired {
 		t.Fatalf("no approval asked: %v", waggletest.Names(evs))
 	}
@@ -316,35 +315,22 @@ func TestActiveSubAgentsAreTeamScoped(t *testing.T) {
 	llm := spawnModel(t,
 		map[string]any{"name": "Scribe", "task": "write the notes", "tools": []string{"write_file"}},
 		"write_file", map[string]any{"path": "notes.md", "content": "acme notes\n"})
-	natsAddr := waggletest.FreeAddr(t)
-	p := waggletest.StartProc(t, waggleBin, waggletest.ProcArgs("--nats-listen", natsAddr),
-		waggletest.ProcEnv("WAGGLE_AUTH=required", "WAGGLE_POSTGRES_URL="+pgtest.URL(t), "WAGGLE_LLM_URL="+llm.URL()))
-	nc := p.DialNATS(t, natsAddr)
-	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
-	waggletest.Operate(t, nc, protocol.PutMember, protocol.MemberPutRequest{TeamRef: protocol.TeamRef{Team: "acme"}, User: "greg", Role: protocol.TeamRoleMember})
-	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "zeta", Owner: "zed"})
-	token := func(user string) string {
-		return "Bearer " + waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: user}).Token
-	}
-	olga, greg, zed := token("olga"), token("greg"), token("zed")
-	resp := p.Do(t, "POST", "/api/workspaces", map[string]any{"name": "Acme Notes", "teamId": "acme"}, "Authorization", olga)
-	var ws struct {
-		ID string `json:"id"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ws); err != nil || ws.ID == "" {
-		t.Fatalf("create team workspace: %d %v", resp.StatusCode, err)
-	}
-	resp.Body.Close()
+	srv := startTeamServer(t, llm.URL(), nil)
+	p := srv.p
+	olga := srv.team(t, "acme", "olga", "greg")
+	zed := srv.team(t, "zeta", "zed")
+	greg := srv.token(t, "greg")
+	ws := srv.workspace(t, "acme", "Acme Notes", olga)
 
-	st := waggletest.NewStream(p.Do(t, "POST", "/api/chat", map[string]any{"message": "DELEGATE", "workspace": ws.ID}, "Authorization", greg))
+	st := waggletest.NewStream(p.Do(t, "POST", "/api/chat", map[string]any{"message": "DELEGATE", "workspace": ws}, "Authorization", greg))
 	defer st.Close()
-	evs := until(t, st, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
+	evs := st.Until(t, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
 	if evs[len(evs)-1].Name != protocol.EventApprovalRequired {
 		t.Fatalf("no approval asked: %v", waggletest.Names(evs))
 	}
 	var a approval
 	evs[len(evs)-1].Decode(t, &a)
-	if subs := activeSubAgents(t, p, "Authorization", greg); len(subs) != 1 || subs[0].TeamID != "acme" || subs[0].Workspace != ws.ID {
+	if subs := activeSubAgents(t, p, "Authorization", greg); len(subs) != 1 || subs[0].TeamID != "acme" || subs[0].Workspace != ws {
 		t.Errorf("greg's active sub-agents: %+v", subs)
 	}
 	if subs := activeSubAgents(t, p, "Authorization", zed); len(subs) != 0 {

@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/waggle-os/core/libs/llmtest"
-	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
@@ -140,7 +139,7 @@ func TestWebSearchProviders(t *testing.T) {
 			}
 			p := startWithConfig(t, llm.URL(), map[string]any{"webSearch": cfg})
 			evs := runChat(t, p, "research", "web_search", map[string]any{"query": "waggle dance", "maxResults": 2})
-			if s := steps(evs); !slices.Contains(s, `Searching the web for "waggle dance"...`) {
+			if s := waggletest.Steps(evs); !slices.Contains(s, `Searching the web for "waggle dance"...`) {
 				t.Errorf("steps %q lack the search step", s)
 			}
 			if !slices.Contains(offeredTools(llm), "web_search") {
@@ -273,33 +272,10 @@ func TestWebSearchKeyFromVault(t *testing.T) {
 func TestWebSearchKeyPerTeam(t *testing.T) {
 	fake := newFakeSearch(t, "brave")
 	llm := callerModel(t)
-	dir := t.TempDir()
-	cfg, _ := json.Marshal(map[string]any{"webSearch": map[string]any{"provider": "brave", "url": fake.srv.URL}})
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	natsAddr := waggletest.FreeAddr(t)
-	p := waggletest.StartProc(t, waggleBin, waggletest.ProcDataDir(dir), waggletest.ProcArgs("--nats-listen", natsAddr),
-		waggletest.ProcEnv("WAGGLE_AUTH=required", "WAGGLE_POSTGRES_URL="+pgtest.URL(t), "WAGGLE_LLM_URL="+llm.URL()))
-	nc := p.DialNATS(t, natsAddr)
-	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
-	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "zeta", Owner: "zed"})
-	token := func(user string) string {
-		return "Bearer " + waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: user}).Token
-	}
-	olga, zed := token("olga"), token("zed")
-	workspace := func(team, auth string) string {
-		resp := p.Do(t, "POST", "/api/workspaces", map[string]any{"name": team + " research", "teamId": team}, "Authorization", auth)
-		defer resp.Body.Close()
-		var ws struct {
-			ID string `json:"id"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&ws); err != nil || ws.ID == "" {
-			t.Fatalf("create %s workspace: %d %v", team, resp.StatusCode, err)
-		}
-		return ws.ID
-	}
-	acmeWS, zetaWS := workspace("acme", olga), workspace("zeta", zed)
+	srv := startTeamServer(t, llm.URL(), map[string]any{"webSearch": map[string]any{"provider": "brave", "url": fake.srv.URL}})
+	p := srv.p
+	olga, zed := srv.team(t, "acme", "olga"), srv.team(t, "zeta", "zed")
+	acmeWS, zetaWS := srv.workspace(t, "acme", "acme research", olga), srv.workspace(t, "zeta", "zeta research", zed)
 	resp := p.Do(t, "POST", "/api/vault?team=acme", map[string]any{"name": "BRAVE_API_KEY", "value": fakeKey}, "Authorization", olga)
 	resp.Body.Close()
 	if resp.StatusCode >= 300 {
