@@ -2,6 +2,7 @@ package tools
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -340,4 +341,72 @@ func TestActiveSubAgentsAreTeamScoped(t *testing.T) {
 	if rest := st.All(t); rest[len(rest)-1].Name != protocol.EventDone {
 		t.Fatalf("turn ended with %s", rest[len(rest)-1].Name)
 	}
+}
+
+// TestSubAgentBounds: with --subagents-per-turn 1 a turn's second
+// spawn_agent gets an error and runs no sub-agent; with
+// --subagent-timeout 2s a sub-agent still waiting for an approval is
+// stopped and the turn's model gets an error naming the limit (the turn
+// itself goes on to done).
+func TestSubAgentBounds(t *testing.T) {
+	t.Run("per turn", func(t *testing.T) {
+		// The turn's model spawns twice, then answers; a sub-agent answers
+		// at once.
+		llm := llmtest.New(llmtest.WithHandler(func(r *llmtest.Request) llmtest.Response {
+			if isSubAgent(r) {
+				return llmtest.Reply("done")
+			}
+			var results int
+			for _, m := range r.Chat.Messages {
+				if m.Role == "tool" {
+					results++
+				}
+			}
+			if results < 2 {
+				id := fmt.Sprintf("call_%d", results+1)
+				return llmtest.Response{Steps: llmtest.ToolCall(0, id, "spawn_agent", `{"task":"task `+id+`"}`, 2)}
+			}
+			return llmtest.Reply("finished")
+		}))
+		llm.Start()
+		t.Cleanup(llm.Close)
+		p := waggletest.StartProc(t, waggleBin, waggletest.ProcEnv("WAGGLE_LLM_URL="+llm.URL(), "WAGGLE_SUBAGENTS_PER_TURN=1"))
+		evs := waggletest.NewStream(p.Do(t, "POST", "/api/chat", map[string]any{"message": "go", "workspace": "w"})).All(t)
+		if end := evs[len(evs)-1]; end.Name != protocol.EventDone {
+			t.Fatalf("turn ended with %s", end.Name)
+		}
+		if n := len(subAgentRequests(llm)); n != 1 {
+			t.Errorf("%d sub-agent model requests, want 1", n)
+		}
+		res := toolResults(llm)
+		if len(res) != 2 || res[0] != "done" || !strings.Contains(res[1], "already started 1 sub-agents") {
+			t.Errorf("spawn_agent results %q", res)
+		}
+	})
+	t.Run("time", func(t *testing.T) {
+		llm := spawnModel(t, map[string]any{"task": "write", "tools": []string{"write_file"}},
+			"write_file", map[string]any{"path": "slow.md", "content": "never\n"})
+		p := waggletest.StartProc(t, waggleBin, waggletest.ProcEnv("WAGGLE_LLM_URL="+llm.URL(), "WAGGLE_SUBAGENT_TIMEOUT=2s"))
+		st := waggletest.NewStream(p.Do(t, "POST", "/api/chat", map[string]any{"message": "DELEGATE", "workspace": "w"}))
+		defer st.Close()
+		evs := st.Until(t, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
+		if evs[len(evs)-1].Name != protocol.EventApprovalRequired {
+			t.Fatalf("no approval asked: %v", waggletest.Names(evs))
+		}
+		// Nobody answers: the sub-agent's time runs out.
+		rest := st.All(t)
+		if end := rest[len(rest)-1]; end.Name != protocol.EventDone {
+			t.Fatalf("turn ended with %s", end.Name)
+		}
+		res := toolResults(llm)
+		if len(res) != 1 || !strings.HasPrefix(res[0], "Error") || !strings.Contains(res[0], "time limit of 2s") {
+			t.Errorf("spawn_agent result %q", res)
+		}
+		if _, err := os.Stat(filepath.Join(p.DataDir, "workspaces", "w", "files", "slow.md")); !os.IsNotExist(err) {
+			t.Errorf("the timed-out sub-agent wrote slow.md (%v)", err)
+		}
+		if subs := activeSubAgents(t, p); len(subs) != 0 {
+			t.Errorf("timed-out sub-agent still listed: %+v", subs)
+		}
+	})
 }
