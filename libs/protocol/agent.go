@@ -190,4 +190,38 @@ type ActiveAgent struct {
 type ActiveAgents struct {
 	Workers []ActiveAgent `json:"workers"`
 	Active  []ActiveAgent `json:"active"`
+	// SubAgents are the running sub-agents of chat turns (spawn_agent);
+	// the gateway adds them from ListSubAgents.
+	SubAgents []SubAgent `json:"subAgents"`
+}
+
+// SubAgent is one running sub-agent: a nested agent run a turn's
+// spawn_agent call started. It lives as long as that call.
+type SubAgent struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Role    string `json:"role"`
+	Persona string `json:"persona,omitempty"`
+	// Task is the start of the sub-agent's task (SubAgentTaskPreview).
+	Task  string   `json:"task"`
+	Tools []string `json:"tools"`
+	// ParentTurnID and ParentCallID are the turn and the spawn_agent call
+	// it runs under (its tool events carry ParentCallID as Parent).
+	ParentTurnID string `json:"parentTurnId"`
+	ParentCallID string `json:"parentCallId"`
+	Workspace    string `json:"workspace"`
+	Session      string `json:"session"`
+	// TeamID is the team of the workspace on a team server, so a user is
+	// shown only their teams' sub-agents.
+	TeamID    string `json:"teamId,omitempty"`
+	Status    string `json:"status"`
+	StartedAt string `json:"startedAt"`
+}
+
+// SubAgentTaskPreview is how much of a sub-agent's task SubAgent.Task keeps.
+const SubAgentTaskPreview = 200
+
+// SubAgentList answers ListSubAgents.
+type SubAgentList struct {
+	SubAgents []SubAgent `json:"subAgents"`
 }

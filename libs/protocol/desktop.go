@@ -86,6 +86,27 @@ type ModelKeyReply struct {
 	Entry string `json:"entry,omitempty"`
 }
 
+// SearchKeyRequest asks for the key of web search Provider ("brave",
+// "tavily") in Team's vault ("" is the local vault).
+type SearchKeyRequest struct {
+	Team     string `json:"team,omitempty"`
+	Provider string `json:"provider"`
+}
+
+// VaultSearchKeyNames lists the vault entries that may hold provider's
+// API key, in order of preference: the names the desktop app saves
+// (Settings > Vault: TAVILY_API_KEY, BRAVE_API_KEY), then the provider's
+// own name. Nil for a provider that takes no key.
+func VaultSearchKeyNames(provider string) []string {
+	switch provider {
+	case "brave":
+		return []string{"BRAVE_API_KEY", "brave"}
+	case "tavily":
+		return []string{"TAVILY_API_KEY", "tavily"}
+	}
+	return nil
+}
+
 // Limits of a vault entry.
 const (
 	MaxVaultNameLength  = 128

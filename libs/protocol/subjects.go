@@ -49,6 +49,9 @@ var (
 	// LookupTurn tells whether a turn exists, its state, its owner and its
 	// workspace (turninfo.go).
 	LookupTurn = Endpoint[TurnInfoRequest, TurnInfo]{ServiceTurnRunner, "info", "waggle.turn.cmd.info"}
+	// ListSubAgents lists the running sub-agents (spawn_agent) of every
+	// runner, read from BucketSubAgents; any runner answers.
+	ListSubAgents = Endpoint[Empty, SubAgentList]{ServiceTurnRunner, "subagents", "waggle.turn.cmd.subagents"}
 	// ListMCPServers lists the MCP servers a workspace's turns can use,
 	// with their state and tools.
 	ListMCPServers = Endpoint[MCPServersRequest, MCPServersReply]{ServiceMCP, "servers", "waggle.mcp.cmd.servers"}
@@ -349,6 +352,11 @@ const (
 	// command service or gateway can report a run's progress and a restart
 	// loses none.
 	BucketGroupJobs = "waggle_group_jobs"
+	// BucketSubAgents holds one entry per running sub-agent (SubAgent),
+	// keyed by its id, written by the runner that runs it and deleted when
+	// it ends; entries expire after the sub-agents' time limit, so a
+	// crashed runner's entries do not outlive the sub-agents they name.
+	BucketSubAgents = "waggle_subagents"
 	// BucketRateLimits is where the gateways share their rate-limit
 	// windows (team-server mode).
 	BucketRateLimits = "waggle_ratelimits"
@@ -397,6 +405,10 @@ var (
 	// ResolveModelKey answers the model server's API key saved in the
 	// local vault for a model (VaultModelKeyNames), "" when none is.
 	ResolveModelKey = Endpoint[ModelKeyRequest, ModelKeyReply]{ServiceSessionStore, "vault-model-key", "waggle.store.cmd.vault.modelkey"}
+	// ResolveSearchKey answers a web search provider's API key saved in
+	// a team's vault ("" the local one; VaultSearchKeyNames), "" when none
+	// is. Only runners ask it: no route reaches it.
+	ResolveSearchKey = Endpoint[SearchKeyRequest, ModelKeyReply]{ServiceSessionStore, "vault-search-key", "waggle.store.cmd.vault.searchkey"}
 
 	// SettingsChanges is published by the store after config.json or the
 	// vault changed through it: runners drop their cached settings and

@@ -54,7 +54,11 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 	choice := agent.ResolveModel(mc, t.req.Model, in.workspace.Model, message, in.spent)
 	persona := t.resolvePersona(t.ctx, firstNonEmpty(t.req.Persona, in.workspace.Persona))
 	mem := busMemory{s: t.svc, user: t.req.User}
-	mcpSet, agentTools, blocked := t.agentTools(mem, persona, policy, tools.ReplayPlan(in.toolEvs, in.turnTools))
+	sub := &subAgents{t: t, model: choice, prices: mc.Prices, readOnly: persona.readOnly, teamID: in.workspace.TeamID}
+	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem,
+		WebSearch: t.webSearch(mc.WebSearch, in.workspace.TeamID), Plan: tools.ReplayPlan(in.toolEvs, in.turnTools),
+		Knowledge: mem, Mind: busMind{s: t.svc, workspace: t.req.Workspace, user: t.req.User}, SubAgents: sub}
+	mcpSet, agentTools, blocked := t.agentTools(env, persona, policy)
 	gate := t.openGate()
 	defer t.closeGate(gate)
 
@@ -77,6 +81,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		Log:          log,
 	}
 	t.loopOptions(&areq, mc, in.history, message)
+	sub.offered, sub.blocked, sub.gate, sub.apiKeys = agentTools, blocked, areq.Gate, areq.APIKeys
 	res, err := t.svc.agent.Run(t.ctx, areq)
 	if t.silent() {
 		return
@@ -126,9 +131,7 @@ func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.Model
 // agentTools is the tools the turn offers the model: the built-ins bound
 // to this turn that policy and persona allow, then the MCP servers' tools;
 // blocked is what the model is told it may not use.
-func (t *turn) agentTools(mem busMemory, persona personaInfo, policy protocol.ToolPolicy, plan *tools.Plan) (*mcp.ToolSet, []agent.Tool, []string) {
-	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem, WebSearch: t.svc.models.Get().WebSearch, Plan: plan,
-		Knowledge: mem, Mind: busMind{s: t.svc, workspace: t.req.Workspace, user: t.req.User}}
+func (t *turn) agentTools(env tools.Env, persona personaInfo, policy protocol.ToolPolicy) (*mcp.ToolSet, []agent.Tool, []string) {
 	bound := t.svc.tools.Bind(env, nil)
 	agentTools := make([]agent.Tool, 0, len(bound))
 	var blocked []string
@@ -148,6 +151,27 @@ func (t *turn) agentTools(mem busMemory, persona personaInfo, policy protocol.To
 		all = slices.DeleteFunc(all, func(tool agent.Tool) bool { return !persona.allows(tool.Name()) })
 	}
 	return set, all, blocked
+}
+
+// webSearch is the turn's web search provider: config.json's, its API key
+// from the vault of the workspace's team (the local vault on a desktop)
+// when the file has none; with no provider in the file, the first of
+// Tavily and Brave whose key the vault holds (the desktop app's Settings >
+// Vault). The key goes to the provider only: never logged, never in a
+// result.
+func (t *turn) webSearch(cfg tools.WebSearchConfig, team string) tools.WebSearchConfig {
+	if cfg.Provider != "" {
+		if cfg.APIKey == "" && protocol.VaultSearchKeyNames(cfg.Provider) != nil {
+			cfg.APIKey = t.svc.models.SearchKey(t.ctx, team, cfg.Provider)
+		}
+		return cfg
+	}
+	for _, p := range []string{tools.SearchTavily, tools.SearchBrave} {
+		if key := t.svc.models.SearchKey(t.ctx, team, p); key != "" {
+			return tools.WebSearchConfig{Provider: p, APIKey: key}
+		}
+	}
+	return cfg
 }
 
 // openGate is the turn's approval gate.

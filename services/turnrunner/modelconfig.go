@@ -25,7 +25,7 @@ import (
 //
 // It also keeps the model server's key from the vault, used when no key
 // is configured (--llm-api-key, config.json apiKeys): asked per model,
-// cached like the settings.
+// cached like the settings; and web search providers' keys, per team.
 type settingsCache struct {
 	every   time.Duration
 	timeout time.Duration
@@ -37,7 +37,7 @@ type settingsCache struct {
 	reported string // the last settings error logged
 	doc      json.RawMessage
 	cfg      agent.ModelConfig
-	keys     map[string]vaultKey // by model
+	keys     map[string]vaultKey // by model, and by team and search provider
 	lastKey  string              // the last key found, for the probe
 }
 
@@ -136,32 +136,52 @@ func (c *settingsCache) refresh() {
 // ModelKey returns the vault's key for model ("" when it has none or the
 // store does not answer).
 func (c *settingsCache) ModelKey(ctx context.Context, model string) string {
+	key := c.vaultKey(ctx, "model\x00"+model, func(ctx context.Context, nc *nats.Conn) (protocol.ModelKeyReply, error) {
+		return bus.Call(ctx, nc, protocol.ResolveModelKey, protocol.ModelKeyRequest{Model: model})
+	})
+	if key != "" {
+		c.mu.Lock()
+		c.lastKey = key
+		c.mu.Unlock()
+	}
+	return key
+}
+
+// SearchKey returns web search provider's key in team's vault ("" the
+// local one; "" when it has none or the store does not answer).
+func (c *settingsCache) SearchKey(ctx context.Context, team, provider string) string {
+	return c.vaultKey(ctx, "search\x00"+team+"\x00"+provider, func(ctx context.Context, nc *nats.Conn) (protocol.ModelKeyReply, error) {
+		return bus.Call(ctx, nc, protocol.ResolveSearchKey, protocol.SearchKeyRequest{Team: team, Provider: provider})
+	})
+}
+
+// vaultKey asks the vault through ask, caching the answer (a key or
+// none) under name for the check interval or until the vault changes.
+// The key itself is never logged.
+func (c *settingsCache) vaultKey(ctx context.Context, name string, ask func(context.Context, *nats.Conn) (protocol.ModelKeyReply, error)) string {
 	nc := c.nc.Load()
 	if nc == nil {
 		return ""
 	}
 	c.mu.Lock()
-	if k, ok := c.keys[model]; ok && time.Since(k.checked) < c.every {
+	if k, ok := c.keys[name]; ok && time.Since(k.checked) < c.every {
 		c.mu.Unlock()
 		return k.key
 	}
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	rep, err := bus.Call(ctx, nc, protocol.ResolveModelKey, protocol.ModelKeyRequest{Model: model})
+	rep, err := ask(ctx, nc)
 	if err != nil {
-		c.log.Warn("vault unavailable for the model key", "err", err)
+		c.log.Warn("vault unavailable for a key", "err", err)
 		return ""
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.keys) > 64 {
+	if len(c.keys) > 256 {
 		clear(c.keys)
 	}
-	c.keys[model] = vaultKey{key: rep.Key, checked: time.Now()}
-	if rep.Key != "" {
-		c.lastKey = rep.Key
-	}
+	c.keys[name] = vaultKey{key: rep.Key, checked: time.Now()}
 	return rep.Key
 }
 

@@ -44,15 +44,17 @@ type Service struct {
 	stream jetstream.Stream
 	// own keeps this runner's turns' leases and session places, and
 	// claims the turns other runners left (package ownership).
-	own      *ownership.Owner
-	svc      *bus.Service
-	subs     []*nats.Subscription
-	probe    *llmprobe.Prober
-	agent    *agent.Agent
-	tools    *tools.Registry
-	models   *settingsCache
-	policies *policyCache
-	mcp      *mcp.Manager
+	own *ownership.Owner
+	// subagents lists the running sub-agents (protocol.BucketSubAgents).
+	subagents jetstream.KeyValue
+	svc       *bus.Service
+	subs      []*nats.Subscription
+	probe     *llmprobe.Prober
+	agent     *agent.Agent
+	tools     *tools.Registry
+	models    *settingsCache
+	policies  *policyCache
+	mcp       *mcp.Manager
 
 	// loops is the heartbeat loop (lease renewal, presence), stopped by
 	// Stop.
@@ -181,7 +183,7 @@ func (s *Service) connect(ctx context.Context) error {
 	if err := s.own.Open(ctx, js); err != nil {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
-	return nil
+	return s.ensureSubAgentBucket(ctx)
 }
 
 // subscribe listens for what is addressed to every runner.
@@ -233,6 +235,7 @@ func (s *Service) serve(context.Context) error {
 		bus.Handle(svc, protocol.StartTurn, s.startTurn),
 		bus.Handle(svc, protocol.StartAgentRun, s.startAgentRun),
 		bus.Handle(svc, protocol.LookupTurn, s.turnInfo),
+		bus.Handle(svc, protocol.ListSubAgents, s.listSubAgents),
 		bus.Handle(svc, protocol.WorkspaceFiles, s.workspaceFiles),
 	)
 }

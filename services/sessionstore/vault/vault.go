@@ -1,7 +1,7 @@
 // Package vault is the session store's secret store: API keys and tokens
 // saved from the desktop app, encrypted at rest with AES-256-GCM, answered
 // over the bus (protocol.ListVault, SetVault, DeleteVault, RevealVault,
-// ResolveModelKey).
+// ResolveModelKey, ResolveSearchKey).
 //
 // The key is 32 random bytes in <data-dir>/vault.key (0600, created on
 // first use); the secrets are <data-dir>/vault.json, rewritten atomically,
@@ -115,6 +115,9 @@ func Register(svc *bus.Service, cfg Config, _ *slog.Logger) error {
 		bus.Handle(svc, protocol.ResolveModelKey, func(_ context.Context, r protocol.ModelKeyRequest) (protocol.ModelKeyReply, error) {
 			return v.ModelKey(r.Model)
 		}),
+		bus.Handle(svc, protocol.ResolveSearchKey, func(_ context.Context, r protocol.SearchKeyRequest) (protocol.ModelKeyReply, error) {
+			return v.SearchKey(r.Team, r.Provider)
+		}),
 	)
 }
 
@@ -225,17 +228,28 @@ func (v *Vault) Reveal(team, name string) (protocol.VaultSecret, error) {
 // ModelKey returns the local vault's key for model: the first entry of
 // protocol.VaultModelKeyNames the vault holds.
 func (v *Vault) ModelKey(model string) (protocol.ModelKeyReply, error) {
+	return v.firstOf("", protocol.VaultModelKeyNames(model))
+}
+
+// SearchKey returns team's key for web search provider: the first entry
+// of protocol.VaultSearchKeyNames the team's vault holds.
+func (v *Vault) SearchKey(team, provider string) (protocol.ModelKeyReply, error) {
+	return v.firstOf(team, protocol.VaultSearchKeyNames(provider))
+}
+
+// firstOf opens the first of names team's vault holds ("" for none).
+func (v *Vault) firstOf(team string, names []string) (protocol.ModelKeyReply, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	f, err := v.read()
 	if err != nil {
 		return protocol.ModelKeyReply{}, err
 	}
-	for _, name := range protocol.VaultModelKeyNames(model) {
-		if _, ok := f.Teams[""][name]; !ok {
+	for _, name := range names {
+		if _, ok := f.Teams[team][name]; !ok {
 			continue
 		}
-		value, _, err := v.open("", name)
+		value, _, err := v.open(team, name)
 		if err != nil {
 			return protocol.ModelKeyReply{}, err
 		}

@@ -122,3 +122,32 @@ func TestDeleteAndValidation(t *testing.T) {
 		t.Fatalf("model key %+v", key)
 	}
 }
+
+// A search provider's key is its team's: acme's Brave key answers acme
+// only, the desktop app's name wins over the provider's own, and a
+// provider that takes no key has none.
+func TestSearchKeyIsPerTeam(t *testing.T) {
+	v := newVault(t, t.TempDir())
+	for _, s := range []protocol.VaultSetRequest{
+		{Team: "acme", Name: "brave", Value: "acme-plain"},
+		{Team: "acme", Name: "BRAVE_API_KEY", Value: "acme-brave"},
+		{Team: "", Name: "TAVILY_API_KEY", Value: "local-tavily"},
+	} {
+		if _, err := v.Set(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ team, provider, want string }{
+		{"acme", "brave", "acme-brave"},
+		{"zeta", "brave", ""},
+		{"", "brave", ""},
+		{"", "tavily", "local-tavily"},
+		{"acme", "tavily", ""},
+		{"", "searxng", ""},
+	} {
+		got, err := v.SearchKey(c.team, c.provider)
+		if err != nil || got.Key != c.want {
+			t.Errorf("SearchKey(%q, %q) = %+v, %v; want %q", c.team, c.provider, got, err, c.want)
+		}
+	}
+}

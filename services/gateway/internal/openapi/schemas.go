@@ -21,6 +21,7 @@ var reflected = map[string]reflect.Type{
 	"ModelUsage":          reflect.TypeFor[protocol.ModelUsage](),
 	"ActiveAgents":        reflect.TypeFor[protocol.ActiveAgents](),
 	"ActiveAgent":         reflect.TypeFor[protocol.ActiveAgent](),
+	"SubAgent":            reflect.TypeFor[protocol.SubAgent](),
 	"AgentGroup":          reflect.TypeFor[protocol.AgentGroup](),
 	"AgentGroupMember":    reflect.TypeFor[protocol.AgentGroupMember](),
 	"GroupJob":            reflect.TypeFor[protocol.GroupJob](),
