@@ -263,6 +263,11 @@ var (
 	RunGroup = Endpoint[GroupRunRequest, GroupJob]{ServiceCommand, "group-run", "waggle.command.cmd.group.run"}
 	// GetGroupJob reads a group run's state.
 	GetGroupJob = Endpoint[GroupJobRequest, GroupJob]{ServiceCommand, "group-job", "waggle.command.cmd.group.job"}
+	// CancelGroupJob cancels a queued or running group run: the job is
+	// marked cancelled at once (Conflict when it has already ended) and
+	// GroupJobCancels tells the instance running it to stop its member
+	// turns.
+	CancelGroupJob = Endpoint[GroupJobRequest, GroupJobCancelReply]{ServiceCommand, "group-job-cancel", "waggle.command.cmd.group.job.cancel"}
 	// ListActiveAgents reports the running group-run members.
 	ListActiveAgents = Endpoint[Empty, ActiveAgents]{ServiceCommand, "agents-active", "waggle.command.cmd.agents.active"}
 )
@@ -292,6 +297,10 @@ var (
 	// servers were replaced or the workspace was deleted; every runner's
 	// MCP manager stops or restarts that workspace's servers at once.
 	MCPConfigChanges = Event[MCPConfigChanged]{"waggle.store.evt.mcp-config"}
+	// GroupJobCancels tells every command service that a group run's job
+	// was cancelled; the one running it stops it and cancels its member
+	// turns.
+	GroupJobCancels = Event[GroupJobRequest]{"waggle.command.bcast.job-cancel"}
 )
 
 // Turn subjects.

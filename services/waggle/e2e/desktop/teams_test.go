@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/waggle/app"
@@ -83,5 +85,66 @@ func TestTeamServerScopesVaultAndFiles(t *testing.T) {
 		if b := body(t, resp); resp.StatusCode < 400 || strings.Contains(b, "plan") {
 			t.Errorf("mal %s: %d %s", route, resp.StatusCode, b)
 		}
+	}
+}
+
+// TestTeamServerScopesJobCancel: a group run in acme's workspace is
+// cancelled by acme's members only: mal (another team) is told it does
+// not exist, vic (acme viewer) may read it but not stop it.
+func TestTeamServerScopesJobCancel(t *testing.T) {
+	hold := llmtest.NewPause()
+	t.Cleanup(hold.Release)
+	llm := newLLM(t, llmtest.WithDefault(llmtest.Response{Steps: []llmtest.Step{llmtest.Content("thinking"), llmtest.Wait(hold)}}))
+	srv := waggletest.Start(t, waggletest.WithLLM(llm.URL()), waggletest.WithConfig(func(c *app.Config) {
+		c.SessionStore.PostgresURL = pgtest.URL(t)
+		c.Gateway.Auth = "required"
+		c.NATSListen = waggletest.FreeAddr(t)
+	}))
+	nc := srv.DialNATS()
+	defer nc.Close()
+	token := func(user string) string {
+		return waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: user}).Token
+	}
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "alice"})
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "evil", Owner: "mal"})
+	alice, vic, mal := token("alice"), token("vic"), token("mal")
+	waggletest.Operate(t, nc, protocol.PutMember, protocol.MemberPutRequest{TeamRef: protocol.TeamRef{Team: "acme"}, User: "vic", Role: "viewer"})
+	var ws map[string]any
+	if code := srv.JSON("POST", "/api/workspaces", map[string]any{"name": "Acme Ops", "teamId": "acme"}, &ws, bearer(alice)...); code/100 != 2 {
+		t.Fatalf("workspace: %d", code)
+	}
+	var group struct{ ID string }
+	if code := srv.JSON("POST", "/api/agent-groups", map[string]any{"name": "Acme pair", "strategy": "sequential", "teamId": "acme",
+		"members": []any{map[string]any{"agentId": "researcher", "roleInGroup": "lead", "executionOrder": 0}}}, &group, bearer(alice)...); code/100 != 2 {
+		t.Fatalf("create group: %d", code)
+	}
+	var started struct{ JobID string }
+	if code := srv.JSON("POST", "/api/agent-groups/"+group.ID+"/run", map[string]any{"task": "research", "workspaceId": ws["id"]}, &started, bearer(alice)...); code/100 != 2 {
+		t.Fatalf("run: %d", code)
+	}
+	select {
+	case <-hold.Reached():
+	case <-time.After(60 * time.Second):
+		t.Fatal("the member's model call never came")
+	}
+	cancel := "/api/jobs/" + started.JobID + "/cancel"
+	if code := srv.JSON("POST", cancel, nil, nil, bearer(mal)...); code != http.StatusNotFound {
+		t.Errorf("mal cancels acme's job: %d, want 404", code)
+	}
+	if code := srv.JSON("GET", "/api/jobs/"+started.JobID, nil, nil, bearer(vic)...); code != http.StatusOK {
+		t.Errorf("vic reads acme's job: %d", code)
+	}
+	if code := srv.JSON("POST", cancel, nil, nil, bearer(vic)...); code != http.StatusForbidden {
+		t.Errorf("a viewer cancels: %d, want 403", code)
+	}
+	var job struct{ Status string }
+	if code := srv.JSON("GET", "/api/jobs/"+started.JobID, nil, &job, bearer(alice)...); code != http.StatusOK || job.Status != "running" {
+		t.Fatalf("job after refused cancels: %d %+v", code, job)
+	}
+	if code := srv.JSON("POST", cancel, nil, nil, bearer(alice)...); code != http.StatusOK {
+		t.Fatalf("alice cancels: %d", code)
+	}
+	if code := srv.JSON("GET", "/api/jobs/"+started.JobID, nil, &job, bearer(alice)...); code != http.StatusOK || job.Status != "cancelled" {
+		t.Fatalf("job after alice's cancel: %d %+v", code, job)
 	}
 }
