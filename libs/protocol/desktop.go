@@ -74,16 +74,21 @@ type VaultSecret struct {
 	Type  string `json:"type"`
 }
 
-// ModelKeyRequest asks for the vault's key for Model.
+// ModelKeyRequest asks for the vault's key for Model, for a turn in
+// Workspace: the store reads the workspace's team itself and answers from
+// that team's vault only ("" workspace, or one of no team: the local
+// vault).
 type ModelKeyRequest struct {
-	Model string `json:"model"`
+	Model     string `json:"model"`
+	Workspace string `json:"workspace,omitempty"`
 }
 
-// ModelKeyReply is the key ("" when the vault has none) and the entry it
-// came from.
+// ModelKeyReply is the key ("" when the vault has none), the entry it
+// came from and the team whose vault answered ("" = the local one).
 type ModelKeyReply struct {
 	Key   string `json:"key,omitempty"`
 	Entry string `json:"entry,omitempty"`
+	Team  string `json:"team,omitempty"`
 }
 
 // Limits of a vault entry.

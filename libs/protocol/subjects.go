@@ -390,8 +390,9 @@ var (
 	DeleteVault = Endpoint[VaultNameRequest, DeletedReply]{ServiceSessionStore, "vault-delete", "waggle.store.cmd.vault.delete"}
 	// RevealVault returns one secret's value.
 	RevealVault = Endpoint[VaultNameRequest, VaultSecret]{ServiceSessionStore, "vault-reveal", "waggle.store.cmd.vault.reveal"}
-	// ResolveModelKey answers the model server's API key saved in the
-	// local vault for a model (VaultModelKeyNames), "" when none is.
+	// ResolveModelKey answers the model server's API key saved for a
+	// model (VaultModelKeyNames) in the vault of the turn's workspace's
+	// team (the local vault for a workspace of no team), "" when none is.
 	ResolveModelKey = Endpoint[ModelKeyRequest, ModelKeyReply]{ServiceSessionStore, "vault-model-key", "waggle.store.cmd.vault.modelkey"}
 
 	// SettingsChanges is published by the store after config.json or the

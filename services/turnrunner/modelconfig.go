@@ -37,9 +37,16 @@ type settingsCache struct {
 	reported string // the last settings error logged
 	doc      json.RawMessage
 	cfg      agent.ModelConfig
-	keys     map[string]vaultKey // by model
-	lastKey  string              // the last key found, for the probe
+	keys     map[modelKeyRef]vaultKey
+	// lastKey is the last key found in the local vault (a workspace of no
+	// team), for the probe: a team's key is used for that team's turns
+	// only, never to probe for everyone.
+	lastKey string
 }
+
+// modelKeyRef is what a vault key is looked up by: a turn's workspace
+// (whose team's vault answers) and model.
+type modelKeyRef struct{ workspace, model string }
 
 type vaultKey struct {
 	key     string
@@ -47,7 +54,7 @@ type vaultKey struct {
 }
 
 func newSettingsCache(every, timeout time.Duration, log *slog.Logger) *settingsCache {
-	return &settingsCache{every: every, timeout: timeout, log: log, keys: map[string]vaultKey{}}
+	return &settingsCache{every: every, timeout: timeout, log: log, keys: map[modelKeyRef]vaultKey{}}
 }
 
 // connect starts asking the store over nc.
@@ -133,22 +140,24 @@ func (c *settingsCache) refresh() {
 	c.doc, c.cfg = rep.Doc, mc
 }
 
-// ModelKey returns the vault's key for model ("" when it has none or the
-// store does not answer).
-func (c *settingsCache) ModelKey(ctx context.Context, model string) string {
+// ModelKey returns the vault's key for model for a turn in workspace
+// ("" when it has none or the store does not answer). The store picks the
+// vault of the workspace's team.
+func (c *settingsCache) ModelKey(ctx context.Context, workspace, model string) string {
 	nc := c.nc.Load()
 	if nc == nil {
 		return ""
 	}
+	ref := modelKeyRef{workspace, model}
 	c.mu.Lock()
-	if k, ok := c.keys[model]; ok && time.Since(k.checked) < c.every {
+	if k, ok := c.keys[ref]; ok && time.Since(k.checked) < c.every {
 		c.mu.Unlock()
 		return k.key
 	}
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	rep, err := bus.Call(ctx, nc, protocol.ResolveModelKey, protocol.ModelKeyRequest{Model: model})
+	rep, err := bus.Call(ctx, nc, protocol.ResolveModelKey, protocol.ModelKeyRequest{Model: model, Workspace: workspace})
 	if err != nil {
 		c.log.Warn("vault unavailable for the model key", "err", err)
 		return ""
@@ -158,15 +167,15 @@ func (c *settingsCache) ModelKey(ctx context.Context, model string) string {
 	if len(c.keys) > 64 {
 		clear(c.keys)
 	}
-	c.keys[model] = vaultKey{key: rep.Key, checked: time.Now()}
-	if rep.Key != "" {
+	c.keys[ref] = vaultKey{key: rep.Key, checked: time.Now()}
+	if rep.Key != "" && rep.Team == "" {
 		c.lastKey = rep.Key
 	}
 	return rep.Key
 }
 
 // probeKey is the key the model-server probe sends when none is
-// configured: the last key the vault gave.
+// configured: the last key the local vault gave.
 func (c *settingsCache) probeKey() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -148,3 +148,85 @@ func TestTeamServerScopesJobCancel(t *testing.T) {
 		t.Fatalf("job after alice's cancel: %d %+v", code, job)
 	}
 }
+
+// TestTeamVaultKeysReachOnlyTheirTeamsTurns: on a team server whose model
+// server wants a key (its /models answers 401 to the probe), each team's
+// admin saves the team's key; a turn in acme's workspace sends acme's key
+// to the model, one in bolt's sends bolt's, one in a team with no key
+// sends neither (echo mode). An acme member who is not an admin can
+// neither list nor reveal acme's key, and no file holds a key in clear.
+func TestTeamVaultKeysReachOnlyTheirTeamsTurns(t *testing.T) {
+	llm := newLLM(t, llmtest.WithDefault(llmtest.Reply("team reply")))
+	llm.SetModelsStatus(http.StatusUnauthorized)
+	srv := waggletest.Start(t, waggletest.WithLLM(llm.URL()), waggletest.WithConfig(func(c *app.Config) {
+		c.SessionStore.PostgresURL = pgtest.URL(t)
+		c.Gateway.Auth = "required"
+		c.NATSListen = waggletest.FreeAddr(t)
+	}))
+	nc := srv.DialNATS()
+	defer nc.Close()
+	token := func(user string) string {
+		return waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: user}).Token
+	}
+	for team, owner := range map[string]string{"acme": "alice", "bolt": "bob", "crew": "carl"} {
+		waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: team, Owner: owner})
+	}
+	waggletest.Operate(t, nc, protocol.PutMember, protocol.MemberPutRequest{TeamRef: protocol.TeamRef{Team: "acme"}, User: "mia", Role: "member"})
+	alice, bob, carl, mia := token("alice"), token("bob"), token("carl"), token("mia")
+	workspace := func(team, tok string) string {
+		var ws map[string]any
+		if code := srv.JSON("POST", "/api/workspaces", map[string]any{"name": team + " work", "teamId": team}, &ws, bearer(tok)...); code/100 != 2 {
+			t.Fatalf("%s workspace: %d", team, code)
+		}
+		return fmt.Sprint(ws["id"])
+	}
+	acmeWS, boltWS, crewWS := workspace("acme", alice), workspace("bolt", bob), workspace("crew", carl)
+
+	const acmeKey, boltKey = "sk-acme-team-key-0001", "sk-bolt-team-key-0002"
+	if code := srv.JSON("POST", "/api/vault?team=acme", map[string]any{"name": "openai", "value": acmeKey}, nil, bearer(alice)...); code != http.StatusOK {
+		t.Fatalf("alice saves acme's key: %d", code)
+	}
+	if code := srv.JSON("POST", "/api/vault?team=bolt", map[string]any{"name": "openai", "value": boltKey}, nil, bearer(bob)...); code != http.StatusOK {
+		t.Fatalf("bob saves bolt's key: %d", code)
+	}
+
+	// chat runs one turn and returns the Authorization headers of the
+	// model calls it made.
+	chat := func(ws, tok string) []string {
+		before := len(llm.ChatRequests())
+		st := srv.Chat(map[string]any{"message": "hello", "workspace": ws, "session": "s1"}, bearer(tok)...)
+		defer st.Close()
+		if names := waggletest.Names(st.All(t)); len(names) == 0 || names[len(names)-1] != "done" {
+			t.Fatalf("turn in %s ended with %v", ws, names)
+		}
+		var auth []string
+		for _, r := range llm.ChatRequests()[before:] {
+			auth = append(auth, r.Header.Get("Authorization"))
+		}
+		return auth
+	}
+	if got := chat(acmeWS, alice); len(got) == 0 || got[0] != "Bearer "+acmeKey {
+		t.Errorf("acme's turn sent %q, want acme's key", got)
+	}
+	if got := chat(boltWS, bob); len(got) == 0 || got[0] != "Bearer "+boltKey {
+		t.Errorf("bolt's turn sent %q, want bolt's key", got)
+	}
+	if got := chat(crewWS, carl); len(got) != 0 {
+		t.Errorf("crew (no key) made model calls with %q; want echo mode", got)
+	}
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/api/vault?team=acme"},
+		{"POST", "/api/vault/openai/reveal?team=acme"},
+		{"POST", "/api/vault?team=acme"},
+	} {
+		resp := srv.Do(c.method, c.path, map[string]any{"name": "openai", "value": "mia-was-here"}, bearer(mia)...)
+		if b := body(t, resp); resp.StatusCode != http.StatusForbidden || strings.Contains(b, acmeKey) {
+			t.Errorf("mia (acme member) %s %s: %d %s", c.method, c.path, resp.StatusCode, b)
+		}
+	}
+	for _, secret := range []string{acmeKey, boltKey} {
+		if files := filesHolding(t, srv.DataDir, secret); len(files) > 0 {
+			t.Errorf("a team key is in clear in %v", files)
+		}
+	}
+}
