@@ -74,6 +74,16 @@ type VaultSecret struct {
 	Type  string `json:"type"`
 }
 
+// ModelServerStatus is a probe of the model server's /models.
+type ModelServerStatus struct {
+	Reachable bool      `json:"reachable"`
+	CheckedAt time.Time `json:"checkedAt"`
+	Detail    string    `json:"detail,omitempty"`
+	// Code is the HTTP status of a non-2xx answer.
+	Code   int      `json:"code,omitempty"`
+	Models []string `json:"models,omitempty"`
+}
+
 // ModelKeyRequest asks for the vault's key for Model, for a turn in
 // Workspace: the store reads the workspace's team itself and answers from
 // that team's vault only ("" workspace, or one of no team: the local

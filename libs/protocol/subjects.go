@@ -49,6 +49,11 @@ var (
 	// LookupTurn tells whether a turn exists, its state, its owner and its
 	// workspace (turninfo.go).
 	LookupTurn = Endpoint[TurnInfoRequest, TurnInfo]{ServiceTurnRunner, "info", "waggle.turn.cmd.info"}
+	// CheckModelServer answers a runner's probe of the model server, made
+	// with the key the runner uses (the local vault's): a gateway whose
+	// own probe is refused for want of a key asks it, so the gateway never
+	// holds the vault's key.
+	CheckModelServer = Endpoint[Empty, ModelServerStatus]{ServiceTurnRunner, "llm-status", "waggle.turn.cmd.llm.status"}
 	// ListMCPServers lists the MCP servers a workspace's turns can use,
 	// with their state and tools.
 	ListMCPServers = Endpoint[MCPServersRequest, MCPServersReply]{ServiceMCP, "servers", "waggle.mcp.cmd.servers"}

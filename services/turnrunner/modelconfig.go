@@ -233,3 +233,13 @@ func (s *Service) onSettingsChanged(ev protocol.SettingsChanged) {
 		s.probe.Forget()
 	}
 }
+
+// checkModelServer is the runner's probe for a gateway that has no key of
+// its own: with no key configured, the local vault's is looked up first
+// (as a turn does), so the answer is the one turns get.
+func (s *Service) checkModelServer(ctx context.Context, _ protocol.Empty) (protocol.ModelServerStatus, error) {
+	if s.cfg.LLMAPIKey == "" && !s.probe.Last().Reachable {
+		s.models.ModelKey(ctx, "", "")
+	}
+	return protocol.ModelServerStatus(s.probe.Check(ctx)), nil
+}
