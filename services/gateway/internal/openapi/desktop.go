@@ -129,7 +129,7 @@ func desktopRoutes() []op {
 		{method: post, path: "/api/jobs/{id}/cancel", id: "cancelJob", tag: "desktop",
 			summary: "Cancel a queued or running job: its member turns stop, steps not started are skipped (409 once it has ended; on a team server not for viewers)",
 			params:  []Parameter{pathParam("id", "the job id")}, ok: object(req("cancelled", constant(true)), req("jobId", str())),
-			errs: []int{forbidden, notFound, conflict}, subjects: []string{protocol.GetGroupJob.Subject, protocol.CancelGroupJob.Subject}},
+			errs: []int{forbidden, notFound, conflict}, subjects: []string{protocol.GetGroupJob.Subject, protocol.CancelGroupJob.Subject, protocol.Authorize.Subject}},
 		{method: get, path: "/api/notifications/stream", id: "notificationStream", tag: "desktop",
 			summary: "Notifications as they come (SSE, unnamed events: {type: connected} first, then each notification)",
 			okType:  "text/event-stream", ok: strDesc("data: <notification JSON> per event"), busFree: true},
