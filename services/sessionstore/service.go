@@ -136,7 +136,7 @@ func (s *Service) Start(ctx context.Context) error {
 		// Teams, roles, tokens and policies live next to the team
 		// workspaces; a workspace's team is read from its doc.
 		err := teams.Register(ctx, s.svc, teams.Config{Pool: s.pg.Pool(), Conn: s.nc,
-			Workspaces: teams.WorkspaceTeamsFunc(s.workspaceTeam),
+			Workspaces:       teams.WorkspaceTeamsFunc(s.workspaceTeam),
 			DefaultWorkspace: s.createTeamWorkspace}, s.log)
 		if err != nil {
 			s.Stop(ctx)
