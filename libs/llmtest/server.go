@@ -41,6 +41,13 @@ func WithModels(ids ...string) Option {
 	return func(s *Server) { s.models = ids }
 }
 
+// WithAPIKey makes every route answer 401 (OpenAI's invalid_api_key
+// error) unless the request carries "Authorization: Bearer key", as a
+// hosted model server does. The refused requests are recorded too.
+func WithAPIKey(key string) Option {
+	return func(s *Server) { s.apiKey = key }
+}
+
 // Server is a scripted OpenAI-compatible server. Its zero value is not
 // usable; create one with New and Start it.
 type Server struct {
@@ -53,6 +60,7 @@ type Server struct {
 	models        []string
 	modelsStatus  int
 	unreachable   bool
+	apiKey        string
 	requests      []*Request
 	cancellations int
 	seq           int
@@ -144,6 +152,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	if down {
 		panic(http.ErrAbortHandler)
+	}
+	if s.apiKey != "" && r.Header.Get("Authorization") != "Bearer "+s.apiKey {
+		writeError(w, http.StatusUnauthorized, &APIError{Message: "Incorrect API key provided.", Type: "invalid_request_error", Code: "invalid_api_key"})
+		return
 	}
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":

@@ -115,6 +115,9 @@ const (
 	JobRunning   = "running"
 	JobCompleted = "completed"
 	JobFailed    = "failed"
+	// JobCancelled is a job (and the steps it stopped) cancelled by a
+	// user (POST /api/jobs/{id}/cancel).
+	JobCancelled = "cancelled"
 	// StepPending and StepSkipped apply to steps only: not started yet, and
 	// never started because the run failed before them.
 	StepPending = "pending"
@@ -150,6 +153,13 @@ type GroupJob struct {
 	StartedAt  string `json:"startedAt,omitempty"`
 	FinishedAt string `json:"finishedAt,omitempty"`
 	UpdatedAt  string `json:"updatedAt"`
+}
+
+// GroupJobCancelReply answers CancelGroupJob (the original's
+// {cancelled, jobId}).
+type GroupJobCancelReply struct {
+	Cancelled bool   `json:"cancelled"`
+	JobID     string `json:"jobId"`
 }
 
 // GroupJobStep is one member turn of a run.

@@ -52,6 +52,11 @@ var (
 	// ListSubAgents lists the running sub-agents (spawn_agent) of every
 	// runner, read from BucketSubAgents; any runner answers.
 	ListSubAgents = Endpoint[Empty, SubAgentList]{ServiceTurnRunner, "subagents", "waggle.turn.cmd.subagents"}
+	// CheckModelServer answers a runner's probe of the model server, made
+	// with the key the runner uses (the local vault's): a gateway whose
+	// own probe is refused for want of a key asks it, so the gateway never
+	// holds the vault's key.
+	CheckModelServer = Endpoint[Empty, ModelServerStatus]{ServiceTurnRunner, "llm-status", "waggle.turn.cmd.llm.status"}
 	// ListMCPServers lists the MCP servers a workspace's turns can use,
 	// with their state and tools.
 	ListMCPServers = Endpoint[MCPServersRequest, MCPServersReply]{ServiceMCP, "servers", "waggle.mcp.cmd.servers"}
@@ -269,6 +274,11 @@ var (
 	RunGroup = Endpoint[GroupRunRequest, GroupJob]{ServiceCommand, "group-run", "waggle.command.cmd.group.run"}
 	// GetGroupJob reads a group run's state.
 	GetGroupJob = Endpoint[GroupJobRequest, GroupJob]{ServiceCommand, "group-job", "waggle.command.cmd.group.job"}
+	// CancelGroupJob cancels a queued or running group run: the job is
+	// marked cancelled at once (Conflict when it has already ended) and
+	// GroupJobCancels tells the instance running it to stop its member
+	// turns.
+	CancelGroupJob = Endpoint[GroupJobRequest, GroupJobCancelReply]{ServiceCommand, "group-job-cancel", "waggle.command.cmd.group.job.cancel"}
 	// ListActiveAgents reports the running group-run members.
 	ListActiveAgents = Endpoint[Empty, ActiveAgents]{ServiceCommand, "agents-active", "waggle.command.cmd.agents.active"}
 )
@@ -298,6 +308,10 @@ var (
 	// servers were replaced or the workspace was deleted; every runner's
 	// MCP manager stops or restarts that workspace's servers at once.
 	MCPConfigChanges = Event[MCPConfigChanged]{"waggle.store.evt.mcp-config"}
+	// GroupJobCancels tells every command service that a group run's job
+	// was cancelled; the one running it stops it and cancels its member
+	// turns.
+	GroupJobCancels = Event[GroupJobRequest]{"waggle.command.bcast.job-cancel"}
 )
 
 // Turn subjects.
@@ -402,8 +416,9 @@ var (
 	DeleteVault = Endpoint[VaultNameRequest, DeletedReply]{ServiceSessionStore, "vault-delete", "waggle.store.cmd.vault.delete"}
 	// RevealVault returns one secret's value.
 	RevealVault = Endpoint[VaultNameRequest, VaultSecret]{ServiceSessionStore, "vault-reveal", "waggle.store.cmd.vault.reveal"}
-	// ResolveModelKey answers the model server's API key saved in the
-	// local vault for a model (VaultModelKeyNames), "" when none is.
+	// ResolveModelKey answers the model server's API key saved for a
+	// model (VaultModelKeyNames) in the vault of the turn's workspace's
+	// team (the local vault for a workspace of no team), "" when none is.
 	ResolveModelKey = Endpoint[ModelKeyRequest, ModelKeyReply]{ServiceSessionStore, "vault-model-key", "waggle.store.cmd.vault.modelkey"}
 	// ResolveSearchKey answers a web search provider's API key saved in
 	// a team's vault ("" the local one; VaultSearchKeyNames), "" when none

@@ -128,7 +128,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.nc, s.svc = nc, svc
-	if err := s.register(); err != nil {
+	if err := s.register(ctx); err != nil {
 		s.Stop(ctx)
 		return err
 	}
@@ -136,13 +136,7 @@ func (s *Service) Start(ctx context.Context) error {
 		// Teams, roles, tokens and policies live next to the team
 		// workspaces; a workspace's team is read from its doc.
 		err := teams.Register(ctx, s.svc, teams.Config{Pool: s.pg.Pool(), Conn: s.nc,
-			Workspaces: teams.WorkspaceTeamsFunc(func(ctx context.Context, id string) (string, error) {
-				d, err := s.store.GetWorkspace(ctx, id)
-				if err != nil {
-					return "", err
-				}
-				return d.Workspace().TeamID, nil
-			}),
+			Workspaces:       teams.WorkspaceTeamsFunc(s.workspaceTeam),
 			DefaultWorkspace: s.createTeamWorkspace}, s.log)
 		if err != nil {
 			s.Stop(ctx)
@@ -198,7 +192,7 @@ func (s *Service) startLifecycle(ctx context.Context) {
 	s.lifecycle.Start(ctx)
 }
 
-func (s *Service) register() error {
+func (s *Service) register(ctx context.Context) error {
 	// With PostgreSQL the usage ledger and agent groups live there too, so
 	// every store process of a team server shares them.
 	var pool *pgxpool.Pool
@@ -233,9 +227,18 @@ func (s *Service) register() error {
 		s.registerContext(pool),
 		settings.Register(s.svc, settings.Config{DataDir: s.cfg.DataDir, Log: s.log,
 			Changed: func() { s.publishSettingsChange(false) }}),
-		vault.Register(s.svc, vault.Config{DataDir: s.cfg.DataDir,
-			Changed: func() { s.publishSettingsChange(true) }}, s.log),
+		vault.Register(ctx, s.svc, vault.Config{DataDir: s.cfg.DataDir, Pool: pool, AllInPool: s.cfg.Store == StorePostgres,
+			WorkspaceTeam: s.workspaceTeam, Changed: func() { s.publishSettingsChange(true) }}, s.log),
 	)
+}
+
+// workspaceTeam is the team of workspace id ("" for none).
+func (s *Service) workspaceTeam(ctx context.Context, id string) (string, error) {
+	d, err := s.store.GetWorkspace(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return d.Workspace().TeamID, nil
 }
 
 // publishSettingsChange tells the runners that config.json or the vault

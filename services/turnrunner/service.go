@@ -237,6 +237,7 @@ func (s *Service) serve(context.Context) error {
 		bus.Handle(svc, protocol.LookupTurn, s.turnInfo),
 		bus.Handle(svc, protocol.ListSubAgents, s.listSubAgents),
 		bus.Handle(svc, protocol.WorkspaceFiles, s.workspaceFiles),
+		bus.Handle(svc, protocol.CheckModelServer, s.checkModelServer),
 	)
 }
 

@@ -59,7 +59,7 @@ func routes() []op {
 			ok: ref("Health"), responses: map[int]*Response{http.StatusServiceUnavailable: {
 				Description: "Not ready (starting, shutting down, the bus disconnected) or degraded (a store is full)",
 				Content:     map[string]MediaType{"application/json": {Schema: ref("Health")}}}},
-			subjects: []string{protocol.GetSettings.Subject}},
+			subjects: []string{protocol.GetSettings.Subject, protocol.CheckModelServer.Subject}},
 		{method: get, path: "/metrics", id: "getMetrics", tag: "health", busFree: true,
 			summary: "Prometheus metrics", okType: "text/plain", ok: strDesc("Prometheus text exposition format")},
 
@@ -116,7 +116,7 @@ func routes() []op {
 			summary: "A one-shot retrieval run, streamed as SSE",
 			desc:    "400 question is required or a bad maxSteps / maxRetrievalsPerStep; 503 without a reachable model or runner.",
 			body:    ref("AgentRunRequest"), stream: "AgentRunEvent", headers: turnHeader,
-			errs: []int{forbidden, notFound}, subjects: []string{protocol.ReadHistory.Subject, protocol.StartAgentRun.Subject, protocol.TurnEvents("{turnId}"), protocol.TurnControl("{turnId}").Subject}},
+			errs: []int{forbidden, notFound}, subjects: []string{protocol.ReadHistory.Subject, protocol.StartAgentRun.Subject, protocol.CheckModelServer.Subject, protocol.TurnEvents("{turnId}"), protocol.TurnControl("{turnId}").Subject}},
 
 		// ---- approvals ----
 		{method: post, path: "/api/approval/{requestId}", id: "decideApproval", tag: "approvals",

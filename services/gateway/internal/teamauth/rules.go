@@ -209,8 +209,10 @@ var rules = map[string]rule{
 	"PATCH /api/notifications/{id}/read": {scope: scopeSelf, action: protocol.ActionWrite},
 	"POST /api/notifications/read-all":   {scope: scopeSelf, action: protocol.ActionWrite},
 
-	// A group run's job: the handler checks the job's team.
-	"GET /api/jobs/{id}": {scope: scopeSelf, action: protocol.ActionRead},
+	// A group run's job: the handler checks the job's team (and, to
+	// cancel, write in the run's workspace).
+	"GET /api/jobs/{id}":         {scope: scopeSelf, action: protocol.ActionRead},
+	"POST /api/jobs/{id}/cancel": {scope: scopeSelf, action: protocol.ActionWrite},
 
 	// config.json is the server's: any user may read the models and
 	// budget, only the operator changes them (a team server's settings
