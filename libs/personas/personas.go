@@ -27,6 +27,9 @@ type Persona struct {
 	// ReadOnly personas never get a tool that writes, runs commands or
 	// reaches beyond reading (see ReadOnlyTools).
 	ReadOnly bool `json:"isReadOnly"`
+	// TeamID names the team whose shared persona this is, in listings
+	// (empty for built-ins and the caller's own).
+	TeamID string `json:"teamId,omitempty"`
 	// SystemPrompt is appended to the agent's system prompt (never listed).
 	SystemPrompt string `json:"-"`
 	// Tools, when not empty, is the allowlist of the persona's tools

@@ -429,21 +429,33 @@ func (w CustomPersonaWrite) Apply(p CustomPersona) (CustomPersona, error) {
 	return p, nil
 }
 
-// PersonasRequest names whose custom personas: User on a team server.
+// PersonasRequest names whose custom personas: Team's shared set when
+// Team is set, else User's own (User on a team server; the one local set
+// otherwise).
 type PersonasRequest struct {
 	User string `json:"user,omitempty"`
+	// Team is a team id the caller was authorized for (members read,
+	// admins write its set).
+	Team string `json:"team,omitempty"`
 }
 
-// PersonaRequest names one custom persona.
+// PersonaRequest names one custom persona: in Team's set when Team is
+// set; else in User's own set, then — when Workspace is set — in the set
+// of the team that workspace belongs to (a turn runs its team's shared
+// personas; the workspace was authorized for User).
 type PersonaRequest struct {
-	User string `json:"user,omitempty"`
-	ID   string `json:"id"`
+	User      string `json:"user,omitempty"`
+	Team      string `json:"team,omitempty"`
+	Workspace string `json:"workspace,omitempty"`
+	ID        string `json:"id"`
 }
 
 // PersonaWriteRequest creates (ID empty: from the body's id or the name)
-// or updates (ID set) a custom persona.
+// or updates (ID set) a custom persona in Team's set when Team is set,
+// else in User's own.
 type PersonaWriteRequest struct {
 	User  string             `json:"user,omitempty"`
+	Team  string             `json:"team,omitempty"`
 	ID    string             `json:"id,omitempty"`
 	Write CustomPersonaWrite `json:"write"`
 }

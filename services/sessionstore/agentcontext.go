@@ -39,6 +39,7 @@ func (s *Service) registerContext(pool *pgxpool.Pool) error {
 	if err != nil {
 		return fmt.Errorf("sessionstore: %w", err)
 	}
+	s.docs = docs
 	h := contextHandlers{s: s, docs: docs, now: time.Now}
 	return errors.Join(
 		bus.Handle(s.svc, protocol.GetProfile, h.profileGet),

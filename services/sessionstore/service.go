@@ -27,6 +27,7 @@ import (
 	"github.com/waggle-os/core/services/sessionstore/pgstore"
 	"github.com/waggle-os/core/services/sessionstore/settings"
 	"github.com/waggle-os/core/services/sessionstore/teams"
+	"github.com/waggle-os/core/services/sessionstore/userdocs"
 	"github.com/waggle-os/core/services/sessionstore/vault"
 	"github.com/waggle-os/core/services/sessionstore/workflows"
 )
@@ -45,6 +46,9 @@ type Service struct {
 	lifecycle *lifecycle.Worker
 	// frames is the minds' backend (the lifecycle worker's too).
 	frames frames.Backend
+	// docs keeps profiles, custom personas, identities and awareness
+	// (set by registerContext).
+	docs userdocs.Store
 
 	nc     *nats.Conn
 	svc    *bus.Service
@@ -143,7 +147,12 @@ func (s *Service) Start(ctx context.Context) error {
 				}
 				return d.Workspace().TeamID, nil
 			}),
-			DefaultWorkspace: s.createTeamWorkspace}, s.log)
+			DefaultWorkspace: s.createTeamWorkspace,
+			// A deleted team's shared personas go with it: a team
+			// created later under the same id starts without them.
+			Deleted: func(ctx context.Context, team string) error {
+				return s.docs.Delete(ctx, personasKey("", team))
+			}}, s.log)
 		if err != nil {
 			s.Stop(ctx)
 			return fmt.Errorf("sessionstore: teams: %w", err)

@@ -109,6 +109,12 @@ func (s *Service) workspaceDelete(ctx context.Context, req protocol.WorkspaceReq
 	if err := s.knowledge.DropWorkspace(ctx, req.Workspace); err != nil {
 		return protocol.DeletedReply{}, err
 	}
+	// So do its mind's identity and awareness (kept with the profiles,
+	// in PostgreSQL on a team server): a workspace created later under
+	// the same id, by any team, starts without them.
+	if err := s.dropMindDocs(ctx, req.Workspace); err != nil {
+		return protocol.DeletedReply{}, err
+	}
 	return protocol.DeletedReply{Deleted: true}, nil
 }
 

@@ -44,6 +44,7 @@ func routes() []op {
 	turnID := pathParam("turnId", "the turn's id (X-Waggle-Turn-Id of its stream)")
 	wsParam := pathParam("id", "the workspace id")
 	personaParam := pathParam("id", "the custom persona's id")
+	teamPersonas := queryID("team", "the team whose shared personas (required; team servers only)")
 	sessParam := pathParam("sessionId", "the session id")
 	groupParam := pathParam("id", "the group id")
 	teamParam := pathParam("team", "the team's slug")
@@ -97,8 +98,9 @@ func routes() []op {
 			ok:      object(req("ok", constant(true)), req("workspaceId", str())),
 			errs:    []int{forbidden, notFound}, subjects: []string{protocol.WorkspaceAborts.Subject}},
 		{method: get, path: "/api/personas", id: "listPersonas", tag: "chat",
-			summary: "The personas a chat may name: the built-ins, then the caller's custom ones (no prompts)",
-			ok:      object(req("personas", arrayOf(ref("Persona")))), subjects: []string{protocol.ListCustomPersonas.Subject}},
+			summary: "The personas a chat may name: the built-ins, then the caller's custom ones, then (with a team workspace named) its team's shared ones, marked with teamId (no prompts)",
+			params:  []Parameter{memWorkspace, memWorkspaceID},
+			ok:      object(req("personas", arrayOf(ref("Persona")))), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.ListCustomPersonas.Subject}},
 		{method: post, path: "/api/personas", id: "createPersona", tag: "chat",
 			summary: "Create a custom persona (name and systemPrompt required; id from the name unless given; the same id replaces it)",
 			body:    ref("CustomPersonaWrite"), status: http.StatusCreated, ok: ref("CustomPersona"),
@@ -108,6 +110,19 @@ func routes() []op {
 			body: ref("CustomPersonaWrite"), ok: ref("CustomPersona"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.UpdateCustomPersona.Subject}},
 		{method: del, path: "/api/personas/{id}", id: "deletePersona", tag: "chat",
 			summary: "Delete a custom persona (built-ins: 403)", params: []Parameter{personaParam},
+			ok: object(req("deleted", constant(true)), req("id", str())), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.DeleteCustomPersona.Subject}},
+		{method: get, path: "/api/team-personas", id: "listTeamPersonas", tag: "chat",
+			summary: "A team's shared personas, whole (its members; team servers only)", params: []Parameter{teamPersonas},
+			ok: ref("CustomPersonaList"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.ListCustomPersonas.Subject}},
+		{method: post, path: "/api/team-personas", id: "createTeamPersona", tag: "chat",
+			summary: "Share a persona with a team (its admins; the custom persona's shape and rules)", params: []Parameter{teamPersonas},
+			body: ref("CustomPersonaWrite"), status: http.StatusCreated, ok: ref("CustomPersona"),
+			errs: []int{bad, forbidden, notFound, conflict}, subjects: []string{protocol.CreateCustomPersona.Subject}},
+		{method: patch, path: "/api/team-personas/{id}", id: "updateTeamPersona", tag: "chat",
+			summary: "Merge fields into a team's shared persona (its admins)", params: []Parameter{personaParam, teamPersonas},
+			body: ref("CustomPersonaWrite"), ok: ref("CustomPersona"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.UpdateCustomPersona.Subject}},
+		{method: del, path: "/api/team-personas/{id}", id: "deleteTeamPersona", tag: "chat",
+			summary: "Delete a team's shared persona (its admins)", params: []Parameter{personaParam, teamPersonas},
 			ok: object(req("deleted", constant(true)), req("id", str())), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.DeleteCustomPersona.Subject}},
 
 		// ---- agent run ----

@@ -49,6 +49,7 @@ var reflected = map[string]reflect.Type{
 	"ProfileUpdate":       reflect.TypeFor[protocol.ProfileUpdate](),
 	"WorkspaceNow":        reflect.TypeFor[protocol.WorkspaceNow](),
 	"CustomPersona":       reflect.TypeFor[protocol.CustomPersona](),
+	"CustomPersonaList":   reflect.TypeFor[protocol.CustomPersonaList](),
 	"CustomPersonaWrite":  reflect.TypeFor[protocol.CustomPersonaWrite](),
 	"Identity":            reflect.TypeFor[protocol.Identity](),
 	"IdentityWrite":       reflect.TypeFor[protocol.IdentityWrite](),
