@@ -44,6 +44,7 @@ func Mount(r chi.Router, d forward.Deps) {
 	r.Post("/identity", a.setIdentity)
 	r.Get("/mind/identity", a.mindIdentity)
 	r.Get("/mind/awareness", a.mindAwareness)
+	r.Get("/mind/skills", a.mindSkills)
 }
 
 // user is whose profile a request reaches: the signed-in user on a team

@@ -159,6 +159,7 @@ var rules = map[string]rule{
 	"POST /api/identity":      {scope: scopeWorkspaceBody, action: protocol.ActionAdmin, bodyKeys: workspaceAliases, personal: "personal"},
 	"GET /api/mind/identity":  {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases, personal: "personal"},
 	"GET /api/mind/awareness": {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases, personal: "personal"},
+	"GET /api/mind/skills":    {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases, personal: "personal"},
 
 	// The agent model and the cost totals are shared by every team.
 	"PUT /api/agent/model":       {scope: scopeOperator, action: protocol.ActionAdmin},
