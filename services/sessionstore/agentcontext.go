@@ -144,5 +144,6 @@ func (h contextHandlers) workspaceNow(ctx context.Context, req protocol.Workspac
 	if st, err := h.s.minds.Stats(ctx, protocol.MemoryStatsRequest{MemoryOwner: owner}); err == nil && st.Workspace != nil {
 		count = st.Workspace.FrameCount
 	}
-	return wsnow.Build(wsnow.Input{Workspace: doc.Workspace(), Sessions: sessions, Frames: frames, MemoryCount: count, Now: h.now()}), nil
+	return wsnow.Build(wsnow.Input{Workspace: doc.Workspace(), Sessions: sessions, Frames: frames, MemoryCount: count,
+		Transcripts: h.s.transcripts(ctx, req.Workspace, sessions), Now: h.now()}), nil
 }

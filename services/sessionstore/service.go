@@ -49,6 +49,9 @@ type Service struct {
 	// docs keeps profiles, custom personas, identities and awareness
 	// (set by registerContext).
 	docs userdocs.Store
+	// startsCache keeps the starts of long conversations for Workspace
+	// Now's progress (progress.go).
+	startsCache transcriptCache
 
 	nc     *nats.Conn
 	svc    *bus.Service

@@ -92,6 +92,7 @@ func (s *Service) workspaceDelete(ctx context.Context, req protocol.WorkspaceReq
 		return protocol.DeletedReply{}, workspaces.ErrNotFound
 	}
 	sessions, err := s.store.DeleteWorkspace(ctx, req.Workspace)
+	s.startsCache.forget(req.Workspace)
 	// Every runner drops what it caches of the removed sessions, even when
 	// the removal failed halfway.
 	for _, id := range sessions {
