@@ -258,6 +258,44 @@ type ProfileRequest struct {
 type ProfileUpdateRequest struct {
 	User   string        `json:"user,omitempty"`
 	Update ProfileUpdate `json:"update"`
+	// AddSample appends a writing sample (the newest MaxProfileSamples are kept),
+	// under the same lock as the update: POST /api/profile/analyze-style
+	// keeps the text it analysed without reading the profile first.
+	AddSample string `json:"addSample,omitempty"`
+}
+
+// Profile analyses (POST /api/profile/analyze-style, /analyze-brand,
+// /research): the kinds of ProfileAnalysisRequest.
+const (
+	AnalyzeStyle = "style"
+	AnalyzeBrand = "brand"
+	AnalyzeBio   = "bio"
+)
+
+// Sizes of what a profile analysis reads (the original's).
+const (
+	MinStyleSample   = 50
+	StyleSampleChars = 1500
+	KeptSampleChars  = 2000
+	BrandTextChars   = 2000
+)
+
+// ProfileAnalysisRequest asks a turn runner's model to read a writing
+// sample (Kind AnalyzeStyle, Text), a brand description (AnalyzeBrand,
+// Text) or the profile (AnalyzeBio, Profile) once.
+type ProfileAnalysisRequest struct {
+	Kind    string   `json:"kind"`
+	Text    string   `json:"text,omitempty"`
+	Profile *Profile `json:"profile,omitempty"`
+}
+
+// ProfileAnalysis is what the model found, already checked: style values
+// from the allowed lists, hex colours, short one-line fonts, a bounded bio.
+// Fields it did not give (or gave wrong) are nil / empty.
+type ProfileAnalysis struct {
+	WritingStyle *WritingStyleUpdate `json:"writingStyle,omitempty"`
+	Brand        *BrandUpdate        `json:"brand,omitempty"`
+	Bio          string              `json:"bio,omitempty"`
 }
 
 // IdentityLine is the profile's identity as one line ("Name: Ada. Role:

@@ -49,6 +49,9 @@ var (
 	// LookupTurn tells whether a turn exists, its state, its owner and its
 	// workspace (turninfo.go).
 	LookupTurn = Endpoint[TurnInfoRequest, TurnInfo]{ServiceTurnRunner, "info", "waggle.turn.cmd.info"}
+	// AnalyzeProfile has a runner's model read a writing sample, a brand
+	// description or a profile once (the profile's analyze routes).
+	AnalyzeProfile = Endpoint[ProfileAnalysisRequest, ProfileAnalysis]{ServiceTurnRunner, "profile-analysis", "waggle.turn.cmd.profile-analysis"}
 	// ListMCPServers lists the MCP servers a workspace's turns can use,
 	// with their state and tools.
 	ListMCPServers = Endpoint[MCPServersRequest, MCPServersReply]{ServiceMCP, "servers", "waggle.mcp.cmd.servers"}

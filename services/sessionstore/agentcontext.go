@@ -103,6 +103,15 @@ func (h contextHandlers) profileUpdate(ctx context.Context, req protocol.Profile
 		if p, err = req.Update.Apply(p); err != nil {
 			return nil, err
 		}
+		if len(req.AddSample) > protocol.MaxProfileField {
+			return nil, protocol.Errorf(protocol.Invalid, "a writing sample is at most %d bytes", protocol.MaxProfileField)
+		}
+		if req.AddSample != "" {
+			p.WritingStyle.Samples = append(p.WritingStyle.Samples, req.AddSample)
+			if n := len(p.WritingStyle.Samples); n > protocol.MaxProfileSamples {
+				p.WritingStyle.Samples = slices.Clone(p.WritingStyle.Samples[n-protocol.MaxProfileSamples:])
+			}
+		}
 		ts := protocol.Timestamp(h.now())
 		if p.CreatedAt == "" {
 			p.CreatedAt = ts

@@ -46,6 +46,7 @@ var reflected = map[string]reflect.Type{
 	"MemoryMindStats":     reflect.TypeFor[protocol.MemoryMindStats](),
 	"Profile":             reflect.TypeFor[protocol.Profile](),
 	"Brand":               reflect.TypeFor[protocol.Brand](),
+	"WritingStyle":        reflect.TypeFor[protocol.WritingStyle](),
 	"ProfileUpdate":       reflect.TypeFor[protocol.ProfileUpdate](),
 	"WorkspaceNow":        reflect.TypeFor[protocol.WorkspaceNow](),
 	"CustomPersona":       reflect.TypeFor[protocol.CustomPersona](),

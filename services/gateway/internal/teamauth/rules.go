@@ -135,10 +135,15 @@ var rules = map[string]rule{
 
 	// The profile is the signed-in user's own; the briefing reads the
 	// workspace named in {id}.
-	"GET /api/profile":                 {scope: scopeSelf, action: protocol.ActionRead},
-	"PUT /api/profile":                 {scope: scopeSelf, action: protocol.ActionWrite},
-	"GET /api/profile/style":           {scope: scopeSelf, action: protocol.ActionRead},
-	"GET /api/profile/brand":           {scope: scopeSelf, action: protocol.ActionRead},
+	"GET /api/profile":       {scope: scopeSelf, action: protocol.ActionRead},
+	"PUT /api/profile":       {scope: scopeSelf, action: protocol.ActionWrite},
+	"GET /api/profile/style": {scope: scopeSelf, action: protocol.ActionRead},
+	"GET /api/profile/brand": {scope: scopeSelf, action: protocol.ActionRead},
+	// The analyses write the caller's own profile from what a model
+	// read (text they sent, their own profile).
+	"POST /api/profile/analyze-style":  {scope: scopeSelf, action: protocol.ActionWrite},
+	"POST /api/profile/analyze-brand":  {scope: scopeSelf, action: protocol.ActionWrite},
+	"POST /api/profile/research":       {scope: scopeSelf, action: protocol.ActionWrite},
 	"GET /api/workspaces/{id}/context": {scope: scopeWorkspaceParam, action: protocol.ActionRead},
 	// Custom personas are the signed-in user's own (one set per user);
 	// the list adds the shared personas of the team of the workspace it
