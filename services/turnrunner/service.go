@@ -73,7 +73,7 @@ type Service struct {
 	// profileAI reads writing samples, brand descriptions and profiles
 	// for the profile's analyze routes.
 	profileAI *profileai.Analyzer
-	analyses  chan struct{} // one per running analysis (maxAnalyses)
+	analyses  chan struct{}  // one per running analysis (maxAnalyses)
 	wg        sync.WaitGroup // running turns
 	slots     chan struct{}
 }
