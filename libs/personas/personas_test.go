@@ -1,6 +1,10 @@
 package personas
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+)
 
 func TestAllows(t *testing.T) {
 	hr, _ := Get("hr-manager")
@@ -48,9 +52,26 @@ func TestCatalogue(t *testing.T) {
 		}
 		seen[p.ID] = true
 	}
-	for _, id := range []string{"hr-manager", "legal-professional", "finance-owner"} {
-		if _, ok := Get(id); !ok {
-			t.Errorf("regulated persona %s missing", id)
+	// The original's built-ins, in its order, but for "coordinator" (it
+	// only delegates through spawn_agent, which this server lacks).
+	want := []string{"researcher", "writer", "analyst", "coder", "project-manager", "executive-assistant",
+		"sales-rep", "marketer", "product-manager-senior", "hr-manager", "legal-professional", "finance-owner",
+		"consultant", Default, "planner", "verifier", "support-agent", "ops-manager", "data-engineer",
+		"recruiter", "creative-director"}
+	var got []string
+	for _, p := range List() {
+		got = append(got, p.ID)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("catalogue\n got %v\nwant %v", got, want)
+	}
+	for _, p := range List() {
+		if !strings.HasPrefix(p.SystemPrompt, "## Persona: "+p.Name+"\n") || p.Tagline == "" || len(p.BestFor) == 0 || p.WontDo == "" || p.Icon == "" {
+			t.Errorf("persona %s: prompt must open with its heading, and every picker field is set", p.ID)
+		}
+		// An allowlist never takes memory search away (AlwaysAvailable).
+		if len(p.Tools) > 0 && !p.Allows("search_memory") {
+			t.Errorf("persona %s cannot search memory", p.ID)
 		}
 	}
 	if p, ok := Get(Default); !ok || p.ReadOnly {

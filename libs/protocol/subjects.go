@@ -57,6 +57,9 @@ var (
 	// own probe is refused for want of a key asks it, so the gateway never
 	// holds the vault's key.
 	CheckModelServer = Endpoint[Empty, ModelServerStatus]{ServiceTurnRunner, "llm-status", "waggle.turn.cmd.llm.status"}
+	// AnalyzeProfile has a runner's model read a writing sample, a brand
+	// description or a profile once (the profile's analyze routes).
+	AnalyzeProfile = Endpoint[ProfileAnalysisRequest, ProfileAnalysis]{ServiceTurnRunner, "profile-analysis", "waggle.turn.cmd.profile-analysis"}
 	// ListMCPServers lists the MCP servers a workspace's turns can use,
 	// with their state and tools.
 	ListMCPServers = Endpoint[MCPServersRequest, MCPServersReply]{ServiceMCP, "servers", "waggle.mcp.cmd.servers"}

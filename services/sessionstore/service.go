@@ -27,6 +27,7 @@ import (
 	"github.com/waggle-os/core/services/sessionstore/pgstore"
 	"github.com/waggle-os/core/services/sessionstore/settings"
 	"github.com/waggle-os/core/services/sessionstore/teams"
+	"github.com/waggle-os/core/services/sessionstore/userdocs"
 	"github.com/waggle-os/core/services/sessionstore/vault"
 	"github.com/waggle-os/core/services/sessionstore/workflows"
 )
@@ -45,6 +46,12 @@ type Service struct {
 	lifecycle *lifecycle.Worker
 	// frames is the minds' backend (the lifecycle worker's too).
 	frames frames.Backend
+	// docs keeps profiles, custom personas, identities and awareness
+	// (set by registerContext).
+	docs userdocs.Store
+	// startsCache keeps the starts of long conversations for Workspace
+	// Now's progress (progress.go).
+	startsCache transcriptCache
 
 	nc     *nats.Conn
 	svc    *bus.Service
@@ -137,7 +144,12 @@ func (s *Service) Start(ctx context.Context) error {
 		// workspaces; a workspace's team is read from its doc.
 		err := teams.Register(ctx, s.svc, teams.Config{Pool: s.pg.Pool(), Conn: s.nc,
 			Workspaces:       teams.WorkspaceTeamsFunc(s.workspaceTeam),
-			DefaultWorkspace: s.createTeamWorkspace}, s.log)
+			DefaultWorkspace: s.createTeamWorkspace,
+			// A deleted team's shared personas go with it: a team
+			// created later under the same id starts without them.
+			Deleted: func(ctx context.Context, team string) error {
+				return s.docs.Delete(ctx, personasKey("", team))
+			}}, s.log)
 		if err != nil {
 			s.Stop(ctx)
 			return fmt.Errorf("sessionstore: teams: %w", err)

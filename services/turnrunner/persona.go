@@ -27,13 +27,13 @@ type personaInfo struct {
 func (p personaInfo) allows(tool string) bool { return p.rules == nil || p.rules.Allows(tool) }
 
 // resolvePersona looks id up among the built-in personas, then among the
-// user's custom personas; the model is asked to play any other persona by
-// its name.
+// user's custom personas and the shared ones of the workspace's team; the
+// model is asked to play any other persona by its name.
 func (t *turn) resolvePersona(ctx context.Context, id string) personaInfo {
 	if p, ok := builtInPersona(id); ok || id == "" {
 		return p
 	}
-	c, err := bus.Call(ctx, t.svc.nc, protocol.GetCustomPersona, protocol.PersonaRequest{User: t.req.User, ID: id}, bus.Within(t.svc.cfg.StoreTimeout))
+	c, err := bus.Call(ctx, t.svc.nc, protocol.GetCustomPersona, protocol.PersonaRequest{User: t.req.User, Workspace: t.req.Workspace, ID: id}, bus.Within(t.svc.cfg.StoreTimeout))
 	if err != nil {
 		if !errors.Is(err, protocol.ErrUnavailable) && protocol.KindOf(err) != protocol.NotFound && ctx.Err() == nil {
 			t.logger().Warn("custom persona unavailable; named only", "persona", id, "err", err)

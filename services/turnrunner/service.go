@@ -25,6 +25,7 @@ import (
 	"github.com/waggle-os/core/services/turnrunner/agent"
 	"github.com/waggle-os/core/services/turnrunner/mcp"
 	"github.com/waggle-os/core/services/turnrunner/ownership"
+	"github.com/waggle-os/core/services/turnrunner/profileai"
 	"github.com/waggle-os/core/services/turnrunner/retrieval"
 	"github.com/waggle-os/core/services/turnrunner/tools"
 	"github.com/waggle-os/core/services/turnrunner/turnevents"
@@ -67,6 +68,10 @@ type Service struct {
 	runs  map[string]context.CancelCauseFunc // retrieval runs
 	// retrieval runs POST /api/agent/run.
 	retrieval *retrieval.Runner
+	// profileAI reads writing samples, brand descriptions and profiles
+	// for the profile's analyze routes.
+	profileAI *profileai.Analyzer
+	analyses  chan struct{}  // one per running analysis (maxAnalyses)
 	wg        sync.WaitGroup // running turns
 	slots     chan struct{}
 }
@@ -147,6 +152,7 @@ func (s *Service) build() error {
 	if s.retrieval, err = retrieval.New(retrieval.Config{Model: s.cfg.model()}); err != nil {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
+	s.profileAI, s.analyses = profileai.New(s.cfg.model().Client(nil)), make(chan struct{}, maxAnalyses)
 	s.tools = tools.NewRegistry(s.cfg.toolsConfig())
 	s.slots = make(chan struct{}, s.cfg.MaxTurns)
 	return nil
@@ -238,6 +244,7 @@ func (s *Service) serve(context.Context) error {
 		bus.Handle(svc, protocol.ListSubAgents, s.listSubAgents),
 		bus.Handle(svc, protocol.WorkspaceFiles, s.workspaceFiles),
 		bus.Handle(svc, protocol.CheckModelServer, s.checkModelServer),
+		bus.Handle(svc, protocol.AnalyzeProfile, s.analyzeProfile),
 	)
 }
 

@@ -45,6 +45,7 @@ func routes() []op {
 	turnID := pathParam("turnId", "the turn's id (X-Waggle-Turn-Id of its stream)")
 	wsParam := pathParam("id", "the workspace id")
 	personaParam := pathParam("id", "the custom persona's id")
+	teamPersonas := queryID("team", "the team whose shared personas (required; team servers only)")
 	sessParam := pathParam("sessionId", "the session id")
 	groupParam := pathParam("id", "the group id")
 	teamParam := pathParam("team", "the team's slug")
@@ -98,8 +99,9 @@ func routes() []op {
 			ok:      object(req("ok", constant(true)), req("workspaceId", str())),
 			errs:    []int{forbidden, notFound}, subjects: []string{protocol.WorkspaceAborts.Subject}},
 		{method: get, path: "/api/personas", id: "listPersonas", tag: "chat",
-			summary: "The personas a chat may name: the built-ins, then the caller's custom ones (no prompts)",
-			ok:      object(req("personas", arrayOf(ref("Persona")))), subjects: []string{protocol.ListCustomPersonas.Subject}},
+			summary: "The personas a chat may name: the built-ins, then the caller's custom ones, then (with a team workspace named) its team's shared ones, marked with teamId (no prompts)",
+			params:  []Parameter{memWorkspace, memWorkspaceID},
+			ok:      object(req("personas", arrayOf(ref("Persona")))), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.ListCustomPersonas.Subject}},
 		{method: post, path: "/api/personas", id: "createPersona", tag: "chat",
 			summary: "Create a custom persona (name and systemPrompt required; id from the name unless given; the same id replaces it)",
 			body:    ref("CustomPersonaWrite"), status: http.StatusCreated, ok: ref("CustomPersona"),
@@ -109,6 +111,19 @@ func routes() []op {
 			body: ref("CustomPersonaWrite"), ok: ref("CustomPersona"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.UpdateCustomPersona.Subject}},
 		{method: del, path: "/api/personas/{id}", id: "deletePersona", tag: "chat",
 			summary: "Delete a custom persona (built-ins: 403)", params: []Parameter{personaParam},
+			ok: object(req("deleted", constant(true)), req("id", str())), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.DeleteCustomPersona.Subject}},
+		{method: get, path: "/api/team-personas", id: "listTeamPersonas", tag: "chat",
+			summary: "A team's shared personas, whole (its members; team servers only)", params: []Parameter{teamPersonas},
+			ok: ref("CustomPersonaList"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.ListCustomPersonas.Subject}},
+		{method: post, path: "/api/team-personas", id: "createTeamPersona", tag: "chat",
+			summary: "Share a persona with a team (its admins; the custom persona's shape and rules)", params: []Parameter{teamPersonas},
+			body: ref("CustomPersonaWrite"), status: http.StatusCreated, ok: ref("CustomPersona"),
+			errs: []int{bad, forbidden, notFound, conflict}, subjects: []string{protocol.CreateCustomPersona.Subject}},
+		{method: patch, path: "/api/team-personas/{id}", id: "updateTeamPersona", tag: "chat",
+			summary: "Merge fields into a team's shared persona (its admins)", params: []Parameter{personaParam, teamPersonas},
+			body: ref("CustomPersonaWrite"), ok: ref("CustomPersona"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.UpdateCustomPersona.Subject}},
+		{method: del, path: "/api/team-personas/{id}", id: "deleteTeamPersona", tag: "chat",
+			summary: "Delete a team's shared persona (its admins)", params: []Parameter{personaParam, teamPersonas},
 			ok: object(req("deleted", constant(true)), req("id", str())), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.DeleteCustomPersona.Subject}},
 
 		// ---- agent run ----
@@ -395,11 +410,27 @@ func routes() []op {
 		{method: get, path: "/api/mind/awareness", id: "mindAwareness", tag: "context",
 			summary: "A mind's awareness (active tasks, recent actions, pending items, flags) as the agent reads it", params: []Parameter{memWorkspace, memWorkspaceID},
 			ok: object(req("awareness", str())), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.GetAwareness.Subject}},
+		{method: get, path: "/api/mind/skills", id: "mindSkills", tag: "context",
+			summary: "The workspace's skills (the workflow patterns captured from its turns): name and the length of its skill file; none for the personal mind", params: []Parameter{memWorkspace, memWorkspaceID},
+			ok:   object(req("skills", arrayOf(object(req("name", str()), req("length", integer())))), req("count", integer())),
+			errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.ListWorkflows.Subject}},
 		{method: get, path: "/api/profile/style", id: "getProfileStyle", tag: "context",
 			summary: "The user's writing style with a one-line summary",
 			ok:      &Schema{Type: "object", Properties: map[string]*Schema{"summary": str()}, Required: []string{"summary"}}, subjects: []string{protocol.GetProfile.Subject}},
 		{method: get, path: "/api/profile/brand", id: "getProfileBrand", tag: "context",
 			summary: "The user's brand, for document tools", ok: ref("Brand"), subjects: []string{protocol.GetProfile.Subject}},
+		{method: post, path: "/api/profile/analyze-style", id: "analyzeProfileStyle", tag: "context",
+			summary: "The model reads a writing sample (at least 50 characters; the first 1,500 are read, 2,000 kept in samples) and sets the style values it finds on the allowed lists",
+			body:    object(req("text", str())), ok: object(req("writingStyle", ref("WritingStyle"))),
+			errs: []int{bad, http.StatusTooManyRequests, http.StatusServiceUnavailable}, subjects: []string{protocol.AnalyzeProfile.Subject, protocol.UpdateProfile.Subject}},
+		{method: post, path: "/api/profile/analyze-brand", id: "analyzeProfileBrand", tag: "context",
+			summary: "The model reads a brand description (the first 2,000 characters) and sets the hex colours, fonts and logo line it finds",
+			body:    object(req("description", str())), ok: object(req("brand", ref("Brand"))),
+			errs: []int{bad, http.StatusTooManyRequests, http.StatusServiceUnavailable}, subjects: []string{protocol.AnalyzeProfile.Subject, protocol.UpdateProfile.Subject}},
+		{method: post, path: "/api/profile/research", id: "researchProfile", tag: "context",
+			summary: "The model writes a short bio from the profile's name, role, company and industry and saves it (name or company required)",
+			ok:      object(req("bio", str()), req("researched", constant(true))),
+			errs:    []int{bad, http.StatusTooManyRequests, http.StatusServiceUnavailable}, subjects: []string{protocol.GetProfile.Subject, protocol.AnalyzeProfile.Subject, protocol.UpdateProfile.Subject}},
 		{method: get, path: "/api/workspaces/{id}/context", id: "workspaceContext", tag: "context",
 			summary: "The workspace's briefing (Workspace Now): summary, recent threads, decisions and memories, suggested prompts",
 			params:  []Parameter{wsParam}, ok: ref("WorkspaceNow"), errs: []int{bad, notFound}, subjects: []string{protocol.GetWorkspaceNow.Subject}},

@@ -138,16 +138,28 @@ var rules = map[string]rule{
 
 	// The profile is the signed-in user's own; the briefing reads the
 	// workspace named in {id}.
-	"GET /api/profile":                 {scope: scopeSelf, action: protocol.ActionRead},
-	"PUT /api/profile":                 {scope: scopeSelf, action: protocol.ActionWrite},
-	"GET /api/profile/style":           {scope: scopeSelf, action: protocol.ActionRead},
-	"GET /api/profile/brand":           {scope: scopeSelf, action: protocol.ActionRead},
+	"GET /api/profile":       {scope: scopeSelf, action: protocol.ActionRead},
+	"PUT /api/profile":       {scope: scopeSelf, action: protocol.ActionWrite},
+	"GET /api/profile/style": {scope: scopeSelf, action: protocol.ActionRead},
+	"GET /api/profile/brand": {scope: scopeSelf, action: protocol.ActionRead},
+	// The analyses write the caller's own profile from what a model
+	// read (text they sent, their own profile).
+	"POST /api/profile/analyze-style":  {scope: scopeSelf, action: protocol.ActionWrite},
+	"POST /api/profile/analyze-brand":  {scope: scopeSelf, action: protocol.ActionWrite},
+	"POST /api/profile/research":       {scope: scopeSelf, action: protocol.ActionWrite},
 	"GET /api/workspaces/{id}/context": {scope: scopeWorkspaceParam, action: protocol.ActionRead},
-	// Custom personas are the signed-in user's own (one set per user).
-	"GET /api/personas":         {scope: scopeSelf, action: protocol.ActionRead},
-	"POST /api/personas":        {scope: scopeSelf, action: protocol.ActionWrite},
-	"PATCH /api/personas/{id}":  {scope: scopeSelf, action: protocol.ActionWrite},
-	"DELETE /api/personas/{id}": {scope: scopeSelf, action: protocol.ActionWrite},
+	// Custom personas are the signed-in user's own (one set per user);
+	// the list adds the shared personas of the team of the workspace it
+	// names. A team's shared personas: its members read them, its admins
+	// change them (they shape every member's agent).
+	"GET /api/personas":              {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases},
+	"GET /api/team-personas":         {scope: scopeTeamQuery, action: protocol.ActionRead},
+	"POST /api/team-personas":        {scope: scopeTeamQuery, action: protocol.ActionAdmin},
+	"PATCH /api/team-personas/{id}":  {scope: scopeTeamQuery, action: protocol.ActionAdmin},
+	"DELETE /api/team-personas/{id}": {scope: scopeTeamQuery, action: protocol.ActionAdmin},
+	"POST /api/personas":             {scope: scopeSelf, action: protocol.ActionWrite},
+	"PATCH /api/personas/{id}":       {scope: scopeSelf, action: protocol.ActionWrite},
+	"DELETE /api/personas/{id}":      {scope: scopeSelf, action: protocol.ActionWrite},
 	// Identity and awareness belong to a mind: the workspace named (or,
 	// without one or with "personal", the caller's own). A workspace's
 	// identity shapes every member's agent: changing it is the admin's.
@@ -155,6 +167,7 @@ var rules = map[string]rule{
 	"POST /api/identity":      {scope: scopeWorkspaceBody, action: protocol.ActionAdmin, bodyKeys: workspaceAliases, personal: "personal"},
 	"GET /api/mind/identity":  {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases, personal: "personal"},
 	"GET /api/mind/awareness": {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases, personal: "personal"},
+	"GET /api/mind/skills":    {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases, personal: "personal"},
 
 	// The agent model and the cost totals are shared by every team.
 	"PUT /api/agent/model":       {scope: scopeOperator, action: protocol.ActionAdmin},
