@@ -148,6 +148,14 @@ func (t *turn) renew(ctx context.Context) {
 		t.leaseRev, t.lease = newRev, lease
 		t.leaseMu.Unlock()
 	case isConflict(err):
+		if rev, ok := t.svc.stillMine(ctx, t.req.TurnID); ok {
+			// An earlier write of ours landed and its answer was lost (a
+			// cluster electing a leader): the lease is still this turn's.
+			t.leaseMu.Lock()
+			t.leaseRev, t.lease = rev, lease
+			t.leaseMu.Unlock()
+			return
+		}
 		t.svc.log.Warn("turn lease taken by another runner; stopping here", "turn", t.req.TurnID)
 		t.leaseMu.Lock()
 		t.leaseRev = 0
@@ -158,6 +166,20 @@ func (t *turn) renew(ctx context.Context) {
 		// runner claims the turn and the next renewal finds out.
 		t.svc.log.Warn("renew turn lease", "turn", t.req.TurnID, "err", err)
 	}
+}
+
+// stillMine reads turnID's lease and reports its revision when it names
+// this runner as it is now (its own write, whose answer was lost).
+func (s *Service) stillMine(ctx context.Context, turnID string) (uint64, bool) {
+	e, err := s.leases.Get(ctx, turnID)
+	if err != nil {
+		return 0, false
+	}
+	var l ownership.Lease
+	if json.Unmarshal(e.Value(), &l) != nil || l.Runner != s.id || l.Incarnation != s.incarnation {
+		return 0, false
+	}
+	return e.Revision(), true
 }
 
 // dropLease deletes the lease of a finished turn (its terminal event is
@@ -375,11 +397,30 @@ func (s *Service) watchLeases(ctx context.Context) error {
 			// This runner's own heartbeat shows in the watch every second;
 			// when it does not, the watch itself stopped (a NATS restart
 			// can leave it so), and it says nothing about the others.
-			if me := runners[s.id]; (me == nil || me.incarnation == s.incarnation) &&
-				now.Sub(ownSeen(me, started)) > ownership.StaleAfter {
+			me := runners[s.id]
+			if (me == nil || me.incarnation == s.incarnation) && now.Sub(ownSeen(me, started)) > ownership.StaleAfter {
 				return errors.New("runner watch stalled: this runner's own heartbeat is not seen")
 			}
+			// Nor does a heartbeat of its own that is merely late: while a
+			// cluster elects the runners bucket's leader every runner's
+			// writes fail at once, and the others' entries look stale a
+			// moment before this one's does. Staleness counts from when
+			// this runner sees its own heartbeat again.
+			if me != nil && me.incarnation == s.incarnation && now.Sub(ownSeen(me, started)) > ownFresh {
+				blind = now
+			}
 			for key, sl := range seen {
+				if sl.runner == s.id && sl.incarnation == s.incarnation {
+					// A lease of this very runner: its turn runs here by
+					// now, its start is under way, or neither (see
+					// endFailedStart).
+					if s.owns(key) {
+						delete(seen, key)
+					} else if s.forgotten(key, sl, now) && s.takeBack(ctx, key, sl.rev) {
+						delete(seen, key)
+					}
+					continue
+				}
 				if !s.leaseDue(sl, runners[sl.runner], blind, now) {
 					continue
 				}
@@ -424,6 +465,11 @@ func (s *Service) leaseDue(sl *seenLease, r *seenRunner, blind, now time.Time) b
 		return since(r.since) >= ownership.StaleAfter+sl.jitter
 	}
 }
+
+// ownFresh is how old the last sight of this runner's own heartbeat may be
+// for the watch to judge the others' (twice its interval: one late write
+// is not yet a sign).
+const ownFresh = 2 * ownership.Heartbeat
 
 // orphanAfter is how long a due lease that no runner here can take waits
 // before its turn is ended.

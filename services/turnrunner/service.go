@@ -66,7 +66,11 @@ type Service struct {
 
 	mu    sync.Mutex
 	turns map[string]*turn
-	runs  map[string]context.CancelCauseFunc // retrieval runs
+	// starting counts the starts of each turn under way here: their lease
+	// may be written before the turn runs, and the claim loop must not
+	// take it for one this runner lost track of (endFailedStart).
+	starting map[string]int
+	runs     map[string]context.CancelCauseFunc // retrieval runs
 	// retrieval runs POST /api/agent/run.
 	retrieval *retrieval.Runner
 	wg        sync.WaitGroup // running turns
@@ -78,7 +82,7 @@ func New(cfg Config, dial bus.Dialer, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{cfg: cfg, dial: dial, log: log.With("service", "turn-runner"), turns: map[string]*turn{}, runs: map[string]context.CancelCauseFunc{}}
+	return &Service{cfg: cfg, dial: dial, log: log.With("service", "turn-runner"), turns: map[string]*turn{}, starting: map[string]int{}, runs: map[string]context.CancelCauseFunc{}}
 }
 
 func defaultRunnerID() string {
@@ -356,6 +360,8 @@ func (s *Service) startTurn(ctx context.Context, req protocol.TurnRequest) (prot
 	default:
 		return protocol.TurnStarted{}, errBusy
 	}
+	s.beginStart(req.TurnID)
+	defer s.endStart(req.TurnID)
 	t := s.newTurn(req)
 	fail := func(err error) (protocol.TurnStarted, error) {
 		t.unlock()
@@ -412,16 +418,42 @@ func (s *Service) startTurn(ctx context.Context, req protocol.TurnRequest) (prot
 
 var errBusy = protocol.ErrRunnerBusy
 
+// beginStart notes a start of turnID under way here; endStart, its end
+// (by then the turn runs here, or its start failed).
+func (s *Service) beginStart(turnID string) {
+	s.mu.Lock()
+	s.starting[turnID]++
+	s.mu.Unlock()
+}
+
+func (s *Service) endStart(turnID string) {
+	s.mu.Lock()
+	if s.starting[turnID]--; s.starting[turnID] <= 0 {
+		delete(s.starting, turnID)
+	}
+	s.mu.Unlock()
+}
+
 // turnStored reports whether the turn stream holds any event of turnID,
 // or the question cannot be answered now (then a second delivery of its
 // start must not run it: the gateway still awaits the first's answer).
 func (s *Service) turnStored(ctx context.Context, turnID string) bool {
-	st, err := s.js.Stream(ctx, protocol.StreamTurns)
-	if err != nil {
-		return true
+	stored, err := s.hasEvents(ctx, turnID)
+	return stored || err != nil
+}
+
+// hasEvents reports whether the turn stream holds any event of turnID.
+func (s *Service) hasEvents(ctx context.Context, turnID string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
+	defer cancel()
+	_, err := s.stream.GetLastMsgForSubject(ctx, protocol.TurnEvents(turnID))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
 	}
-	_, err = st.GetLastMsgForSubject(ctx, protocol.TurnEvents(turnID))
-	return !errors.Is(err, jetstream.ErrMsgNotFound)
+	if err != nil {
+		return false, fmt.Errorf("turnrunner: events of %s: %w", turnID, err)
+	}
+	return true, nil
 }
 
 // newTurn builds the state of one turn (nothing runs yet).
