@@ -30,8 +30,14 @@ func (t *turn) resume() {
 		if t.silent() {
 			return
 		}
-		log.Error("read the checkpoint of a claimed turn", "err", err)
-		t.finishError("Something went wrong. Try sending your message again.")
+		// Most likely the bus (a cluster electing the stream's leader).
+		// Nothing is published: without the checkpoint this runner does
+		// not know the turn's next event number, and an end numbered
+		// from 1 would be passed over by its followers. The lease stays
+		// this runner's, which takes the turn back and resumes it again
+		// (takeBack) once the lease has stood for a moment.
+		log.Warn("read the checkpoint of a claimed turn; resuming it again shortly", "err", err)
+		t.cancel(errCheckpointUnread)
 		return
 	}
 	t.pub.ContinueAt(lg.Last)
