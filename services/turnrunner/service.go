@@ -181,10 +181,27 @@ func (s *Service) connect(ctx context.Context) error {
 		return fmt.Errorf("turnrunner: jetstream: %w", err)
 	}
 	s.js = js
+	// On a fresh cluster the stream and buckets wait for a JetStream meta
+	// leader (seconds; each creation retries, saying so in the log). Past
+	// clusterWait the start fails with the cluster's last answer, which
+	// the process reports as this module's failure.
+	ctx, cancel := context.WithTimeout(ctx, clusterWait)
+	defer cancel()
 	if s.stream, err = bus.EnsureTurnStream(ctx, js, s.cfg.Stream); err != nil {
-		return err
+		return clusterError(err)
 	}
-	return s.ensureBuckets(ctx)
+	return clusterError(s.ensureBuckets(ctx))
+}
+
+// clusterWait bounds the set-up of the runner's stream and buckets.
+const clusterWait = 2 * time.Minute
+
+// clusterError says what a set-up that ran out of time waited for.
+func clusterError(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("turnrunner: the NATS cluster did not answer within %s (is a JetStream meta leader elected? are all --nats-replicas nodes up?): %w", clusterWait, err)
+	}
+	return err
 }
 
 // subscribe listens for what is addressed to every runner.
