@@ -113,8 +113,12 @@ func ensureTurnStream(ctx context.Context, js jetstream.JetStream, cfg TurnStrea
 		scfg.PersistMode = jetstream.AsyncPersistMode
 	}
 	// A few rounds: another process may create or replace the stream
-	// between our look and our write.
-	for range 4 {
+	// between our look and our write. Only replacing counts against the
+	// limit; a creation that finds the stream made by another process looks
+	// again after a pause, for a while: on a fresh cluster the new stream
+	// answers "not found" until its own raft group has formed.
+	replaced, raced := 0, 0
+	for replaced < 4 && raced < maxCreateRaces {
 		st, err := createWithRetry(ctx, "stream "+protocol.StreamTurns, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, protocol.StreamTurns) })
 		switch {
 		case err == nil:
@@ -128,6 +132,7 @@ func ensureTurnStream(ctx context.Context, js jetstream.JetStream, cfg TurnStrea
 				if err := js.DeleteStream(ctx, protocol.StreamTurns); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 					return nil, fmt.Errorf("bus: replace stream %s: %w", protocol.StreamTurns, err)
 				}
+				replaced++
 				continue
 			}
 			// The first sequence is fixed at creation.
@@ -159,12 +164,23 @@ func ensureTurnStream(ctx context.Context, js jetstream.JetStream, cfg TurnStrea
 			if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 				return nil, fmt.Errorf("bus: create stream %s: %w", protocol.StreamTurns, err)
 			}
+			raced++
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("bus: ensure stream %s: %w", protocol.StreamTurns, ctx.Err())
+			case <-time.After(min(time.Duration(raced)*100*time.Millisecond, time.Second)):
+			}
 		default:
 			return nil, fmt.Errorf("bus: ensure stream %s: %w", protocol.StreamTurns, err)
 		}
 	}
 	return nil, fmt.Errorf("bus: ensure stream %s: other processes keep changing it (do they disagree on --turn-stream-storage?)", protocol.StreamTurns)
 }
+
+// maxCreateRaces bounds how often ensureTurnStream finds the stream
+// created by another process and still cannot see it (about 40 s of
+// pauses).
+const maxCreateRaces = 45
 
 // createAttemptTimeout bounds one try of createWithRetry. During an
 // election the cluster may drop a JetStream API request without an answer;
