@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/waggle-os/core/libs/llmtest"
-	"github.com/waggle-os/core/libs/waitfor"
 )
 
 // TestFreshClusterStart: the three nodes and every process — the services
@@ -30,25 +29,16 @@ func TestFreshClusterStart(t *testing.T) {
 		t.Fatal("no stream on the cluster")
 	}
 	for _, name := range names {
-		waitfor.Within(60*time.Second).Every(200*time.Millisecond).NoError(t, name+" on three nodes", func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			st, err := js.Stream(ctx, name)
-			if err != nil {
-				return err
-			}
-			info, err := st.Info(ctx)
-			if err != nil {
-				return err
-			}
-			if info.Config.Replicas != nodes {
-				t.Fatalf("%s has %d replicas, want %d", name, info.Config.Replicas, nodes)
-			}
-			if info.Cluster == nil || info.Cluster.Leader == "" || len(info.Cluster.Replicas) != nodes-1 {
-				return fmt.Errorf("not placed on all nodes yet: %+v", info.Cluster)
-			}
-			return nil
-		})
+		h.waitCurrent(js, name) // a leader and two current replicas
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		st, err := js.Stream(ctx, name)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if r := st.CachedInfo().Config.Replicas; r != nodes {
+			t.Errorf("%s has %d replicas, want %d", name, r, nodes)
+		}
 	}
 	for gw := range h.gateways {
 		msg := fmt.Sprintf("hello gateway %d", gw)
