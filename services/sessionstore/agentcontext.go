@@ -121,7 +121,7 @@ func (h contextHandlers) workspaceNow(ctx context.Context, req protocol.Workspac
 	if err != nil {
 		return protocol.WorkspaceNow{}, err
 	}
-	sessions, err := h.s.store.ListSessions(ctx, protocol.SessionListRequest{Workspace: req.Workspace, HideEmpty: true})
+	sessions, err := h.s.store.RecentSessions(ctx, protocol.SessionListRequest{Workspace: req.Workspace, HideEmpty: true})
 	if err != nil {
 		return protocol.WorkspaceNow{}, err
 	}

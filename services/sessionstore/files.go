@@ -109,6 +109,11 @@ func (f *Files) ListSessions(ctx context.Context, req protocol.SessionListReques
 	return f.sess.List(ctx, req.Workspace, req.HideEmpty)
 }
 
+// RecentSessions implements Store from the listing index.
+func (f *Files) RecentSessions(ctx context.Context, req protocol.SessionListRequest) ([]protocol.SessionInfo, error) {
+	return f.sess.ListIndexed(ctx, req.Workspace, req.HideEmpty)
+}
+
 // SearchSessions implements Store.
 func (f *Files) SearchSessions(ctx context.Context, req protocol.SessionSearchRequest) ([]protocol.SessionSearchResult, error) {
 	return f.sess.Search(ctx, req.Workspace, req.Query, req.Limit)

@@ -166,6 +166,15 @@ func (r *Router) ListSessions(ctx context.Context, req protocol.SessionListReque
 	return s.ListSessions(ctx, req)
 }
 
+// RecentSessions implements Store.
+func (r *Router) RecentSessions(ctx context.Context, req protocol.SessionListRequest) ([]protocol.SessionInfo, error) {
+	s, err := r.pick(ctx, req.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	return s.RecentSessions(ctx, req)
+}
+
 // SearchSessions implements Store.
 func (r *Router) SearchSessions(ctx context.Context, req protocol.SessionSearchRequest) ([]protocol.SessionSearchResult, error) {
 	s, err := r.pick(ctx, req.Workspace)

@@ -39,6 +39,10 @@ type Store interface {
 	// ListSessions lists a workspace's sessions, most recently active
 	// first, writing lazy summaries back.
 	ListSessions(ctx context.Context, req protocol.SessionListRequest) ([]protocol.SessionInfo, error)
+	// RecentSessions is ListSessions for what runs on every turn
+	// (Workspace Now): it may miss an edit made behind the store's back
+	// for a moment (JSONL: sessions.DefaultRescan), never the store's own.
+	RecentSessions(ctx context.Context, req protocol.SessionListRequest) ([]protocol.SessionInfo, error)
 	// SearchSessions searches a workspace's sessions (contract §6).
 	SearchSessions(ctx context.Context, req protocol.SessionSearchRequest) ([]protocol.SessionSearchResult, error)
 	// ExportSession renders a session as Markdown.

@@ -1,6 +1,7 @@
 package turnrunner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,12 +70,14 @@ func (t *turn) loadContext(ctx context.Context) turnContext {
 			out.now = wsnow.Format(n)
 		}
 	})
+	mind := busMind{s: s, workspace: t.req.Workspace, user: t.req.User}
 	wg.Go(func() {
-		mind := busMind{s: s, workspace: t.req.Workspace, user: t.req.User}
 		text, err := mind.Identity(ctx)
 		if t.optional("identity", err) {
 			out.identity = text
 		}
+	})
+	wg.Go(func() {
 		items, err := mind.items(ctx)
 		if t.optional("awareness", err) && len(items) > 0 {
 			out.awareness = protocol.AwarenessContext(items)
@@ -258,13 +261,18 @@ func (m busMind) refs() (ws, personal protocol.MindRef) {
 }
 
 // Identity is the workspace's identity when it has one, else the user's.
+// Both are asked at once: the prompt waits for the slower, not the sum.
 func (m busMind) Identity(ctx context.Context) (string, error) {
-	ws, personal := m.refs()
-	for _, ref := range []protocol.MindRef{ws, personal} {
+	var ids [2]protocol.Identity
+	err := m.both(ctx, func(i int, ref protocol.MindRef) error {
 		id, err := bus.Call(ctx, m.s.nc, protocol.GetIdentity, ref, bus.Within(m.s.cfg.StoreTimeout))
-		if err != nil {
-			return "", fmt.Errorf("turnrunner: identity: %w", err)
-		}
+		ids[i] = id
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("turnrunner: identity: %w", err)
+	}
+	for _, id := range ids {
 		if text := id.IdentityContext(); text != "" {
 			return text, nil
 		}
@@ -274,16 +282,29 @@ func (m busMind) Identity(ctx context.Context) (string, error) {
 
 // items are the live awareness items of the workspace, then the user's.
 func (m busMind) items(ctx context.Context) ([]protocol.AwarenessItem, error) {
-	ws, personal := m.refs()
-	var out []protocol.AwarenessItem
-	for _, ref := range []protocol.MindRef{ws, personal} {
+	var lists [2][]protocol.AwarenessItem
+	err := m.both(ctx, func(i int, ref protocol.MindRef) error {
 		l, err := bus.Call(ctx, m.s.nc, protocol.GetAwareness, ref, bus.Within(m.s.cfg.StoreTimeout))
-		if err != nil {
-			return nil, fmt.Errorf("turnrunner: awareness: %w", err)
-		}
-		out = append(out, l.Items...)
+		lists[i] = l.Items
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("turnrunner: awareness: %w", err)
 	}
-	return out, nil
+	return append(lists[0], lists[1]...), nil
+}
+
+// both runs ask for the workspace mind (0) and the personal mind (1)
+// concurrently; the first error wins.
+func (m busMind) both(ctx context.Context, ask func(i int, ref protocol.MindRef) error) error {
+	ws, personal := m.refs()
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i, ref := range []protocol.MindRef{ws, personal} {
+		wg.Go(func() { errs[i] = ask(i, ref) })
+	}
+	wg.Wait()
+	return cmp.Or(errs[0], errs[1])
 }
 
 // Awareness is the items as the original's text.

@@ -176,19 +176,30 @@ func (t *turn) closeGate(gate *approvalgate.Gate) {
 // endAgentTurn records the run's usage and ends the turn by its outcome:
 // aborted, failed, or done with the reply persisted first.
 func (t *turn) endAgentTurn(log *slog.Logger, message, persona string, res agent.Result, err error) {
-	t.recordUsage(res)
-	t.recordExtraUsage(res)
+	// The usage ledger's write overlaps the reply's; both are on disk
+	// before the turn's last event, so a client that reads its cost after
+	// done finds this turn in it.
+	usage := make(chan struct{})
+	go func() {
+		defer close(usage)
+		t.recordUsage(res)
+		t.recordExtraUsage(res)
+	}()
 	switch {
 	case t.ctx.Err() != nil:
+		<-usage
 		t.abortWith(res.Content)
 	case err != nil:
+		<-usage
 		log.Warn("agent turn failed", "model", res.Model, "err", err)
 		t.failPersisted(res.Content, agent.FriendlyError(err))
 	default:
 		t.captureWorkflow(res)
 		res.Content = finalContent(persona, res)
-		if err := t.persist(protocol.Message{Role: protocol.RoleAssistant, Content: res.Content}); err != nil {
-			log.Error("persist assistant message", "err", err)
+		perr := t.persist(protocol.Message{Role: protocol.RoleAssistant, Content: res.Content})
+		<-usage
+		if perr != nil {
+			log.Error("persist assistant message", "err", perr)
 			t.finishError("Your reply could not be saved. Try sending your message again.")
 			return
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/turnrunner/ownership"
+	"github.com/waggle-os/core/services/turnrunner/ownership/sessionqueue"
 )
 
 // reapEnv is a real runner on an embedded NATS server and a connection
@@ -57,7 +58,7 @@ func (e *reapEnv) startRunner(claims bool) *Service {
 		_ = s.Stop(ctx)
 	})
 	if !claims {
-		s.stopClaim()
+		s.own.StopClaiming()
 	}
 	var err error
 	ctx := context.Background()
@@ -145,14 +146,14 @@ func TestLaterRunnerDoesNotResumeAnEndedTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queue, err := ownership.Open(ctx, js, ownership.Config{Alive: func(context.Context, string) (bool, error) { return true, nil }})
+	queue, err := sessionqueue.Open(ctx, js, sessionqueue.Config{Alive: func(context.Context, string) (bool, error) { return true, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(queue.Close)
 	e.leases = leases
 	e.lease(id, "dead", "inc-0")
-	session := ownership.Session{Workspace: "ws", Session: "s1"}
+	session := sessionqueue.Session{Workspace: "ws", Session: "s1"}
 	if _, err := queue.Join(ctx, session, id, id, false); err != nil {
 		t.Fatal(err)
 	}
@@ -191,8 +192,8 @@ func TestOwnLeaseLeftBehindIsSettled(t *testing.T) {
 	e.event(finished, protocol.EventToken, "")
 	e.event(finished, protocol.EventDone, protocol.TurnEndMsgID(finished))
 	_, n := e.last(finished)
-	e.lease(finished, s.id, s.incarnation)
-	e.lease(failed, s.id, s.incarnation)
+	e.lease(finished, s.id, s.own.Incarnation())
+	e.lease(failed, s.id, s.own.Incarnation())
 
 	waitfor.True(t, "both leases settled", func() bool { return !e.hasLease(finished) && !e.hasLease(failed) })
 	if last, k := e.last(finished); k != n || last.Header.Get(protocol.HeaderEvent) != protocol.EventDone {

@@ -9,6 +9,7 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/turnrunner/agent"
+	"github.com/waggle-os/core/services/turnrunner/ownership"
 	"github.com/waggle-os/core/services/turnrunner/turnevents"
 )
 
@@ -23,7 +24,7 @@ func (t *turn) resume() {
 	ctx, cancel := context.WithTimeout(t.ctx, 10*time.Second)
 	lg, err := turnevents.ReadLog(ctx, t.svc.js, t.req.TurnID)
 	if err == nil {
-		err = t.ownLock(ctx)
+		err = t.own.Place(ctx)
 	}
 	cancel()
 	if err != nil {
@@ -52,10 +53,10 @@ func (t *turn) resume() {
 	if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: protocol.StepResumed}); err != nil {
 		log.Error("publish step", "err", err)
 	}
-	if t.qseq == 0 {
-		// No place in the queue (see ownLock): it joins again, at the end.
+	if !t.own.Placed() {
+		// No place in the queue (see Place): it joins again, at the end.
 		ctx, cancel := kvCtx()
-		_, err := t.joinSession(ctx, joinQueue)
+		_, err := t.own.Join(ctx, ownership.Behind)
 		cancel()
 		if err != nil {
 			log.Error("rejoin the session's queue", "err", err)
@@ -63,7 +64,7 @@ func (t *turn) resume() {
 			return
 		}
 	}
-	if !t.holds && !t.waitLockQuietly() {
+	if !t.own.Holds() && !t.waitQuietly() {
 		return
 	}
 	msgs, tools, err := t.turnHistory()
@@ -104,10 +105,10 @@ func (t *turn) resume() {
 	}
 }
 
-// waitLockQuietly waits for the session like a queued turn (the client saw
+// waitQuietly waits for the session like a queued turn (the client saw
 // the waiting step already).
-func (t *turn) waitLockQuietly() bool {
-	if t.waitLock() {
+func (t *turn) waitQuietly() bool {
+	if t.own.Wait(t.ctx) == nil {
 		return true
 	}
 	if !t.silent() {

@@ -41,34 +41,30 @@ type Service struct {
 	js jetstream.JetStream
 	// turns is the turn stream's handle: reads of one turn's last event
 	// use it without asking for the stream's info each time.
-	stream  jetstream.Stream
-	leases  jetstream.KeyValue
-	runners jetstream.KeyValue
-	// queue orders the turns of each session (package ownership).
-	queue *ownership.Queue
-	// incarnation tells this process's leases from those of an earlier
-	// process with the same runner id.
-	incarnation string
-	svc         *bus.Service
-	subs        []*nats.Subscription
-	probe       *llmprobe.Prober
-	agent       *agent.Agent
-	tools       *tools.Registry
-	models      *settingsCache
-	policies    *policyCache
-	mcp         *mcp.Manager
+	stream jetstream.Stream
+	// own keeps this runner's turns' leases and session places, and
+	// claims the turns other runners left (package ownership).
+	own      *ownership.Owner
+	svc      *bus.Service
+	subs     []*nats.Subscription
+	probe    *llmprobe.Prober
+	agent    *agent.Agent
+	tools    *tools.Registry
+	models   *settingsCache
+	policies *policyCache
+	mcp      *mcp.Manager
 
-	// loops are the heartbeat and claim loops, stopped by Stop.
+	// loops is the heartbeat loop (lease renewal, presence), stopped by
+	// Stop.
 	loops     sync.WaitGroup
 	stopLoops context.CancelFunc
-	stopClaim context.CancelFunc
 	stopping  atomic.Bool
 
 	mu    sync.Mutex
 	turns map[string]*turn
 	// starting counts the starts of each turn under way here: their lease
-	// may be written before the turn runs, and the claim loop must not
-	// take it for one this runner lost track of (endFailedStart).
+	// may be written before the turn runs, and the ownership claim loop
+	// must not take it for one this runner lost track of (ownerHost.Runs).
 	starting map[string]int
 	runs     map[string]context.CancelCauseFunc // retrieval runs
 	// retrieval runs POST /api/agent/run.
@@ -134,8 +130,10 @@ func (s *Service) Start(ctx context.Context) error {
 // runner, the tools and the caches.
 func (s *Service) build() error {
 	s.id = s.cfg.RunnerID
-	s.incarnation = protocol.NewUUID()[:8]
 	s.log = s.log.With("runner", s.id)
+	s.own = ownership.NewOwner(ownership.OwnerConfig{
+		Runner: s.id, Replicas: s.cfg.Stream.Replicas, OrphanAfter: s.cfg.orphanAfter, Logger: s.log,
+	}, ownerHost{s})
 	s.models = newSettingsCache(s.cfg.ModelConfigCheck, s.cfg.StoreTimeout, s.log)
 	probe := s.cfg.Probe
 	probe.OnChange = s.reportModelServer
@@ -190,7 +188,10 @@ func (s *Service) connect(ctx context.Context) error {
 	if s.stream, err = bus.EnsureTurnStream(ctx, js, s.cfg.Stream); err != nil {
 		return clusterError(err)
 	}
-	return clusterError(s.ensureBuckets(ctx))
+	if err := s.own.Open(ctx, js); err != nil {
+		return clusterError(fmt.Errorf("turnrunner: %w", err))
+	}
+	return nil
 }
 
 // clusterWait bounds the set-up of the runner's stream and buckets.
@@ -235,11 +236,9 @@ func (s *Service) subscribe(context.Context) error {
 // Stop ends them.
 func (s *Service) startLoops(context.Context) error {
 	loopCtx, stopLoops := context.WithCancel(context.Background())
-	claimCtx, stopClaim := context.WithCancel(loopCtx)
-	s.stopLoops, s.stopClaim = stopLoops, stopClaim
+	s.stopLoops = stopLoops
 	s.loops.Go(func() { s.heartbeatLoop(loopCtx) })
-	s.loops.Go(func() { s.beatLoop(loopCtx) })
-	s.loops.Go(func() { s.claimLoop(claimCtx) })
+	s.own.Start()
 	return nil
 }
 
@@ -270,8 +269,8 @@ func (s *Service) Stop(ctx context.Context) error {
 	if s.svc != nil {
 		errs = append(errs, s.svc.Stop(ctx))
 	}
-	if s.stopClaim != nil {
-		s.stopClaim()
+	if s.own != nil {
+		s.own.StopClaiming()
 	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
@@ -306,8 +305,8 @@ func (s *Service) Stop(ctx context.Context) error {
 		s.stopLoops()
 		s.loops.Wait()
 	}
-	if s.queue != nil {
-		s.queue.Close() // no turn waits any more
+	if s.own != nil {
+		s.own.Stop() // no turn waits any more
 	}
 	for _, sub := range s.subs {
 		_ = sub.Unsubscribe()
@@ -379,38 +378,32 @@ func (s *Service) startTurn(ctx context.Context, req protocol.TurnRequest) (prot
 	}
 	s.beginStart(req.TurnID)
 	defer s.endStart(req.TurnID)
-	t := s.newTurn(req)
+	// The lease first, then the place in the session's queue (see
+	// ownership.Owner.Accept).
+	lctx, cancel := kvCtx()
+	tk, err := s.own.Accept(lctx, req)
+	cancel()
+	if err != nil {
+		<-s.slots
+		if errors.Is(err, ownership.ErrLeased) {
+			// A retried start of a turn that exists: its place in the
+			// queue is that turn's, not ours to give back.
+			return protocol.TurnStarted{}, protocol.ErrTurnExists
+		}
+		return protocol.TurnStarted{}, storageError(fmt.Errorf("turnrunner: %w", err))
+	}
+	t := s.newTurn(req, tk)
 	fail := func(err error) (protocol.TurnStarted, error) {
-		t.unlock()
-		t.dropLease()
+		tk.Leave()
+		tk.Drop()
 		<-s.slots
 		return protocol.TurnStarted{}, err
 	}
-	mode := joinQueue
-	switch req.Multitask {
-	case protocol.MultitaskReject:
-		mode = joinNever
-	case protocol.MultitaskInterrupt:
-		mode = joinFront
-	}
-	// The lease is written before the turn joins its session's queue: a
-	// queued turn without a lease is taken for dead and passed over, so it
-	// must never be seen without one. A crash between the two leaves a
-	// lease without a place, which the runner that claims it joins again.
-	if err := t.createLease(); err != nil {
-		if isConflict(err) {
-			// A retried start of a turn that exists: its place in the
-			// queue is that turn's, not ours to give back.
-			<-s.slots
-			return protocol.TurnStarted{}, protocol.ErrTurnExists
-		}
-		return fail(storageError(err))
-	}
-	ctx, cancel := kvCtx()
-	holder, err := t.joinSession(ctx, mode)
+	ctx, cancel = kvCtx()
+	holder, err := tk.Join(ctx, joinMode(req.Multitask))
 	cancel()
 	if err != nil {
-		return fail(storageError(err))
+		return fail(storageError(fmt.Errorf("turnrunner: %w", err)))
 	}
 	if holder != "" {
 		switch req.Multitask {
@@ -455,28 +448,19 @@ func (s *Service) endStart(turnID string) {
 // or the question cannot be answered now (then a second delivery of its
 // start must not run it: the gateway still awaits the first's answer).
 func (s *Service) turnStored(ctx context.Context, turnID string) bool {
-	stored, err := s.hasEvents(ctx, turnID)
-	return stored || err != nil
-}
-
-// hasEvents reports whether the turn stream holds any event of turnID.
-func (s *Service) hasEvents(ctx context.Context, turnID string) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
-	defer cancel()
-	_, err := s.stream.GetLastMsgForSubject(ctx, protocol.TurnEvents(turnID))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return false, nil
-	}
+	st, err := s.js.Stream(ctx, protocol.StreamTurns)
 	if err != nil {
-		return false, fmt.Errorf("turnrunner: events of %s: %w", turnID, err)
+		return true
 	}
-	return true, nil
+	_, err = st.GetLastMsgForSubject(ctx, protocol.TurnEvents(turnID))
+	return !errors.Is(err, jetstream.ErrMsgNotFound)
 }
 
-// newTurn builds the state of one turn (nothing runs yet).
-func (s *Service) newTurn(req protocol.TurnRequest) *turn {
+// newTurn builds the state of one turn, owned through own (nothing runs
+// yet).
+func (s *Service) newTurn(req protocol.TurnRequest, own turnOwnership) *turn {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	t := &turn{svc: s, req: req, ctx: ctx, cancel: cancel, started: time.Now()}
+	t := &turn{svc: s, own: own, req: req, ctx: ctx, cancel: cancel, started: time.Now()}
 	t.pub = turnevents.New(s.js, req.TurnID, t.onToken)
 	t.presence = newPresence(s.cfg.DisconnectGrace, func() { t.cancel(errClientGone) })
 	return t

@@ -12,12 +12,13 @@ import (
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
-	"github.com/waggle-os/core/services/turnrunner/ownership"
 )
 
 // turn is one running chat turn, owned by the goroutine that runs it.
 type turn struct {
-	svc     *Service
+	svc *Service
+	// own is the turn's lease and place in its session's queue.
+	own     turnOwnership
 	req     protocol.TurnRequest
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
@@ -29,18 +30,7 @@ type turn struct {
 	resumed bool
 	// finished is set once the terminal event is stored.
 	finished bool
-	// qseq is this turn's place in its session's queue (0: none).
-	qseq uint64
-	// holds is set once the turn holds its session.
-	holds    bool
 	presence *presence
-
-	// leaseOp serialises the lease's writes (renew, drop, release), so a
-	// renewal never resurrects a lease being dropped or released.
-	leaseOp  sync.Mutex
-	leaseMu  sync.Mutex
-	lease    ownership.Lease
-	leaseRev uint64 // 0 once the lease is gone or someone else's
 
 	firstToken sync.Once
 
@@ -88,7 +78,7 @@ var errCheckpointUnread = errors.New("the turn's checkpoint could not be read")
 // run runs a newly accepted turn.
 func (t *turn) run() {
 	log := t.logger()
-	if !t.holds && !t.queue() {
+	if !t.own.Holds() && !t.queue() {
 		return
 	}
 	if protocol.IsSlashCommand(t.req.Message) {
@@ -152,7 +142,7 @@ func (t *turn) queue() bool {
 	if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: protocol.StepWaitingForSession}); err != nil {
 		t.logger().Error("publish step", "err", err)
 	}
-	if t.waitLock() {
+	if t.own.Wait(t.ctx) == nil {
 		return true
 	}
 	if !t.silent() {
@@ -229,13 +219,14 @@ func (t *turn) reply(path, text string, skip int) {
 func (t *turn) end() {
 	switch {
 	case t.finished || !t.silent():
-		t.unlock()
-		t.dropLease()
+		t.own.Leave()
+		t.own.Drop()
 	case errors.Is(context.Cause(t.ctx), errHandover):
 		t.pub.Drain(2 * time.Second)
-		t.releaseLease()
+		t.own.Release(t.presence.wasFollowed())
 		telemetry.TurnsFinished.WithLabelValues("handover").Inc()
 	case errors.Is(context.Cause(t.ctx), errCheckpointUnread):
+		t.own.Abandon()
 		telemetry.TurnsFinished.WithLabelValues("retry").Inc()
 	default:
 		telemetry.TurnsFinished.WithLabelValues("lost").Inc()
@@ -390,7 +381,7 @@ func (t *turn) finish(event string, data any) {
 	// Everything the turn keeps is persisted by now: the session is free
 	// before the client sees the end, so a next message sent on `done`
 	// (even with multitask "reject") never finds it busy.
-	t.unlock()
+	t.own.Leave()
 	if err := t.pub.Finish(event, data); err != nil {
 		t.svc.log.Error("publish terminal event", "turn", t.req.TurnID, "event", event, "err", err)
 		return

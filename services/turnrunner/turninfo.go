@@ -5,12 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/turnrunner/ownership"
 )
+
+// reapTimeout bounds the bucket and stream reads of one answer about a
+// turn.
+const reapTimeout = 5 * time.Second
+
+// errCannotLook answers a question about a turn whose reads did not
+// finish in time.
+var errCannotLook = &protocol.Error{Kind: protocol.Unavailable, Message: "The turn cannot be looked at now."}
 
 // turnInfo answers protocol.LookupTurn from what the runners own: the
 // turn's lease (its owner and request) and its stored events (ended,
@@ -34,18 +42,12 @@ func (s *Service) turnInfo(ctx context.Context, req protocol.TurnInfoRequest) (p
 
 func (s *Service) lookUpTurn(ctx context.Context, turnID string) (protocol.TurnInfo, error) {
 	info := protocol.TurnInfo{State: protocol.TurnUnknown}
-	leased := false
-	e, err := s.leases.Get(ctx, turnID)
-	switch {
-	case err == nil:
-		var l ownership.Lease
-		if json.Unmarshal(e.Value(), &l) == nil && l.Request.TurnID == turnID {
-			leased = true
-			info.State, info.Runner, info.Workspace = protocol.TurnRunning, l.Runner, l.Request.Workspace
-		}
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-	default:
-		return info, fmt.Errorf("turnrunner: lease of %s: %w", turnID, err)
+	l, leased, err := s.own.Lookup(ctx, turnID)
+	if err != nil {
+		return info, fmt.Errorf("turnrunner: %w", err)
+	}
+	if leased {
+		info.State, info.Runner, info.Workspace = protocol.TurnRunning, l.Runner, l.Request.Workspace
 	}
 	subj := protocol.TurnEvents(turnID)
 	m, err := s.stream.GetLastMsgForSubject(ctx, subj)

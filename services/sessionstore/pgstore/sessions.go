@@ -181,6 +181,12 @@ func (s *Store) Append(ctx context.Context, req protocol.AppendRequest) error {
 	return nil
 }
 
+// RecentSessions is ListSessions: the database is the only writer, so
+// its listing is never stale.
+func (s *Store) RecentSessions(ctx context.Context, req protocol.SessionListRequest) ([]protocol.SessionInfo, error) {
+	return s.ListSessions(ctx, req)
+}
+
 // ListSessions lists a workspace's sessions, most recently active first
 // (ties by id); an unknown workspace lists as empty. Sessions with at
 // least 4 messages and no summary get one generated and written back.

@@ -91,6 +91,23 @@ func BenchmarkList10k(b *testing.B) {
 	}
 }
 
+// BenchmarkListIndexed10k is Workspace Now's listing (on every model
+// turn) after one session was written: the index, one stat of the
+// directory and that session's file.
+func BenchmarkListIndexed10k(b *testing.B) {
+	s, _ := newStore(b, benchWorkspace(b))
+	ctx := context.Background()
+	if got, err := s.List(ctx, "bench", false); err != nil || len(got) != benchSessions {
+		b.Fatalf("warm-up: %d %v", len(got), err)
+	}
+	for b.Loop() {
+		s.Invalidate("bench", "session-05000")
+		if got, err := s.ListIndexed(ctx, "bench", false); err != nil || len(got) != benchSessions {
+			b.Fatalf("%d %v", len(got), err)
+		}
+	}
+}
+
 // BenchmarkList10kCold is the first listing after a start: every file is
 // read and parsed.
 func BenchmarkList10kCold(b *testing.B) {

@@ -7,7 +7,10 @@
 // modification time: a listing stats every file but parses only the ones
 // that changed (in parallel). The store's own writes also invalidate the
 // entry explicitly, so coarse file-system timestamps cannot serve a stale
-// entry. Search cannot be cached that way (it reads message text), so it
+// entry. Workspace Now lists the sessions on every model turn, where a
+// stat per session is too much: ListIndexed trusts the index instead,
+// reloading only what the store wrote since, and stats every file only
+// when the directory changed or Config.Rescan passed. Search cannot be cached that way (it reads message text), so it
 // reads files in parallel, decodes only the lines whose raw bytes may hold
 // the query (transcript.SearchData), and fully reads only the sessions that
 // make the result page.
@@ -67,7 +70,15 @@ type Config struct {
 	Workers int
 	// Logger reports failed lazy summary write-backs. Default: slog.Default().
 	Logger *slog.Logger
+	// Rescan is how long ListIndexed trusts the index (the store's own
+	// writes and the directory's modification time) before it stats every
+	// file again. Default: DefaultRescan.
+	Rescan time.Duration
 }
+
+// DefaultRescan bounds how long ListIndexed can miss a session file another
+// process changed (the store's own writes are seen at once).
+const DefaultRescan = 2 * time.Second
 
 // Validate fills defaults.
 func (c *Config) Validate() error {
@@ -79,6 +90,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Rescan <= 0 {
+		c.Rescan = DefaultRescan
 	}
 	return nil
 }
@@ -93,7 +107,22 @@ type Catalog struct {
 	now   func() time.Time
 
 	mu    sync.Mutex
-	index map[string]map[string]entry // workspace → session → entry
+	index map[string]*wsIndex
+}
+
+// wsIndex is the cached listing of one workspace.
+type wsIndex struct {
+	entries map[string]entry
+	// stale holds the sessions written since their entry was read (or
+	// created since the last scan), each with the write's sequence number:
+	// a listing that read a file before that write must not store its
+	// entry.
+	stale map[string]uint64
+	seq   uint64
+	// scanned is when the last full scan began (zero: never); dirMod is
+	// the sessions directory's modification time the index accounts for.
+	scanned time.Time
+	dirMod  time.Time
 }
 
 // entry is a cached listing entry, valid while the file has this state.
@@ -105,15 +134,38 @@ type entry struct {
 // New returns a store over files. cfg is validated (defaults filled).
 func New(files *jsonl.Store, wss Workspaces, cfg Config) *Catalog {
 	_ = cfg.Validate()
-	return &Catalog{cfg: cfg, files: files, wss: wss, now: time.Now, index: map[string]map[string]entry{}}
+	return &Catalog{cfg: cfg, files: files, wss: wss, now: time.Now, index: map[string]*wsIndex{}}
 }
 
 // Invalidate drops the cached entry of a session; every write to a session
-// file goes through here.
+// file goes through here, after the write. The directory's modification
+// time is taken as accounted for: a write that created the file changed
+// it.
 func (s *Catalog) Invalidate(ws, session string) {
+	mod, modErr := s.dirMod(ws)
 	s.mu.Lock()
-	delete(s.index[ws], session)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	idx := s.index[ws]
+	if idx == nil {
+		return
+	}
+	idx.seq++
+	idx.stale[session] = idx.seq
+	delete(idx.entries, session)
+	if modErr == nil {
+		idx.dirMod = mod
+	} else {
+		idx.scanned = time.Time{}
+	}
+}
+
+// dirMod is the modification time of a workspace's sessions directory.
+func (s *Catalog) dirMod(ws string) (time.Time, error) {
+	fi, err := os.Stat(s.files.SessionsDir(ws))
+	if err != nil {
+		return time.Time{}, err
+	}
+	return fi.ModTime(), nil
 }
 
 // ForgetWorkspace drops every cached entry of a workspace.
@@ -171,27 +223,77 @@ func (s *Catalog) listFiles(ws string, stat bool) ([]sessionFile, error) {
 // List returns a workspace's listing entries, most recently active first
 // (ties by id). An unknown workspace lists as empty. Sessions with at
 // least 4 messages and no summary get one generated and written back.
+// Every file is checked, so an edit behind the store's back shows at once.
 func (s *Catalog) List(ctx context.Context, ws string, hideEmpty bool) ([]protocol.SessionInfo, error) {
+	return s.list(ctx, ws, hideEmpty, false)
+}
+
+// ListIndexed is List from the index: only the sessions the store wrote
+// since the last listing are read, and no file is checked unless the
+// sessions directory changed or Config.Rescan passed, so an edit another
+// process made can go unseen that long.
+func (s *Catalog) ListIndexed(ctx context.Context, ws string, hideEmpty bool) ([]protocol.SessionInfo, error) {
+	return s.list(ctx, ws, hideEmpty, true)
+}
+
+func (s *Catalog) list(ctx context.Context, ws string, hideEmpty, trust bool) ([]protocol.SessionInfo, error) {
 	if !s.wss.Exists(ws) {
 		return []protocol.SessionInfo{}, nil
 	}
-	files, err := s.sessionFiles(ws)
-	if err != nil {
-		return nil, err
+	mod, err := s.dirMod(ws)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []protocol.SessionInfo{}, nil
 	}
-	infos := make([]protocol.SessionInfo, len(files))
-	ok := make([]bool, len(files))
-	var misses []int
+	if err != nil {
+		return nil, fmt.Errorf("sessions: list %s: %w", ws, err)
+	}
+	var (
+		files    []sessionFile
+		infos    []protocol.SessionInfo
+		ok       []bool
+		misses   []int
+		startSeq uint64
+	)
+	now := s.now()
 	s.mu.Lock()
-	cached := s.index[ws]
-	for i, f := range files {
-		if e, hit := cached[f.id]; hit && e.state == f.state {
-			infos[i], ok[i] = e.info, true
-		} else {
-			misses = append(misses, i)
+	idx := s.index[ws]
+	trusted := trust && idx != nil && !idx.scanned.IsZero() && now.Sub(idx.scanned) < s.cfg.Rescan && idx.dirMod.Equal(mod)
+	if idx != nil {
+		startSeq = idx.seq
+	}
+	if trusted {
+		// Only what the store wrote since is read again.
+		files = make([]sessionFile, 0, len(idx.entries)+len(idx.stale))
+		for id, e := range idx.entries {
+			files = append(files, sessionFile{id: id})
+			infos, ok = append(infos, e.info), append(ok, true)
+		}
+		for id := range idx.stale {
+			misses = append(misses, len(files))
+			files = append(files, sessionFile{id: id})
+			infos, ok = append(infos, protocol.SessionInfo{}), append(ok, false)
 		}
 	}
 	s.mu.Unlock()
+	if !trusted {
+		if files, err = s.sessionFiles(ws); err != nil {
+			return nil, err
+		}
+		infos, ok = make([]protocol.SessionInfo, len(files)), make([]bool, len(files))
+		s.mu.Lock()
+		var cached map[string]entry
+		if idx != nil {
+			cached = idx.entries
+		}
+		for i, f := range files {
+			if e, hit := cached[f.id]; hit && e.state == f.state {
+				infos[i], ok[i] = e.info, true
+			} else {
+				misses = append(misses, i)
+			}
+		}
+		s.mu.Unlock()
+	}
 
 	fresh := make([]entry, len(files))
 	err = parallel(ctx, s.cfg.Workers, len(misses), func(k int) error {
@@ -211,25 +313,7 @@ func (s *Catalog) List(ctx context.Context, ws string, hideEmpty bool) ([]protoc
 	if err != nil {
 		return nil, err
 	}
-
-	// Rebuild the workspace's index from this listing, which also drops
-	// entries of files that are gone.
-	next := make(map[string]entry, len(files))
-	s.mu.Lock()
-	cached = s.index[ws]
-	for i, f := range files {
-		switch {
-		case !ok[i]:
-		case !fresh[i].state.ModTime.IsZero():
-			next[f.id] = fresh[i]
-		default:
-			if e, hit := cached[f.id]; hit {
-				next[f.id] = e
-			}
-		}
-	}
-	s.index[ws] = next
-	s.mu.Unlock()
+	s.remember(ws, files, ok, fresh, startSeq, trusted, now, mod)
 
 	out := make([]protocol.SessionInfo, 0, len(files))
 	for i := range files {
@@ -245,6 +329,47 @@ func (s *Catalog) List(ctx context.Context, ws string, hideEmpty bool) ([]protoc
 		return strings.Compare(a.ID, b.ID)
 	})
 	return out, nil
+}
+
+// remember stores what a listing read in the workspace's index. An entry
+// the store wrote since the listing began stays stale; a full scan also
+// drops the entries of files that are gone and records when it began.
+func (s *Catalog) remember(ws string, files []sessionFile, ok []bool, fresh []entry, startSeq uint64, trusted bool, began, mod time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idx := s.index[ws]
+	if idx == nil {
+		idx = &wsIndex{entries: map[string]entry{}, stale: map[string]uint64{}}
+		s.index[ws] = idx
+	}
+	if !trusted {
+		next := make(map[string]entry, len(files))
+		for i, f := range files {
+			if e, hit := idx.entries[f.id]; hit && ok[i] && fresh[i].state.ModTime.IsZero() {
+				next[f.id] = e
+			}
+		}
+		idx.entries = next
+		// Writes the scan may have missed stay stale; older ones are in it.
+		for id, seq := range idx.stale {
+			if seq <= startSeq {
+				delete(idx.stale, id)
+			}
+		}
+		idx.scanned, idx.dirMod = began, mod
+	}
+	for i, f := range files {
+		if idx.stale[f.id] > startSeq {
+			continue
+		}
+		switch {
+		case !fresh[i].state.ModTime.IsZero():
+			idx.entries[f.id] = fresh[i]
+			delete(idx.stale, f.id)
+		case trusted && !ok[i]:
+			delete(idx.stale, f.id) // gone, or unreadable until written again
+		}
+	}
 }
 
 // load reads one session and builds its listing entry, writing a lazily

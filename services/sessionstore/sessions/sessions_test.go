@@ -163,3 +163,73 @@ func TestSearchLimitAfterSort(t *testing.T) {
 		t.Fatalf("short: %v", err)
 	}
 }
+
+// TestListIndexedReadsOnlyWhatChanged checks the index Workspace Now uses
+// on every model turn: after the store's own writes it reloads those
+// sessions alone (a session it created included), trusts the rest, and
+// sees what another process did by the next rescan at the latest.
+func TestListIndexedReadsOnlyWhatChanged(t *testing.T) {
+	s, files := newStore(t, t.TempDir(), "ws")
+	clock := time.Now()
+	s.now = func() time.Time { return clock }
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i := range 20 {
+		write(t, files, "ws", fmt.Sprintf("s%02d", i), at, line("user", fmt.Sprintf("hello %d", i)))
+	}
+	ctx := context.Background()
+	list := func() map[string]protocol.SessionInfo {
+		t.Helper()
+		got, err := s.ListIndexed(ctx, "ws", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		by := map[string]protocol.SessionInfo{}
+		for _, g := range got {
+			by[g.ID] = g
+		}
+		return by
+	}
+	if got := list(); len(got) != 20 {
+		t.Fatalf("first listing: %d sessions", len(got))
+	}
+	// Changed behind the store's back, in place: not read again before the
+	// rescan (that is what makes the listing cheap).
+	write(t, files, "ws", "s03", at, line("user", "changed behind the store's back"))
+	// The store's own writes: an append, a rewrite of the same size and
+	// mtime (no stat could see it), a new session and a delete.
+	if err := files.Append("ws", "s07", protocol.Message{Role: "assistant", Content: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Invalidate("ws", "s07")
+	write(t, files, "ws", "s08", at, line("user", "HELLO 8"))
+	s.Invalidate("ws", "s08")
+	info, err := s.Create("ws", json.RawMessage(`"fresh"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete(protocol.SessionLocator{Workspace: "ws", Session: "s09"}); err != nil {
+		t.Fatal(err)
+	}
+	got := list()
+	if len(got) != 20 || got["s07"].MessageCount != 2 || got["s08"].Title != "HELLO 8" || got[info.ID].Title != "fresh" ||
+		got["s09"].ID != "" || got["s03"].Title != "hello 3" {
+		t.Fatalf("listing after the store's writes: %+v", got)
+	}
+	// Another process's file and in-place edit show after a rescan.
+	write(t, files, "ws", "foreign", time.Time{}, line("user", "dropped in"))
+	clock = clock.Add(s.cfg.Rescan)
+	got = list()
+	if len(got) != 21 || got["s03"].Title != "changed behind the store's back" || got["foreign"].Title != "dropped in" {
+		t.Fatalf("listing after a rescan: %+v", got)
+	}
+	// The checked listing sees a foreign removal at once.
+	if err := os.Remove(filepath.Join(files.SessionsDir("ws"), "foreign.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if all, _ := s.List(ctx, "ws", false); len(all) != 20 {
+		t.Fatalf("checked listing after a foreign delete: %d sessions", len(all))
+	}
+	if got := list(); got["foreign"].ID != "" {
+		t.Fatalf("indexed listing after the checked one still has the removed file")
+	}
+}

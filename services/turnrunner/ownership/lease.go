@@ -77,6 +77,7 @@ type RunnerBeat struct {
 	// Heartbeat is the runner's clock (Unix ms), for operators; liveness
 	// is judged by the entry's revision changing.
 	Heartbeat int64 `json:"heartbeat"`
-	// Turns is how many turns the runner runs, for operators.
+	// Turns is how many turns' leases the runner holds (the turns it
+	// runs, or is about to), for operators.
 	Turns int `json:"turns"`
 }

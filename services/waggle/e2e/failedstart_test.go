@@ -13,6 +13,7 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/turnrunner/ownership"
+	"github.com/waggle-os/core/services/turnrunner/ownership/sessionqueue"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
@@ -64,12 +65,12 @@ func TestFailedStartDoesNotBlockItsSession(t *testing.T) {
 	if _, err := leases.Create(ctx, lost, body); err != nil {
 		t.Fatal(err)
 	}
-	queue, err := ownership.Open(ctx, js, ownership.Config{Alive: func(context.Context, string) (bool, error) { return true, nil }})
+	queue, err := sessionqueue.Open(ctx, js, sessionqueue.Config{Alive: func(context.Context, string) (bool, error) { return true, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer queue.Close()
-	if _, err := queue.Join(ctx, ownership.Session{Workspace: "default", Session: "stuck"}, lost, lost+":0", false); err != nil {
+	if _, err := queue.Join(ctx, sessionqueue.Session{Workspace: "default", Session: "stuck"}, lost, lost+":0", false); err != nil {
 		t.Fatal(err)
 	}
 

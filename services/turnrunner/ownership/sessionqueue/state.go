@@ -1,4 +1,4 @@
-package ownership
+package sessionqueue
 
 import "slices"
 

@@ -1,7 +1,7 @@
-// Package ownership decides which turn owns a session: a session's turns
+// Package sessionqueue orders the turns of each session: a session's turns
 // queue up by appending to a JetStream stream, whose sequence is their
 // order, so joining the queue and leaving it never lose a race.
-package ownership
+package sessionqueue
 
 import (
 	"context"
@@ -63,7 +63,7 @@ func (s Session) String() string { return s.Workspace + "/" + s.Session }
 
 // ErrGone is returned by Wait when the turn's entry is not in the queue
 // any more: it was left, or passed over as dead.
-var ErrGone = errors.New("ownership: the turn is no longer in its session's queue")
+var ErrGone = errors.New("sessionqueue: the turn is no longer in its session's queue")
 
 // Config configures a Queue.
 type Config struct {
@@ -106,7 +106,7 @@ type Queue struct {
 // recovery rests on; see Recovery in docs/architecture.md.
 func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Queue, error) {
 	if cfg.Alive == nil {
-		return nil, errors.New("ownership: Config.Alive is required")
+		return nil, errors.New("sessionqueue: Config.Alive is required")
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
@@ -133,7 +133,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Queue, erro
 	}
 	st, err := bus.EnsureStream(ctx, js, scfg)
 	if err != nil {
-		return nil, fmt.Errorf("ownership: %w", err)
+		return nil, fmt.Errorf("sessionqueue: %w", err)
 	}
 	return &Queue{cfg: cfg, js: js, stream: st, log: cfg.Logger, watches: map[string]*watch{}, idle: map[string]uint64{}}, nil
 }
@@ -184,7 +184,7 @@ func (q *Queue) Enter(ctx context.Context, s Session, turnID, msgID string, fron
 	}
 	ack, err := q.js.Publish(ctx, s.subject(), body, jetstream.WithMsgID(msgID))
 	if err != nil {
-		return 0, false, fmt.Errorf("ownership: join the queue of %s: %w", s, err)
+		return 0, false, fmt.Errorf("sessionqueue: join the queue of %s: %w", s, err)
 	}
 	return ack.Sequence, false, nil
 }
@@ -246,7 +246,7 @@ func (q *Queue) done(ctx context.Context, s Session, seq uint64) (uint64, error)
 	// record is enough (a second would be ignored anyway).
 	ack, err := q.js.Publish(ctx, s.subject(), body, jetstream.WithMsgID("done-"+strconv.FormatUint(seq, 10)))
 	if err != nil {
-		return 0, fmt.Errorf("ownership: leave the queue of %s: %w", s, err)
+		return 0, fmt.Errorf("sessionqueue: leave the queue of %s: %w", s, err)
 	}
 	return ack.Sequence, nil
 }
@@ -295,7 +295,7 @@ func (q *Queue) next(ctx context.Context, s Session, from uint64) (*jetstream.Ra
 		return &jetstream.RawStreamMsg{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ownership: read the queue of %s: %w", s, err)
+		return nil, fmt.Errorf("sessionqueue: read the queue of %s: %w", s, err)
 	}
 	return m, nil
 }
@@ -395,7 +395,7 @@ func (q *Queue) lastSeq(ctx context.Context, s Session) (uint64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("ownership: read the queue of %s: %w", s, err)
+		return 0, fmt.Errorf("sessionqueue: read the queue of %s: %w", s, err)
 	}
 	return m.Sequence, nil
 }

@@ -1,0 +1,298 @@
+// Package ownership decides which runner owns a turn and which turn owns
+// a session: the turns' leases and the runners' heartbeats, each turn's
+// place in its session's queue (package sessionqueue), the claiming of
+// turns whose runner is gone, and the ending of those no runner can take.
+package ownership
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/waggle-os/core/libs/bus"
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/ownership/sessionqueue"
+)
+
+// Leases: every turn a runner accepts or claims has an entry in
+// BucketLeases naming the runner and its incarnation. The runner keeps all
+// of them alive with one write per Heartbeat to its own entry in
+// BucketRunners (the Owner's beat loop); a lease is written again only
+// when it changes (claimed, released, followed) and, long before the
+// bucket's MaxAge, to stay in it (Ticket.Renew). Every runner watches both
+// buckets (the claim loop, claim.go) and claims, with a compare-and-set on
+// the lease's revision, a lease that was released, whose runner's entry
+// has not changed for StaleAfter on its own clock (the runner is gone), or
+// that names an earlier incarnation of its runner (it restarted). A runner
+// that sees one of its own turns' leases claimed by another stops that
+// turn (Host.Lost).
+
+// leaseRefresh is how old a lease may get before its runner writes it
+// again, to stay well inside the bucket's MaxAge.
+const leaseRefresh = LeaseMaxAge / 4
+
+// ErrLeased is returned by Owner.Accept for a turn id that already has a
+// lease (a retried start of a turn that exists).
+var ErrLeased = errors.New("ownership: the turn already has a lease")
+
+// Host is the turn runner an Owner keeps turns for: ownership asks it
+// what runs there, and hands it the turns it claims or loses.
+type Host interface {
+	// Runs reports whether turnID runs on this runner now (a lease of such
+	// a turn is never claimed by this runner).
+	Runs(turnID string) bool
+	// Lost stops the turn turnID of this runner: another runner took its
+	// lease. The turn must not touch its session or lease any more.
+	Lost(turnID string)
+	// Reserve takes a free slot for a turn about to be claimed; false
+	// when the runner is full (another runner may take the turn).
+	Reserve() bool
+	// Unreserve gives back a slot Reserve took that no turn used.
+	Unreserve()
+	// Resume runs a claimed turn, which owns the reserved slot from then
+	// on. False: it could not (the turn runs here already); the Owner
+	// then releases the lease and gives the slot back.
+	Resume(t *Ticket) bool
+}
+
+// OwnerConfig configures an Owner.
+type OwnerConfig struct {
+	// Runner is this runner's id in leases and in BucketRunners.
+	Runner string
+	// Replicas of the buckets and the queue stream (1 when 0).
+	Replicas int
+	// OrphanAfter is how long a lease that may be claimed and that no
+	// runner here can take waits before its turn is ended (OrphanAfter
+	// when 0).
+	OrphanAfter time.Duration
+	// Heartbeat and StaleAfter override the constants of the same names
+	// (tests shorten them; 0: the constants).
+	Heartbeat  time.Duration
+	StaleAfter time.Duration
+	// Logger gets warnings (slog.Default when nil).
+	Logger *slog.Logger
+}
+
+// Owner is one runner's part in the ownership of turns: its heartbeat, its
+// turns' leases (each behind a Ticket), its handle on the session queues,
+// and the claiming (or, when no runner can take them, the ending) of
+// turns other runners left.
+type Owner struct {
+	cfg  OwnerConfig
+	host Host
+	log  *slog.Logger
+	// incarnation tells this process's leases from those of an earlier
+	// process with the same runner id.
+	incarnation string
+
+	js      jetstream.JetStream
+	leases  jetstream.KeyValue
+	runners jetstream.KeyValue
+	queue   *sessionqueue.Queue
+
+	mu      sync.Mutex
+	tickets map[string]*Ticket // the leases this runner holds, by turn id
+
+	stopping   atomic.Bool
+	loops      sync.WaitGroup
+	stopLoops  context.CancelFunc
+	stopClaims context.CancelFunc
+}
+
+// NewOwner returns an Owner that does nothing until Open and Start.
+func NewOwner(cfg OwnerConfig, host Host) *Owner {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.OrphanAfter <= 0 {
+		cfg.OrphanAfter = OrphanAfter
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = Heartbeat
+	}
+	if cfg.StaleAfter <= 0 {
+		cfg.StaleAfter = StaleAfter
+	}
+	return &Owner{cfg: cfg, host: host, log: cfg.Logger, incarnation: protocol.NewUUID()[:8], tickets: map[string]*Ticket{}}
+}
+
+// Incarnation is this process's incarnation in its leases.
+func (o *Owner) Incarnation() string { return o.incarnation }
+
+// Open creates (or checks) the lease and runner buckets and the session
+// queues.
+func (o *Owner) Open(ctx context.Context, js jetstream.JetStream) error {
+	replicas := max(o.cfg.Replicas, 1)
+	// The leases are fsynced: after a crash of NATS itself they are what
+	// says which accepted turns to run again (the recovery rule in
+	// docs/architecture.md); until the session store can say it instead,
+	// a lease acknowledged and lost in NATS's flush window would lose its
+	// turn. The heartbeats are not: each is rewritten a second later.
+	leases, err := bus.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
+		Bucket:      BucketLeases,
+		Description: "One lease per running turn: the request, its runner, renewed every second",
+		History:     1,
+		TTL:         LeaseMaxAge,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("ownership: bucket %s: %w", BucketLeases, err)
+	}
+	queue, err := sessionqueue.Open(ctx, js, sessionqueue.Config{
+		Replicas: replicas,
+		Alive:    o.holderAlive,
+		Poll:     o.cfg.Heartbeat,
+		Logger:   o.log,
+	})
+	if err != nil {
+		return err
+	}
+	runners, err := EnsureBucket(ctx, js, jetstream.KeyValueConfig{
+		Bucket:      BucketRunners,
+		Description: "One entry per live turn runner, rewritten every second: it keeps the runner's leases alive",
+		History:     1,
+		TTL:         RunnerMaxAge,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+	}, o.log)
+	if err != nil {
+		return fmt.Errorf("ownership: bucket %s: %w", BucketRunners, err)
+	}
+	o.js, o.leases, o.queue, o.runners = js, leases, queue, runners
+	return nil
+}
+
+// Start starts the heartbeat and the claim loop; Stop ends them.
+func (o *Owner) Start() {
+	loopCtx, stopLoops := context.WithCancel(context.Background())
+	claimCtx, stopClaims := context.WithCancel(loopCtx)
+	o.stopLoops, o.stopClaims = stopLoops, stopClaims
+	o.loops.Go(func() { o.beatLoop(loopCtx) })
+	o.loops.Go(func() { o.claimLoop(claimCtx) })
+}
+
+// StopClaiming makes the runner claim no more turns (it is shutting
+// down); its heartbeat goes on until Stop.
+func (o *Owner) StopClaiming() {
+	o.stopping.Store(true)
+	if o.stopClaims != nil {
+		o.stopClaims()
+	}
+}
+
+// Stop ends the loops and closes the session queues. Call it once no
+// turn of this runner waits for its session.
+func (o *Owner) Stop() {
+	o.StopClaiming()
+	if o.stopLoops != nil {
+		o.stopLoops()
+		o.loops.Wait()
+	}
+	if o.queue != nil {
+		o.queue.Close()
+	}
+}
+
+// beat rewrites this runner's entry in BucketRunners.
+func (o *Owner) beat(ctx context.Context) {
+	body, _ := json.Marshal(RunnerBeat{Incarnation: o.incarnation, Heartbeat: time.Now().UnixMilli(), Turns: o.held()})
+	if _, err := o.runners.Put(ctx, o.cfg.Runner, body); err != nil && ctx.Err() == nil {
+		o.log.Warn("runner heartbeat", "err", err)
+	}
+}
+
+// beatLoop writes this runner's entry (which keeps every lease of it
+// alive) once per Heartbeat, on its own so that nothing else a runner
+// does can delay it. A write may take up to StaleAfter on a loaded bus
+// before it counts as failed.
+func (o *Owner) beatLoop(ctx context.Context) {
+	tick := time.NewTicker(o.cfg.Heartbeat)
+	defer tick.Stop()
+	for {
+		bctx, cancel := context.WithTimeout(ctx, o.cfg.StaleAfter)
+		o.beat(bctx)
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// held is how many leases this runner holds.
+func (o *Owner) held() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.tickets)
+}
+
+// Lookup reads turnID's lease: ok is false when the turn has none (or an
+// unreadable one).
+func (o *Owner) Lookup(ctx context.Context, turnID string) (l Lease, ok bool, err error) {
+	e, err := o.leases.Get(ctx, turnID)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return l, false, nil
+	case err != nil:
+		return l, false, fmt.Errorf("ownership: lease of %s: %w", turnID, err)
+	}
+	if json.Unmarshal(e.Value(), &l) != nil || l.Request.TurnID != turnID {
+		return Lease{}, false, nil
+	}
+	return l, true, nil
+}
+
+// stillMine reads turnID's lease and reports its revision when it names
+// this runner as it is now (its own write, whose answer was lost).
+func (o *Owner) stillMine(ctx context.Context, turnID string) (uint64, bool) {
+	e, err := o.leases.Get(ctx, turnID)
+	if err != nil {
+		return 0, false
+	}
+	var l Lease
+	if json.Unmarshal(e.Value(), &l) != nil || l.Runner != o.cfg.Runner || l.Incarnation != o.incarnation {
+		return 0, false
+	}
+	return e.Revision(), true
+}
+
+// holderAlive reports whether turnID still has a lease (the queue's
+// Alive).
+func (o *Owner) holderAlive(ctx context.Context, turnID string) (bool, error) {
+	if turnID == "" {
+		return false, nil
+	}
+	_, err := o.leases.Get(ctx, turnID)
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	return false, fmt.Errorf("ownership: read lease of %s: %w", turnID, err)
+}
+
+// isConflict reports a failed compare-and-set (someone else wrote first).
+func isConflict(err error) bool {
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// cleanupCtx bounds a write that must happen even after the turn's own
+// context ended (leaving the queue, dropping or releasing the lease).
+func cleanupCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 5*time.Second)
+}

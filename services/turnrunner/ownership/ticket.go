@@ -1,0 +1,323 @@
+package ownership
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/ownership/sessionqueue"
+)
+
+// Ticket is one turn's ownership on this runner: its lease and its place
+// in its session's queue.
+//
+// At most one turn per session runs at a time, across every runner, and a
+// session's turns run in the order they were accepted. A turn joins its
+// session's queue (Join) before its start request is answered: one
+// append, whose stream sequence is its place, so no turn is ever refused
+// because others joined at the same moment. The holder gives the session
+// to the next turn by appending its done record (Leave); the turns
+// waiting replay the log and start when it names them (Wait).
+//
+// The queue needs no heartbeat of its own: a holder is alive while its
+// turn has a lease (written before the turn joins), so a turn that another
+// runner takes over keeps its place, and a holder without a lease
+// (finished without leaving, or ended because no runner was left) is
+// passed over by a runner with turns waiting behind it. The queue is a
+// stream, not a runner's memory, so it survives a runner's crash and a
+// full restart (see "Distributed turns" in docs/architecture.md for what a
+// crash of the NATS server itself may lose and how that is recovered).
+//
+// The queue's methods (Join, Holds, Wait, Leave, Place) are the turn's
+// own: call them from one goroutine at a time. The lease's (Renew, Drop,
+// Release) may be called from any.
+type Ticket struct {
+	o     *Owner
+	req   protocol.TurnRequest
+	claim int // the lease's claim count when this ticket was made
+
+	// seq is the turn's place in its session's queue (0: none); holds is
+	// set once the turn holds its session.
+	seq   uint64
+	holds bool
+
+	// op serialises the lease's writes (renew, drop, release), so a
+	// renewal never resurrects a lease being dropped or released.
+	op    sync.Mutex
+	mu    sync.Mutex
+	lease Lease
+	rev   uint64 // 0 once the lease is gone or someone else's
+}
+
+// Mode says where a turn that finds its session busy goes.
+type Mode int
+
+const (
+	// Behind joins behind every waiting turn.
+	Behind Mode = iota
+	// Ahead joins ahead of them (an interrupting turn).
+	Ahead
+	// Nowhere joins only to look: the caller refuses the turn if its
+	// session is held, and Leave takes it out.
+	Nowhere
+)
+
+// Accept records a newly accepted turn: its lease, naming this runner. A
+// turn id already leased is ErrLeased (a retried start request). The
+// lease is written before the turn joins its session's queue: a queued
+// turn without a lease is taken for dead and passed over, so it must
+// never be seen without one. A crash between the two leaves a lease
+// without a place, which the runner that claims it joins again (Place).
+func (o *Owner) Accept(ctx context.Context, req protocol.TurnRequest) (*Ticket, error) {
+	now := time.Now().UnixMilli()
+	l := Lease{Request: req, Runner: o.cfg.Runner, Incarnation: o.incarnation, Accepted: now, Heartbeat: now}
+	body, _ := json.Marshal(l)
+	rev, err := o.leases.Create(ctx, req.TurnID, body)
+	if err != nil {
+		if isConflict(err) {
+			return nil, fmt.Errorf("%w: %s", ErrLeased, req.TurnID)
+		}
+		return nil, fmt.Errorf("ownership: lease %s: %w", req.TurnID, err)
+	}
+	return o.ticket(l, rev), nil
+}
+
+// ticket registers the lease l at revision rev as this runner's.
+func (o *Owner) ticket(l Lease, rev uint64) *Ticket {
+	t := &Ticket{o: o, req: l.Request, claim: l.Claims, lease: l, rev: rev}
+	o.mu.Lock()
+	o.tickets[l.Request.TurnID] = t
+	o.mu.Unlock()
+	return t
+}
+
+// Request is the turn as the gateway sent it.
+func (t *Ticket) Request() protocol.TurnRequest { return t.req }
+
+// Followed reports whether the lease, when this ticket was made, said a
+// client had followed the turn (a claimed turn's followers reattach to
+// the new runner within protocol.AttachInterval).
+func (t *Ticket) Followed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lease.Followed
+}
+
+func (t *Ticket) session() sessionqueue.Session {
+	return sessionqueue.Session{Workspace: t.req.Workspace, Session: t.req.Session}
+}
+
+func (t *Ticket) logger() *slog.Logger {
+	return t.o.log.With("turn", t.req.TurnID, "workspace", t.req.Workspace, "session", t.req.Session)
+}
+
+// Join puts the turn in its session's queue (ahead of the waiting turns
+// for Ahead) and reports the turn holding the session when that is
+// another ("" when this turn holds it). A turn joining with Nowhere is in
+// the queue too, until the caller refuses it and Leave takes it out:
+// joining and looking cannot be one step, and a reject that lost the race
+// against another turn must see that turn.
+func (t *Ticket) Join(ctx context.Context, mode Mode) (holder string, err error) {
+	// The join's message id makes a publish retried after a lost
+	// acknowledgement the same entry; a claimed turn that must join again
+	// (its entry was lost) uses its claim count.
+	msgID := fmt.Sprintf("%s:%d", t.req.TurnID, t.claim)
+	seq, held, err := t.o.queue.Enter(ctx, t.session(), t.req.TurnID, msgID, mode == Ahead)
+	if err != nil {
+		return "", err
+	}
+	t.seq = seq
+	if held {
+		// An idle session, joined on condition that it still was: no read.
+		t.holds = true
+		return "", nil
+	}
+	return t.settle(ctx)
+}
+
+// settle finds out whether the turn at t.seq holds its session: by the
+// cheap test first (an idle session's log), else by replaying the log.
+func (t *Ticket) settle(ctx context.Context) (holder string, err error) {
+	s := t.session()
+	held, err := t.o.queue.Holds(ctx, s, t.seq)
+	if err != nil {
+		return "", err
+	}
+	if !held {
+		id, seq, err := t.o.queue.Holder(ctx, s, t.seq)
+		if err != nil {
+			return "", err
+		}
+		if seq != t.seq {
+			if id == "" {
+				id = "?" // nobody holds it and this turn is not first: cannot be, but never run it
+			}
+			return id, nil
+		}
+	}
+	t.holds = true
+	return "", nil
+}
+
+// Holds reports whether the turn holds its session (as far as this
+// ticket knows: Join, Place and Wait find out).
+func (t *Ticket) Holds() bool { return t.holds }
+
+// Placed reports whether the turn has a place in its session's queue.
+func (t *Ticket) Placed() bool { return t.seq != 0 }
+
+// Wait waits until the turn holds its session. It returns
+// sessionqueue.ErrGone when
+// its place is gone (it was passed over as dead: its lease was gone for a
+// moment, and it had better be refused than run beside the turn that took
+// its place), or ctx's error.
+func (t *Ticket) Wait(ctx context.Context) error {
+	err := t.o.queue.Wait(ctx, t.session(), t.seq)
+	if err == nil {
+		t.holds = true
+		return nil
+	}
+	if errors.Is(err, sessionqueue.ErrGone) {
+		t.logger().Warn("the turn lost its place in its session's queue")
+		t.seq = 0
+	}
+	return err
+}
+
+// Leave takes the turn out of its session's queue: the holder gives the
+// session to the next turn; a waiting turn gives up its place. It does
+// nothing for a turn without a place.
+func (t *Ticket) Leave() {
+	if t.seq == 0 {
+		return
+	}
+	seq := t.seq
+	t.seq, t.holds = 0, false
+	ctx, cancel := cleanupCtx()
+	defer cancel()
+	if err := t.o.queue.Leave(ctx, t.session(), seq); err != nil {
+		t.logger().Warn("leave the session's queue", "err", err)
+	}
+}
+
+// Place finds the place of a claimed turn in its session's queue: held,
+// waiting, or none (Placed false: it never joined, or a crash of the bus
+// lost its entry; the caller joins again).
+func (t *Ticket) Place(ctx context.Context) error {
+	seq, err := t.o.queue.Find(ctx, t.session(), t.req.TurnID)
+	if err != nil || seq == 0 {
+		return err
+	}
+	t.seq = seq
+	_, err = t.settle(ctx)
+	return err
+}
+
+// Renew writes the lease again when it changed (followed, the turn's
+// presence says whether a client ever attached) or is getting old. A lost
+// compare-and-set means another runner owns the turn now: the turn is
+// stopped (Host.Lost) without another word.
+func (t *Ticket) Renew(ctx context.Context, followed bool) {
+	t.op.Lock()
+	defer t.op.Unlock()
+	t.mu.Lock()
+	rev, lease := t.rev, t.lease
+	t.mu.Unlock()
+	if rev == 0 {
+		return
+	}
+	if lease.Followed == followed && time.Since(time.UnixMilli(lease.Heartbeat)) < leaseRefresh {
+		return
+	}
+	lease.Heartbeat = time.Now().UnixMilli()
+	lease.Followed = followed
+	body, _ := json.Marshal(lease)
+	newRev, err := t.o.leases.Update(ctx, t.req.TurnID, body, rev)
+	switch {
+	case err == nil:
+		t.mu.Lock()
+		t.rev, t.lease = newRev, lease
+		t.mu.Unlock()
+	case isConflict(err):
+		if rev, ok := t.o.stillMine(ctx, t.req.TurnID); ok {
+			// An earlier write of ours landed and its answer was lost (a
+			// cluster electing a leader): the lease is still this turn's.
+			t.mu.Lock()
+			t.rev, t.lease = rev, lease
+			t.mu.Unlock()
+			return
+		}
+		t.o.lost(t.req.TurnID)
+	default:
+		// NATS hiccup: try again on the next beat. If it lasts, another
+		// runner claims the turn and the next renewal finds out.
+		t.o.log.Warn("renew turn lease", "turn", t.req.TurnID, "err", err)
+	}
+}
+
+// Drop deletes the lease of a finished turn (its terminal event is
+// stored). A conflict means the lease is someone else's now: left alone.
+func (t *Ticket) Drop() {
+	t.op.Lock()
+	defer t.op.Unlock()
+	rev := t.forget()
+	if rev == 0 {
+		return
+	}
+	ctx, cancel := cleanupCtx()
+	defer cancel()
+	if err := t.o.leases.Delete(ctx, t.req.TurnID, jetstream.LastRevision(rev)); err != nil && !isConflict(err) {
+		t.o.log.Warn("delete turn lease", "turn", t.req.TurnID, "err", err)
+	}
+}
+
+// Release hands the turn to whichever runner claims it first (this
+// runner shuts down); followed is as for Renew.
+func (t *Ticket) Release(followed bool) {
+	t.op.Lock()
+	defer t.op.Unlock()
+	t.mu.Lock()
+	lease := t.lease
+	t.mu.Unlock()
+	rev := t.forget()
+	if rev == 0 {
+		return
+	}
+	lease.Runner, lease.Released = "", true
+	lease.Heartbeat = time.Now().UnixMilli()
+	lease.Followed = followed
+	body, _ := json.Marshal(lease)
+	ctx, cancel := cleanupCtx()
+	defer cancel()
+	if _, err := t.o.leases.Update(ctx, t.req.TurnID, body, rev); err != nil {
+		t.o.log.Warn("release turn lease", "turn", t.req.TurnID, "err", err)
+	}
+}
+
+// forget makes the lease no longer this runner's and returns the revision
+// it had (0 when it was not).
+// Abandon lets go of the turn here without touching its lease or its
+// place in its session's queue: a claimed turn whose checkpoint could not
+// be read. The lease stays this runner's, and the claim loop takes the
+// turn back (takeBack) once it has stood for StaleAfter.
+func (t *Ticket) Abandon() { t.forget() }
+
+func (t *Ticket) forget() uint64 {
+	t.mu.Lock()
+	rev := t.rev
+	t.rev = 0
+	t.mu.Unlock()
+	t.o.mu.Lock()
+	if t.o.tickets[t.req.TurnID] == t {
+		delete(t.o.tickets, t.req.TurnID)
+	}
+	t.o.mu.Unlock()
+	return rev
+}
