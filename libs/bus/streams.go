@@ -113,9 +113,13 @@ func ensureTurnStream(ctx context.Context, js jetstream.JetStream, cfg TurnStrea
 		scfg.PersistMode = jetstream.AsyncPersistMode
 	}
 	// A few rounds: another process may create or replace the stream
-	// between our look and our write.
-	for range 4 {
-		st, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, protocol.StreamTurns) })
+	// between our look and our write. Only replacing counts against the
+	// limit; a creation that finds the stream made by another process looks
+	// again after a pause, for a while: on a fresh cluster the new stream
+	// answers "not found" until its own raft group has formed.
+	replaced, raced := 0, 0
+	for replaced < 4 && raced < maxCreateRaces {
+		st, err := createWithRetry(ctx, "stream "+protocol.StreamTurns, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, protocol.StreamTurns) })
 		switch {
 		case err == nil:
 			old := st.CachedInfo().Config
@@ -128,11 +132,12 @@ func ensureTurnStream(ctx context.Context, js jetstream.JetStream, cfg TurnStrea
 				if err := js.DeleteStream(ctx, protocol.StreamTurns); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 					return nil, fmt.Errorf("bus: replace stream %s: %w", protocol.StreamTurns, err)
 				}
+				replaced++
 				continue
 			}
 			// The first sequence is fixed at creation.
 			scfg.FirstSeq = old.FirstSeq
-			st, err = createWithRetry(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.UpdateStream(ctx, scfg) })
+			st, err = createWithRetry(ctx, "stream "+protocol.StreamTurns, func(ctx context.Context) (jetstream.Stream, error) { return js.UpdateStream(ctx, scfg) })
 			if err != nil {
 				return nil, fmt.Errorf("bus: update stream %s: %w", protocol.StreamTurns, err)
 			}
@@ -142,7 +147,7 @@ func ensureTurnStream(ctx context.Context, js jetstream.JetStream, cfg TurnStrea
 			if storage == jetstream.MemoryStorage {
 				scfg.FirstSeq = uint64(time.Now().UnixMicro())
 			}
-			st, err = createWithRetry(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.CreateStream(ctx, scfg) })
+			st, err = createWithRetry(ctx, "stream "+protocol.StreamTurns, func(ctx context.Context) (jetstream.Stream, error) { return js.CreateStream(ctx, scfg) })
 			// The server removes a replaced file stream's files after it
 			// answers; a new one of the same name can fail to create its
 			// store until they are gone.
@@ -159,6 +164,12 @@ func ensureTurnStream(ctx context.Context, js jetstream.JetStream, cfg TurnStrea
 			if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 				return nil, fmt.Errorf("bus: create stream %s: %w", protocol.StreamTurns, err)
 			}
+			raced++
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("bus: ensure stream %s: %w", protocol.StreamTurns, ctx.Err())
+			case <-time.After(min(time.Duration(raced)*100*time.Millisecond, time.Second)):
+			}
 		default:
 			return nil, fmt.Errorf("bus: ensure stream %s: %w", protocol.StreamTurns, err)
 		}
@@ -166,11 +177,24 @@ func ensureTurnStream(ctx context.Context, js jetstream.JetStream, cfg TurnStrea
 	return nil, fmt.Errorf("bus: ensure stream %s: other processes keep changing it (do they disagree on --turn-stream-storage?)", protocol.StreamTurns)
 }
 
+// maxCreateRaces bounds how often ensureTurnStream finds the stream
+// created by another process and still cannot see it (about 40 s of
+// pauses).
+const maxCreateRaces = 45
+
 // createAttemptTimeout bounds one try of createWithRetry. During an
 // election the cluster may drop a JetStream API request without an answer;
 // a try bounded only by the caller's whole budget would then use all of
-// it on one request and never see the new leader.
-const createAttemptTimeout = 5 * time.Second
+// it on one request and never see the new leader. The first try gets
+// firstAttemptTimeout (a create answers in milliseconds once there is a
+// leader), each later one twice the one before, up to createAttemptTimeout
+// (a loaded cluster placing a replicated stream may need seconds): on a
+// fresh cluster a start no longer waits out 5 s per stream for a request
+// sent before its first leader was elected.
+const (
+	firstAttemptTimeout  = time.Second
+	createAttemptTimeout = 5 * time.Second
+)
 
 // createWithRetry retries a JetStream create, look-up or update that the
 // cluster could not answer yet: right after a cluster starts, while it
@@ -178,19 +202,33 @@ const createAttemptTimeout = 5 * time.Second
 // stream or bucket at once, the API times out or says it is temporarily
 // unavailable for seconds. Each try is bounded by createAttemptTimeout; it
 // backs off from 50 ms to 2 s between tries, bounded by ctx (the caller's
-// start deadline) and by 60 s; any other error is returned at once.
-func createWithRetry[T any](ctx context.Context, create func(context.Context) (T, error)) (T, error) {
-	deadline := time.Now().Add(time.Minute)
+// start deadline) and by 60 s; any other error is returned at once. A wait
+// is logged (what it waits for, and why) every waitReport, so an operator
+// sees a start that waits for its cluster rather than one that hangs.
+func createWithRetry[T any](ctx context.Context, what string, create func(context.Context) (T, error)) (T, error) {
+	began := time.Now()
+	deadline := began.Add(time.Minute)
 	wait := 50 * time.Millisecond
+	attempt := firstAttemptTimeout
+	var reported time.Time
 	for {
-		actx, cancel := context.WithTimeout(ctx, createAttemptTimeout)
+		actx, cancel := context.WithTimeout(ctx, attempt)
 		v, err := create(actx)
 		cancel()
+		attempt = min(2*attempt, createAttemptTimeout)
 		if err == nil || !Unavailable(err) {
+			if err == nil && !reported.IsZero() {
+				slog.Info("bus: the cluster answered", "for", what, "waited", time.Since(began).Round(time.Millisecond).String())
+			}
 			return v, err
 		}
 		if ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
 			return v, err
+		}
+		if time.Since(reported) >= waitReport {
+			reported = time.Now()
+			slog.Info("bus: waiting for the cluster to answer (a JetStream leader is being elected?)", "for", what,
+				"waited", time.Since(began).Round(time.Millisecond).String(), "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -201,10 +239,13 @@ func createWithRetry[T any](ctx context.Context, create func(context.Context) (T
 	}
 }
 
+// waitReport is how often createWithRetry logs that it still waits.
+const waitReport = 5 * time.Second
+
 // EnsureStream creates a stream or updates its configuration, retrying
 // (with backoff, bounded by ctx) while the cluster cannot answer yet.
 func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	st, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.Stream, error) {
+	st, err := createWithRetry(ctx, "stream "+cfg.Name, func(ctx context.Context) (jetstream.Stream, error) {
 		return js.CreateOrUpdateStream(ctx, cfg)
 	})
 	if err != nil {
@@ -218,7 +259,7 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 // process starting beside others on a fresh or electing cluster waits for
 // it instead of exiting.
 func EnsureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	kv, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.KeyValue, error) {
+	kv, err := createWithRetry(ctx, "bucket "+cfg.Bucket, func(ctx context.Context) (jetstream.KeyValue, error) {
 		return js.CreateOrUpdateKeyValue(ctx, cfg)
 	})
 	if err != nil {

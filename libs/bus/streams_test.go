@@ -143,7 +143,7 @@ func TestCreateWithRetry(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			calls := 0
-			v, err := createWithRetry(ctxT(t), func(context.Context) (int, error) {
+			v, err := createWithRetry(ctxT(t), "test", func(context.Context) (int, error) {
 				calls++
 				if calls <= len(tc.errs) {
 					return 0, tc.errs[calls-1]
@@ -188,7 +188,7 @@ func TestCreateWithRetryBoundsEachTry(t *testing.T) {
 	defer cancel()
 	began := time.Now()
 	calls := 0
-	v, err := createWithRetry(ctx, func(ctx context.Context) (int, error) {
+	v, err := createWithRetry(ctx, "test", func(ctx context.Context) (int, error) {
 		if calls++; calls == 1 {
 			<-ctx.Done() // unanswered
 			return 0, ctx.Err()
@@ -207,7 +207,7 @@ func TestCreateWithRetryStopsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	began := time.Now()
-	_, err := createWithRetry(ctx, func(context.Context) (int, error) { return 0, nats.ErrTimeout })
+	_, err := createWithRetry(ctx, "test", func(context.Context) (int, error) { return 0, nats.ErrTimeout })
 	if !errors.Is(err, nats.ErrTimeout) {
 		t.Fatalf("err %v, want the last timeout", err)
 	}

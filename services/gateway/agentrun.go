@@ -36,11 +36,13 @@ func (s *Service) agentRun(w http.ResponseWriter, r *http.Request) {
 	}
 	req.TurnID = protocol.NewUUID()
 	live := s.hub.follow(req.TurnID)
-	// Not sent again when unanswered: a run has no record that would
-	// refuse a second delivery. A runner whose NATS node died is away
-	// until it reconnects elsewhere: ride that out, not NO_RUNNER.
+	// Sent again when unanswered, as a chat's start: a request lost with a
+	// dying cluster node would otherwise wait out the whole start timeout.
+	// The runner refuses a second delivery (TURN_EXISTS) by the run's
+	// start marker. A runner whose NATS node died is away until it
+	// reconnects elsewhere: ride that out, not NO_RUNNER.
 	started, err := startOnRunner(r.Context(), s, func(ctx context.Context) (protocol.TurnStarted, error) {
-		return bus.Call(ctx, s.nc, protocol.StartAgentRun, req, bus.RetryUnanswered(forward.Unanswered))
+		return bus.CallResending(ctx, s.nc, protocol.StartAgentRun, req, bus.Resending{After: startResendAfter, Unanswered: forward.Unanswered})
 	})
 	if err != nil {
 		s.hub.unfollow(req.TurnID, live)

@@ -3,6 +3,7 @@ package turnrunner
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/retrieval"
@@ -13,7 +14,7 @@ import (
 // shares the turn slots and the turn stream, but not a turn's session,
 // lease or history: a run has no session and is not resumed after a crash
 // (its client gets the gateway's orphan error instead).
-func (s *Service) startAgentRun(_ context.Context, req protocol.AgentRunRequest) (protocol.TurnStarted, error) {
+func (s *Service) startAgentRun(rctx context.Context, req protocol.AgentRunRequest) (protocol.TurnStarted, error) {
 	if req.TurnID == "" {
 		req.TurnID = protocol.NewUUID()
 	}
@@ -34,6 +35,22 @@ func (s *Service) startAgentRun(_ context.Context, req protocol.AgentRunRequest)
 	default:
 		return protocol.TurnStarted{}, protocol.ErrRunnerBusy
 	}
+	// The start marker, stored before the answer, is the run's record: the
+	// gateway sends a start again when its answer does not come (lost with
+	// a dying cluster node), and whichever runner gets the copy finds the
+	// marker there and refuses it instead of running the question twice.
+	pub := turnevents.New(s.js, req.TurnID, nil)
+	mctx, mcancel := context.WithTimeout(rctx, startMarkWait)
+	first, err := pub.Begin(mctx, protocol.EventStart, protocol.StartMarker{Runner: s.id, Workspace: req.Workspace})
+	mcancel()
+	if err != nil || !first {
+		pub.Close()
+		<-s.slots
+		if err != nil {
+			return protocol.TurnStarted{}, storageError(err)
+		}
+		return protocol.TurnStarted{}, protocol.ErrTurnExists
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	s.mu.Lock()
 	s.runs[req.TurnID] = cancel
@@ -48,7 +65,6 @@ func (s *Service) startAgentRun(_ context.Context, req protocol.AgentRunRequest)
 			<-s.slots
 			s.wg.Done()
 		}()
-		pub := turnevents.New(s.js, req.TurnID, nil)
 		defer pub.Close()
 		emit := runEmitter{pub}
 		if req.Model == "" {
@@ -61,6 +77,10 @@ func (s *Service) startAgentRun(_ context.Context, req protocol.AgentRunRequest)
 	}()
 	return protocol.TurnStarted{TurnID: req.TurnID}, nil
 }
+
+// startMarkWait bounds the write of a run's start marker: a start that
+// cannot be recorded in it answers 503, and the gateway sends it again.
+const startMarkWait = 5 * time.Second
 
 // runEmitter publishes a run's events; done, always the run's last event,
 // is the stream's terminal event.

@@ -177,3 +177,30 @@ func TestLaterRunnerDoesNotResumeAnEndedTurn(t *testing.T) {
 		t.Fatalf("the ended turn is still in its session's queue at %d (%v)", seq, err)
 	}
 }
+
+// TestOwnLeaseLeftBehindIsSettled: leases that name this runner as it is
+// now but stand behind no turn here — a finished turn's, whose removal was
+// lost in an election, and a failed start's, whose write landed while its
+// answer was lost — would never be claimed by another runner. This runner
+// settles both: the finished turn's lease goes with no event added, the
+// failed start's turn gets the orphan error (it never ran).
+func TestOwnLeaseLeftBehindIsSettled(t *testing.T) {
+	e := newReapEnv(t)
+	s := e.startRunner(true)
+	const finished, failed = "own-finished", "own-failed"
+	e.startMarker(finished, "ws")
+	e.event(finished, protocol.EventToken, "")
+	e.event(finished, protocol.EventDone, protocol.TurnEndMsgID(finished))
+	_, n := e.last(finished)
+	e.lease(finished, s.id, s.own.Incarnation())
+	e.lease(failed, s.id, s.own.Incarnation())
+
+	waitfor.True(t, "both leases settled", func() bool { return !e.hasLease(finished) && !e.hasLease(failed) })
+	if last, k := e.last(finished); k != n || last.Header.Get(protocol.HeaderEvent) != protocol.EventDone {
+		t.Errorf("the finished turn has %d events (had %d), the last %s", k, n, last.Header.Get(protocol.HeaderEvent))
+	}
+	m, k := e.last(failed)
+	if m == nil || k != 1 || m.Header.Get(protocol.HeaderEvent) != protocol.EventError {
+		t.Fatalf("the failed start's turn: %d events, want its orphan error only", k)
+	}
+}

@@ -29,6 +29,9 @@ type turnOwnership interface {
 	Renew(ctx context.Context, followed bool)
 	Drop()
 	Release(followed bool)
+	// Abandon lets go of the turn here, its lease left for this runner
+	// to take back later.
+	Abandon()
 }
 
 // errLeaseLost cancels a turn whose lease another runner took: this
@@ -46,8 +49,14 @@ func kvCtx() (context.Context, context.CancelFunc) {
 // ownerHost is the runner as its ownership.Owner sees it.
 type ownerHost struct{ s *Service }
 
-// Runs reports whether turnID runs on this runner.
-func (h ownerHost) Runs(turnID string) bool { return h.s.owns(turnID) }
+// Runs reports whether turnID runs on this runner, or its start is under
+// way here (its lease may already be written).
+func (h ownerHost) Runs(turnID string) bool {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	_, runs := h.s.turns[turnID]
+	return runs || h.s.starting[turnID] > 0
+}
 
 // Lost stops a turn of this runner whose lease another runner took.
 func (h ownerHost) Lost(turnID string) {

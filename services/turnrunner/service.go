@@ -65,7 +65,11 @@ type Service struct {
 
 	mu    sync.Mutex
 	turns map[string]*turn
-	runs  map[string]context.CancelCauseFunc // retrieval runs
+	// starting counts the starts of each turn under way here: their lease
+	// may be written before the turn runs, and the ownership claim loop
+	// must not take it for one this runner lost track of (ownerHost.Runs).
+	starting map[string]int
+	runs     map[string]context.CancelCauseFunc // retrieval runs
 	// retrieval runs POST /api/agent/run.
 	retrieval *retrieval.Runner
 	// profileAI reads writing samples, brand descriptions and profiles
@@ -81,7 +85,7 @@ func New(cfg Config, dial bus.Dialer, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{cfg: cfg, dial: dial, log: log.With("service", "turn-runner"), turns: map[string]*turn{}, runs: map[string]context.CancelCauseFunc{}}
+	return &Service{cfg: cfg, dial: dial, log: log.With("service", "turn-runner"), turns: map[string]*turn{}, starting: map[string]int{}, runs: map[string]context.CancelCauseFunc{}}
 }
 
 func defaultRunnerID() string {
@@ -183,13 +187,30 @@ func (s *Service) connect(ctx context.Context) error {
 		return fmt.Errorf("turnrunner: jetstream: %w", err)
 	}
 	s.js = js
+	// On a fresh cluster the stream and buckets wait for a JetStream meta
+	// leader (seconds; each creation retries, saying so in the log). Past
+	// clusterWait the start fails with the cluster's last answer, which
+	// the process reports as this module's failure.
+	ctx, cancel := context.WithTimeout(ctx, clusterWait)
+	defer cancel()
 	if s.stream, err = bus.EnsureTurnStream(ctx, js, s.cfg.Stream); err != nil {
-		return err
+		return clusterError(err)
 	}
 	if err := s.own.Open(ctx, js); err != nil {
-		return fmt.Errorf("turnrunner: %w", err)
+		return clusterError(fmt.Errorf("turnrunner: %w", err))
 	}
 	return s.ensureSubAgentBucket(ctx)
+}
+
+// clusterWait bounds the set-up of the runner's stream and buckets.
+const clusterWait = 2 * time.Minute
+
+// clusterError says what a set-up that ran out of time waited for.
+func clusterError(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("turnrunner: the NATS cluster did not answer within %s (is a JetStream meta leader elected? are all --nats-replicas nodes up?): %w", clusterWait, err)
+	}
+	return err
 }
 
 // subscribe listens for what is addressed to every runner.
@@ -366,6 +387,8 @@ func (s *Service) startTurn(ctx context.Context, req protocol.TurnRequest) (prot
 	default:
 		return protocol.TurnStarted{}, errBusy
 	}
+	s.beginStart(req.TurnID)
+	defer s.endStart(req.TurnID)
 	// The lease first, then the place in the session's queue (see
 	// ownership.Owner.Accept).
 	lctx, cancel := kvCtx()
@@ -415,6 +438,22 @@ func (s *Service) startTurn(ctx context.Context, req protocol.TurnRequest) (prot
 }
 
 var errBusy = protocol.ErrRunnerBusy
+
+// beginStart notes a start of turnID under way here; endStart, its end
+// (by then the turn runs here, or its start failed).
+func (s *Service) beginStart(turnID string) {
+	s.mu.Lock()
+	s.starting[turnID]++
+	s.mu.Unlock()
+}
+
+func (s *Service) endStart(turnID string) {
+	s.mu.Lock()
+	if s.starting[turnID]--; s.starting[turnID] <= 0 {
+		delete(s.starting, turnID)
+	}
+	s.mu.Unlock()
+}
 
 // turnStored reports whether the turn stream holds any event of turnID,
 // or the question cannot be answered now (then a second delivery of its

@@ -68,8 +68,12 @@ func (t *turn) logger() *slog.Logger {
 // persisted partial reply, no terminal event — since the new owner goes on.
 func (t *turn) silent() bool {
 	c := context.Cause(t.ctx)
-	return errors.Is(c, errHandover) || errors.Is(c, errLeaseLost)
+	return errors.Is(c, errHandover) || errors.Is(c, errLeaseLost) || errors.Is(c, errCheckpointUnread)
 }
+
+// errCheckpointUnread stops a claimed turn whose checkpoint could not be
+// read: its lease is left as it is, for this runner to take it back.
+var errCheckpointUnread = errors.New("the turn's checkpoint could not be read")
 
 // run runs a newly accepted turn.
 func (t *turn) run() {
@@ -228,6 +232,9 @@ func (t *turn) end() {
 		t.pub.Drain(2 * time.Second)
 		t.own.Release(t.presence.wasFollowed())
 		telemetry.TurnsFinished.WithLabelValues("handover").Inc()
+	case errors.Is(context.Cause(t.ctx), errCheckpointUnread):
+		t.own.Abandon()
+		telemetry.TurnsFinished.WithLabelValues("retry").Inc()
 	default:
 		telemetry.TurnsFinished.WithLabelValues("lost").Inc()
 	}

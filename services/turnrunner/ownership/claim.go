@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -126,11 +127,29 @@ func (o *Owner) watchLeases(ctx context.Context) error {
 			// This runner's own heartbeat shows in the watch every beat;
 			// when it does not, the watch itself stopped (a NATS restart
 			// can leave it so), and it says nothing about the others.
-			if me := runners[o.cfg.Runner]; (me == nil || me.incarnation == o.incarnation) &&
-				now.Sub(ownSeen(me, started)) > o.cfg.StaleAfter {
+			me := runners[o.cfg.Runner]
+			if (me == nil || me.incarnation == o.incarnation) && now.Sub(ownSeen(me, started)) > o.cfg.StaleAfter {
 				return errors.New("runner watch stalled: this runner's own heartbeat is not seen")
 			}
+			// Nor does a heartbeat of its own that is merely late: while a
+			// cluster elects the runners bucket's leader every runner's
+			// writes fail at once, and the others' entries look stale a
+			// moment before this one's does. Staleness counts from when
+			// this runner sees its own heartbeat again.
+			if me != nil && me.incarnation == o.incarnation && now.Sub(ownSeen(me, started)) > 2*o.cfg.Heartbeat {
+				blind = now
+			}
 			for key, sl := range seen {
+				if sl.runner == o.cfg.Runner && sl.incarnation == o.incarnation {
+					// A lease of this very runner: its turn runs here by
+					// now, its start is under way, or neither (takeBack).
+					if o.host.Runs(key) {
+						delete(seen, key)
+					} else if now.Sub(sl.since) >= o.cfg.StaleAfter && o.takeBack(ctx, key, sl.rev) {
+						delete(seen, key)
+					}
+					continue
+				}
 				if !o.leaseDue(sl, runners[sl.runner], blind, now) {
 					continue
 				}
@@ -246,29 +265,87 @@ func (o *Owner) claim(ctx context.Context, key string, rev uint64) bool {
 
 // endOrphan ends a turn whose runner is gone and that no runner could take
 // over for OrphanAfter (every one of them full; with no runner at all
-// nobody judges, and the first runner back resumes it): it removes the
-// lease at the revision judged (a runner that claimed the turn meanwhile
-// changed it, and the removal fails), then publishes the terminal error
-// with the turn's end id, so its followers — who only watch the turn's
-// events — stop, and the turns queued behind it in its session pass it
-// over. It reports whether the lease is settled (ended, or changed
-// since). No gateway judges or ends turns.
+// nobody judges, and the first runner back resumes it). No gateway judges
+// or ends turns. It reports whether the lease is settled (ended, or
+// changed since).
 func (o *Owner) endOrphan(ctx context.Context, turnID string, rev uint64) bool {
+	return o.endLeased(ctx, turnID, rev, "ended a turn no runner could take over")
+}
+
+// Leases nobody stands behind. A write whose answer is lost (a cluster
+// electing a leader) can leave a lease naming this live runner for a turn
+// that does not run here: a start whose lease write landed while the start
+// failed (its client was told to try again), a finished turn whose lease
+// removal was lost, a claimed turn whose checkpoint could not be read. No
+// other runner ever claims it — its runner is alive — and while it stands
+// the turn counts as alive: the turns queued behind it in its session wait
+// (holderAlive) for the lease's whole MaxAge, an hour. The runner it names
+// is the one that knows the turn does not run: its claim loop settles such
+// a lease once it has stood for StaleAfter with the turn neither running
+// nor starting here (Host.Runs).
+
+// takeBack settles a lease of this runner's that no turn here stands
+// behind: a turn with no event stored never started (a failed start) and
+// is ended; any other is claimed as another runner's would be, and its
+// resume finds out what is left (the clean-up of a turn that ended, or the
+// rest of one). It reports whether the lease is settled.
+func (o *Owner) takeBack(ctx context.Context, turnID string, rev uint64) bool {
+	started, err := o.hasEvents(ctx, turnID)
+	switch {
+	case err != nil:
+		return false // the bus: judged again at the next tick
+	case !started:
+		return o.endLeased(ctx, turnID, rev, "ended the lease of a turn that never started here (its start failed after the lease was written)")
+	default:
+		return o.claim(ctx, turnID, rev)
+	}
+}
+
+// hasEvents reports whether the turn stream holds any event of turnID.
+func (o *Owner) hasEvents(ctx context.Context, turnID string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
+	defer cancel()
+	st, err := o.js.Stream(ctx, protocol.StreamTurns)
+	if err == nil {
+		_, err = st.GetLastMsgForSubject(ctx, protocol.TurnEvents(turnID))
+	}
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("ownership: events of %s: %w", turnID, err)
+	}
+	return true, nil
+}
+
+// endLeased removes turnID's lease at the revision judged (a runner that
+// claimed the turn meanwhile changed it, and the removal fails), then,
+// unless the turn's stream already ends, publishes the terminal error with
+// the turn's end id, so its followers — who only watch the turn's events —
+// stop, and the turns queued behind it in its session pass it over. It
+// reports whether the lease is settled (ended, or changed since).
+func (o *Owner) endLeased(ctx context.Context, turnID string, rev uint64, what string) bool {
 	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
 	defer cancel()
 	if err := o.leases.Delete(ctx, turnID, jetstream.LastRevision(rev)); err != nil {
 		if isConflict(err) {
 			return true
 		}
-		o.log.Warn("remove the lease of an orphaned turn", "turn", turnID, "err", err)
+		o.log.Warn("remove the lease of a turn nobody runs", "turn", turnID, "err", err)
 		return false
+	}
+	if st, err := o.js.Stream(ctx, protocol.StreamTurns); err == nil {
+		if last, err := st.GetLastMsgForSubject(ctx, protocol.TurnEvents(turnID)); err == nil && protocol.IsTerminal(last.Header.Get(protocol.HeaderEvent)) {
+			o.log.Info(what, "turn", turnID, "ended", true)
+			return true
+		}
 	}
 	if _, err := o.js.PublishMsg(ctx, bus.OrphanedTurnEnd(turnID)); err != nil {
 		// The lease is gone, so no runner sees the turn again: say so
 		// loudly (its followers wait until they leave).
-		o.log.Error("end orphaned turn", "turn", turnID, "err", err)
+		o.log.Error("end a turn nobody runs", "turn", turnID, "err", err)
 		return true
 	}
-	o.log.Warn("ended a turn no runner could take over", "turn", turnID)
+	o.log.Warn(what, "turn", turnID)
 	return true
 }

@@ -251,6 +251,20 @@ func (o *Owner) Lookup(ctx context.Context, turnID string) (l Lease, ok bool, er
 	return l, true, nil
 }
 
+// stillMine reads turnID's lease and reports its revision when it names
+// this runner as it is now (its own write, whose answer was lost).
+func (o *Owner) stillMine(ctx context.Context, turnID string) (uint64, bool) {
+	e, err := o.leases.Get(ctx, turnID)
+	if err != nil {
+		return 0, false
+	}
+	var l Lease
+	if json.Unmarshal(e.Value(), &l) != nil || l.Runner != o.cfg.Runner || l.Incarnation != o.incarnation {
+		return 0, false
+	}
+	return e.Revision(), true
+}
+
 // holderAlive reports whether turnID still has a lease (the queue's
 // Alive).
 func (o *Owner) holderAlive(ctx context.Context, turnID string) (bool, error) {

@@ -246,6 +246,14 @@ func (t *Ticket) Renew(ctx context.Context, followed bool) {
 		t.rev, t.lease = newRev, lease
 		t.mu.Unlock()
 	case isConflict(err):
+		if rev, ok := t.o.stillMine(ctx, t.req.TurnID); ok {
+			// An earlier write of ours landed and its answer was lost (a
+			// cluster electing a leader): the lease is still this turn's.
+			t.mu.Lock()
+			t.rev, t.lease = rev, lease
+			t.mu.Unlock()
+			return
+		}
 		t.o.lost(t.req.TurnID)
 	default:
 		// NATS hiccup: try again on the next beat. If it lasts, another
@@ -295,6 +303,12 @@ func (t *Ticket) Release(followed bool) {
 
 // forget makes the lease no longer this runner's and returns the revision
 // it had (0 when it was not).
+// Abandon lets go of the turn here without touching its lease or its
+// place in its session's queue: a claimed turn whose checkpoint could not
+// be read. The lease stays this runner's, and the claim loop takes the
+// turn back (takeBack) once it has stood for StaleAfter.
+func (t *Ticket) Abandon() { t.forget() }
+
 func (t *Ticket) forget() uint64 {
 	t.mu.Lock()
 	rev := t.rev

@@ -382,6 +382,37 @@ func (p *Publisher) Emit(event string, data any) error {
 // (durable before work with side effects begins) is not given.
 func (p *Publisher) Note(event string, data any) error { return p.Emit(event, data) }
 
+// Begin publishes the first event of a turn or run and waits for the
+// stream to store it. It reports false when the stream already held it:
+// the same start delivered a second time (a request sent again after its
+// answer was lost on a dying cluster node), whose first delivery runs the
+// work. The event's id, MsgID(turnID, 1), makes the stream the one judge
+// across runners, for its duplicate window (minutes; a start is resent
+// within seconds). Begin must come before any other event; a failure
+// leaves the publisher unusable, as the start it belongs to failed.
+func (p *Publisher) Begin(ctx context.Context, event string, data any) (first bool, err error) {
+	body, err := encode(data)
+	if err != nil {
+		return false, fmt.Errorf("turnevents: encode %s event: %w", event, err)
+	}
+	p.mu.Lock()
+	if p.n != 0 || p.held {
+		p.mu.Unlock()
+		return false, fmt.Errorf("turnevents: %s for %s is not the first event", event, p.turnID)
+	}
+	m := p.next(event, body).m
+	p.mu.Unlock()
+	ack, err := p.js.PublishMsg(ctx, m)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.fail(err)
+		return false, fmt.Errorf("turnevents: publish %s for %s: %w", event, p.turnID, err)
+	}
+	p.acked = 1
+	return !ack.Duplicate, nil
+}
+
 // Mark publishes an internal event and waits for the stream to store it
 // (and with it every earlier event of the turn): a checkpoint must be
 // durable before the work it describes begins.

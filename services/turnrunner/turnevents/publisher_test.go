@@ -317,3 +317,35 @@ func TestMarkWaitsThroughALostAck(t *testing.T) {
 	}
 	checkDense(t, readStored(t, js, "turn-mark"))
 }
+
+// Begin stores a turn's first event and says whether it was the first to:
+// a second publisher of the same turn (the same start delivered again, on
+// this runner or another) finds the event stored and stores nothing; the
+// first publisher's later events follow it, numbered from 2.
+func TestBeginRefusesASecondStart(t *testing.T) {
+	js := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	p := New(js, "turn-begin", nil)
+	defer p.Close()
+	first, err := p.Begin(ctx, protocol.EventStart, map[string]string{"runner": "r1"})
+	if err != nil || !first {
+		t.Fatalf("first Begin: first=%v err=%v", first, err)
+	}
+	again := New(js, "turn-begin", nil)
+	defer again.Close()
+	if first, err := again.Begin(ctx, protocol.EventStart, map[string]string{"runner": "r2"}); err != nil || first {
+		t.Fatalf("second Begin of the same turn: first=%v err=%v, want false", first, err)
+	}
+	if err := p.Finish(protocol.EventDone, map[string]string{"content": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	got := readStored(t, js, "turn-begin")
+	if len(got) != 2 || got[0].event != protocol.EventStart || got[0].num != 1 || string(got[0].data) != `{"runner":"r1"}` ||
+		got[1].event != protocol.EventDone || got[1].num != 2 {
+		t.Fatalf("stored %+v, want the first start then done", got)
+	}
+	if _, err := p.Begin(ctx, protocol.EventStart, nil); err == nil {
+		t.Fatal("Begin after other events accepted")
+	}
+}

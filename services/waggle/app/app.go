@@ -268,6 +268,36 @@ func checkDataDir(dir string, log *slog.Logger) error {
 	return os.Remove(name)
 }
 
+// natsConnectWait is how long a process keeps trying to reach an external
+// NATS that refuses connections — the nodes of a cluster started at the
+// same moment as this process are not listening yet — before it gives up.
+const natsConnectWait = 30 * time.Second
+
+// reachNATS connects once to url and lets go, trying again (with backoff,
+// for natsConnectWait, saying so in the log) while no server listens. Any
+// other failure (credentials, TLS) is reported at once.
+func reachNATS(ctx context.Context, dial bus.Dialer, url string, log *slog.Logger) error {
+	giveUp := time.Now().Add(natsConnectWait)
+	wait := 100 * time.Millisecond
+	for {
+		nc, err := dial("waggle-probe")
+		if err == nil {
+			nc.Close()
+			return nil
+		}
+		if !errors.Is(err, nats.ErrNoServers) || time.Now().Add(wait).After(giveUp) {
+			return fmt.Errorf("cannot reach NATS at %s: %w", url, err)
+		}
+		log.Info("waiting for NATS to listen", "url", url, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cannot reach NATS at %s: %w", url, err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
 // busModule provides the NATS connection kind: an embedded server (with
 // JetStream under <data-dir>/nats) or an external URL.
 type busModule struct {
@@ -303,13 +333,8 @@ func (b *busModule) Start(ctx context.Context) error {
 			opts = append(opts, opt)
 		}
 		a.dial = bus.URLDialer(a.cfg.NATSURL, opts...)
-		// Fail fast with a clear error instead of every service timing out.
-		nc, err := a.dial("waggle-probe")
-		if err != nil {
-			return fmt.Errorf("cannot reach NATS at %s: %w", a.cfg.NATSURL, err)
-		}
-		nc.Close()
-		return nil
+		// A clear error instead of every service timing out.
+		return reachNATS(ctx, a.dial, a.cfg.NATSURL, a.log)
 	}
 	lock, err := lockDataDir(a.cfg.DataDir)
 	if err != nil {

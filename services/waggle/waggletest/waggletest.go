@@ -389,3 +389,28 @@ func Operate[Req, Rep any](t testing.TB, nc *nats.Conn, ep protocol.Endpoint[Req
 	}
 	return rep
 }
+
+// Resend delivers req to ep as a later send of bus.CallResending does
+// (marked with bus.ResendHeader): a copy of a request whose first delivery
+// may have been handled, even finished, already. It returns the handler's
+// answer.
+func Resend[Req, Rep any](t testing.TB, nc *nats.Conn, ep protocol.Endpoint[Req, Rep], req Req) (Rep, error) {
+	t.Helper()
+	var rep Rep
+	body, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := &nats.Msg{Subject: ep.Subject, Data: body, Header: nats.Header{}}
+	msg.Header.Set(bus.ResendHeader, "2")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reply, err := bus.RequestMsg(ctx, nc, msg)
+	if err != nil {
+		return rep, err
+	}
+	if err := json.Unmarshal(reply.Data, &rep); err != nil {
+		t.Fatalf("%s: decode reply: %v", ep.Subject, err)
+	}
+	return rep, nil
+}

@@ -102,7 +102,9 @@ func TestTurnStreamLeaderKilled(t *testing.T) {
 		t.Errorf("done.content is not the reply: %s", firstDiff(c, want))
 	}
 	pause := longestSilence(evs, *killedAt.Load())
-	t.Logf("pause after killing the turn-stream leader: %s; the stream had a new leader after %s", pause.Round(time.Millisecond), (<-election).Round(time.Millisecond))
+	lost, doubled := tokenLoss(got, len(pieces))
+	t.Logf("pause after killing the turn-stream leader: %s; the stream had a new leader after %s; tokens lost %d, doubled %d (of %d)",
+		pause.Round(time.Millisecond), (<-election).Round(time.Millisecond), lost, doubled, len(pieces))
 
 	checkProbes()
 
@@ -371,4 +373,22 @@ func sameEvents(a, b []waggletest.Event) bool {
 	return slices.EqualFunc(a, b, func(x, y waggletest.Event) bool {
 		return x.Name == y.Name && (x.Name == "token" && x.Content() == y.Content() || string(x.Data) == string(y.Data))
 	})
+}
+
+// tokenLoss counts the tokens of a numbered(n) reply missing from got,
+// and those it holds more than once.
+func tokenLoss(got string, n int) (lost, doubled int) {
+	seen := map[string]int{}
+	for _, w := range strings.Fields(got) {
+		seen[w]++
+	}
+	for _, w := range numbered(n) {
+		switch c := seen[strings.TrimSpace(w)]; {
+		case c == 0:
+			lost++
+		case c > 1:
+			doubled += c - 1
+		}
+	}
+	return lost, doubled
 }

@@ -82,9 +82,25 @@ type harness struct {
 	gateways []*waggletest.Proc
 }
 
+// boot says how startHarness starts the team server.
+type boot int
+
+const (
+	// inWaves waits until JetStream is clustered, then starts the services
+	// process, then the runners, then the gateways (as scripts/cluster.sh).
+	inWaves boot = iota
+	// allAtOnce starts every node and every process at the same moment,
+	// as an orchestrator does: nobody waits for the cluster to form.
+	allAtOnce
+)
+
 // startHarness starts the three nodes, waits until JetStream is clustered,
 // then the services process, two runners and two gateways.
-func startHarness(t *testing.T) *harness {
+func startHarness(t *testing.T) *harness { return bootHarness(t, inWaves) }
+
+// bootHarness starts the three nodes and the processes as how says; it
+// returns when every process answers /health.
+func bootHarness(t *testing.T, how boot) *harness {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("multi-process cluster tests are skipped in -short mode")
@@ -140,49 +156,73 @@ func startHarness(t *testing.T) *harness {
 	for _, n := range h.nodes {
 		h.startNode(n)
 	}
-	for _, n := range h.nodes {
-		h.waitNode(n)
+	if how == inWaves {
+		for _, n := range h.nodes {
+			h.waitNode(n)
+		}
 	}
 
-	data := filepath.Join(h.dir, "data")
-	common := []string{"--nats-url", h.urls, "--nats-replicas", "3", "--llm-url", h.llm.URL(),
-		"--log-format", "text", "--log-level", "debug"}
-	// Waves, as scripts/cluster.sh: the services first (they create most
-	// buckets), then the runners, then the gateways.
-	h.services = h.startRole("services", data, append([]string{"--targets=session-store,approval,command"}, common...))
-	var wg sync.WaitGroup
-	h.runners = make([]*waggletest.Proc, 2)
-	for i := range h.runners {
-		wg.Go(func() {
-			h.runners[i] = h.startRole(fmt.Sprintf("runner-%d", i), data, append([]string{"--targets=turn-runner", "--disconnect-grace", "60s"}, common...))
-		})
-	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow() // a runner did not start (StartProc said why)
-	}
-	h.gateways = make([]*waggletest.Proc, 2)
-	for i := range h.gateways {
-		wg.Go(func() {
-			h.gateways[i] = waggletest.StartProc(t, waggleBin, waggletest.ProcDataDir(data),
-				waggletest.ProcArgs(append([]string{"--targets=gateway"}, common...)...))
-		})
-	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
 	t.Cleanup(func() {
-		if t.Failed() {
-			for i, g := range h.gateways {
+		if !t.Failed() {
+			return
+		}
+		for i, g := range h.gateways {
+			if g != nil {
 				tail(t, fmt.Sprintf("gateway-%d", i), g.Output())
 			}
-			for i, r := range h.runners {
+		}
+		for i, r := range h.runners {
+			if r != nil {
 				tail(t, fmt.Sprintf("runner-%d", i), r.Output())
 			}
+		}
+		if h.services != nil {
 			tail(t, "services", h.services.Output())
 		}
 	})
+	data := filepath.Join(h.dir, "data")
+	common := []string{"--nats-url", h.urls, "--nats-replicas", "3", "--llm-url", h.llm.URL(),
+		"--log-format", "text", "--log-level", "debug"}
+	var wg sync.WaitGroup
+	services := func() {
+		h.services = h.startRole("services", data, append([]string{"--targets=session-store,approval,command"}, common...))
+	}
+	h.runners = make([]*waggletest.Proc, 2)
+	runners := func() {
+		for i := range h.runners {
+			wg.Go(func() {
+				h.runners[i] = h.startRole(fmt.Sprintf("runner-%d", i), data, append([]string{"--targets=turn-runner", "--disconnect-grace", "60s"}, common...))
+			})
+		}
+	}
+	h.gateways = make([]*waggletest.Proc, 2)
+	gateways := func() {
+		for i := range h.gateways {
+			wg.Go(func() {
+				h.gateways[i] = waggletest.StartProc(t, waggleBin, waggletest.ProcDataDir(data),
+					waggletest.ProcArgs(append([]string{"--targets=gateway"}, common...)...))
+			})
+		}
+	}
+	if how == allAtOnce {
+		wg.Go(services)
+		runners()
+		gateways()
+		wg.Wait()
+	} else {
+		// Waves: the services first (they create most buckets), then the
+		// runners, then the gateways.
+		services()
+		runners()
+		wg.Wait()
+		if !t.Failed() {
+			gateways()
+			wg.Wait()
+		}
+	}
+	if t.Failed() {
+		t.FailNow() // a process did not start (StartProc said why)
+	}
 	return h
 }
 
