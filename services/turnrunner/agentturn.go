@@ -146,20 +146,27 @@ func (t *turn) agentTools(env tools.Env, persona personaInfo, policy protocol.To
 		blocked = policy.BlockedTools
 	}
 	set, pool, blocked := t.mcpTools(builtIns, blocked, policy)
+	offered, workers = personaTools(pool, len(builtIns), persona)
+	return set, offered, workers, blocked
+}
+
+// personaTools splits pool — nBuiltIn built-ins, then MCP tools — into
+// what persona's turn is offered and what its sub-agents draw from.
+func personaTools(pool []agent.Tool, nBuiltIn int, persona personaInfo) (offered, workers []agent.Tool) {
 	strict := persona.readOnly || persona.delegates
 	offered = make([]agent.Tool, 0, len(pool))
 	for i, tool := range pool {
-		// mcpTools appends after the built-ins; the persona's lists name
-		// built-ins only, so they do not filter MCP tools.
-		builtIn := i < len(builtIns)
+		// The persona's lists name built-ins only, so they do not filter
+		// MCP tools; a strict persona gets none.
+		builtIn := i < nBuiltIn
 		if builtIn && persona.allows(tool.Name()) || !builtIn && !strict {
 			offered = append(offered, tool)
 		}
 	}
 	if persona.delegates && !persona.readOnly {
-		return set, offered, pool, blocked
+		return offered, pool
 	}
-	return set, offered, offered, blocked
+	return offered, offered
 }
 
 // webSearch is the turn's web search provider: config.json's, its API key
