@@ -18,7 +18,6 @@ func (namedTool) Description() string                                   { return
 func (namedTool) Schema() json.RawMessage                               { return nil }
 func (namedTool) Call(context.Context, json.RawMessage) (string, error) { return "", nil }
 
-
 // TestPersonaTools: what a turn is offered and what its sub-agents draw
 // from, per persona. The coordinator is offered only its delegation tools
 // (no MCP tool: it does no work itself) while its workers draw from the
