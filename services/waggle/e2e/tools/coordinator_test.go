@@ -57,9 +57,7 @@ func TestCoordinatorDelegates(t *testing.T) {
 	if err := os.MkdirAll(files, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(files, "brief.md"), []byte("launch on the 4th of May"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, filepath.Join(files, "brief.md"), "launch on the 4th of May")
 	evs := waggletest.NewStream(p.Do(t, "POST", "/api/chat", map[string]any{
 		"message": "DELEGATE the launch review", "workspace": ws, "session": "s1", "persona": "coordinator",
 	})).All(t)
@@ -71,10 +69,7 @@ func TestCoordinatorDelegates(t *testing.T) {
 	if len(reqs) == 0 || isSubAgent(reqs[0]) {
 		t.Fatalf("first model request is not the turn's: %d requests", len(reqs))
 	}
-	var offered []string
-	for _, tl := range reqs[0].Chat.Tools {
-		offered = append(offered, tl.Function.Name)
-	}
+	offered := requestTools(reqs[0])
 	slices.Sort(offered)
 	want := []string{"add_plan_step", "create_plan", "execute_step", "get_awareness", "query_knowledge",
 		"save_memory", "search_memory", "show_plan", "spawn_agent"}
@@ -89,10 +84,7 @@ func TestCoordinatorDelegates(t *testing.T) {
 	if len(subs) == 0 {
 		t.Fatal("no sub-agent ran")
 	}
-	var subOffered []string
-	for _, tl := range subs[0].Chat.Tools {
-		subOffered = append(subOffered, tl.Function.Name)
-	}
+	subOffered := requestTools(subs[0])
 	if !slices.Contains(subOffered, "read_file") || slices.Contains(subOffered, "spawn_agent") {
 		t.Errorf("the coordinator's researcher was offered %v: want read_file, never spawn_agent", subOffered)
 	}
