@@ -12,6 +12,7 @@ func TestAllows(t *testing.T) {
 	open := Persona{ID: "custom"}
 	planner, _ := Get("planner")
 	general, _ := Get(Default)
+	coord, _ := Get("coordinator")
 	cases := []struct {
 		p    Persona
 		tool string
@@ -34,6 +35,22 @@ func TestAllows(t *testing.T) {
 		{planner, "write_file", false},
 		{planner, "bash", false},
 		{planner, "github__create_issue", false}, // an MCP tool
+		// The coordinator delegates: spawn_agent, memory, knowledge and
+		// plans, nothing that touches files, commands or the web.
+		{coord, "spawn_agent", true},
+		{coord, "search_memory", true},
+		{coord, "save_memory", true},
+		{coord, "query_knowledge", true},
+		{coord, "get_awareness", true},
+		{coord, "execute_step", true},
+		{coord, "read_file", false},
+		{coord, "write_file", false},
+		{coord, "bash", false},
+		{coord, "web_fetch", false},
+		{coord, "generate_xlsx", false},
+		{coord, "correct_knowledge", false},
+		{coord, "git_branch", false},
+		{coord, "github__create_issue", false},
 		{general, "bash", true},
 		{general, "github__create_issue", true},
 	}
@@ -52,11 +69,10 @@ func TestCatalogue(t *testing.T) {
 		}
 		seen[p.ID] = true
 	}
-	// The original's built-ins, in its order, but for "coordinator" (it
-	// only delegates through spawn_agent, which this server lacks).
+	// The original's built-ins, in its order.
 	want := []string{"researcher", "writer", "analyst", "coder", "project-manager", "executive-assistant",
 		"sales-rep", "marketer", "product-manager-senior", "hr-manager", "legal-professional", "finance-owner",
-		"consultant", Default, "planner", "verifier", "support-agent", "ops-manager", "data-engineer",
+		"consultant", Default, "planner", "verifier", "coordinator", "support-agent", "ops-manager", "data-engineer",
 		"recruiter", "creative-director"}
 	var got []string
 	for _, p := range List() {
@@ -68,6 +84,11 @@ func TestCatalogue(t *testing.T) {
 	for _, p := range List() {
 		if !strings.HasPrefix(p.SystemPrompt, "## Persona: "+p.Name+"\n") || p.Tagline == "" || len(p.BestFor) == 0 || p.WontDo == "" || p.Icon == "" {
 			t.Errorf("persona %s: prompt must open with its heading, and every picker field is set", p.ID)
+		}
+		// A delegating persona's sub-agents may get more than it has: it
+		// must not be read-only, whose limit binds its sub-agents too.
+		if p.Delegates && (p.ReadOnly || !p.Allows("spawn_agent")) {
+			t.Errorf("persona %s delegates but is read-only or cannot spawn", p.ID)
 		}
 		// An allowlist never takes memory search away (AlwaysAvailable).
 		if len(p.Tools) > 0 && !p.Allows("search_memory") {

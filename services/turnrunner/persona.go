@@ -19,6 +19,9 @@ type personaInfo struct {
 	prompt string
 	// readOnly: the persona may not write files or run commands.
 	readOnly bool
+	// delegates: the persona only hands work to sub-agents (see
+	// personas.Persona.Delegates).
+	delegates bool
 	// rules filters the tools (nil: every tool).
 	rules *personas.Persona
 }
@@ -52,7 +55,7 @@ func builtInPersona(id string) (personaInfo, bool) {
 	if !ok {
 		return personaInfo{}, false
 	}
-	return personaInfo{id: id, prompt: p.SystemPrompt, readOnly: p.ReadOnly, rules: &p}, true
+	return personaInfo{id: id, prompt: p.SystemPrompt, readOnly: p.ReadOnly, delegates: p.Delegates, rules: &p}, true
 }
 
 // namedPersona is a persona this server knows nothing of but its name.

@@ -65,8 +65,13 @@ func offeredTools(llm *llmtest.Server) []string {
 	if len(reqs) == 0 {
 		return nil
 	}
+	return requestTools(reqs[len(reqs)-1])
+}
+
+// requestTools are the tool names one model request offered.
+func requestTools(r *llmtest.Request) []string {
 	var out []string
-	for _, tl := range reqs[len(reqs)-1].Chat.Tools {
+	for _, tl := range r.Chat.Tools {
 		out = append(out, tl.Function.Name)
 	}
 	return out

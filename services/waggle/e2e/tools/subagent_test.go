@@ -297,10 +297,7 @@ func TestSubAgentCannotGainTools(t *testing.T) {
 	if len(reqs) == 0 {
 		t.Fatal("the coder sub-agent never ran")
 	}
-	var offered []string
-	for _, tl := range reqs[0].Chat.Tools {
-		offered = append(offered, tl.Function.Name)
-	}
+	offered := requestTools(reqs[0])
 	if slices.Contains(offered, "spawn_agent") || !slices.Contains(offered, "read_file") || !slices.Contains(offered, "git_commit") {
 		t.Errorf("coder sub-agent offered %v", offered)
 	}
