@@ -39,10 +39,10 @@ type Session struct {
 	Info      protocol.SessionInfo
 }
 
-// SessionSource lists every session of every workspace without writing to
-// any of them (the store's listing writes lazy summaries back; reading for
-// memory must not).
-type SessionSource func(ctx context.Context) ([]Session, error)
+// SessionSource lists the sessions of every workspace last active at or
+// after since, without writing to any of them (the store's listing writes
+// lazy summaries back; reading for memory must not).
+type SessionSource func(ctx context.Context, since time.Time) ([]Session, error)
 
 // Distillation limits. A frame's text is capped so one session cannot
 // fill the prompt's preloaded memories; a day lists at most
@@ -102,7 +102,7 @@ func (w *Worker) distil(ctx context.Context, now time.Time) ([]Change, error) {
 	if w.cfg.Sessions == nil {
 		return nil, nil
 	}
-	ss, err := w.cfg.Sessions(ctx)
+	ss, err := w.cfg.Sessions(ctx, now.Add(-w.cfg.DistilWithin))
 	if err != nil {
 		return nil, fmt.Errorf("lifecycle: sessions: %w", err)
 	}

@@ -29,7 +29,7 @@ func (s *sessions) add(ws, id, title, summary string, count int, last time.Time)
 	s.ss = append(s.ss, lifecycle.Session{Workspace: ws, Info: info})
 }
 
-func (s *sessions) list(context.Context) ([]lifecycle.Session, error) {
+func (s *sessions) list(context.Context, time.Time) ([]lifecycle.Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]lifecycle.Session(nil), s.ss...), nil

@@ -229,6 +229,43 @@ func (s *Store) ListSessions(ctx context.Context, req protocol.SessionListReques
 	return out, nil
 }
 
+// SessionDigests lists a workspace's sessions last active at or after
+// since, with the summary a listing would show; a due summary is generated
+// from the session's lines but not written back (the memory lifecycle
+// reads sessions without touching them).
+func (s *Store) SessionDigests(ctx context.Context, ws string, since time.Time) ([]protocol.SessionInfo, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, meta, first_line, message_count, last_active FROM sessions WHERE workspace = $1 AND last_active >= $2`, ws, since)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: digests %s: %w", ws, err)
+	}
+	var rs []row
+	var r row
+	_, err = pgx.ForEachRow(rows, []any{&r.id, &r.meta, &r.firstLine, &r.messageCount, &r.lastActive}, func() error {
+		rs = append(rs, r)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: digests %s: %w", ws, err)
+	}
+	out := make([]protocol.SessionInfo, 0, len(rs))
+	for _, r := range rs {
+		info := r.info()
+		if info.Summary == nil && info.MessageCount >= 4 {
+			data, mtime, ok, err := read(ctx, s.pool, protocol.SessionRef{Workspace: ws, Session: r.id})
+			if err != nil {
+				return nil, fmt.Errorf("pgstore: digest %s/%s: %w", ws, r.id, err)
+			}
+			if !ok {
+				continue // deleted meanwhile
+			}
+			info = transcript.Digest(r.id, data, mtime)
+			info.MessageCount = r.messageCount
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
 // lazySummary writes a generated summary into a session's meta line and
 // returns the updated entry; on failure it logs and returns info with the
 // summary it would have written.
