@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -145,11 +147,13 @@ func (w *Worker) distil(ctx context.Context, now time.Time) ([]Change, error) {
 		if done.made[key] {
 			continue
 		}
-		c, err := w.write(ctx, m, StepDistil, s.Info.ID, content, protocol.ImportanceImportant, []string{TagDistilled}, now)
+		c, ok, err := w.write(ctx, m, StepDistil, s.Info.ID, content, protocol.ImportanceImportant, []string{TagDistilled}, now)
 		if err != nil {
 			return out, err
 		}
-		out = append(out, c)
+		if ok {
+			out = append(out, c)
+		}
 	}
 	// One frame per workspace and finished UTC day, in a stable order.
 	keys := make([]dayKey, 0, len(days))
@@ -166,32 +170,49 @@ func (w *Worker) distil(ctx context.Context, now time.Time) ([]Change, error) {
 		if !injection.Scan(content, injection.ToolOutput).Safe() {
 			continue // titles that together read as instructions
 		}
-		c, err := w.write(ctx, m, StepDaily, k.day, content, protocol.ImportanceNormal, []string{TagDaily}, now)
+		c, ok, err := w.write(ctx, m, StepDaily, k.day, content, protocol.ImportanceNormal, []string{TagDaily}, now)
 		if err != nil {
 			return out, err
 		}
-		out = append(out, c)
+		if ok {
+			out = append(out, c)
+		}
 	}
 	return out, nil
 }
 
+// frameID is the id of the frame step makes of of in mind: the same in
+// every process, so a store that takes over the lead (with its own log)
+// finds a frame another made instead of writing a second.
+func frameID(mind, step, of string) string {
+	sum := sha256.Sum256([]byte(mind + "\x00" + step + "\x00" + of))
+	return "mem-" + step + "-" + hex.EncodeToString(sum[:16])
+}
+
 // write adds a frame, then logs and counts the step (w.mu held). A frame
 // the mind already holds word for word is not added again; the step is
-// logged without an id, so undo never deletes what a user saved.
-func (w *Worker) write(ctx context.Context, m frames.Mind, step, of, content, importance string, tags []string, now time.Time) (Change, error) {
+// logged without an id, so undo never deletes what a user saved. ok is
+// false when the frame exists already (another process made it).
+func (w *Worker) write(ctx context.Context, m frames.Mind, step, of, content, importance string, tags []string, now time.Time) (c Change, ok bool, err error) {
+	id := frameID(m.Key(), step, of)
+	if _, err := w.cfg.Backend.Get(ctx, m, id); err == nil {
+		return Change{}, false, nil
+	} else if !errors.Is(err, frames.ErrNotFound) {
+		return Change{}, false, fmt.Errorf("lifecycle: %s %s in %s: %w", step, of, m.Key(), err)
+	}
 	ts := protocol.Timestamp(now)
-	f := frames.Frame{ID: "mem-" + protocol.NewUUID(), Content: content, Tags: tags, Importance: importance,
+	f := frames.Frame{ID: id, Content: content, Tags: tags, Importance: importance,
 		Source: protocol.SourceSystem, Created: ts, Updated: ts}
 	saved, dup, err := w.cfg.Backend.Add(ctx, m, f)
 	if err != nil {
-		return Change{}, fmt.Errorf("lifecycle: %s %s in %s: %w", step, of, m.Key(), err)
+		return Change{}, false, fmt.Errorf("lifecycle: %s %s in %s: %w", step, of, m.Key(), err)
 	}
-	c := Change{Step: step, Mind: m.Key(), ID: saved.ID, To: importance, Of: of, At: ts}
+	c = Change{Step: step, Mind: m.Key(), ID: saved.ID, To: importance, Of: of, At: ts}
 	if dup {
 		c.ID = ""
 	}
 	w.record(c)
-	return c, nil
+	return c, true, nil
 }
 
 // sessionText is a distilled session's frame: what it was called, when it

@@ -190,3 +190,24 @@ func TestDailySummary(t *testing.T) {
 		}
 	})
 }
+
+// A store process that takes over the lead has its own log; it finds the
+// frames the last leader distilled instead of writing them twice.
+func TestDistilAfterLeaderChange(t *testing.T) {
+	each(t, func(t *testing.T, b frames.Backend) {
+		clk := &clock{t: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)}
+		src := &sessions{}
+		src.add("ws1", "s1", "Release plan", "Ship on Friday.", 6, clk.now().Add(-26*time.Hour))
+		first := lifecycle.New(lifecycle.Config{Backend: b, DataDir: t.TempDir(), Now: clk.now, Sessions: src.list})
+		if cs, err := first.Sweep(ctx); err != nil || len(cs) != 2 {
+			t.Fatalf("first leader: %+v %v, want the session and its day", cs, err)
+		}
+		next := lifecycle.New(lifecycle.Config{Backend: b, DataDir: t.TempDir(), Now: clk.now, Sessions: src.list})
+		if cs, err := next.Sweep(ctx); err != nil || len(cs) != 0 {
+			t.Fatalf("next leader: %+v %v, want nothing new", cs, err)
+		}
+		if fs := mindFrames(t, b, "ws1"); len(fs) != 2 {
+			t.Fatalf("mind holds %d frames, want 2", len(fs))
+		}
+	})
+}
