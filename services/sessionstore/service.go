@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
@@ -185,7 +186,7 @@ func (s *Service) openBacklog(ctx context.Context) error {
 // process is already the only store; with PostgreSQL the store processes
 // elect one by a bus lease.
 func (s *Service) startLifecycle(ctx context.Context) {
-	cfg := lifecycle.Config{Backend: s.frames, DataDir: s.cfg.DataDir, Logger: s.log}
+	cfg := lifecycle.Config{Backend: s.frames, DataDir: s.cfg.DataDir, Logger: s.log, Sessions: s.sessionDigests}
 	if s.cfg.Store == StorePostgres {
 		nc, replicas, log := s.nc, s.cfg.Replicas, s.log
 		cfg.Lead = func(ctx context.Context) (func(), error) {
@@ -202,6 +203,29 @@ func (s *Service) startLifecycle(ctx context.Context) {
 	}
 	s.lifecycle = lifecycle.New(cfg)
 	s.lifecycle.Start(ctx)
+}
+
+// sessionDigests is the lifecycle's session source: every workspace's
+// sessions active since, read without writing (each workspace's from the
+// store holding it, so a session is distilled into its own workspace's
+// mind only).
+func (s *Service) sessionDigests(ctx context.Context, since time.Time) ([]lifecycle.Session, error) {
+	wss, err := s.store.ListWorkspaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []lifecycle.Session
+	for _, d := range wss {
+		ws := d.Workspace().ID
+		infos, err := s.store.SessionDigests(ctx, ws, since)
+		if err != nil {
+			return out, err
+		}
+		for _, info := range infos {
+			out = append(out, lifecycle.Session{Workspace: ws, Info: info})
+		}
+	}
+	return out, nil
 }
 
 func (s *Service) register(ctx context.Context) error {

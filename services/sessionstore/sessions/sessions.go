@@ -428,6 +428,35 @@ func (s *Catalog) writeSummary(ws, id string, fallbackCreated time.Time) (entry,
 	return e, true, nil
 }
 
+// Digests lists ws's sessions last modified at or after since, in name
+// order, with the summary a listing would show; a due summary is
+// generated but, unlike the listing's, not written back (the memory
+// lifecycle reads sessions without touching them).
+func (s *Catalog) Digests(ctx context.Context, ws string, since time.Time) ([]protocol.SessionInfo, error) {
+	files, err := s.sessionFiles(ws)
+	if err != nil {
+		return nil, err
+	}
+	var out []protocol.SessionInfo
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if f.state.ModTime.Before(since) {
+			continue
+		}
+		data, mtime, err := s.files.Read(ws, f.id)
+		if errors.Is(err, jsonl.ErrNotFound) {
+			continue // deleted since the directory was read
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sessions: digest %s/%s: %w", ws, f.id, err)
+		}
+		out = append(out, transcript.Digest(f.id, data, mtime))
+	}
+	return out, nil
+}
+
 // Search finds q (case-insensitively) in a workspace's session summaries
 // and first 50 message lines. Results are sorted by match count, then by
 // lastActive, both descending, and only then cut to limit (the original
