@@ -118,7 +118,7 @@ function entityItem(e) {
   if (Number.isInteger(e.mentions) && e.mentions > 0) {
     head.append(el('span', 'entity-mentions', e.mentions === 1 ? '1 mention' : e.mentions + ' mentions'));
   }
-  const retire = button('Retire', 'retire', () => retireEntity(e.id, retire));
+  const retire = button('Retire', 'retire', () => retireEntity(e.id, String(e.name ?? ''), retire));
   retire.title = 'Mark this as no longer true (kept in history; the agent stops using it)';
   retire.setAttribute('aria-label', 'Retire ' + String(e.name ?? ''));
   head.append(retire);
@@ -128,8 +128,8 @@ function entityItem(e) {
 
 // retireEntity retires an entity with its relations (the server's
 // correct_knowledge) and takes off the list what the server says it
-// retired.
-async function retireEntity(id, btn) {
+// retired; in the entity's place an Undo restores it.
+async function retireEntity(id, name, btn) {
   btn.disabled = true;
   let r;
   try {
@@ -145,10 +145,26 @@ async function retireEntity(id, btn) {
     if (x && typeof x.id === 'string') gone.add(x.id);
   }
   const ul = $('knowledge-list');
+  const note = el('li', 'meta retired', 'Retired “' + name + '”. ');
+  note.append(button('Undo', 'undo', () => restoreEntity(id, note)));
+  ul.querySelector('li.entity[data-id="' + CSS.escape(id) + '"]')?.replaceWith(note);
   for (const node of ul.querySelectorAll('li.entity, .relation')) {
     if (gone.has(node.dataset.id) || gone.has(node.dataset.target)) node.remove();
   }
   for (const g of gone) graph.names.delete(g);
   graph.pending = graph.pending.filter(x => !gone.has(x.id) && !gone.has(x.source_id) && !gone.has(x.target_id));
-  if (!ul.children.length) ul.append(el('li', 'meta', 'Nothing known yet.'));
+}
+
+// restoreEntity undoes a retirement (the entity and the relations retired
+// with it) and draws the list again.
+async function restoreEntity(id, note) {
+  note.querySelector('button').disabled = true;
+  try {
+    await api('POST', '/api/memory/graph/' + enc(id) + '/restore?workspace=' + enc(state.workspace));
+  } catch (err) {
+    note.querySelector('button').disabled = false;
+    showError(err);
+    return;
+  }
+  await loadKnowledge();
 }

@@ -138,6 +138,17 @@ func TestKnowledgePanel(t *testing.T) {
 	if has(rels, "Ada Lovelace leads Project Falcon") {
 		t.Fatalf("the leads relation is still valid after Retire: %v", rels)
 	}
+	// Undo restores it with the relation retired with it.
+	run(t, ctx,
+		until(`document.querySelector('#knowledge-list li.retired').textContent.startsWith('Retired “Project Falcon”.')`),
+		chromedp.Click(`#knowledge-list li.retired button.undo`, chromedp.ByQuery),
+		until(lines+`.includes('Ada Lovelace — leads → Project Falcon')`),
+		until(`!document.querySelector('#knowledge-list li.retired')`),
+	)
+	if _, rels = graph(); !has(rels, "Ada Lovelace leads Project Falcon") {
+		t.Fatalf("Undo did not restore the leads relation: %v", rels)
+	}
+	run(t, ctx, chromedp.Evaluate(retire, nil), until(`!`+names+`.includes('Project Falcon')`))
 	// A fresh look (the panel closed and opened) agrees with the server.
 	run(t, ctx,
 		chromedp.Click(`#memory-toggle`, chromedp.ByID), until(`document.querySelector('#memory').hidden`),
