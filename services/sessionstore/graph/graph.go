@@ -341,6 +341,9 @@ func Check(b *Batch) error {
 		if !relType.MatchString(r.Type) {
 			return protocol.Errorf(protocol.Invalid, "invalid relation type %q", r.Type)
 		}
+		// The ends name entities as the batch wrote them: cleaned the same
+		// way, so a name that lost an event attribute still links.
+		r.From, r.To = strings.TrimSpace(frames.Sanitise(r.From)), strings.TrimSpace(frames.Sanitise(r.To))
 		from, to := Normalize(r.From), Normalize(r.To)
 		if !names[from] || !names[to] {
 			return protocol.Errorf(protocol.Invalid, "a relation's ends must be entities of the same batch")

@@ -105,6 +105,13 @@ func TestCheckRefusesBadBatches(t *testing.T) {
 	if err := graph.Check(&b); err != nil || b.Entities[0].Type != graph.TypeOrganisation || b.Entities[1].Type != graph.TypeConcept {
 		t.Fatalf("types not normalised: %+v %v", b.Entities, err)
 	}
+	// Markup in a name is cleaned in the entity and in the relation's ends
+	// alike: the relation still links it (else the whole batch was lost).
+	b = graph.Batch{Entities: []graph.EntityInput{{Name: "<img src=x onerror=alert(1)>"}, {Name: "Ada Lovelace"}},
+		Relations: []graph.RelationInput{{From: "<img src=x onerror=alert(1)>", To: "Ada Lovelace", Type: "knows"}}}
+	if err := graph.Check(&b); err != nil || b.Entities[0].Name != "<img src=x>" || b.Relations[0].From != "<img src=x>" {
+		t.Fatalf("a cleaned name's relation: %+v %+v %v", b.Entities, b.Relations, err)
+	}
 }
 
 func TestApplyMergesAndCounts(t *testing.T) {

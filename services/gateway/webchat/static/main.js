@@ -6,6 +6,7 @@ import { api } from './api.js';
 import { refreshApprovals } from './approvals.js';
 import { $, hideError, jumpToLatest, nearBottom, showError } from './dom.js';
 import { filesState, loadFiles, probeFiles, upload } from './files.js';
+import { moreKnowledge } from './knowledge.js';
 import { loadMemory, togglePanel } from './memory.js';
 import { cancelEdit, openSession } from './messages.js';
 import { followNotifications } from './notify.js';
@@ -127,6 +128,7 @@ function bindUI() {
   $('memory-toggle').addEventListener('click', () => {
     if (togglePanel('memory')) loadMemory();
   });
+  $('knowledge-more').addEventListener('click', moreKnowledge);
   let memoryTimer = 0;
   $('memory-search').addEventListener('input', () => {
     clearTimeout(memoryTimer);

@@ -1,8 +1,9 @@
 // The memory panel: the workspace's and the personal mind's frames,
-// search, importance and delete.
+// search, importance and delete; its Knowledge section is knowledge.js.
 
 import { api, enc } from './api.js';
 import { $, button, el, showError } from './dom.js';
+import { loadKnowledge } from './knowledge.js';
 import { state } from './state.js';
 
 // ---- memory --------------------------------------------------------
@@ -12,6 +13,9 @@ import { state } from './state.js';
 const importances = ['critical', 'important', 'normal', 'temporary', 'deprecated'];
 
 export async function loadMemory() {
+  // The Knowledge section follows the same workspace and search; it loads
+  // beside the frames and shows its own errors.
+  loadKnowledge();
   const ul = $('memory-list');
   if (!state.workspace) {
     ul.replaceChildren(el('li', 'meta', 'Create a workspace first.'));
