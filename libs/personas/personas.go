@@ -4,9 +4,8 @@
 // prompt and tool filter; the gateway lists the catalogue
 // (GET /api/personas). The catalogue is the original's
 // (packages/agent/src/persona-data.ts) in its order, with its ids, icons,
-// tool lists and workspace affinities; the prompts of researcher, writer,
-// analyst, coder and the three regulated personas are the original's, the
-// others' are written for this project.
+// tool lists and workspace affinities; every prompt is written for this
+// project.
 package personas
 
 import "slices"
