@@ -84,6 +84,9 @@ type Gate struct {
 	cfg  Config
 	// recheck is how often a wait asks for the state again (recheckEvery).
 	recheck time.Duration
+	// missingFor is how long an approval must stay unreadable before a
+	// wait takes it as gone (missingEvery).
+	missingFor time.Duration
 
 	mu sync.Mutex
 	// open counts approvals this gate asked for whose final state it has
@@ -95,7 +98,7 @@ type Gate struct {
 
 // New returns a gate for one turn.
 func New(nc *nats.Conn, turn Turn, emit Emitter, cfg Config) *Gate {
-	return &Gate{nc: nc, turn: turn, emit: emit, cfg: cfg.withDefaults(), recheck: recheckEvery}
+	return &Gate{nc: nc, turn: turn, emit: emit, cfg: cfg.withDefaults(), recheck: recheckEvery, missingFor: missingEvery}
 }
 
 // recheckEvery is how often a wait asks the approval service for the state
@@ -313,6 +316,7 @@ func (g *Gate) follow(ctx context.Context, id string, l *listener) (string, erro
 	}
 	ask := time.NewTimer(0) // at once, then every g.recheck
 	defer ask.Stop()
+	var missingSince time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -322,33 +326,56 @@ func (g *Gate) follow(ctx context.Context, id string, l *listener) (string, erro
 				return ev.State, nil
 			}
 		case <-ask.C:
-			if state, final := g.state(ctx, id); final {
+			state, err := g.state(ctx, id)
+			switch {
+			case errors.Is(err, errMissing):
+				// Removed (only final entries are, after their retention),
+				// or read from a replica that has not caught up with its
+				// creation yet (a cluster that just lost its bucket's
+				// leader): only an absence that lasts is an end.
+				if missingSince.IsZero() {
+					missingSince = time.Now()
+				} else if time.Since(missingSince) >= g.missingFor {
+					return protocol.ApprovalStateCancelled, nil
+				}
+				ask.Reset(min(g.recheck, g.missingFor))
+				continue
+			case err == nil && protocol.ApprovalFinal(state):
 				return state, nil
+			default:
+				missingSince = time.Time{}
 			}
 			ask.Reset(g.recheck)
 		}
 	}
 }
 
-// state asks the approval service for the approval's state and reports
-// whether it is final. No answer (the service restarting) is not final:
-// the wait goes on and asks again.
-func (g *Gate) state(ctx context.Context, id string) (string, bool) {
+// missingEvery is how long an approval must stay unreadable before its
+// wait takes it as gone: far longer than a bucket replica needs to catch
+// up.
+const missingEvery = 30 * time.Second
+
+// errMissing is state's answer for an approval the service does not have.
+var errMissing = errors.New("approvalgate: no such approval")
+
+// state asks the approval service for the approval's state. No answer (the
+// service restarting) is an error other than errMissing: the wait goes on
+// and asks again.
+func (g *Gate) state(ctx context.Context, id string) (string, error) {
 	rctx, cancel := context.WithTimeout(ctx, g.cfg.RequestTimeout)
 	defer cancel()
 	rep, err := bus.Call(rctx, g.nc, protocol.GetApprovalState,
 		protocol.ApprovalStateRequest{RequestID: id})
 	switch {
 	case err == nil:
-		return rep.State, protocol.ApprovalFinal(rep.State)
+		return rep.State, nil
 	case protocol.KindOf(err) == protocol.NotFound:
-		// Removed: only final entries are, after their retention.
-		return protocol.ApprovalStateCancelled, true
+		return "", errMissing
 	default:
 		if ctx.Err() == nil && !errors.Is(err, protocol.ErrUnavailable) {
 			g.cfg.Logger.Warn("approvalgate: approval state", "request", id, "err", err)
 		}
-		return "", false
+		return "", err
 	}
 }
 

@@ -39,6 +39,9 @@ type fakeService struct {
 	// what it returns is the answer.
 	onState func(id string, stored protocol.ApprovalStateReply) protocol.ApprovalStateReply
 	states  int // state requests served
+	// onMissing, when set, runs in each state request for an entry the
+	// bucket does not have.
+	onMissing func(id string)
 }
 
 type env struct {
@@ -174,6 +177,12 @@ func (f *fakeService) writeState(ctx context.Context, id, state string) (final s
 func (f *fakeService) state(ctx context.Context, req protocol.ApprovalStateRequest) (protocol.ApprovalStateReply, error) {
 	kve, err := f.kv.Get(ctx, req.RequestID)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		f.mu.Lock()
+		hook := f.onMissing
+		f.mu.Unlock()
+		if hook != nil {
+			hook(req.RequestID)
+		}
 		return protocol.ApprovalStateReply{}, &protocol.Error{Kind: protocol.NotFound, Message: "No pending approval with that ID"}
 	}
 	if err != nil {
@@ -626,7 +635,8 @@ func TestLostNoticeIsFoundByAskingAgain(t *testing.T) {
 }
 
 // TestRemovedEntryEndsTheWait: an entry the service no longer has (removed
-// after its retention) is over: the call does not run.
+// after its retention) is over once its absence lasts: the call does not
+// run.
 func TestRemovedEntryEndsTheWait(t *testing.T) {
 	e := newEnv(t)
 	e.fake.set(protocol.ApprovalCheckReply{Action: protocol.ApprovalAsk})
@@ -634,10 +644,73 @@ func TestRemovedEntryEndsTheWait(t *testing.T) {
 	rm := &removingEmitter{rec: rec, kv: e.fake.kv}
 	g := New(e.nc, Turn{TurnID: "turn-1", Workspace: "ws"}, rm, Config{Logger: slog.New(slog.DiscardHandler)})
 	g.recheck = time.Hour
+	g.missingFor = 50 * time.Millisecond
 	v, err := g.Check(context.Background(), writeCall)
 	if err != nil || v.Allow || v.ModelText != "[BLOCKED] User denied write_file" {
 		t.Fatalf("verdict %+v %v", v, err)
 	}
+}
+
+// TestMomentaryAbsenceIsNotAnEnd: a state read answered by a bucket replica
+// that has not caught up yet (the cluster just lost its leader) finds no
+// entry; the wait asks again, and the user's approval, once readable, runs
+// the call (the wait used to take the absence as a cancel).
+func TestMomentaryAbsenceIsNotAnEnd(t *testing.T) {
+	e := newEnv(t)
+	e.fake.set(protocol.ApprovalCheckReply{Action: protocol.ApprovalAsk})
+	hidden := &hidingEmitter{kv: e.fake.kv, saved: map[string][]byte{}}
+	var once sync.Once
+	e.fake.mu.Lock()
+	e.fake.onMissing = func(id string) {
+		// The replica catches up after the first miss, with the user's
+		// approval in it.
+		once.Do(func() {
+			hidden.mu.Lock()
+			data := hidden.saved[id]
+			hidden.mu.Unlock()
+			var p protocol.PendingApproval
+			if err := json.Unmarshal(data, &p); err != nil {
+				t.Errorf("saved entry: %v", err)
+				return
+			}
+			p.State = protocol.ApprovalStateApproved
+			data, _ = json.Marshal(p)
+			if _, err := e.fake.kv.Put(context.Background(), id, data); err != nil {
+				t.Errorf("restore %s: %v", id, err)
+			}
+		})
+	}
+	e.fake.mu.Unlock()
+	g := New(e.nc, Turn{TurnID: "turn-1", Workspace: "ws"}, hidden, Config{Logger: slog.New(slog.DiscardHandler)})
+	g.recheck = 20 * time.Millisecond
+	g.missingFor = time.Hour
+	v, err := g.Check(context.Background(), writeCall)
+	if err != nil || !v.Allow {
+		t.Fatalf("verdict %+v %v, want the approved call to run", v, err)
+	}
+}
+
+// hidingEmitter takes an approval's entry out of the bucket when the user
+// is asked, keeping its value (a replica that has not seen it yet).
+type hidingEmitter struct {
+	kv    jetstream.KeyValue
+	mu    sync.Mutex
+	saved map[string][]byte
+}
+
+func (h *hidingEmitter) Emit(event string, data any) error {
+	a, ok := data.(protocol.ApprovalRequiredData)
+	if !ok {
+		return nil
+	}
+	kve, err := h.kv.Get(context.Background(), a.RequestID)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.saved[a.RequestID] = kve.Value()
+	h.mu.Unlock()
+	return h.kv.Purge(context.Background(), a.RequestID)
 }
 
 type removingEmitter struct {
