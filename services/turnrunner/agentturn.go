@@ -220,11 +220,11 @@ func (t *turn) endAgentTurn(log *slog.Logger, message, persona string, res agent
 	// before the turn's last event, so a client that reads its cost after
 	// done finds this turn in it.
 	usage := make(chan struct{})
-	go func() {
+	go func(res agent.Result) { // a copy: the reply's content is rewritten below
 		defer close(usage)
 		t.recordUsage(res)
 		t.recordExtraUsage(res)
-	}()
+	}(res)
 	switch {
 	case t.ctx.Err() != nil:
 		<-usage
