@@ -29,8 +29,11 @@ const (
 	backlogMaxDeliver = 5
 	// backlogBatch is how many texts one fetch takes.
 	backlogBatch = 16
-	// backlogPutTimeout bounds a stopping store's wait for the backlog.
-	backlogPutTimeout = 10 * time.Second
+	// backlogPutTimeout bounds a stopping store's wait for the backlog: a
+	// healthy stream answers in milliseconds, and one that cannot store
+	// (a full disk: it does not answer at all) must not hold the whole
+	// shutdown past its budget.
+	backlogPutTimeout = 2 * time.Second
 )
 
 // BacklogJob is one text in the backlog: what a store had not finished
