@@ -107,11 +107,15 @@ func (o *Owner) watchLeases(ctx context.Context) error {
 			}
 			// Skipped by what runs here, not by the runner name: a runner
 			// restarted under the same runner id must take its old turns.
-			if o.host.Runs(e.Key()) {
+			// A lease of this very runner stays in view even while its
+			// turn runs or starts here: the tick judges it once neither
+			// is true any more (a start that failed after its lease write
+			// landed, a turn let go by Abandon), and no further write of
+			// the lease may come to show it again.
+			mine := l.Runner == o.cfg.Runner && l.Incarnation == o.incarnation
+			if !mine && o.host.Runs(e.Key()) {
 				delete(seen, e.Key())
-				if l.Runner != o.cfg.Runner || l.Incarnation != o.incarnation {
-					o.lost(e.Key())
-				}
+				o.lost(e.Key())
 				continue
 			}
 			seen[e.Key()] = &seenLease{rev: e.Revision(), since: time.Now(), runner: l.Runner, incarnation: l.Incarnation,
@@ -141,10 +145,11 @@ func (o *Owner) watchLeases(ctx context.Context) error {
 			}
 			for key, sl := range seen {
 				if sl.runner == o.cfg.Runner && sl.incarnation == o.incarnation {
-					// A lease of this very runner: its turn runs here by
-					// now, its start is under way, or neither (takeBack).
+					// A lease of this very runner: its turn runs here, its
+					// start is under way, or neither (takeBack), counted
+					// from when it last ran or started here.
 					if o.host.Runs(key) {
-						delete(seen, key)
+						sl.since = now
 					} else if now.Sub(sl.since) >= o.cfg.StaleAfter && o.takeBack(ctx, key, sl.rev) {
 						delete(seen, key)
 					}
