@@ -12,6 +12,7 @@ import (
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/turnevents"
 )
 
 // reapTimeout bounds the bucket and stream writes of ending one orphaned
@@ -310,17 +311,11 @@ func (o *Owner) takeBack(ctx context.Context, turnID string, rev uint64) bool {
 func (o *Owner) hasEvents(ctx context.Context, turnID string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
 	defer cancel()
-	st, err := o.js.Stream(ctx, protocol.StreamTurns)
-	if err == nil {
-		_, err = st.GetLastMsgForSubject(ctx, protocol.TurnEvents(turnID))
+	_, ok, err := turnevents.LastEvent(ctx, o.js, turnID)
+	if err != nil {
+		return false, fmt.Errorf("ownership: %w", err)
 	}
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("ownership: events of %s: %w", turnID, err)
-	}
-	return true, nil
+	return ok, nil
 }
 
 // endLeased removes turnID's lease at the revision judged (a runner that
@@ -339,11 +334,9 @@ func (o *Owner) endLeased(ctx context.Context, turnID string, rev uint64, what s
 		o.log.Warn("remove the lease of a turn nobody runs", "turn", turnID, "err", err)
 		return false
 	}
-	if st, err := o.js.Stream(ctx, protocol.StreamTurns); err == nil {
-		if last, err := st.GetLastMsgForSubject(ctx, protocol.TurnEvents(turnID)); err == nil && protocol.IsTerminal(last.Header.Get(protocol.HeaderEvent)) {
-			o.log.Info(what, "turn", turnID, "ended", true)
-			return true
-		}
+	if last, ok, err := turnevents.LastEvent(ctx, o.js, turnID); err == nil && ok && protocol.IsTerminal(last) {
+		o.log.Info(what, "turn", turnID, "ended", true)
+		return true
 	}
 	if _, err := o.js.PublishMsg(ctx, bus.OrphanedTurnEnd(turnID)); err != nil {
 		// The lease is gone, so no runner sees the turn again: say so
