@@ -223,7 +223,16 @@ func startOnRunner(ctx context.Context, s *Service, call func(context.Context) (
 		}
 		// protocol.ErrUnavailable itself means no runner at all: a retry
 		// cannot help. An Unavailable a runner sent is a new error value.
-		if e := protocol.AsError(err); e == nil || e.Kind != protocol.Unavailable || errors.Is(err, protocol.ErrUnavailable) {
+		// Only a runner that took nothing (busy, or shutting down) is
+		// asked again with the same turn id: one that failed on the bus
+		// (BUS_UNAVAILABLE, BUS_TIMEOUT) may have written the turn's lease
+		// or place in its session's queue before the failure, and a second
+		// attempt would build on that half-made turn (a retried start that
+		// found its own join reused and its place passed over ended
+		// "cancelled" in TestRollingRestart). The client is told to retry,
+		// with a new turn.
+		if e := protocol.AsError(err); e == nil || e.Kind != protocol.Unavailable || errors.Is(err, protocol.ErrUnavailable) ||
+			(e.Code != "" && e.Code != protocol.ErrRunnerBusy.Code) {
 			return started, err
 		}
 	}

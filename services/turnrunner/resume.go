@@ -148,10 +148,19 @@ func (t *turn) endStored(final protocol.Message, lg turnevents.Log, tools []prot
 	t.finish(protocol.EventDone, agent.DoneData(res))
 }
 
+// historyResendAfter is how long a claimed turn's history read waits for
+// an answer before it is sent again (a read answers in milliseconds).
+const historyResendAfter = 2 * time.Second
+
 // turnHistory reads this turn's messages and tool events.
 func (t *turn) turnHistory() ([]protocol.Message, []protocol.ToolEvent, error) {
-	rep, err := bus.Call(t.ctx, t.svc.nc, protocol.ReadHistory,
-		protocol.HistoryRequest{SessionRef: t.ref(), Tools: true}, bus.Within(t.svc.cfg.StoreTimeout))
+	// A read: sent again when unanswered (a request lost with a dying
+	// cluster node, a store reconnecting to another node) instead of
+	// failing the claimed turn after the whole store timeout.
+	ctx, cancel := context.WithTimeout(t.ctx, t.svc.cfg.StoreTimeout)
+	defer cancel()
+	rep, err := bus.CallResending(ctx, t.svc.nc, protocol.ReadHistory,
+		protocol.HistoryRequest{SessionRef: t.ref(), Tools: true}, bus.Resending{After: historyResendAfter, Unanswered: historyResendAfter})
 	if err != nil {
 		return nil, nil, err
 	}
