@@ -64,6 +64,9 @@ type Status struct {
 	Reachable bool      `json:"reachable"`
 	CheckedAt time.Time `json:"checkedAt"`
 	Detail    string    `json:"detail,omitempty"`
+	// Code is the HTTP status of an answer that was not 2xx (0 when the
+	// server answered 2xx or not at all).
+	Code int `json:"code,omitempty"`
 	// Models are the ids the server listed, in its order; empty when it
 	// did not answer or its list was not the OpenAI shape.
 	Models []string `json:"models,omitempty"`
@@ -73,6 +76,13 @@ type Status struct {
 // nothing (or an unreadable list) is given the benefit of the doubt.
 func (s Status) Lists(model string) bool {
 	return len(s.Models) == 0 || slices.Contains(s.Models, model)
+}
+
+// WantsKey reports whether the server answered but refused the probe's
+// key (or its lack of one): a turn with a key of its own (a team's
+// vault) may still be served.
+func (s Status) WantsKey() bool {
+	return s.Code == http.StatusUnauthorized || s.Code == http.StatusForbidden
 }
 
 func (s Status) sameOutcome(o Status) bool {
@@ -171,7 +181,7 @@ func (p *Prober) probe(ctx context.Context) Status {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return Status{CheckedAt: now, Detail: fmt.Sprintf("HTTP %d", resp.StatusCode)}
+		return Status{CheckedAt: now, Detail: fmt.Sprintf("HTTP %d", resp.StatusCode), Code: resp.StatusCode}
 	}
 	return Status{Reachable: true, CheckedAt: now, Models: modelIDs(resp.Body)}
 }

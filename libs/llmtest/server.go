@@ -41,6 +41,13 @@ func WithModels(ids ...string) Option {
 	return func(s *Server) { s.models = ids }
 }
 
+// WithAPIKey makes every route answer 401 (OpenAI's invalid_api_key
+// error) unless the request carries "Authorization: Bearer key", as a
+// hosted model server does. The refused requests are recorded too.
+func WithAPIKey(key string) Option {
+	return func(s *Server) { s.apiKey = key }
+}
+
 // Server is a scripted OpenAI-compatible server. Its zero value is not
 // usable; create one with New and Start it.
 type Server struct {
@@ -53,6 +60,7 @@ type Server struct {
 	models        []string
 	modelsStatus  int
 	unreachable   bool
+	apiKey        string
 	requests      []*Request
 	cancellations int
 	seq           int
@@ -144,6 +152,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	if down {
 		panic(http.ErrAbortHandler)
+	}
+	if s.apiKey != "" && r.Header.Get("Authorization") != "Bearer "+s.apiKey {
+		writeError(w, http.StatusUnauthorized, &APIError{Message: "Incorrect API key provided.", Type: "invalid_request_error", Code: "invalid_api_key"})
+		return
 	}
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
@@ -239,11 +251,13 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *Request)
 		created: time.Now().Unix(),
 		usage:   Usage{PromptTokens: len(req.Chat.Messages)},
 	}
-	if !req.Chat.Stream {
-		st.writeCompletion(resp.Steps)
-		return
+	var completed bool
+	if req.Chat.Stream {
+		completed = st.play(resp.Steps, req.Chat.IncludeUsage())
+	} else {
+		completed = st.writeCompletion(resp.Steps)
 	}
-	if completed := st.play(resp.Steps, req.Chat.IncludeUsage()); !completed && r.Context().Err() != nil {
+	if !completed && r.Context().Err() != nil {
 		if req.markCancelled() {
 			s.mu.Lock()
 			s.cancellations++
@@ -408,8 +422,10 @@ func (st *stream) writeRaw(s string) bool {
 }
 
 // writeCompletion answers a non-streaming request with the script's text
-// and tool calls in one chat.completion object (timing steps are ignored).
-func (st *stream) writeCompletion(steps []Step) {
+// and tool calls in one chat.completion object. Delays are ignored; a Wait
+// holds the answer until released (no answer when the client goes away
+// first), so a test can stop its caller mid-call.
+func (st *stream) writeCompletion(steps []Step) (completed bool) {
 	var content strings.Builder
 	type call struct {
 		ID       string       `json:"id"`
@@ -437,9 +453,13 @@ func (st *stream) writeCompletion(steps []Step) {
 			st.usage, st.usageSet = *s.usage, true
 		case stepStreamError:
 			writeError(st.w, http.StatusInternalServerError, s.apiErr)
-			return
+			return true
 		case stepCut:
 			panic(http.ErrAbortHandler)
+		case stepWait:
+			if !st.step(s) {
+				return false
+			}
 		}
 	}
 	if !st.usageSet {
@@ -460,6 +480,7 @@ func (st *stream) writeCompletion(steps []Step) {
 		"choices": []map[string]any{{"index": 0, "message": msg, "finish_reason": reason}},
 		"usage":   st.usage,
 	})
+	return true
 }
 
 type chunk struct {

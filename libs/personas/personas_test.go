@@ -1,6 +1,10 @@
 package personas
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+)
 
 func TestAllows(t *testing.T) {
 	hr, _ := Get("hr-manager")
@@ -8,6 +12,7 @@ func TestAllows(t *testing.T) {
 	open := Persona{ID: "custom"}
 	planner, _ := Get("planner")
 	general, _ := Get(Default)
+	coord, _ := Get("coordinator")
 	cases := []struct {
 		p    Persona
 		tool string
@@ -30,6 +35,22 @@ func TestAllows(t *testing.T) {
 		{planner, "write_file", false},
 		{planner, "bash", false},
 		{planner, "github__create_issue", false}, // an MCP tool
+		// The coordinator delegates: spawn_agent, memory, knowledge and
+		// plans, nothing that touches files, commands or the web.
+		{coord, "spawn_agent", true},
+		{coord, "search_memory", true},
+		{coord, "save_memory", true},
+		{coord, "query_knowledge", true},
+		{coord, "get_awareness", true},
+		{coord, "execute_step", true},
+		{coord, "read_file", false},
+		{coord, "write_file", false},
+		{coord, "bash", false},
+		{coord, "web_fetch", false},
+		{coord, "generate_xlsx", false},
+		{coord, "correct_knowledge", false},
+		{coord, "git_branch", false},
+		{coord, "github__create_issue", false},
 		{general, "bash", true},
 		{general, "github__create_issue", true},
 	}
@@ -48,9 +69,30 @@ func TestCatalogue(t *testing.T) {
 		}
 		seen[p.ID] = true
 	}
-	for _, id := range []string{"hr-manager", "legal-professional", "finance-owner"} {
-		if _, ok := Get(id); !ok {
-			t.Errorf("regulated persona %s missing", id)
+	// The original's built-ins, in its order.
+	want := []string{"researcher", "writer", "analyst", "coder", "project-manager", "executive-assistant",
+		"sales-rep", "marketer", "product-manager-senior", "hr-manager", "legal-professional", "finance-owner",
+		"consultant", Default, "planner", "verifier", "coordinator", "support-agent", "ops-manager", "data-engineer",
+		"recruiter", "creative-director"}
+	var got []string
+	for _, p := range List() {
+		got = append(got, p.ID)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("catalogue\n got %v\nwant %v", got, want)
+	}
+	for _, p := range List() {
+		if !strings.HasPrefix(p.SystemPrompt, "## Persona: "+p.Name+"\n") || p.Tagline == "" || len(p.BestFor) == 0 || p.WontDo == "" || p.Icon == "" {
+			t.Errorf("persona %s: prompt must open with its heading, and every picker field is set", p.ID)
+		}
+		// A delegating persona's sub-agents may get more than it has: it
+		// must not be read-only, whose limit binds its sub-agents too.
+		if p.Delegates && (p.ReadOnly || !p.Allows("spawn_agent")) {
+			t.Errorf("persona %s delegates but is read-only or cannot spawn", p.ID)
+		}
+		// An allowlist never takes memory search away (AlwaysAvailable).
+		if len(p.Tools) > 0 && !p.Allows("search_memory") {
+			t.Errorf("persona %s cannot search memory", p.ID)
 		}
 	}
 	if p, ok := Get(Default); !ok || p.ReadOnly {

@@ -115,6 +115,9 @@ const (
 	JobRunning   = "running"
 	JobCompleted = "completed"
 	JobFailed    = "failed"
+	// JobCancelled is a job (and the steps it stopped) cancelled by a
+	// user (POST /api/jobs/{id}/cancel).
+	JobCancelled = "cancelled"
 	// StepPending and StepSkipped apply to steps only: not started yet, and
 	// never started because the run failed before them.
 	StepPending = "pending"
@@ -150,6 +153,13 @@ type GroupJob struct {
 	StartedAt  string `json:"startedAt,omitempty"`
 	FinishedAt string `json:"finishedAt,omitempty"`
 	UpdatedAt  string `json:"updatedAt"`
+}
+
+// GroupJobCancelReply answers CancelGroupJob (the original's
+// {cancelled, jobId}).
+type GroupJobCancelReply struct {
+	Cancelled bool   `json:"cancelled"`
+	JobID     string `json:"jobId"`
 }
 
 // GroupJobStep is one member turn of a run.
@@ -190,4 +200,38 @@ type ActiveAgent struct {
 type ActiveAgents struct {
 	Workers []ActiveAgent `json:"workers"`
 	Active  []ActiveAgent `json:"active"`
+	// SubAgents are the running sub-agents of chat turns (spawn_agent);
+	// the gateway adds them from ListSubAgents.
+	SubAgents []SubAgent `json:"subAgents"`
+}
+
+// SubAgent is one running sub-agent: a nested agent run a turn's
+// spawn_agent call started. It lives as long as that call.
+type SubAgent struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Role    string `json:"role"`
+	Persona string `json:"persona,omitempty"`
+	// Task is the start of the sub-agent's task (SubAgentTaskPreview).
+	Task  string   `json:"task"`
+	Tools []string `json:"tools"`
+	// ParentTurnID and ParentCallID are the turn and the spawn_agent call
+	// it runs under (its tool events carry ParentCallID as Parent).
+	ParentTurnID string `json:"parentTurnId"`
+	ParentCallID string `json:"parentCallId"`
+	Workspace    string `json:"workspace"`
+	Session      string `json:"session"`
+	// TeamID is the team of the workspace on a team server, so a user is
+	// shown only their teams' sub-agents.
+	TeamID    string `json:"teamId,omitempty"`
+	Status    string `json:"status"`
+	StartedAt string `json:"startedAt"`
+}
+
+// SubAgentTaskPreview is how much of a sub-agent's task SubAgent.Task keeps.
+const SubAgentTaskPreview = 200
+
+// SubAgentList answers ListSubAgents.
+type SubAgentList struct {
+	SubAgents []SubAgent `json:"subAgents"`
 }

@@ -74,16 +74,52 @@ type VaultSecret struct {
 	Type  string `json:"type"`
 }
 
-// ModelKeyRequest asks for the vault's key for Model.
-type ModelKeyRequest struct {
-	Model string `json:"model"`
+// ModelServerStatus is a probe of the model server's /models.
+type ModelServerStatus struct {
+	Reachable bool      `json:"reachable"`
+	CheckedAt time.Time `json:"checkedAt"`
+	Detail    string    `json:"detail,omitempty"`
+	// Code is the HTTP status of a non-2xx answer.
+	Code   int      `json:"code,omitempty"`
+	Models []string `json:"models,omitempty"`
 }
 
-// ModelKeyReply is the key ("" when the vault has none) and the entry it
-// came from.
+// ModelKeyRequest asks for the vault's key for Model, for a turn in
+// Workspace: the store reads the workspace's team itself and answers from
+// that team's vault only ("" workspace, or one of no team: the local
+// vault).
+type ModelKeyRequest struct {
+	Model     string `json:"model"`
+	Workspace string `json:"workspace,omitempty"`
+}
+
+// ModelKeyReply is the key ("" when the vault has none), the entry it
+// came from and the team whose vault answered ("" = the local one).
 type ModelKeyReply struct {
 	Key   string `json:"key,omitempty"`
 	Entry string `json:"entry,omitempty"`
+	Team  string `json:"team,omitempty"`
+}
+
+// SearchKeyRequest asks for the key of web search Provider ("brave",
+// "tavily") in Team's vault ("" is the local vault).
+type SearchKeyRequest struct {
+	Team     string `json:"team,omitempty"`
+	Provider string `json:"provider"`
+}
+
+// VaultSearchKeyNames lists the vault entries that may hold provider's
+// API key, in order of preference: the names the desktop app saves
+// (Settings > Vault: TAVILY_API_KEY, BRAVE_API_KEY), then the provider's
+// own name. Nil for a provider that takes no key.
+func VaultSearchKeyNames(provider string) []string {
+	switch provider {
+	case "brave":
+		return []string{"BRAVE_API_KEY", "brave"}
+	case "tavily":
+		return []string{"TAVILY_API_KEY", "tavily"}
+	}
+	return nil
 }
 
 // Limits of a vault entry.

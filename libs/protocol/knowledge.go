@@ -10,7 +10,9 @@ const (
 // mind) or all (both); empty is the workspace mind when Workspace is set,
 // else the personal mind. Query keeps the entities whose name contains it
 // (and their neighbours); Type keeps one entity type; Retired includes
-// retired facts; Limit bounds the entities (0: all).
+// retired facts; Limit bounds the entities of each mind, the most
+// mentioned first, from the Offset-th on (the relations with them: at
+// most 4 per entity of Limit).
 type KnowledgeGraphRequest struct {
 	MemoryOwner
 	Scope   string `json:"scope,omitempty"`
@@ -18,6 +20,7 @@ type KnowledgeGraphRequest struct {
 	Type    string `json:"type,omitempty"`
 	Retired bool   `json:"retired,omitempty"`
 	Limit   int    `json:"limit,omitempty"`
+	Offset  int    `json:"offset,omitempty"`
 }
 
 // KnowledgeEntity is one entity of a mind's graph.
@@ -52,11 +55,23 @@ type KnowledgeRelation struct {
 	Mind       string            `json:"mind"`
 }
 
-// KnowledgeGraph answers KnowledgeGraphRequest and KnowledgeCorrectRequest
-// (then: what was retired).
+// KnowledgeGraph answers KnowledgeGraphRequest, KnowledgeCorrectRequest
+// (then: what was retired) and KnowledgeRestoreRequest (what is valid
+// again).
 type KnowledgeGraph struct {
 	Entities  []KnowledgeEntity   `json:"entities"`
 	Relations []KnowledgeRelation `json:"relations"`
+	// NextOffset, when not 0, is the Offset of the next page: a mind had
+	// more entities than Limit.
+	NextOffset int `json:"nextOffset,omitempty"`
+}
+
+// KnowledgeRestoreRequest undoes a correction: the retired entity (with
+// the relations retired with it) or relation id is valid again, in the
+// workspace mind or else the personal mind of the owner.
+type KnowledgeRestoreRequest struct {
+	MemoryOwner
+	ID string `json:"id"`
 }
 
 // KnowledgeCorrectRequest retires a wrong fact, an entity (with its
@@ -74,4 +89,6 @@ var (
 	GetKnowledgeGraph = Endpoint[KnowledgeGraphRequest, KnowledgeGraph]{ServiceSessionStore, "knowledge-graph", "waggle.store.cmd.knowledge.graph"}
 	// CorrectKnowledge retires a wrong fact.
 	CorrectKnowledge = Endpoint[KnowledgeCorrectRequest, KnowledgeGraph]{ServiceSessionStore, "knowledge-correct", "waggle.store.cmd.knowledge.correct"}
+	// RestoreKnowledge undoes a correction.
+	RestoreKnowledge = Endpoint[KnowledgeRestoreRequest, KnowledgeGraph]{ServiceSessionStore, "knowledge-restore", "waggle.store.cmd.knowledge.restore"}
 )

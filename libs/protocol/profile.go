@@ -258,6 +258,44 @@ type ProfileRequest struct {
 type ProfileUpdateRequest struct {
 	User   string        `json:"user,omitempty"`
 	Update ProfileUpdate `json:"update"`
+	// AddSample appends a writing sample (the newest MaxProfileSamples are kept),
+	// under the same lock as the update: POST /api/profile/analyze-style
+	// keeps the text it analysed without reading the profile first.
+	AddSample string `json:"addSample,omitempty"`
+}
+
+// Profile analyses (POST /api/profile/analyze-style, /analyze-brand,
+// /research): the kinds of ProfileAnalysisRequest.
+const (
+	AnalyzeStyle = "style"
+	AnalyzeBrand = "brand"
+	AnalyzeBio   = "bio"
+)
+
+// Sizes of what a profile analysis reads (the original's).
+const (
+	MinStyleSample   = 50
+	StyleSampleChars = 1500
+	KeptSampleChars  = 2000
+	BrandTextChars   = 2000
+)
+
+// ProfileAnalysisRequest asks a turn runner's model to read a writing
+// sample (Kind AnalyzeStyle, Text), a brand description (AnalyzeBrand,
+// Text) or the profile (AnalyzeBio, Profile) once.
+type ProfileAnalysisRequest struct {
+	Kind    string   `json:"kind"`
+	Text    string   `json:"text,omitempty"`
+	Profile *Profile `json:"profile,omitempty"`
+}
+
+// ProfileAnalysis is what the model found, already checked: style values
+// from the allowed lists, hex colours, short one-line fonts, a bounded bio.
+// Fields it did not give (or gave wrong) are nil / empty.
+type ProfileAnalysis struct {
+	WritingStyle *WritingStyleUpdate `json:"writingStyle,omitempty"`
+	Brand        *BrandUpdate        `json:"brand,omitempty"`
+	Bio          string              `json:"bio,omitempty"`
 }
 
 // IdentityLine is the profile's identity as one line ("Name: Ada. Role:
@@ -429,21 +467,33 @@ func (w CustomPersonaWrite) Apply(p CustomPersona) (CustomPersona, error) {
 	return p, nil
 }
 
-// PersonasRequest names whose custom personas: User on a team server.
+// PersonasRequest names whose custom personas: Team's shared set when
+// Team is set, else User's own (User on a team server; the one local set
+// otherwise).
 type PersonasRequest struct {
 	User string `json:"user,omitempty"`
+	// Team is a team id the caller was authorized for (members read,
+	// admins write its set).
+	Team string `json:"team,omitempty"`
 }
 
-// PersonaRequest names one custom persona.
+// PersonaRequest names one custom persona: in Team's set when Team is
+// set; else in User's own set, then — when Workspace is set — in the set
+// of the team that workspace belongs to (a turn runs its team's shared
+// personas; the workspace was authorized for User).
 type PersonaRequest struct {
-	User string `json:"user,omitempty"`
-	ID   string `json:"id"`
+	User      string `json:"user,omitempty"`
+	Team      string `json:"team,omitempty"`
+	Workspace string `json:"workspace,omitempty"`
+	ID        string `json:"id"`
 }
 
 // PersonaWriteRequest creates (ID empty: from the body's id or the name)
-// or updates (ID set) a custom persona.
+// or updates (ID set) a custom persona in Team's set when Team is set,
+// else in User's own.
 type PersonaWriteRequest struct {
 	User  string             `json:"user,omitempty"`
+	Team  string             `json:"team,omitempty"`
 	ID    string             `json:"id,omitempty"`
 	Write CustomPersonaWrite `json:"write"`
 }

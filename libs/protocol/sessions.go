@@ -39,6 +39,25 @@ type SessionInfo struct {
 	MessageCount int     `json:"messageCount"`
 	LastActive   string  `json:"lastActive"`
 	Created      string  `json:"created"`
+	// BranchOf is set on a branch: the session it was made from and where.
+	BranchOf *SessionBranch `json:"branchOf,omitempty"`
+}
+
+// SessionBranch is where a branch leaves the session it was made from:
+// the branch holds copies of that session's first At messages, and its
+// own message At replaces the one at that index there (an edited user
+// message). The original session is not changed.
+type SessionBranch struct {
+	Session string `json:"session"`
+	At      int    `json:"at"`
+}
+
+// SessionBranchRequest makes a branch of a session that keeps its first
+// At messages (and the tool events of their turns); the message at index
+// At must be a user message, the one being edited.
+type SessionBranchRequest struct {
+	SessionRef
+	At int `json:"at"`
 }
 
 // SessionListRequest lists a workspace's sessions.
@@ -100,6 +119,10 @@ type SessionTimelineReply struct {
 type SessionCreateRequest struct {
 	Workspace string          `json:"workspace"`
 	Title     json.RawMessage `json:"title,omitempty"`
+	// BranchOf is recorded in the new session's meta line; only the
+	// session store's own BranchSession sets it (the HTTP create route
+	// never does).
+	BranchOf *SessionBranch `json:"branchOf,omitempty"`
 }
 
 // SessionLocator names a session whose workspace may be unknown: an empty

@@ -49,6 +49,8 @@ type SessionMeta struct {
 	Created   string          `json:"created"`
 	Distilled bool            `json:"distilled,omitempty"`
 	Outcome   json.RawMessage `json:"outcome,omitempty"`
+	// BranchOf is set in a branch's meta line (SessionBranch).
+	BranchOf *SessionBranch `json:"branchOf,omitempty"`
 }
 
 // SessionRef names one session.

@@ -49,6 +49,17 @@ var (
 	// LookupTurn tells whether a turn exists, its state, its owner and its
 	// workspace (turninfo.go).
 	LookupTurn = Endpoint[TurnInfoRequest, TurnInfo]{ServiceTurnRunner, "info", "waggle.turn.cmd.info"}
+	// ListSubAgents lists the running sub-agents (spawn_agent) of every
+	// runner, read from BucketSubAgents; any runner answers.
+	ListSubAgents = Endpoint[Empty, SubAgentList]{ServiceTurnRunner, "subagents", "waggle.turn.cmd.subagents"}
+	// CheckModelServer answers a runner's probe of the model server, made
+	// with the key the runner uses (the local vault's): a gateway whose
+	// own probe is refused for want of a key asks it, so the gateway never
+	// holds the vault's key.
+	CheckModelServer = Endpoint[Empty, ModelServerStatus]{ServiceTurnRunner, "llm-status", "waggle.turn.cmd.llm.status"}
+	// AnalyzeProfile has a runner's model read a writing sample, a brand
+	// description or a profile once (the profile's analyze routes).
+	AnalyzeProfile = Endpoint[ProfileAnalysisRequest, ProfileAnalysis]{ServiceTurnRunner, "profile-analysis", "waggle.turn.cmd.profile-analysis"}
 	// ListMCPServers lists the MCP servers a workspace's turns can use,
 	// with their state and tools.
 	ListMCPServers = Endpoint[MCPServersRequest, MCPServersReply]{ServiceMCP, "servers", "waggle.mcp.cmd.servers"}
@@ -88,6 +99,9 @@ var (
 	GetTimeline = Endpoint[SessionRef, SessionTimelineReply]{ServiceSessionStore, "session-timeline", "waggle.store.cmd.session.timeline"}
 	// CreateSession creates an empty session.
 	CreateSession = Endpoint[SessionCreateRequest, SessionInfo]{ServiceSessionStore, "session-create", "waggle.store.cmd.session.create"}
+	// BranchSession makes a new session from a session's first messages
+	// (editing an earlier user message), recording where it branched.
+	BranchSession = Endpoint[SessionBranchRequest, SessionInfo]{ServiceSessionStore, "session-branch", "waggle.store.cmd.session.branch"}
 	// RenameSession sets a session's title.
 	RenameSession = Endpoint[SessionRenameRequest, SessionRenameReply]{ServiceSessionStore, "session-rename", "waggle.store.cmd.session.rename"}
 	// DeleteSession deletes a session file and evicts its caches.
@@ -263,6 +277,11 @@ var (
 	RunGroup = Endpoint[GroupRunRequest, GroupJob]{ServiceCommand, "group-run", "waggle.command.cmd.group.run"}
 	// GetGroupJob reads a group run's state.
 	GetGroupJob = Endpoint[GroupJobRequest, GroupJob]{ServiceCommand, "group-job", "waggle.command.cmd.group.job"}
+	// CancelGroupJob cancels a queued or running group run: the job is
+	// marked cancelled at once (Conflict when it has already ended) and
+	// GroupJobCancels tells the instance running it to stop its member
+	// turns.
+	CancelGroupJob = Endpoint[GroupJobRequest, GroupJobCancelReply]{ServiceCommand, "group-job-cancel", "waggle.command.cmd.group.job.cancel"}
 	// ListActiveAgents reports the running group-run members.
 	ListActiveAgents = Endpoint[Empty, ActiveAgents]{ServiceCommand, "agents-active", "waggle.command.cmd.agents.active"}
 )
@@ -292,6 +311,10 @@ var (
 	// servers were replaced or the workspace was deleted; every runner's
 	// MCP manager stops or restarts that workspace's servers at once.
 	MCPConfigChanges = Event[MCPConfigChanged]{"waggle.store.evt.mcp-config"}
+	// GroupJobCancels tells every command service that a group run's job
+	// was cancelled; the one running it stops it and cancels its member
+	// turns.
+	GroupJobCancels = Event[GroupJobRequest]{"waggle.command.bcast.job-cancel"}
 )
 
 // Turn subjects.
@@ -346,9 +369,24 @@ const (
 	// command service or gateway can report a run's progress and a restart
 	// loses none.
 	BucketGroupJobs = "waggle_group_jobs"
+	// BucketSubAgents holds one entry per running sub-agent (SubAgent),
+	// keyed by its id, written by the runner that runs it and deleted when
+	// it ends; entries expire after the sub-agents' time limit, so a
+	// crashed runner's entries do not outlive the sub-agents they name.
+	BucketSubAgents = "waggle_subagents"
 	// BucketRateLimits is where the gateways share their rate-limit
 	// windows (team-server mode).
 	BucketRateLimits = "waggle_ratelimits"
+	// StreamKnowledgeBacklog holds the texts a stopping session store had
+	// not finished extracting (subject SubjKnowledgeBacklog), a work queue
+	// the next store to run takes them from.
+	StreamKnowledgeBacklog = "WAGGLE_KNOWLEDGE_BACKLOG"
+	// SubjKnowledgeBacklog is the subject of StreamKnowledgeBacklog's
+	// messages (knowledge.BacklogJob bodies).
+	SubjKnowledgeBacklog = "waggle.store.knowledge.backlog"
+	// ConsumerKnowledgeBacklog is the durable consumer the session stores
+	// share to take the backlog.
+	ConsumerKnowledgeBacklog = "knowledge-extractor"
 )
 
 // Message headers.
@@ -381,9 +419,14 @@ var (
 	DeleteVault = Endpoint[VaultNameRequest, DeletedReply]{ServiceSessionStore, "vault-delete", "waggle.store.cmd.vault.delete"}
 	// RevealVault returns one secret's value.
 	RevealVault = Endpoint[VaultNameRequest, VaultSecret]{ServiceSessionStore, "vault-reveal", "waggle.store.cmd.vault.reveal"}
-	// ResolveModelKey answers the model server's API key saved in the
-	// local vault for a model (VaultModelKeyNames), "" when none is.
+	// ResolveModelKey answers the model server's API key saved for a
+	// model (VaultModelKeyNames) in the vault of the turn's workspace's
+	// team (the local vault for a workspace of no team), "" when none is.
 	ResolveModelKey = Endpoint[ModelKeyRequest, ModelKeyReply]{ServiceSessionStore, "vault-model-key", "waggle.store.cmd.vault.modelkey"}
+	// ResolveSearchKey answers a web search provider's API key saved in
+	// a team's vault ("" the local one; VaultSearchKeyNames), "" when none
+	// is. Only runners ask it: no route reaches it.
+	ResolveSearchKey = Endpoint[SearchKeyRequest, ModelKeyReply]{ServiceSessionStore, "vault-search-key", "waggle.store.cmd.vault.searchkey"}
 
 	// SettingsChanges is published by the store after config.json or the
 	// vault changed through it: runners drop their cached settings and

@@ -15,7 +15,7 @@ var (
 		Name: "waggle_knowledge_facts_total", Help: "Knowledge graph entities and relations created and retired.",
 	}, []string{"kind", "change"})
 	// MemoryLifecycle counts the lifecycle worker's changes to frames by
-	// step (decay, strengthen, consolidate, restore).
+	// step (decay, strengthen, consolidate, distil, daily, undo).
 	MemoryLifecycle = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "waggle_memory_lifecycle_total", Help: "Frames changed by the memory lifecycle worker, by step.",
 	}, []string{"step"})

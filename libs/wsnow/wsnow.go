@@ -36,6 +36,10 @@ type Input struct {
 	// window of them); MemoryCount is how many the mind holds in all.
 	Frames      []protocol.MemoryFrame
 	MemoryCount int
+	// Transcripts are the starts of the newest conversations (newest
+	// first; see TranscriptProgress), for progress the frames do not
+	// record.
+	Transcripts []Transcript
 	Now         time.Time
 }
 
@@ -59,7 +63,7 @@ func Build(in Input) protocol.WorkspaceNow {
 		RecentThreads:     threads(in.Sessions),
 		RecentDecisions:   decisions(live),
 		RecentMemories:    memories(live),
-		ProgressItems:     progress(live),
+		ProgressItems:     progress(live, in.Transcripts),
 		Stats:             protocol.WorkspaceCounts{MemoryCount: in.MemoryCount, SessionCount: len(in.Sessions)},
 		PendingTasks:      []string{},
 		UpcomingSchedules: []string{},
@@ -159,7 +163,22 @@ func decisions(frames []protocol.MemoryFrame) []protocol.DatedText {
 	return out
 }
 
-func progress(frames []protocol.MemoryFrame) []protocol.ProgressItem {
+// progress is the frames' explicit progress notes ("Task: …"), then what
+// the transcripts show, each text once, at most maxProgress.
+func progress(frames []protocol.MemoryFrame, transcripts []Transcript) []protocol.ProgressItem {
+	out := fromFrames(frames)
+	for _, p := range TranscriptProgress(transcripts) {
+		if len(out) == maxProgress {
+			break
+		}
+		if !slices.ContainsFunc(out, func(o protocol.ProgressItem) bool { return strings.EqualFold(o.Content, p.Content) }) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func fromFrames(frames []protocol.MemoryFrame) []protocol.ProgressItem {
 	out := []protocol.ProgressItem{}
 	for _, f := range frames {
 		m := progressLike.FindStringSubmatch(firstLine(f.Content))

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -67,14 +68,19 @@ func (s *Service) groupRun(ctx context.Context, req protocol.GroupRunRequest) (p
 	}
 	kctx, cancel := context.WithTimeout(ctx, kvTimeout)
 	defer cancel()
-	if _, err := s.jobs.Create(kctx, job.JobID, data); err != nil {
+	rev, err := s.jobs.Create(kctx, job.JobID, data)
+	if err != nil {
 		return protocol.GroupJob{}, fmt.Errorf("command: store job %s: %w", job.JobID, err)
 	}
-	r := &run{s: s, job: cloneJob(job), group: g, task: job.Task, ws: ws, user: req.User, steps: len(job.Steps)}
+	runCtx, stop := context.WithCancel(s.runCtx)
+	r := &run{s: s, id: job.JobID, job: cloneJob(job), rev: rev, stop: stop, group: g, task: job.Task, ws: ws, user: req.User, steps: len(job.Steps)}
+	s.track(r)
 	s.runs.Add(1)
 	go func() {
 		defer s.runs.Done()
-		r.execute(s.runCtx)
+		defer s.untrack(r)
+		defer stop()
+		r.execute(runCtx)
 	}()
 	return job, nil
 }
@@ -195,6 +201,7 @@ func cloneJob(j protocol.GroupJob) protocol.GroupJob {
 // bucket on every change, under mu so writes land in order.
 type run struct {
 	s     *Service
+	id    string
 	group protocol.AgentGroup
 	// task, ws, user and steps never change; step goroutines read them
 	// freely.
@@ -206,24 +213,73 @@ type run struct {
 	user  string
 	steps int
 
+	// stop cancels the run's context: its member turns are cancelled.
+	stop context.CancelFunc
+
 	mu  sync.Mutex
 	job protocol.GroupJob
+	// rev is the job's revision this run wrote last: a write is a
+	// compare-and-set on it, so a cancel written by another instance
+	// (cancelJob) is never overwritten by a late step update.
+	rev uint64
+	// cancelled says a user cancelled the job: every later write keeps
+	// it cancelled. Atomic, so a cancel never waits for a write in
+	// progress.
+	cancelled atomic.Bool
+}
+
+// cancel is the owner's side of a cancel (GroupJobCancels): later writes
+// keep the job cancelled, and the member turns stop.
+func (r *run) cancel() {
+	r.cancelled.Store(true)
+	r.stop()
 }
 
 func (r *run) update(fn func(j *protocol.GroupJob)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	fn(&r.job)
-	r.job.UpdatedAt = stamp(time.Now())
-	data, err := json.Marshal(r.job)
-	if err != nil {
-		r.s.log.Error("encode job", "job", r.job.JobID, "err", err)
-		return
+	now := time.Now()
+	r.job.UpdatedAt = stamp(now)
+	if r.cancelled.Load() {
+		markCancelled(&r.job, now)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), kvTimeout)
 	defer cancel()
-	if _, err := r.s.jobs.Put(ctx, r.job.JobID, data); err != nil {
-		r.s.log.Error("store job", "job", r.job.JobID, "err", err)
+	for {
+		data, err := json.Marshal(r.job)
+		if err != nil {
+			r.s.log.Error("encode job", "job", r.job.JobID, "err", err)
+			return
+		}
+		rev, err := r.s.jobs.Update(ctx, r.job.JobID, data, r.rev)
+		if err == nil {
+			r.rev = rev
+			return
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			r.s.log.Error("store job", "job", r.job.JobID, "err", err)
+			return
+		}
+		// Another instance wrote the job since: only a cancel does. Keep
+		// this run's step progress, take the cancel, and stop.
+		e, err := r.s.jobs.Get(ctx, r.job.JobID)
+		if err != nil {
+			r.s.log.Error("read job", "job", r.job.JobID, "err", err)
+			return
+		}
+		var stored protocol.GroupJob
+		if err := json.Unmarshal(e.Value(), &stored); err != nil {
+			r.s.log.Error("decode job", "job", r.job.JobID, "err", err)
+			return
+		}
+		r.rev = e.Revision()
+		if stored.Status == protocol.JobCancelled {
+			r.cancel()
+		}
+		if r.cancelled.Load() {
+			markCancelled(&r.job, now)
+		}
 	}
 }
 
@@ -256,6 +312,9 @@ func (r *run) execute(ctx context.Context) {
 	}
 	r.update(func(j *protocol.GroupJob) {
 		j.FinishedAt = stamp(time.Now())
+		if r.cancelled.Load() {
+			return // update marks it
+		}
 		if err != nil {
 			j.Status, j.Error = protocol.JobFailed, err.Error()
 			for k := range j.Steps {
@@ -387,6 +446,10 @@ func (r *run) runStep(ctx context.Context, i int, message string) (string, error
 	r.update(func(j *protocol.GroupJob) {
 		st := &j.Steps[i]
 		st.FinishedAt = stamp(time.Now())
+		if err != nil && r.cancelled.Load() {
+			st.Status = protocol.JobCancelled
+			return
+		}
 		if err != nil {
 			st.Status, st.Error = protocol.JobFailed, err.Error()
 			return

@@ -31,11 +31,17 @@ type Service struct {
 	js   jetstream.JetStream
 	jobs jetstream.KeyValue
 	svc  *bus.Service
+	// cancels receives GroupJobCancels: a cancel of a run of this
+	// instance stops it.
+	cancels *nats.Subscription
 
 	// runs owns the goroutines of group runs: Stop cancels them and waits.
 	runCtx    context.Context
 	cancelRun context.CancelFunc
 	runs      sync.WaitGroup
+	// active are the runs of this instance by job id, for cancels.
+	activeMu sync.Mutex
+	active   map[string]*run
 }
 
 // New returns an unstarted service.
@@ -82,6 +88,13 @@ func (s *Service) start(ctx context.Context) error {
 		return fmt.Errorf("command: ensure bucket %s: %w", protocol.BucketGroupJobs, err)
 	}
 	s.jobs = kv
+	// Subscribed before serving: a run started here can be cancelled as
+	// soon as its job exists.
+	cancels, err := bus.Subscribe(s.nc, protocol.GroupJobCancels, s.onJobCancel)
+	if err != nil {
+		return fmt.Errorf("command: subscribe job cancels: %w", err)
+	}
+	s.cancels = cancels
 	svc, err := bus.NewService(s.nc, bus.ServiceConfig{Name: protocol.ServiceCommand, Logger: s.log})
 	if err != nil {
 		return err
@@ -92,6 +105,7 @@ func (s *Service) start(ctx context.Context) error {
 		bus.Handle(svc, protocol.ListCommands, s.list),
 		bus.Handle(svc, protocol.RunGroup, s.groupRun),
 		bus.Handle(svc, protocol.GetGroupJob, s.groupJob),
+		bus.Handle(svc, protocol.CancelGroupJob, s.cancelJob),
 		bus.Handle(svc, protocol.ListActiveAgents, s.agentsActive),
 	)
 }
@@ -102,6 +116,10 @@ func (s *Service) Stop(ctx context.Context) error {
 	var errs []error
 	if s.svc != nil {
 		errs = append(errs, s.svc.Stop(ctx))
+	}
+	if s.cancels != nil {
+		// Stop cancels every run below; a late cancel has nothing to do.
+		_ = s.cancels.Unsubscribe()
 	}
 	if s.cancelRun != nil {
 		s.cancelRun()

@@ -262,3 +262,105 @@ func TestStopInterruptsARunningGroupRun(t *testing.T) {
 		t.Fatalf("control %s", m.Data)
 	}
 }
+
+// A user's cancel stops a running group run whichever command service
+// answers it: the job is cancelled at once and stays so (the run's later
+// writes keep it), the running member turn is cancelled on its runner,
+// later steps never start, and a second cancel is the original's 409.
+func TestCancelStopsARunningGroupRun(t *testing.T) {
+	e := newEnv(t)
+	// A second instance on the same bus: the cancel may reach either.
+	other := New(Config{DataDir: t.TempDir()}, e.svc.dial, slog.New(slog.DiscardHandler))
+	must(t, other.Start(context.Background()))
+	t.Cleanup(func() { _ = other.Stop(context.Background()) })
+	e.reply = func(protocol.TurnRequest) (string, bool) { return "", false }
+	e.groups["g1"] = protocol.AgentGroup{ID: "g1", Name: "Slow", Strategy: protocol.StrategySequential, Members: []protocol.AgentGroupMember{
+		{AgentID: "a", ExecutionOrder: 1}, {AgentID: "b", ExecutionOrder: 2},
+	}}
+	cancels, err := e.nc.SubscribeSync(protocol.TurnControl("*").Subject)
+	must(t, err)
+	must(t, e.nc.Flush())
+	queued, err := ask(e, protocol.RunGroup, protocol.GroupRunRequest{GroupID: "g1", Task: "t"})
+	must(t, err)
+	var running protocol.GroupJob
+	waitfor.True(t, "first step running", func() bool {
+		running = e.job("g1", queued.JobID)
+		return running.Steps[0].Status == protocol.JobRunning
+	})
+
+	rep, err := ask(e, protocol.CancelGroupJob, protocol.GroupJobRequest{JobID: queued.JobID})
+	if err != nil || !rep.Cancelled || rep.JobID != queued.JobID {
+		t.Fatalf("cancel: %+v %v", rep, err)
+	}
+	if job := e.job("g1", queued.JobID); job.Status != protocol.JobCancelled {
+		t.Fatalf("job right after the cancel: %+v", job)
+	}
+	m, err := cancels.NextMsg(10 * time.Second)
+	if err != nil || m.Subject != protocol.TurnControl(running.Steps[0].TurnID).Subject {
+		t.Fatalf("cancel of the member turn: %v %v", m, err)
+	}
+	waitfor.True(t, "the run ended", func() bool {
+		for _, s := range []*Service{e.svc, other} {
+			s.activeMu.Lock()
+			n := len(s.active)
+			s.activeMu.Unlock()
+			if n > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	job := e.job("g1", queued.JobID)
+	if job.Status != protocol.JobCancelled || job.Error != "Cancelled by user" || job.FinishedAt == "" ||
+		job.Steps[0].Status != protocol.JobCancelled || job.Steps[1].Status != protocol.StepSkipped {
+		t.Fatalf("job after the run ended %+v", job)
+	}
+	e.mu.Lock()
+	turns := len(e.turns)
+	e.mu.Unlock()
+	if turns != 1 {
+		t.Fatalf("%d member turns started, want 1 (the second member never starts)", turns)
+	}
+	_, err = ask(e, protocol.CancelGroupJob, protocol.GroupJobRequest{JobID: queued.JobID})
+	if pe := protocol.AsError(err); pe == nil || pe.Kind != protocol.Conflict || pe.Message != `Cannot cancel job with status "cancelled"` {
+		t.Fatalf("second cancel: %v", err)
+	}
+}
+
+// A finished job cannot be cancelled; an unknown one is not found; a job
+// left running by a command service that crashed is cancelled all the
+// same (no instance runs it, the bucket is the truth).
+func TestCancelRefusesAndOrphans(t *testing.T) {
+	e := newEnv(t)
+	e.groups["g1"] = protocol.AgentGroup{ID: "g1", Name: "Quick", Strategy: protocol.StrategySequential, Members: []protocol.AgentGroupMember{{AgentID: "a"}}}
+	queued, err := ask(e, protocol.RunGroup, protocol.GroupRunRequest{GroupID: "g1", Task: "t"})
+	must(t, err)
+	e.finished("g1", queued.JobID)
+	_, err = ask(e, protocol.CancelGroupJob, protocol.GroupJobRequest{JobID: queued.JobID})
+	if pe := protocol.AsError(err); pe == nil || pe.Kind != protocol.Conflict || pe.Message != `Cannot cancel job with status "completed"` {
+		t.Fatalf("cancel of a completed job: %v", err)
+	}
+	for _, id := range []string{"no-such-job", "../x"} {
+		if _, err := ask(e, protocol.CancelGroupJob, protocol.GroupJobRequest{JobID: id}); protocol.KindOf(err) != protocol.NotFound {
+			t.Fatalf("cancel %q: %v", id, err)
+		}
+	}
+
+	orphan := protocol.GroupJob{JobID: "orphan-1", GroupID: "g1", Status: protocol.JobRunning,
+		Steps: []protocol.GroupJobStep{{AgentID: "a", Status: protocol.JobRunning}, {AgentID: "b", Status: protocol.StepPending}}}
+	data, err := json.Marshal(orphan)
+	must(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kv, err := e.js.KeyValue(ctx, protocol.BucketGroupJobs)
+	must(t, err)
+	_, err = kv.Put(ctx, orphan.JobID, data)
+	must(t, err)
+	if rep, err := ask(e, protocol.CancelGroupJob, protocol.GroupJobRequest{JobID: orphan.JobID}); err != nil || !rep.Cancelled {
+		t.Fatalf("cancel of an orphan: %+v %v", rep, err)
+	}
+	job := e.job("", orphan.JobID)
+	if job.Status != protocol.JobCancelled || job.Steps[0].Status != protocol.JobCancelled || job.Steps[1].Status != protocol.StepSkipped {
+		t.Fatalf("orphan after cancel %+v", job)
+	}
+}

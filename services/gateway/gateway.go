@@ -50,7 +50,7 @@ type Service struct {
 
 	nc     *nats.Conn
 	js     jetstream.JetStream
-	probe  *llmprobe.Prober
+	probe  *modelServer
 	srv    *http.Server
 	ln     net.Listener
 	served chan error
@@ -100,12 +100,12 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.cfg.prepare(); err != nil {
 		return err
 	}
-	s.probe = llmprobe.New(s.cfg.Probe)
 	nc, err := s.dial("waggle-gateway")
 	if err != nil {
 		return err
 	}
 	s.nc = nc
+	s.probe = &modelServer{probe: llmprobe.New(s.cfg.Probe), nc: nc, ownKey: s.cfg.Probe.APIKey != "", timeout: s.cfg.RequestTimeout}
 	if s.js, err = jetstream.New(nc); err != nil {
 		nc.Close()
 		return fmt.Errorf("gateway: jetstream: %w", err)

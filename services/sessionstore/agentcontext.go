@@ -39,6 +39,7 @@ func (s *Service) registerContext(pool *pgxpool.Pool) error {
 	if err != nil {
 		return fmt.Errorf("sessionstore: %w", err)
 	}
+	s.docs = docs
 	h := contextHandlers{s: s, docs: docs, now: time.Now}
 	return errors.Join(
 		bus.Handle(s.svc, protocol.GetProfile, h.profileGet),
@@ -102,6 +103,15 @@ func (h contextHandlers) profileUpdate(ctx context.Context, req protocol.Profile
 		if p, err = req.Update.Apply(p); err != nil {
 			return nil, err
 		}
+		if len(req.AddSample) > protocol.MaxProfileField {
+			return nil, protocol.Errorf(protocol.Invalid, "a writing sample is at most %d bytes", protocol.MaxProfileField)
+		}
+		if req.AddSample != "" {
+			p.WritingStyle.Samples = append(p.WritingStyle.Samples, req.AddSample)
+			if n := len(p.WritingStyle.Samples); n > protocol.MaxProfileSamples {
+				p.WritingStyle.Samples = slices.Clone(p.WritingStyle.Samples[n-protocol.MaxProfileSamples:])
+			}
+		}
 		ts := protocol.Timestamp(h.now())
 		if p.CreatedAt == "" {
 			p.CreatedAt = ts
@@ -143,5 +153,6 @@ func (h contextHandlers) workspaceNow(ctx context.Context, req protocol.Workspac
 	if st, err := h.s.minds.Stats(ctx, protocol.MemoryStatsRequest{MemoryOwner: owner}); err == nil && st.Workspace != nil {
 		count = st.Workspace.FrameCount
 	}
-	return wsnow.Build(wsnow.Input{Workspace: doc.Workspace(), Sessions: sessions, Frames: frames, MemoryCount: count, Now: h.now()}), nil
+	return wsnow.Build(wsnow.Input{Workspace: doc.Workspace(), Sessions: sessions, Frames: frames, MemoryCount: count,
+		Transcripts: h.s.transcripts(ctx, req.Workspace, sessions), Now: h.now()}), nil
 }

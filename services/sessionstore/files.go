@@ -114,6 +114,11 @@ func (f *Files) RecentSessions(ctx context.Context, req protocol.SessionListRequ
 	return f.sess.ListIndexed(ctx, req.Workspace, req.HideEmpty)
 }
 
+// SessionDigests implements Store.
+func (f *Files) SessionDigests(ctx context.Context, ws string, since time.Time) ([]protocol.SessionInfo, error) {
+	return f.sess.Digests(ctx, ws, since)
+}
+
 // SearchSessions implements Store.
 func (f *Files) SearchSessions(ctx context.Context, req protocol.SessionSearchRequest) ([]protocol.SessionSearchResult, error) {
 	return f.sess.Search(ctx, req.Workspace, req.Query, req.Limit)
@@ -134,7 +139,7 @@ func (f *Files) CreateSession(ctx context.Context, req protocol.SessionCreateReq
 	if err := checkDeadline(ctx); err != nil {
 		return protocol.SessionInfo{}, err
 	}
-	return f.sess.Create(req.Workspace, req.Title)
+	return f.sess.Create(req.Workspace, req.Title, req.BranchOf)
 }
 
 // LocateSession implements Store.

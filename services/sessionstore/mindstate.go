@@ -37,6 +37,23 @@ func mindKey(kind string, m protocol.MindRef) (userdocs.Key, error) {
 	return userdocs.Key{Kind: kind}, nil
 }
 
+// mindDocKinds are the documents a mind keeps in userdocs.
+var mindDocKinds = []string{"identity", "awareness"}
+
+// dropMindDocs deletes workspace's mind documents.
+func (s *Service) dropMindDocs(ctx context.Context, workspace string) error {
+	for _, kind := range mindDocKinds {
+		key, err := mindKey(kind, protocol.MindRef{Workspace: workspace})
+		if err == nil {
+			err = s.docs.Delete(ctx, key)
+		}
+		if err != nil {
+			return fmt.Errorf("sessionstore: drop workspace %s: %w", kind, err)
+		}
+	}
+	return nil
+}
+
 // checkMind makes sure a workspace mind's workspace exists.
 func (h contextHandlers) checkMind(ctx context.Context, m protocol.MindRef) error {
 	if m.Workspace == "" {

@@ -14,13 +14,19 @@ import (
 
 // Custom personas: one JSON array per owner (the local desktop's
 // <data-dir>/personas.json, one per user on a team server), kept with the
-// profile in userdocs.
+// profile in userdocs; a team's shared set is one more owner (PostgreSQL
+// on team servers, like the user's).
 
-func personasKey(user string) userdocs.Key {
-	if user == "" {
-		return userdocs.Key{Kind: "personas"}
+// personasKey is the set a request acts on: team's shared one when team is
+// set, else user's own.
+func personasKey(user, team string) userdocs.Key {
+	switch {
+	case team != "":
+		return userdocs.Key{Kind: "personas", Scope: "teams", Owner: team}
+	case user != "":
+		return userdocs.Key{Kind: "personas", Scope: "users", Owner: user}
 	}
-	return userdocs.Key{Kind: "personas", Scope: "users", Owner: user}
+	return userdocs.Key{Kind: "personas"}
 }
 
 func decodePersonas(doc []byte, found bool) ([]protocol.CustomPersona, error) {
@@ -38,7 +44,7 @@ func decodePersonas(doc []byte, found bool) ([]protocol.CustomPersona, error) {
 }
 
 func (h contextHandlers) personaList(ctx context.Context, req protocol.PersonasRequest) (protocol.CustomPersonaList, error) {
-	doc, found, err := h.docs.Get(ctx, personasKey(req.User))
+	doc, found, err := h.docs.Get(ctx, personasKey(req.User, req.Team))
 	if err != nil {
 		return protocol.CustomPersonaList{}, err
 	}
@@ -46,21 +52,42 @@ func (h contextHandlers) personaList(ctx context.Context, req protocol.PersonasR
 	return protocol.CustomPersonaList{Personas: ps}, err
 }
 
+// personaGet finds the persona in the set the request names; a turn's
+// request (Workspace set) falls back to the workspace's team's set.
 func (h contextHandlers) personaGet(ctx context.Context, req protocol.PersonaRequest) (protocol.CustomPersona, error) {
-	list, err := h.personaList(ctx, protocol.PersonasRequest{User: req.User})
+	p, err := h.personaIn(ctx, req.User, req.Team, req.ID)
+	if protocol.KindOf(err) != protocol.NotFound || req.Team != "" || req.Workspace == "" {
+		return p, err
+	}
+	if !protocol.ValidID(req.Workspace) {
+		return p, err
+	}
+	doc, werr := h.s.getWorkspace(ctx, req.Workspace)
+	if werr != nil {
+		return p, err
+	}
+	if team := doc.Workspace().TeamID; team != "" {
+		return h.personaIn(ctx, "", team, req.ID)
+	}
+	return p, err
+}
+
+// personaIn reads persona id from one set.
+func (h contextHandlers) personaIn(ctx context.Context, user, team, id string) (protocol.CustomPersona, error) {
+	list, err := h.personaList(ctx, protocol.PersonasRequest{User: user, Team: team})
 	if err != nil {
 		return protocol.CustomPersona{}, err
 	}
-	i := slices.IndexFunc(list.Personas, func(p protocol.CustomPersona) bool { return p.ID == req.ID })
+	i := slices.IndexFunc(list.Personas, func(p protocol.CustomPersona) bool { return p.ID == id })
 	if i < 0 {
 		return protocol.CustomPersona{}, protocol.Errorf(protocol.NotFound, "Custom persona not found")
 	}
 	return list.Personas[i], nil
 }
 
-// modifyPersonas runs fn on the owner's personas under the document's lock.
-func (h contextHandlers) modifyPersonas(ctx context.Context, user string, fn func([]protocol.CustomPersona) ([]protocol.CustomPersona, error)) error {
-	return h.docs.Update(ctx, personasKey(user), func(old []byte, found bool) ([]byte, error) {
+// modifyPersonas runs fn on the set's personas under the document's lock.
+func (h contextHandlers) modifyPersonas(ctx context.Context, user, team string, fn func([]protocol.CustomPersona) ([]protocol.CustomPersona, error)) error {
+	return h.docs.Update(ctx, personasKey(user, team), func(old []byte, found bool) ([]byte, error) {
 		ps, err := decodePersonas(old, found)
 		if err != nil {
 			return nil, err
@@ -89,7 +116,7 @@ func (h contextHandlers) personaCreate(ctx context.Context, req protocol.Persona
 	if _, builtIn := personas.Get(p.ID); builtIn {
 		return p, protocol.Errorf(protocol.Conflict, "A built-in persona with this ID already exists")
 	}
-	err = h.modifyPersonas(ctx, req.User, func(ps []protocol.CustomPersona) ([]protocol.CustomPersona, error) {
+	err = h.modifyPersonas(ctx, req.User, req.Team, func(ps []protocol.CustomPersona) ([]protocol.CustomPersona, error) {
 		if i := slices.IndexFunc(ps, func(o protocol.CustomPersona) bool { return o.ID == p.ID }); i >= 0 {
 			ps[i] = p
 			return ps, nil
@@ -107,7 +134,7 @@ func (h contextHandlers) personaUpdate(ctx context.Context, req protocol.Persona
 		return protocol.CustomPersona{}, protocol.Errorf(protocol.Forbidden, "Cannot modify built-in persona")
 	}
 	var out protocol.CustomPersona
-	err := h.modifyPersonas(ctx, req.User, func(ps []protocol.CustomPersona) ([]protocol.CustomPersona, error) {
+	err := h.modifyPersonas(ctx, req.User, req.Team, func(ps []protocol.CustomPersona) ([]protocol.CustomPersona, error) {
 		i := slices.IndexFunc(ps, func(o protocol.CustomPersona) bool { return o.ID == req.ID })
 		if i < 0 {
 			return nil, protocol.Errorf(protocol.NotFound, "Custom persona not found")
@@ -129,7 +156,7 @@ func (h contextHandlers) personaDelete(ctx context.Context, req protocol.Persona
 		return protocol.CustomPersona{}, protocol.Errorf(protocol.Forbidden, "Cannot delete built-in persona")
 	}
 	var out protocol.CustomPersona
-	err := h.modifyPersonas(ctx, req.User, func(ps []protocol.CustomPersona) ([]protocol.CustomPersona, error) {
+	err := h.modifyPersonas(ctx, req.User, req.Team, func(ps []protocol.CustomPersona) ([]protocol.CustomPersona, error) {
 		i := slices.IndexFunc(ps, func(o protocol.CustomPersona) bool { return o.ID == req.ID })
 		if i < 0 {
 			return nil, protocol.Errorf(protocol.NotFound, "Persona not found")

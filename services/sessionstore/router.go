@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/sessions"
@@ -173,6 +174,15 @@ func (r *Router) RecentSessions(ctx context.Context, req protocol.SessionListReq
 		return nil, err
 	}
 	return s.RecentSessions(ctx, req)
+}
+
+// SessionDigests implements Store.
+func (r *Router) SessionDigests(ctx context.Context, ws string, since time.Time) ([]protocol.SessionInfo, error) {
+	s, err := r.pick(ctx, ws)
+	if err != nil {
+		return nil, err
+	}
+	return s.SessionDigests(ctx, ws, since)
 }
 
 // SearchSessions implements Store.

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
@@ -27,6 +28,7 @@ import (
 	"github.com/waggle-os/core/services/sessionstore/pgstore"
 	"github.com/waggle-os/core/services/sessionstore/settings"
 	"github.com/waggle-os/core/services/sessionstore/teams"
+	"github.com/waggle-os/core/services/sessionstore/userdocs"
 	"github.com/waggle-os/core/services/sessionstore/vault"
 	"github.com/waggle-os/core/services/sessionstore/workflows"
 )
@@ -45,6 +47,12 @@ type Service struct {
 	lifecycle *lifecycle.Worker
 	// frames is the minds' backend (the lifecycle worker's too).
 	frames frames.Backend
+	// docs keeps profiles, custom personas, identities and awareness
+	// (set by registerContext).
+	docs userdocs.Store
+	// startsCache keeps the starts of long conversations for Workspace
+	// Now's progress (progress.go).
+	startsCache transcriptCache
 
 	nc     *nats.Conn
 	svc    *bus.Service
@@ -128,7 +136,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.nc, s.svc = nc, svc
-	if err := s.register(); err != nil {
+	if err := s.register(ctx); err != nil {
 		s.Stop(ctx)
 		return err
 	}
@@ -136,18 +144,21 @@ func (s *Service) Start(ctx context.Context) error {
 		// Teams, roles, tokens and policies live next to the team
 		// workspaces; a workspace's team is read from its doc.
 		err := teams.Register(ctx, s.svc, teams.Config{Pool: s.pg.Pool(), Conn: s.nc,
-			Workspaces: teams.WorkspaceTeamsFunc(func(ctx context.Context, id string) (string, error) {
-				d, err := s.store.GetWorkspace(ctx, id)
-				if err != nil {
-					return "", err
-				}
-				return d.Workspace().TeamID, nil
-			}),
-			DefaultWorkspace: s.createTeamWorkspace}, s.log)
+			Workspaces:       teams.WorkspaceTeamsFunc(s.workspaceTeam),
+			DefaultWorkspace: s.createTeamWorkspace,
+			// A deleted team's shared personas go with it: a team
+			// created later under the same id starts without them.
+			Deleted: func(ctx context.Context, team string) error {
+				return s.docs.Delete(ctx, personasKey("", team))
+			}}, s.log)
 		if err != nil {
 			s.Stop(ctx)
 			return fmt.Errorf("sessionstore: teams: %w", err)
 		}
+	}
+	if err := s.openBacklog(ctx); err != nil {
+		s.Stop(ctx)
+		return err
 	}
 	s.startLifecycle(ctx)
 	// bus.Handle flushed each subscription: the store is reachable
@@ -155,11 +166,27 @@ func (s *Service) Start(ctx context.Context) error {
 	return nil
 }
 
+// openBacklog gives the knowledge worker its JetStream backlog: texts a
+// stopped store had not extracted are extracted now, and this store's go
+// there when it stops.
+func (s *Service) openBacklog(ctx context.Context) error {
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return fmt.Errorf("sessionstore: %w", err)
+	}
+	b, err := knowledge.OpenBacklog(ctx, js, s.cfg.Replicas)
+	if err != nil {
+		return fmt.Errorf("sessionstore: %w", err)
+	}
+	s.knowledge.UseBacklog(b)
+	return nil
+}
+
 // startLifecycle runs the memory lifecycle worker. With JSONL files this
 // process is already the only store; with PostgreSQL the store processes
 // elect one by a bus lease.
 func (s *Service) startLifecycle(ctx context.Context) {
-	cfg := lifecycle.Config{Backend: s.frames, DataDir: s.cfg.DataDir, Logger: s.log}
+	cfg := lifecycle.Config{Backend: s.frames, DataDir: s.cfg.DataDir, Logger: s.log, Sessions: s.sessionDigests}
 	if s.cfg.Store == StorePostgres {
 		nc, replicas, log := s.nc, s.cfg.Replicas, s.log
 		cfg.Lead = func(ctx context.Context) (func(), error) {
@@ -178,7 +205,30 @@ func (s *Service) startLifecycle(ctx context.Context) {
 	s.lifecycle.Start(ctx)
 }
 
-func (s *Service) register() error {
+// sessionDigests is the lifecycle's session source: every workspace's
+// sessions active since, read without writing (each workspace's from the
+// store holding it, so a session is distilled into its own workspace's
+// mind only).
+func (s *Service) sessionDigests(ctx context.Context, since time.Time) ([]lifecycle.Session, error) {
+	wss, err := s.store.ListWorkspaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []lifecycle.Session
+	for _, d := range wss {
+		ws := d.Workspace().ID
+		infos, err := s.store.SessionDigests(ctx, ws, since)
+		if err != nil {
+			return out, err
+		}
+		for _, info := range infos {
+			out = append(out, lifecycle.Session{Workspace: ws, Info: info})
+		}
+	}
+	return out, nil
+}
+
+func (s *Service) register(ctx context.Context) error {
 	// With PostgreSQL the usage ledger and agent groups live there too, so
 	// every store process of a team server shares them.
 	var pool *pgxpool.Pool
@@ -203,6 +253,7 @@ func (s *Service) register() error {
 		bus.Handle(s.svc, protocol.ExportSession, s.sessionExport),
 		bus.Handle(s.svc, protocol.GetTimeline, s.sessionTimeline),
 		bus.Handle(s.svc, protocol.CreateSession, s.sessionCreate),
+		bus.Handle(s.svc, protocol.BranchSession, s.sessionBranch),
 		bus.Handle(s.svc, protocol.RenameSession, s.sessionRename),
 		bus.Handle(s.svc, protocol.DeleteSession, s.sessionDelete),
 		bus.Handle(s.svc, protocol.SummarizeSession, s.sessionSummary),
@@ -212,9 +263,18 @@ func (s *Service) register() error {
 		s.registerContext(pool),
 		settings.Register(s.svc, settings.Config{DataDir: s.cfg.DataDir, Log: s.log,
 			Changed: func() { s.publishSettingsChange(false) }}),
-		vault.Register(s.svc, vault.Config{DataDir: s.cfg.DataDir,
-			Changed: func() { s.publishSettingsChange(true) }}, s.log),
+		vault.Register(ctx, s.svc, vault.Config{DataDir: s.cfg.DataDir, Pool: pool, AllInPool: s.cfg.Store == StorePostgres,
+			WorkspaceTeam: s.workspaceTeam, Changed: func() { s.publishSettingsChange(true) }}, s.log),
 	)
+}
+
+// workspaceTeam is the team of workspace id ("" for none).
+func (s *Service) workspaceTeam(ctx context.Context, id string) (string, error) {
+	d, err := s.store.GetWorkspace(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return d.Workspace().TeamID, nil
 }
 
 // publishSettingsChange tells the runners that config.json or the vault
@@ -234,6 +294,9 @@ func (s *Service) Stop(ctx context.Context) error {
 	if s.svc != nil {
 		errs = append(errs, s.svc.Stop(ctx))
 	}
+	// No request observes a text any more: the extraction under way and
+	// those queued go to the backlog while the bus is still connected.
+	s.knowledge.Stop(ctx)
 	s.storage.Stop()
 	s.single.Release(ctx)
 	if s.nc != nil {
@@ -244,32 +307,37 @@ func (s *Service) Stop(ctx context.Context) error {
 }
 
 // openMinds opens the minds: in PostgreSQL when every workspace lives
-// there, else in JSONL files next to the sessions. Their embedding worker
-// starts at once.
+// there; else the personal minds and personal workspaces' in JSONL files
+// next to the sessions and, with PostgreSQL for team workspaces, each team
+// workspace's in PostgreSQL (mindroute.go). Their embedding and
+// extraction workers start at once.
 func (s *Service) openMinds(ctx context.Context) error {
-	var backend frames.Backend = frames.NewJSONL(s.cfg.DataDir)
-	if s.cfg.Store == StorePostgres {
-		pg, err := frames.OpenPostgres(ctx, s.pg.Pool())
+	files := frames.NewJSONL(s.cfg.DataDir)
+	var backend frames.Backend = files
+	var kg graph.Backend = graph.NewJSONL(s.cfg.DataDir)
+	if s.pg != nil {
+		pgFrames, err := frames.OpenPostgres(ctx, s.pg.Pool())
 		if err != nil {
 			return fmt.Errorf("sessionstore: minds: %w", err)
 		}
-		backend = pg
-	}
-	var emb frames.Embedder
-	if s.cfg.LLMURL != "" {
-		emb = frames.NewOpenAIEmbedder(s.cfg.LLMURL, s.cfg.LLMAPIKey)
-	}
-	var kg graph.Backend = graph.NewJSONL(s.cfg.DataDir)
-	if s.pg != nil {
-		pg, err := graph.OpenPostgres(ctx, s.pg.Pool())
+		pgGraph, err := graph.OpenPostgres(ctx, s.pg.Pool())
 		if err != nil {
 			return fmt.Errorf("sessionstore: knowledge graph: %w", err)
 		}
 		if s.cfg.Store == StorePostgres {
-			kg = pg
+			backend, kg = pgFrames, pgGraph
 		} else {
-			kg = &graphRouter{files: kg, team: pg, isTeam: s.pg.WorkspaceExists}
+			place := placement{isTeam: s.pg.WorkspaceExists}
+			if err := moveTeamMinds(ctx, files, pgFrames, place, s.log); err != nil {
+				return fmt.Errorf("sessionstore: move team minds to PostgreSQL: %w", err)
+			}
+			backend = &framesRouter{placement: place, files: files, team: pgFrames}
+			kg = &graphRouter{placement: place, files: kg, team: pgGraph}
 		}
+	}
+	var emb frames.Embedder
+	if s.cfg.LLMURL != "" {
+		emb = frames.NewOpenAIEmbedder(s.cfg.LLMURL, s.cfg.LLMAPIKey)
 	}
 	var model knowledge.Extractor
 	if s.cfg.LLMURL != "" {
@@ -288,7 +356,7 @@ func (s *Service) openMinds(ctx context.Context) error {
 func (s *Service) closePG() {
 	// The minds' workers may write to PostgreSQL: they stop first.
 	s.minds.Stop()
-	s.knowledge.Stop()
+	s.knowledge.Stop(context.Background())
 	if s.pg != nil {
 		s.pg.Close()
 		s.pg = nil

@@ -3,6 +3,7 @@ package sessionstore
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/workspaces"
@@ -43,6 +44,11 @@ type Store interface {
 	// (Workspace Now): it may miss an edit made behind the store's back
 	// for a moment (JSONL: sessions.DefaultRescan), never the store's own.
 	RecentSessions(ctx context.Context, req protocol.SessionListRequest) ([]protocol.SessionInfo, error)
+	// SessionDigests lists a workspace's sessions last active at or after
+	// since, in no order, each with the summary a listing would show (a
+	// due one generated but not written back): the memory lifecycle reads
+	// sessions without touching them.
+	SessionDigests(ctx context.Context, ws string, since time.Time) ([]protocol.SessionInfo, error)
 	// SearchSessions searches a workspace's sessions (contract §6).
 	SearchSessions(ctx context.Context, req protocol.SessionSearchRequest) ([]protocol.SessionSearchResult, error)
 	// ExportSession renders a session as Markdown.

@@ -92,6 +92,7 @@ func (s *Service) workspaceDelete(ctx context.Context, req protocol.WorkspaceReq
 		return protocol.DeletedReply{}, workspaces.ErrNotFound
 	}
 	sessions, err := s.store.DeleteWorkspace(ctx, req.Workspace)
+	s.startsCache.forget(req.Workspace)
 	// Every runner drops what it caches of the removed sessions, even when
 	// the removal failed halfway.
 	for _, id := range sessions {
@@ -107,6 +108,12 @@ func (s *Service) workspaceDelete(ctx context.Context, req protocol.WorkspaceReq
 		return protocol.DeletedReply{}, err
 	}
 	if err := s.knowledge.DropWorkspace(ctx, req.Workspace); err != nil {
+		return protocol.DeletedReply{}, err
+	}
+	// So do its mind's identity and awareness (kept with the profiles,
+	// in PostgreSQL on a team server): a workspace created later under
+	// the same id, by any team, starts without them.
+	if err := s.dropMindDocs(ctx, req.Workspace); err != nil {
 		return protocol.DeletedReply{}, err
 	}
 	return protocol.DeletedReply{Deleted: true}, nil

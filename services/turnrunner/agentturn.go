@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,7 +53,11 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 	choice := agent.ResolveModel(mc, t.req.Model, in.workspace.Model, message, in.spent)
 	persona := t.resolvePersona(t.ctx, firstNonEmpty(t.req.Persona, in.workspace.Persona))
 	mem := busMemory{s: t.svc, user: t.req.User}
-	mcpSet, agentTools, blocked := t.agentTools(mem, persona, policy, tools.ReplayPlan(in.toolEvs, in.turnTools))
+	sub := &subAgents{t: t, model: choice, prices: mc.Prices, readOnly: persona.readOnly, teamID: in.workspace.TeamID}
+	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem,
+		WebSearch: t.webSearch(mc.WebSearch, in.workspace.TeamID), Plan: tools.ReplayPlan(in.toolEvs, in.turnTools),
+		Knowledge: mem, Mind: busMind{s: t.svc, workspace: t.req.Workspace, user: t.req.User}, SubAgents: sub}
+	mcpSet, agentTools, workerTools, blocked := t.agentTools(env, persona, policy)
 	gate := t.openGate()
 	defer t.closeGate(gate)
 
@@ -77,6 +80,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		Log:          log,
 	}
 	t.loopOptions(&areq, mc, in.history, message)
+	sub.offered, sub.blocked, sub.gate, sub.apiKeys = workerTools, blocked, areq.Gate, areq.APIKeys
 	res, err := t.svc.agent.Run(t.ctx, areq)
 	if t.silent() {
 		return
@@ -124,30 +128,66 @@ func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.Model
 }
 
 // agentTools is the tools the turn offers the model: the built-ins bound
-// to this turn that policy and persona allow, then the MCP servers' tools;
-// blocked is what the model is told it may not use.
-func (t *turn) agentTools(mem busMemory, persona personaInfo, policy protocol.ToolPolicy, plan *tools.Plan) (*mcp.ToolSet, []agent.Tool, []string) {
-	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem, WebSearch: t.svc.models.Get().WebSearch, Plan: plan,
-		Knowledge: mem, Mind: busMind{s: t.svc, workspace: t.req.Workspace, user: t.req.User}}
+// to this turn that policy and persona allow, then the MCP servers' tools
+// (none for a read-only or delegating persona: what they do is not known
+// here); workers is what its sub-agents draw from — the same, but for a
+// delegating persona the tools before its filter (policy still applied),
+// as its workers do the work it does not; blocked is what the model is
+// told it may not use.
+func (t *turn) agentTools(env tools.Env, persona personaInfo, policy protocol.ToolPolicy) (set *mcp.ToolSet, offered, workers []agent.Tool, blocked []string) {
 	bound := t.svc.tools.Bind(env, nil)
-	agentTools := make([]agent.Tool, 0, len(bound))
-	var blocked []string
+	builtIns := make([]agent.Tool, 0, len(bound))
 	for _, b := range bound {
-		if policy.Blocks(b.Name()) || !persona.allows(b.Name()) {
-			continue
+		if !policy.Blocks(b.Name()) {
+			builtIns = append(builtIns, b)
 		}
-		agentTools = append(agentTools, b)
 	}
 	if policy.Governed {
 		blocked = policy.BlockedTools
 	}
-	set, all, blocked := t.mcpTools(agentTools, blocked, policy)
-	if persona.readOnly {
-		// A read-only persona is offered no MCP tool: what they do is
-		// not known here.
-		all = slices.DeleteFunc(all, func(tool agent.Tool) bool { return !persona.allows(tool.Name()) })
+	set, pool, blocked := t.mcpTools(builtIns, blocked, policy)
+	offered, workers = personaTools(pool, len(builtIns), persona)
+	return set, offered, workers, blocked
+}
+
+// personaTools splits pool — nBuiltIn built-ins, then MCP tools — into
+// what persona's turn is offered and what its sub-agents draw from.
+func personaTools(pool []agent.Tool, nBuiltIn int, persona personaInfo) (offered, workers []agent.Tool) {
+	strict := persona.readOnly || persona.delegates
+	offered = make([]agent.Tool, 0, len(pool))
+	for i, tool := range pool {
+		// The persona's lists name built-ins only, so they do not filter
+		// MCP tools; a strict persona gets none.
+		builtIn := i < nBuiltIn
+		if builtIn && persona.allows(tool.Name()) || !builtIn && !strict {
+			offered = append(offered, tool)
+		}
 	}
-	return set, all, blocked
+	if persona.delegates && !persona.readOnly {
+		return offered, pool
+	}
+	return offered, offered
+}
+
+// webSearch is the turn's web search provider: config.json's, its API key
+// from the vault of the workspace's team (the local vault on a desktop)
+// when the file has none; with no provider in the file, the first of
+// Tavily and Brave whose key the vault holds (the desktop app's Settings >
+// Vault). The key goes to the provider only: never logged, never in a
+// result.
+func (t *turn) webSearch(cfg tools.WebSearchConfig, team string) tools.WebSearchConfig {
+	if cfg.Provider != "" {
+		if cfg.APIKey == "" && protocol.VaultSearchKeyNames(cfg.Provider) != nil {
+			cfg.APIKey = t.svc.models.SearchKey(t.ctx, team, cfg.Provider)
+		}
+		return cfg
+	}
+	for _, p := range []string{tools.SearchTavily, tools.SearchBrave} {
+		if key := t.svc.models.SearchKey(t.ctx, team, p); key != "" {
+			return tools.WebSearchConfig{Provider: p, APIKey: key}
+		}
+	}
+	return cfg
 }
 
 // openGate is the turn's approval gate.

@@ -25,7 +25,7 @@ import (
 //
 // It also keeps the model server's key from the vault, used when no key
 // is configured (--llm-api-key, config.json apiKeys): asked per model,
-// cached like the settings.
+// cached like the settings; and web search providers' keys, per team.
 type settingsCache struct {
 	every   time.Duration
 	timeout time.Duration
@@ -37,12 +37,15 @@ type settingsCache struct {
 	reported string // the last settings error logged
 	doc      json.RawMessage
 	cfg      agent.ModelConfig
-	keys     map[string]vaultKey // by model
-	lastKey  string              // the last key found, for the probe
+	keys     map[string]vaultKey // by model and workspace, or by team and search provider
+	// lastKey is the last key found in the local vault (a workspace of no
+	// team), for the probe: a team's key is used for that team's turns
+	// only, never to probe for everyone.
+	lastKey string
 }
 
 type vaultKey struct {
-	key     string
+	reply   protocol.ModelKeyReply
 	checked time.Time
 }
 
@@ -133,40 +136,61 @@ func (c *settingsCache) refresh() {
 	c.doc, c.cfg = rep.Doc, mc
 }
 
-// ModelKey returns the vault's key for model ("" when it has none or the
-// store does not answer).
-func (c *settingsCache) ModelKey(ctx context.Context, model string) string {
-	nc := c.nc.Load()
-	if nc == nil {
-		return ""
-	}
-	c.mu.Lock()
-	if k, ok := c.keys[model]; ok && time.Since(k.checked) < c.every {
-		c.mu.Unlock()
-		return k.key
-	}
-	c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	rep, err := bus.Call(ctx, nc, protocol.ResolveModelKey, protocol.ModelKeyRequest{Model: model})
-	if err != nil {
-		c.log.Warn("vault unavailable for the model key", "err", err)
-		return ""
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.keys) > 64 {
-		clear(c.keys)
-	}
-	c.keys[model] = vaultKey{key: rep.Key, checked: time.Now()}
-	if rep.Key != "" {
+// ModelKey returns the vault's key for model for a turn in workspace
+// ("" when it has none or the store does not answer). The store picks the
+// vault of the workspace's team.
+func (c *settingsCache) ModelKey(ctx context.Context, workspace, model string) string {
+	rep := c.vaultKey(ctx, "model\x00"+workspace+"\x00"+model, func(ctx context.Context, nc *nats.Conn) (protocol.ModelKeyReply, error) {
+		return bus.Call(ctx, nc, protocol.ResolveModelKey, protocol.ModelKeyRequest{Model: model, Workspace: workspace})
+	})
+	if rep.Key != "" && rep.Team == "" {
+		c.mu.Lock()
 		c.lastKey = rep.Key
+		c.mu.Unlock()
 	}
 	return rep.Key
 }
 
+// SearchKey returns web search provider's key in team's vault ("" the
+// local one; "" when it has none or the store does not answer).
+func (c *settingsCache) SearchKey(ctx context.Context, team, provider string) string {
+	return c.vaultKey(ctx, "search\x00"+team+"\x00"+provider, func(ctx context.Context, nc *nats.Conn) (protocol.ModelKeyReply, error) {
+		return bus.Call(ctx, nc, protocol.ResolveSearchKey, protocol.SearchKeyRequest{Team: team, Provider: provider})
+	}).Key
+}
+
+// vaultKey asks the vault through ask, caching the answer (a key or
+// none) under name for the check interval or until the vault changes.
+// The key itself is never logged.
+func (c *settingsCache) vaultKey(ctx context.Context, name string, ask func(context.Context, *nats.Conn) (protocol.ModelKeyReply, error)) protocol.ModelKeyReply {
+	nc := c.nc.Load()
+	if nc == nil {
+		return protocol.ModelKeyReply{}
+	}
+	c.mu.Lock()
+	if k, ok := c.keys[name]; ok && time.Since(k.checked) < c.every {
+		c.mu.Unlock()
+		return k.reply
+	}
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	rep, err := ask(ctx, nc)
+	if err != nil {
+		c.log.Warn("vault unavailable for a key", "err", err)
+		return protocol.ModelKeyReply{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.keys) > 256 {
+		clear(c.keys)
+	}
+	c.keys[name] = vaultKey{reply: rep, checked: time.Now()}
+	return rep
+}
+
 // probeKey is the key the model-server probe sends when none is
-// configured: the last key the vault gave.
+// configured: the last key the local vault gave.
 func (c *settingsCache) probeKey() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -223,4 +247,14 @@ func (s *Service) onSettingsChanged(ev protocol.SettingsChanged) {
 	if ev.Vault {
 		s.probe.Forget()
 	}
+}
+
+// checkModelServer is the runner's probe for a gateway that has no key of
+// its own: with no key configured, the local vault's is looked up first
+// (as a turn does), so the answer is the one turns get.
+func (s *Service) checkModelServer(ctx context.Context, _ protocol.Empty) (protocol.ModelServerStatus, error) {
+	if s.cfg.LLMAPIKey == "" && !s.probe.Last().Reachable {
+		s.models.ModelKey(ctx, "", "")
+	}
+	return protocol.ModelServerStatus(s.probe.Check(ctx)), nil
 }

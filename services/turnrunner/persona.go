@@ -19,6 +19,9 @@ type personaInfo struct {
 	prompt string
 	// readOnly: the persona may not write files or run commands.
 	readOnly bool
+	// delegates: the persona only hands work to sub-agents (see
+	// personas.Persona.Delegates).
+	delegates bool
 	// rules filters the tools (nil: every tool).
 	rules *personas.Persona
 }
@@ -27,13 +30,13 @@ type personaInfo struct {
 func (p personaInfo) allows(tool string) bool { return p.rules == nil || p.rules.Allows(tool) }
 
 // resolvePersona looks id up among the built-in personas, then among the
-// user's custom personas; the model is asked to play any other persona by
-// its name.
+// user's custom personas and the shared ones of the workspace's team; the
+// model is asked to play any other persona by its name.
 func (t *turn) resolvePersona(ctx context.Context, id string) personaInfo {
 	if p, ok := builtInPersona(id); ok || id == "" {
 		return p
 	}
-	c, err := bus.Call(ctx, t.svc.nc, protocol.GetCustomPersona, protocol.PersonaRequest{User: t.req.User, ID: id}, bus.Within(t.svc.cfg.StoreTimeout))
+	c, err := bus.Call(ctx, t.svc.nc, protocol.GetCustomPersona, protocol.PersonaRequest{User: t.req.User, Workspace: t.req.Workspace, ID: id}, bus.Within(t.svc.cfg.StoreTimeout))
 	if err != nil {
 		if !errors.Is(err, protocol.ErrUnavailable) && protocol.KindOf(err) != protocol.NotFound && ctx.Err() == nil {
 			t.logger().Warn("custom persona unavailable; named only", "persona", id, "err", err)
@@ -52,7 +55,7 @@ func builtInPersona(id string) (personaInfo, bool) {
 	if !ok {
 		return personaInfo{}, false
 	}
-	return personaInfo{id: id, prompt: p.SystemPrompt, readOnly: p.ReadOnly, rules: &p}, true
+	return personaInfo{id: id, prompt: p.SystemPrompt, readOnly: p.ReadOnly, delegates: p.Delegates, rules: &p}, true
 }
 
 // namedPersona is a persona this server knows nothing of but its name.

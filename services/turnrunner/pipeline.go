@@ -25,7 +25,7 @@ func (t *turn) loopOptions(req *agent.Request, mc agent.ModelConfig, history []p
 	if len(req.APIKeys) == 0 && t.svc.cfg.LLMAPIKey == "" {
 		// No key configured: the one saved in the app's vault, if any
 		// (asked per turn, cached briefly; a new key applies at once).
-		if key := t.svc.models.ModelKey(t.ctx, req.Model.Model); key != "" {
+		if key := t.svc.models.ModelKey(t.ctx, t.req.Workspace, req.Model.Model); key != "" {
 			req.APIKeys = []string{key}
 		}
 	}

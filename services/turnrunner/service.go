@@ -25,6 +25,7 @@ import (
 	"github.com/waggle-os/core/services/turnrunner/agent"
 	"github.com/waggle-os/core/services/turnrunner/mcp"
 	"github.com/waggle-os/core/services/turnrunner/ownership"
+	"github.com/waggle-os/core/services/turnrunner/profileai"
 	"github.com/waggle-os/core/services/turnrunner/retrieval"
 	"github.com/waggle-os/core/services/turnrunner/tools"
 	"github.com/waggle-os/core/services/turnrunner/turnevents"
@@ -44,15 +45,17 @@ type Service struct {
 	stream jetstream.Stream
 	// own keeps this runner's turns' leases and session places, and
 	// claims the turns other runners left (package ownership).
-	own      *ownership.Owner
-	svc      *bus.Service
-	subs     []*nats.Subscription
-	probe    *llmprobe.Prober
-	agent    *agent.Agent
-	tools    *tools.Registry
-	models   *settingsCache
-	policies *policyCache
-	mcp      *mcp.Manager
+	own *ownership.Owner
+	// subagents lists the running sub-agents (protocol.BucketSubAgents).
+	subagents jetstream.KeyValue
+	svc       *bus.Service
+	subs      []*nats.Subscription
+	probe     *llmprobe.Prober
+	agent     *agent.Agent
+	tools     *tools.Registry
+	models    *settingsCache
+	policies  *policyCache
+	mcp       *mcp.Manager
 
 	// loops is the heartbeat loop (lease renewal, presence), stopped by
 	// Stop.
@@ -69,6 +72,10 @@ type Service struct {
 	runs     map[string]context.CancelCauseFunc // retrieval runs
 	// retrieval runs POST /api/agent/run.
 	retrieval *retrieval.Runner
+	// profileAI reads writing samples, brand descriptions and profiles
+	// for the profile's analyze routes.
+	profileAI *profileai.Analyzer
+	analyses  chan struct{}  // one per running analysis (maxAnalyses)
 	wg        sync.WaitGroup // running turns
 	slots     chan struct{}
 }
@@ -149,6 +156,7 @@ func (s *Service) build() error {
 	if s.retrieval, err = retrieval.New(retrieval.Config{Model: s.cfg.model()}); err != nil {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
+	s.profileAI, s.analyses = profileai.New(s.cfg.model().Client(nil)), make(chan struct{}, maxAnalyses)
 	s.tools = tools.NewRegistry(s.cfg.toolsConfig())
 	s.slots = make(chan struct{}, s.cfg.MaxTurns)
 	return nil
@@ -191,7 +199,7 @@ func (s *Service) connect(ctx context.Context) error {
 	if err := s.own.Open(ctx, js); err != nil {
 		return clusterError(fmt.Errorf("turnrunner: %w", err))
 	}
-	return nil
+	return s.ensureSubAgentBucket(ctx)
 }
 
 // clusterWait bounds the set-up of the runner's stream and buckets.
@@ -254,7 +262,10 @@ func (s *Service) serve(context.Context) error {
 		bus.Handle(svc, protocol.StartTurn, s.startTurn),
 		bus.Handle(svc, protocol.StartAgentRun, s.startAgentRun),
 		bus.Handle(svc, protocol.LookupTurn, s.turnInfo),
+		bus.Handle(svc, protocol.ListSubAgents, s.listSubAgents),
 		bus.Handle(svc, protocol.WorkspaceFiles, s.workspaceFiles),
+		bus.Handle(svc, protocol.CheckModelServer, s.checkModelServer),
+		bus.Handle(svc, protocol.AnalyzeProfile, s.analyzeProfile),
 	)
 }
 

@@ -157,10 +157,17 @@ func (t *turn) decide() {
 	if t.svc.cfg.LLMAPIKey == "" && !t.svc.probe.Last().Reachable {
 		// A model server that wants a key answers the probe only with one:
 		// look up the vault's before probing (the probe sends the last
-		// key found).
-		t.svc.models.ModelKey(t.ctx, t.req.Model)
+		// key found in the local vault).
+		t.svc.models.ModelKey(t.ctx, t.req.Workspace, t.req.Model)
 	}
 	llm := t.svc.probe.Available(t.ctx)
+	if !llm && t.svc.cfg.LLMAPIKey == "" && t.svc.probe.Last().WantsKey() &&
+		t.svc.models.ModelKey(t.ctx, t.req.Workspace, t.req.Model) != "" {
+		// The server refused the probe's key (the local vault's, or none)
+		// but this turn's team has one: the turn uses it (loopOptions),
+		// and a wrong one is the model server's error, not echo mode.
+		llm = true
+	}
 	message := t.req.Message
 	if protocol.IsSlashCommand(message) {
 		prompt, handled := t.runCommand(llm)

@@ -19,10 +19,11 @@ func TestServe(t *testing.T) {
 		path, ctype, contains string
 		status                int
 	}{
-		{"/", "text/html", `<script src="/chat/app.js" defer></script>`, 200},
-		{"/chat/", "text/html", `<script src="/chat/app.js" defer></script>`, 200},
+		{"/", "text/html", `<script type="module" src="/chat/main.js"></script>`, 200},
+		{"/chat/", "text/html", `<script type="module" src="/chat/main.js"></script>`, 200},
 		{"/chat/index.html", "text/html", `id="messages"`, 200},
-		{"/chat/app.js", "text/javascript", "X-Waggle-Turn-Id", 200},
+		{"/chat/main.js", "text/javascript", "boot();", 200},
+		{"/chat/turn.js", "text/javascript", "X-Waggle-Turn-Id", 200},
 		{"/chat/markdown.js", "text/javascript", "const Markdown", 200},
 		{"/chat/style.css", "text/css", "#messages", 200},
 		{"/chat/theme.js", "text/javascript", "waggle.theme", 200},
@@ -30,8 +31,9 @@ func TestServe(t *testing.T) {
 		{"/chat/favicon.svg", "image/svg+xml", "<svg", 200},
 		{"/chat", "", "", http.StatusMovedPermanently},
 		{"/chat/nope.js", "application/json", "Not found", 404},
-		{"/chat/static/app.js", "application/json", "Not found", 404},
-		{"/chat/../chat/app.js", "application/json", "Not found", 404},
+		{"/chat/app.js", "application/json", "Not found", 404},
+		{"/chat/static/main.js", "application/json", "Not found", 404},
+		{"/chat/../chat/main.js", "application/json", "Not found", 404},
 	}
 	for _, tt := range tests {
 		rec := httptest.NewRecorder()
@@ -75,5 +77,33 @@ func TestNoHTMLSinks(t *testing.T) {
 	index := string(files["index.html"])
 	if regexp.MustCompile(`<script>|<script [^>]*>[^<]`).MatchString(index) || regexp.MustCompile(`\son[a-z]+=`).MatchString(index) {
 		t.Error("index.html has an inline script or event handler")
+	}
+}
+
+// TestModules: the page is ES modules by job, each small enough to read
+// whole, and every module one imports is served (a missing one would stop
+// the page with nothing on screen but the HTML).
+func TestModules(t *testing.T) {
+	imports := regexp.MustCompile(`(?m)^import \{[^}]*\} from '\./([a-z]+\.js)';$`)
+	seen := 0
+	for name, data := range files {
+		if !strings.HasSuffix(name, ".js") {
+			continue
+		}
+		if n := strings.Count(string(data), "\n"); n > 600 {
+			t.Errorf("%s has %d lines; split it by job", name, n)
+		}
+		for _, m := range imports.FindAllStringSubmatch(string(data), -1) {
+			seen++
+			if _, ok := files[m[1]]; !ok {
+				t.Errorf("%s imports %s, which is not served", name, m[1])
+			}
+		}
+	}
+	if seen == 0 {
+		t.Error("no module imports found: the check above checked nothing")
+	}
+	if !strings.Contains(string(files["index.html"]), `<script type="module" src="/chat/main.js">`) {
+		t.Error("index.html does not load main.js as a module")
 	}
 }

@@ -104,6 +104,37 @@ func (p *Postgres) Add(ctx context.Context, m Mind, f Frame) (Frame, bool, error
 	return old, true, nil
 }
 
+// Import stores frames of mind m as they are — ids, times, use and
+// vectors kept — skipping any whose id or content the mind already holds.
+// It moves a mind from the JSONL files into PostgreSQL (a team workspace's
+// mind written by an older version to the data dir).
+func (p *Postgres) Import(ctx context.Context, m Mind, fs []Frame) error {
+	b := &pgx.Batch{}
+	for _, f := range fs {
+		var model *string
+		if f.Vector != nil && f.VectorModel != "" {
+			model = &f.VectorModel
+		}
+		b.Queue(`INSERT INTO memory_frames
+			(mind, id, seq, content, tags, importance, source, created, created_ms, updated, access_count, search, vector, vec_model)
+			VALUES ($1, $2, nextval('memory_frames_seq'), $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			ON CONFLICT DO NOTHING`,
+			m.Key(), f.ID, f.Content, f.Tags, f.Importance, f.Source, f.Created, createdMillis(f.Created), f.Updated,
+			f.AccessCount, indexText(f), vectorOrNil(f, model), model)
+	}
+	if err := p.pool.SendBatch(ctx, b).Close(); err != nil {
+		return wrap("import into", m, err)
+	}
+	return nil
+}
+
+func vectorOrNil(f Frame, model *string) []float32 {
+	if model == nil {
+		return nil
+	}
+	return f.Vector
+}
+
 // Get implements Backend.
 func (p *Postgres) Get(ctx context.Context, m Mind, id string) (Frame, error) {
 	f, err := scanFrame(p.pool.QueryRow(ctx, `SELECT `+pgColumns+` FROM memory_frames WHERE mind = $1 AND id = $2`, m.Key(), id))

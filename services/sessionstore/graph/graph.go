@@ -124,6 +124,9 @@ type Result struct {
 type Snapshot struct {
 	Entities  []Entity // by key (normalised name)
 	Relations []Relation
+	// More: the filter's Limit left matching entities out (the next page
+	// starts at Offset+Limit).
+	More bool
 }
 
 // Filter narrows a snapshot.
@@ -136,8 +139,48 @@ type Filter struct {
 	Type string
 	// Retired includes retired entities and relations.
 	Retired bool
-	// Limit bounds the entities (0: no bound); the most mentioned first.
-	Limit int
+	// Limit bounds the entities (0: no bound); the most mentioned first
+	// (then by key), from the Offset-th on. The relations are bounded too:
+	// at most RelationsPerEntity×Limit, the most confident first.
+	Limit, Offset int
+}
+
+// RelationsPerEntity bounds a page's relations per entity of its Limit.
+const RelationsPerEntity = 4
+
+// relationCap is the most relations a page of f carries (0: no bound).
+func (f Filter) relationCap() int { return RelationsPerEntity * f.Limit }
+
+// pageOrder orders entities for paging: the most mentioned first, then by
+// key and id (a total order, so pages neither overlap nor skip).
+func pageOrder(a, b Entity) int {
+	if a.Mentions != b.Mentions {
+		return b.Mentions - a.Mentions
+	}
+	if c := strings.Compare(a.Key, b.Key); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// strongest keeps the n most confident (then most mentioned) relations,
+// in recorded order; n 0 keeps all.
+func strongest(rs []Relation, n int) []Relation {
+	if n <= 0 || len(rs) <= n {
+		return rs
+	}
+	slices.SortStableFunc(rs, func(a, b Relation) int {
+		if a.Confidence != b.Confidence {
+			if a.Confidence > b.Confidence {
+				return -1
+			}
+			return 1
+		}
+		return b.Mentions - a.Mentions
+	})
+	rs = rs[:n]
+	sortRelations(rs)
+	return rs
 }
 
 // Backend stores the graphs. Implementations: JSONL (files) and Postgres;
@@ -154,6 +197,14 @@ type Backend interface {
 	// or of a relation, by id, at now. ErrNotFound for an unknown id or
 	// one already retired.
 	Retire(ctx context.Context, m Mind, id, reason, now string) (Snapshot, error)
+	// Restore undoes a retirement, by id: a relation becomes valid again
+	// (ErrRestoreEnds while one of its entities is retired), an entity
+	// too with the relations retired with it (the same valid_to) whose
+	// other end is valid — the shape it had. The reason it kept goes.
+	// ErrNotFound for an unknown id, ErrNotRetired for a valid one,
+	// ErrRestoreClash when a valid entity has its name (or a valid
+	// relation its link) now.
+	Restore(ctx context.Context, m Mind, id string) (Snapshot, error)
 	// Graph reads the mind's graph.
 	Graph(ctx context.Context, m Mind, f Filter) (Snapshot, error)
 	// Count counts the valid entities and relations.
@@ -170,6 +221,33 @@ type Backend interface {
 
 // ErrNotFound is the API's 404 for an unknown entity or relation.
 var ErrNotFound = protocol.Errorf(protocol.NotFound, "No such entity or relation")
+
+// Restore's refusals (409).
+var (
+	ErrNotRetired   = protocol.Errorf(protocol.Conflict, "This entity or relation is not retired")
+	ErrRestoreClash = protocol.Errorf(protocol.Conflict, "A valid entity has this name now (or a valid relation this link): retire it first")
+	ErrRestoreEnds  = protocol.Errorf(protocol.Conflict, "An entity of this relation is retired: restore it first")
+)
+
+// reasonKey is the property that keeps why a fact was retired.
+const reasonKey = "retiredBecause"
+
+// unnote drops the retirement's reason from a copy of p.
+func unnote(p map[string]string) map[string]string {
+	if _, ok := p[reasonKey]; !ok {
+		return p
+	}
+	cp := make(map[string]string, len(p))
+	for k, v := range p {
+		if k != reasonKey {
+			cp[k] = v
+		}
+	}
+	if len(cp) == 0 {
+		return nil
+	}
+	return cp
+}
 
 // corporate suffixes dropped from a name's key: "ACME Corp." is "acme".
 var corporate = map[string]bool{
@@ -263,6 +341,9 @@ func Check(b *Batch) error {
 		if !relType.MatchString(r.Type) {
 			return protocol.Errorf(protocol.Invalid, "invalid relation type %q", r.Type)
 		}
+		// The ends name entities as the batch wrote them: cleaned the same
+		// way, so a name that lost an event attribute still links.
+		r.From, r.To = strings.TrimSpace(frames.Sanitise(r.From)), strings.TrimSpace(frames.Sanitise(r.To))
 		from, to := Normalize(r.From), Normalize(r.To)
 		if !names[from] || !names[to] {
 			return protocol.Errorf(protocol.Invalid, "a relation's ends must be entities of the same batch")
@@ -318,37 +399,45 @@ func narrow(all Snapshot, f Filter) Snapshot {
 			kept = append(kept, e)
 		}
 	}
-	if f.Limit > 0 && len(kept) > f.Limit {
-		slices.SortStableFunc(kept, func(a, b Entity) int { return b.Mentions - a.Mentions })
-		kept = kept[:f.Limit]
-	}
-	if q == "" && f.Type == "" && f.Limit <= 0 {
+	if q == "" && f.Type == "" && f.Limit <= 0 && f.Offset <= 0 {
 		return all
+	}
+	more := false
+	if f.Limit > 0 || f.Offset > 0 {
+		slices.SortFunc(kept, pageOrder)
+		kept = kept[min(max(f.Offset, 0), len(kept)):]
+		if f.Limit > 0 && len(kept) > f.Limit {
+			kept, more = kept[:f.Limit], true
+		}
 	}
 	ids := map[string]bool{}
 	for _, e := range kept {
 		ids[e.ID] = true
 	}
+	// Relations touching the page (with a query: leading to a neighbour
+	// too; else between its entities), the strongest up to the cap; then
+	// the neighbours those name.
 	var rels []Relation
-	extra := map[string]bool{}
 	for _, r := range all.Relations {
-		if ids[r.Source] || ids[r.Target] {
+		if (q != "" && (ids[r.Source] || ids[r.Target])) || (ids[r.Source] && ids[r.Target]) {
 			rels = append(rels, r)
-			extra[r.Source], extra[r.Target] = true, true
 		}
 	}
-	if q != "" { // neighbours of the matches belong to the answer
+	rels = strongest(rels, f.relationCap())
+	if q != "" {
+		extra := map[string]bool{}
+		for _, r := range rels {
+			extra[r.Source], extra[r.Target] = true, true
+		}
 		for _, e := range all.Entities {
 			if extra[e.ID] && !ids[e.ID] {
 				kept = append(kept, e)
 				ids[e.ID] = true
 			}
 		}
-	} else {
-		rels = slices.DeleteFunc(rels, func(r Relation) bool { return !ids[r.Source] || !ids[r.Target] })
 	}
 	sortEntities(kept)
-	return Snapshot{Entities: kept, Relations: rels}
+	return Snapshot{Entities: kept, Relations: rels, More: more}
 }
 
 // sortEntities orders entities by key (their normalised name: no

@@ -3,6 +3,8 @@ package graph_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -102,6 +104,13 @@ func TestCheckRefusesBadBatches(t *testing.T) {
 	b := graph.Batch{Entities: []graph.EntityInput{{Name: "Acme", Type: "Organization"}, {Name: "Zorg", Type: "alien"}}}
 	if err := graph.Check(&b); err != nil || b.Entities[0].Type != graph.TypeOrganisation || b.Entities[1].Type != graph.TypeConcept {
 		t.Fatalf("types not normalised: %+v %v", b.Entities, err)
+	}
+	// Markup in a name is cleaned in the entity and in the relation's ends
+	// alike: the relation still links it (else the whole batch was lost).
+	b = graph.Batch{Entities: []graph.EntityInput{{Name: "<img src=x onerror=alert(1)>"}, {Name: "Ada Lovelace"}},
+		Relations: []graph.RelationInput{{From: "<img src=x onerror=alert(1)>", To: "Ada Lovelace", Type: "knows"}}}
+	if err := graph.Check(&b); err != nil || b.Entities[0].Name != "<img src=x>" || b.Relations[0].From != "<img src=x>" {
+		t.Fatalf("a cleaned name's relation: %+v %+v %v", b.Entities, b.Relations, err)
 	}
 }
 
@@ -275,6 +284,120 @@ func TestRelatedByKeys(t *testing.T) {
 		}
 		if d, n, err := b.Related(ctx, ws, graph.Keys("nothing known here")); err != nil || len(d) != 0 || len(n) != 0 {
 			t.Fatalf("unrelated text: %v %v %v", d, n, err)
+		}
+	})
+}
+
+// Restoring undoes a retirement: an entity comes back in the shape it had
+// (the relations retired with it, not one retired before), without its
+// reason; a restore that would make two valid facts of one name or link,
+// or a relation to a retired entity, is refused.
+func TestRestoreUndoesARetirement(t *testing.T) {
+	each(t, func(t *testing.T, open func() graph.Backend) {
+		b := open()
+		res := apply(t, b, ws, falcon(), t0)
+		es := byName(graph.Snapshot{Entities: res.Entities})
+		ada, acme := es["ada lovelace"], es["acme"]
+		var worksAt, leads graph.Relation
+		for _, r := range res.Relations {
+			switch r.Type {
+			case graph.RelWorksAt:
+				worksAt = r
+			case graph.RelLeads:
+				leads = r
+			}
+		}
+		if _, err := b.Restore(ctx, ws, ada.ID); !errors.Is(err, graph.ErrNotRetired) {
+			t.Fatalf("restoring a valid entity: %v", err)
+		}
+		if _, err := b.Retire(ctx, ws, worksAt.ID, "wrong", t1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Retire(ctx, ws, ada.ID, "not her", t2); err != nil {
+			t.Fatal(err)
+		}
+		// The relation needs its entity back first.
+		if _, err := b.Restore(ctx, ws, worksAt.ID); !errors.Is(err, graph.ErrRestoreEnds) {
+			t.Fatalf("restoring a relation of a retired entity: %v", err)
+		}
+		out, err := b.Restore(ctx, ws, ada.ID)
+		if err != nil || len(out.Entities) != 1 || len(out.Relations) != 1 || out.Relations[0].ID != leads.ID {
+			t.Fatalf("restore ada = %+v %v; want her and leads (works_at was retired before)", out, err)
+		}
+		b = open() // restart
+		g := mustGraph(t, b, ws, graph.Filter{})
+		back := byName(g)["ada lovelace"]
+		if back.ID != ada.ID || !back.Valid() || back.Properties["retiredBecause"] != "" || len(g.Relations) != 1 {
+			t.Fatalf("after restoring ada: %+v", g)
+		}
+		out, err = b.Restore(ctx, ws, worksAt.ID)
+		if err != nil || len(out.Relations) != 1 || out.Relations[0].Properties["retiredBecause"] != "" {
+			t.Fatalf("restore works_at = %+v %v", out, err)
+		}
+		if n, r, _ := b.Count(ctx, ws); n != 3 || r != 2 {
+			t.Fatalf("count after restoring = %d, %d; want 3, 2", n, r)
+		}
+		// Named again while retired: the new one holds the name.
+		if _, err := b.Retire(ctx, ws, acme.ID, "", t2); err != nil {
+			t.Fatal(err)
+		}
+		apply(t, b, ws, graph.Batch{Entities: []graph.EntityInput{{Name: "ACME Corporation", Type: graph.TypeOrganisation}}}, t2)
+		if _, err := b.Restore(ctx, ws, acme.ID); !errors.Is(err, graph.ErrRestoreClash) {
+			t.Fatalf("restoring over a valid namesake: %v", err)
+		}
+		if _, err := b.Restore(ctx, graph.Mind{Kind: frames.KindPersonal}, ada.ID); !errors.Is(err, graph.ErrNotFound) {
+			t.Fatalf("restored through another mind: %v", err)
+		}
+	})
+}
+
+// A large graph is read a page at a time: pages of the most mentioned
+// entities neither overlap nor skip, say whether more follow, and carry a
+// bounded number of relations.
+func TestGraphPages(t *testing.T) {
+	each(t, func(t *testing.T, open func() graph.Backend) {
+		b := open()
+		var batch graph.Batch
+		for i := range 30 {
+			batch.Entities = append(batch.Entities, graph.EntityInput{Name: fmt.Sprintf("Entity%02d", i), Type: graph.TypeConcept})
+			for j := range i { // a dense graph: every pair linked
+				if len(batch.Relations) < graph.MaxBatch {
+					batch.Relations = append(batch.Relations, graph.RelationInput{From: fmt.Sprintf("Entity%02d", j), To: fmt.Sprintf("Entity%02d", i), Type: graph.RelMentionedWith, Confidence: 0.3})
+				}
+			}
+		}
+		apply(t, b, ws, batch, t0)
+		// Entity29 is the most mentioned: first on the first page.
+		apply(t, b, ws, graph.Batch{Entities: []graph.EntityInput{{Name: "Entity29"}}}, t1)
+		seen := map[string]bool{}
+		for page, off := 0, 0; ; page, off = page+1, off+12 {
+			g := mustGraph(t, b, ws, graph.Filter{Limit: 12, Offset: off})
+			if page == 0 && !slices.ContainsFunc(g.Entities, func(e graph.Entity) bool { return e.Key == "entity29" }) {
+				t.Errorf("the most mentioned entity is not on the first page: %v", g.Entities)
+			}
+			if len(g.Relations) > graph.RelationsPerEntity*12 {
+				t.Errorf("page %d carries %d relations", page, len(g.Relations))
+			}
+			for _, e := range g.Entities {
+				if seen[e.ID] {
+					t.Errorf("page %d repeats %s", page, e.Name)
+				}
+				seen[e.ID] = true
+			}
+			if want := off+12 < 30; g.More != want {
+				t.Errorf("page %d: more = %v, want %v", page, g.More, want)
+			}
+			if !g.More {
+				break
+			}
+		}
+		if len(seen) != 30 {
+			t.Errorf("pages held %d entities, want 30", len(seen))
+		}
+		// With a query, the neighbours come along, bounded by the cap.
+		g := mustGraph(t, b, ws, graph.Filter{Query: "entity00", Limit: 1})
+		if len(g.Relations) == 0 || len(g.Relations) > graph.RelationsPerEntity || len(g.Entities) != len(g.Relations)+1 {
+			t.Errorf("query page: %d entities, %d relations", len(g.Entities), len(g.Relations))
 		}
 	})
 }

@@ -3,6 +3,7 @@ package graph
 import (
 	"bufio"
 	"bytes"
+	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/waggle-os/core/libs/protocol"
@@ -317,7 +319,7 @@ func (j *JSONL) Retire(_ context.Context, m Mind, id, reason, now string) (Snaps
 		for k, v := range p {
 			cp[k] = v
 		}
-		cp["retiredBecause"] = reason
+		cp[reasonKey] = reason
 		return cp
 	}
 	if e := g.entities[id]; e != nil && e.Valid() {
@@ -348,6 +350,77 @@ func (j *JSONL) Retire(_ context.Context, m Mind, id, reason, now string) (Snaps
 	return out, nil
 }
 
+// Restore implements Backend.
+func (j *JSONL) Restore(_ context.Context, m Mind, id string) (Snapshot, error) {
+	g, err := j.graph(m)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	defer g.mu.Unlock()
+	var out Snapshot
+	if e := g.entities[id]; e != nil {
+		if e.Valid() {
+			return Snapshot{}, ErrNotRetired
+		}
+		if _, taken := g.byKey[e.Key]; taken {
+			return Snapshot{}, ErrRestoreClash
+		}
+		cp := *e
+		cp.ValidTo, cp.Properties = "", unnote(cp.Properties)
+		out.Entities = append(out.Entities, cp)
+		seen := map[string]bool{}
+		for _, rid := range g.links[id] {
+			r := g.relations[rid]
+			if r.Valid() || r.ValidTo != e.ValidTo || seen[rid] {
+				continue
+			}
+			seen[rid] = true
+			other := r.Source
+			if other == id {
+				other = r.Target
+			}
+			if o := g.entities[other]; o == nil || !o.Valid() {
+				continue
+			}
+			if _, taken := g.byLink[linkKey(r.Source, r.Target, r.Type)]; taken {
+				continue
+			}
+			rc := *r
+			rc.ValidTo, rc.Properties = "", unnote(rc.Properties)
+			out.Relations = append(out.Relations, rc)
+		}
+	} else if r := g.relations[id]; r != nil {
+		if r.Valid() {
+			return Snapshot{}, ErrNotRetired
+		}
+		for _, end := range []string{r.Source, r.Target} {
+			if e := g.entities[end]; e == nil || !e.Valid() {
+				return Snapshot{}, ErrRestoreEnds
+			}
+		}
+		if _, taken := g.byLink[linkKey(r.Source, r.Target, r.Type)]; taken {
+			return Snapshot{}, ErrRestoreClash
+		}
+		rc := *r
+		rc.ValidTo, rc.Properties = "", unnote(rc.Properties)
+		out.Relations = append(out.Relations, rc)
+	} else {
+		return Snapshot{}, ErrNotFound
+	}
+	var rs []record
+	for _, e := range out.Entities {
+		rs = append(rs, entityRecord(e))
+	}
+	for _, r := range out.Relations {
+		rs = append(rs, relationRecord(r))
+	}
+	if err := g.write(rs); err != nil {
+		return Snapshot{}, wrap("restore in", m, err)
+	}
+	sortRelations(out.Relations)
+	return out, nil
+}
+
 // Graph implements Backend.
 func (j *JSONL) Graph(_ context.Context, m Mind, f Filter) (Snapshot, error) {
 	g, err := j.graph(m)
@@ -355,6 +428,9 @@ func (j *JSONL) Graph(_ context.Context, m Mind, f Filter) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	defer g.mu.Unlock()
+	if f.Limit > 0 {
+		return g.page(f), nil
+	}
 	var all Snapshot
 	for _, e := range g.entities {
 		if f.Retired || e.Valid() {
@@ -369,6 +445,79 @@ func (j *JSONL) Graph(_ context.Context, m Mind, f Filter) (Snapshot, error) {
 	sortEntities(all.Entities)
 	sortRelations(all.Relations)
 	return narrow(all, f), nil
+}
+
+// page is one page of the graph (f.Limit set), what narrow makes of the
+// whole graph, without copying or sorting the whole: the first
+// Offset+Limit matching entities by a bounded heap, then the relations of
+// the page's entities by their adjacency lists.
+func (g *fileGraph) page(f Filter) Snapshot {
+	q := Normalize(f.Query)
+	n := max(f.Offset, 0) + f.Limit
+	h := &pageHeap{}
+	matched := 0
+	for _, e := range g.entities {
+		if (!f.Retired && !e.Valid()) || !f.matches(*e, q) {
+			continue
+		}
+		matched++
+		if h.Len() < n {
+			heap.Push(h, e)
+		} else if pageOrder(*e, *h.es[0]) < 0 {
+			h.es[0] = e
+			heap.Fix(h, 0)
+		}
+	}
+	slices.SortFunc(h.es, func(a, b *Entity) int { return pageOrder(*a, *b) })
+	var out Snapshot
+	out.More = matched > n
+	ids := map[string]bool{}
+	for _, e := range h.es[min(max(f.Offset, 0), len(h.es)):] {
+		out.Entities = append(out.Entities, *e)
+		ids[e.ID] = true
+	}
+	seen := map[string]bool{}
+	var rels []Relation
+	for _, e := range out.Entities {
+		for _, rid := range g.links[e.ID] {
+			r := g.relations[rid]
+			if seen[rid] || (!f.Retired && !r.Valid()) {
+				continue
+			}
+			seen[rid] = true
+			if (q != "" && (ids[r.Source] || ids[r.Target])) || (ids[r.Source] && ids[r.Target]) {
+				rels = append(rels, *r)
+			}
+		}
+	}
+	sortRelations(rels)
+	out.Relations = strongest(rels, f.relationCap())
+	if q != "" {
+		for _, r := range out.Relations {
+			for _, id := range []string{r.Source, r.Target} {
+				if !ids[id] {
+					ids[id] = true
+					out.Entities = append(out.Entities, *g.entities[id])
+				}
+			}
+		}
+	}
+	sortEntities(out.Entities)
+	return out
+}
+
+// pageHeap keeps the first entities in page order, the last of them on
+// top.
+type pageHeap struct{ es []*Entity }
+
+func (h *pageHeap) Len() int           { return len(h.es) }
+func (h *pageHeap) Less(i, j int) bool { return pageOrder(*h.es[i], *h.es[j]) > 0 }
+func (h *pageHeap) Swap(i, j int)      { h.es[i], h.es[j] = h.es[j], h.es[i] }
+func (h *pageHeap) Push(x any)         { h.es = append(h.es, x.(*Entity)) }
+func (h *pageHeap) Pop() any {
+	e := h.es[len(h.es)-1]
+	h.es = h.es[:len(h.es)-1]
+	return e
 }
 
 // Count implements Backend.

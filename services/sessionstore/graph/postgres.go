@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/waggle-os/core/libs/pgmigrate"
@@ -169,7 +170,7 @@ func (p *Postgres) Retire(ctx context.Context, m Mind, id, reason, now string) (
 	var out Snapshot
 	note := map[string]string{}
 	if reason != "" {
-		note["retiredBecause"] = reason
+		note[reasonKey] = reason
 	}
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		out = Snapshot{}
@@ -203,6 +204,75 @@ func (p *Postgres) Retire(ctx context.Context, m Mind, id, reason, now string) (
 	return out, nil
 }
 
+// Restore implements Backend.
+func (p *Postgres) Restore(ctx context.Context, m Mind, id string) (Snapshot, error) {
+	var out Snapshot
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		out = Snapshot{}
+		e, err := scanEntity(tx.QueryRow(ctx, `SELECT `+entityCols+` FROM kg_entities WHERE mind = $1 AND id = $2 FOR UPDATE`, m.Key(), id))
+		switch {
+		case err == nil:
+			if e.Valid() {
+				return ErrNotRetired
+			}
+			retired := e.ValidTo
+			e, err = scanEntity(tx.QueryRow(ctx, `UPDATE kg_entities SET valid_to = NULL, properties = properties - $3
+				WHERE mind = $1 AND id = $2 RETURNING `+entityCols, m.Key(), id, reasonKey))
+			if err != nil {
+				return err
+			}
+			out.Entities = append(out.Entities, e)
+			// The relations retired with it, whose other end is valid and
+			// whose link no valid relation holds now.
+			rows, err := tx.Query(ctx, `UPDATE kg_relations r SET valid_to = NULL, properties = r.properties - $4
+				WHERE r.mind = $1 AND (r.source = $2 OR r.target = $2) AND r.valid_to = $3
+				AND EXISTS (SELECT 1 FROM kg_entities o WHERE o.mind = $1 AND o.valid_to IS NULL
+					AND o.id = CASE WHEN r.source = $2 THEN r.target ELSE r.source END)
+				AND NOT EXISTS (SELECT 1 FROM kg_relations v WHERE v.mind = $1 AND v.valid_to IS NULL
+					AND v.source = r.source AND v.target = r.target AND v.type = r.type)
+				RETURNING `+relationCols, m.Key(), id, retired, reasonKey)
+			if err != nil {
+				return err
+			}
+			out.Relations, err = collectRelations(rows)
+			return err
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+		r, err := scanRelation(tx.QueryRow(ctx, `SELECT `+relationCols+` FROM kg_relations WHERE mind = $1 AND id = $2 FOR UPDATE`, m.Key(), id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if r.Valid() {
+			return ErrNotRetired
+		}
+		var ends int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM kg_entities WHERE mind = $1 AND valid_to IS NULL AND id IN ($2, $3)`,
+			m.Key(), r.Source, r.Target).Scan(&ends); err != nil {
+			return err
+		}
+		if ends != 2 {
+			return ErrRestoreEnds
+		}
+		r, err = scanRelation(tx.QueryRow(ctx, `UPDATE kg_relations SET valid_to = NULL, properties = properties - $3
+			WHERE mind = $1 AND id = $2 RETURNING `+relationCols, m.Key(), id, reasonKey))
+		out.Relations = append(out.Relations, r)
+		return err
+	})
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" { // a valid key or link holds the place
+		err = ErrRestoreClash
+	}
+	if err != nil {
+		return Snapshot{}, wrap("restore in", m, err)
+	}
+	sortRelations(out.Relations)
+	return out, nil
+}
+
 func collectRelations(rows pgx.Rows) ([]Relation, error) {
 	defer rows.Close()
 	var out []Relation
@@ -221,6 +291,9 @@ func (p *Postgres) Graph(ctx context.Context, m Mind, f Filter) (Snapshot, error
 	valid := ` AND valid_to IS NULL`
 	if f.Retired {
 		valid = ""
+	}
+	if f.Limit > 0 {
+		return p.page(ctx, m, f, valid)
 	}
 	var all Snapshot
 	rows, err := p.pool.Query(ctx, `SELECT `+entityCols+` FROM kg_entities WHERE mind = $1`+valid, m.Key())
@@ -249,6 +322,81 @@ func (p *Postgres) Graph(ctx context.Context, m Mind, f Filter) (Snapshot, error
 	sortEntities(all.Entities)
 	sortRelations(all.Relations)
 	return narrow(all, f), nil
+}
+
+// page reads one page of a graph (f.Limit set) without reading the rest:
+// the entities by the index of pages, then the strongest relations
+// touching them, then (with a query) the neighbours those name — what
+// narrow does over a whole graph.
+func (p *Postgres) page(ctx context.Context, m Mind, f Filter, valid string) (Snapshot, error) {
+	q := Normalize(f.Query)
+	args := []any{m.Key()}
+	where := `mind = $1` + valid
+	if f.Type != "" {
+		args = append(args, f.Type)
+		where += fmt.Sprintf(` AND type = $%d`, len(args))
+	}
+	if q != "" {
+		// A normalised query holds no LIKE metacharacter (Normalize keeps
+		// letters, digits and . - + # & only).
+		args = append(args, "%"+q+"%")
+		where += fmt.Sprintf(` AND (key LIKE $%[1]d OR lower(name) LIKE $%[1]d)`, len(args))
+	}
+	args = append(args, f.Limit+1, max(f.Offset, 0))
+	rows, err := p.pool.Query(ctx, `SELECT `+entityCols+` FROM kg_entities WHERE `+where+
+		fmt.Sprintf(` ORDER BY mentions DESC, key, id LIMIT $%d OFFSET $%d`, len(args)-1, len(args)), args...)
+	if err != nil {
+		return Snapshot{}, wrap("read", m, err)
+	}
+	kept, err := collectEntities(rows)
+	if err != nil {
+		return Snapshot{}, wrap("read", m, err)
+	}
+	var out Snapshot
+	if len(kept) > f.Limit {
+		kept, out.More = kept[:f.Limit], true
+	}
+	ids := make([]string, len(kept))
+	in := map[string]bool{}
+	for i, e := range kept {
+		ids[i], in[e.ID] = e.ID, true
+	}
+	ends := `source = ANY($2) AND target = ANY($2)`
+	if q != "" {
+		ends = `(source = ANY($2) OR target = ANY($2))`
+	}
+	rows, err = p.pool.Query(ctx, `SELECT `+relationCols+` FROM kg_relations WHERE mind = $1`+valid+` AND `+ends+
+		` ORDER BY confidence DESC, mentions DESC, recorded, id LIMIT $3`, m.Key(), ids, f.relationCap())
+	if err != nil {
+		return Snapshot{}, wrap("read", m, err)
+	}
+	if out.Relations, err = collectRelations(rows); err != nil {
+		return Snapshot{}, wrap("read", m, err)
+	}
+	var extra []string
+	for _, r := range out.Relations {
+		for _, id := range []string{r.Source, r.Target} {
+			if !in[id] {
+				in[id] = true
+				extra = append(extra, id)
+			}
+		}
+	}
+	if len(extra) > 0 {
+		rows, err = p.pool.Query(ctx, `SELECT `+entityCols+` FROM kg_entities WHERE mind = $1 AND id = ANY($2)`, m.Key(), extra)
+		if err != nil {
+			return Snapshot{}, wrap("read", m, err)
+		}
+		more, err := collectEntities(rows)
+		if err != nil {
+			return Snapshot{}, wrap("read", m, err)
+		}
+		kept = append(kept, more...)
+	}
+	out.Entities = kept
+	sortEntities(out.Entities)
+	sortRelations(out.Relations)
+	return out, nil
 }
 
 // Count implements Backend.

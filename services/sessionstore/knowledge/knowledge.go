@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
@@ -49,14 +51,23 @@ type Config struct {
 	// (counted and logged): a burst must not grow memory without bound.
 	// Default 256.
 	Queue int
+	// BacklogPoll is how often a running worker looks for texts other
+	// stores left in the backlog (UseBacklog). Default 30s.
+	BacklogPoll time.Duration
 	// Now is the clock. Default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
 }
 
+// job is one text to extract.
 type job struct {
 	mind graph.Mind
 	text string
+	// rulesDone: only the model's extraction is left.
+	rulesDone bool
+	// msg is the backlog message the text came from (nil: observed here),
+	// acknowledged once the text is extracted or put back.
+	msg jetstream.Msg
 }
 
 // Knowledge is the graph service of the session store.
@@ -67,11 +78,18 @@ type Knowledge struct {
 
 	stop context.CancelFunc
 	done chan struct{}
+	// backlog keeps unfinished texts across a stop (nil: none, they are
+	// lost); kickBacklog asks the worker to read it now.
+	backlog     *Backlog
+	kickBacklog chan struct{}
+	// unfinished are the texts the worker was extracting when it was
+	// stopped (the worker's until done is closed, then Stop's).
+	unfinished []job
 
 	mu      sync.Mutex
-	pending map[string]string // turn id → its user message, until the reply
-	idle    *sync.Cond        // signalled as texts finish (Flush)
-	queued  int               // texts queued and not yet finished
+	pending map[string]job // turn id → its user message, until the reply
+	idle    *sync.Cond     // signalled as texts finish (Flush)
+	queued  int            // texts queued and not yet finished
 }
 
 // New returns an unstarted Knowledge; texts observed before Start wait in
@@ -83,6 +101,9 @@ func New(cfg Config) *Knowledge {
 	if cfg.ModelTimeout <= 0 {
 		cfg.ModelTimeout = 60 * time.Second
 	}
+	if cfg.BacklogPoll <= 0 {
+		cfg.BacklogPoll = 30 * time.Second
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -90,7 +111,7 @@ func New(cfg Config) *Knowledge {
 		cfg.Logger = slog.Default()
 	}
 	k := &Knowledge{cfg: cfg, log: cfg.Logger.With("component", "knowledge"), queue: make(chan job, cfg.Queue),
-		pending: map[string]string{}}
+		kickBacklog: make(chan struct{}, 1), pending: map[string]job{}}
 	k.idle = sync.NewCond(&k.mu)
 	return k
 }
@@ -105,15 +126,74 @@ func (k *Knowledge) Start(ctx context.Context) {
 	go k.worker(ctx)
 }
 
-// Stop ends the worker and waits for it; texts still queued are not
-// extracted (the graph is derived data: nothing a user saved is lost).
-func (k *Knowledge) Stop() {
+// UseBacklog gives the worker a backlog (once the store is on the bus,
+// after Start): texts earlier stores left there are extracted now, others
+// that stop later are looked for every BacklogPoll, and Stop puts this
+// store's unfinished texts there.
+func (k *Knowledge) UseBacklog(b *Backlog) {
+	k.mu.Lock()
+	k.backlog = b
+	k.mu.Unlock()
+	select {
+	case k.kickBacklog <- struct{}{}:
+	default:
+	}
+}
+
+// Stop ends the worker: the extraction under way is stopped where it is
+// (a model call is cancelled; the rules' findings, once stored, stay) and
+// it and every text still queued or waiting for its turn's reply go to the
+// backlog, so the next store to run extracts them. Without a backlog, or
+// when it cannot take them before ctx ends, they are counted and logged as
+// lost (the graph is derived data: no frame or message is lost).
+func (k *Knowledge) Stop(ctx context.Context) {
 	if k == nil || k.done == nil {
 		return
 	}
 	k.stop()
 	<-k.done
 	k.done = nil
+	left := k.unfinished
+	k.unfinished = nil
+	k.mu.Lock()
+	for len(k.queue) > 0 {
+		left = append(left, <-k.queue)
+		k.queued--
+	}
+	k.idle.Broadcast()
+	for _, j := range k.pending {
+		// The reply will not be heard here: the message is a text alone.
+		left = append(left, j)
+	}
+	clear(k.pending)
+	b := k.backlog
+	k.mu.Unlock()
+	if len(left) == 0 {
+		return
+	}
+	if b == nil {
+		k.lost(left, errors.New("no backlog"))
+		return
+	}
+	// A bus that does not answer must not hold the shutdown for ever.
+	ctx, cancel := context.WithTimeout(ctx, backlogPutTimeout)
+	defer cancel()
+	if err := b.put(ctx, left); err != nil {
+		k.lost(left, err)
+		return
+	}
+	for _, j := range left {
+		if j.msg != nil {
+			_ = j.msg.Ack() // put back as a new message
+		}
+	}
+	telemetry.KnowledgeExtractions.WithLabelValues("rules", "requeued").Add(float64(len(left)))
+	k.log.Info("knowledge extraction stopped; unfinished texts kept in the backlog", "texts", len(left))
+}
+
+func (k *Knowledge) lost(left []job, err error) {
+	telemetry.KnowledgeExtractions.WithLabelValues("rules", "dropped").Add(float64(len(left)))
+	k.log.Warn("knowledge extraction stopped; unfinished texts lost", "texts", len(left), "err", err)
 }
 
 // Flush waits until every text queued so far has been extracted (tests
@@ -141,7 +221,7 @@ func (k *Knowledge) Observe(m graph.Mind, text string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	select {
-	case k.queue <- job{m, text}:
+	case k.queue <- job{mind: m, text: text}:
 		k.queued++
 	default:
 		telemetry.KnowledgeExtractions.WithLabelValues("rules", "dropped").Inc()
@@ -167,11 +247,12 @@ func (k *Knowledge) ObserveMessage(workspace string, msg protocol.Message) {
 		if len(k.pending) >= maxPendingTurns {
 			clear(k.pending) // replies that never came; their texts go unread
 		}
-		k.pending[msg.TurnID] = msg.Content
+		user := strings.TrimSpace(msg.Content)
+		k.pending[msg.TurnID] = job{mind: m, text: user[:min(len(user), MaxText)]}
 		k.mu.Unlock()
 	case "assistant":
 		k.mu.Lock()
-		user := k.pending[msg.TurnID]
+		user := k.pending[msg.TurnID].text
 		delete(k.pending, msg.TurnID)
 		k.mu.Unlock()
 		reply := msg.Content
@@ -184,12 +265,18 @@ func (k *Knowledge) ObserveMessage(workspace string, msg protocol.Message) {
 
 func (k *Knowledge) worker(ctx context.Context) {
 	defer close(k.done)
+	poll := time.NewTicker(k.cfg.BacklogPoll)
+	defer poll.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-k.kickBacklog:
+			k.takeBacklog(ctx)
+		case <-poll.C:
+			k.takeBacklog(ctx)
 		case j := <-k.queue:
-			k.extract(ctx, j)
+			k.run(ctx, j)
 			k.mu.Lock()
 			k.queued--
 			k.idle.Broadcast()
@@ -198,25 +285,77 @@ func (k *Knowledge) worker(ctx context.Context) {
 	}
 }
 
+// takeBacklog extracts the backlog's texts until it is empty or the worker
+// stops.
+func (k *Knowledge) takeBacklog(ctx context.Context) {
+	k.mu.Lock()
+	b := k.backlog
+	k.mu.Unlock()
+	for b != nil && ctx.Err() == nil {
+		jobs, err := b.take()
+		if err != nil {
+			k.log.Warn("read the knowledge backlog", "err", err)
+		}
+		if len(jobs) == 0 {
+			return
+		}
+		for i, j := range jobs {
+			if ctx.Err() != nil {
+				// Not begun: back to the backlog at once, for any store.
+				for _, rest := range jobs[i:] {
+					_ = rest.msg.Nak()
+				}
+				return
+			}
+			k.run(ctx, j)
+		}
+	}
+}
+
 func (k *Knowledge) now() string { return protocol.Timestamp(k.cfg.Now()) }
 
-// extract runs the rules, then the model when there is one, on one text.
-func (k *Knowledge) extract(ctx context.Context, j job) {
-	k.apply(ctx, j.mind, "rules", extract.Text(j.text))
-	if k.cfg.Model == nil {
+// run extracts one text; a text the worker's stop interrupted is kept in
+// unfinished (for Stop's backlog), else its backlog message is
+// acknowledged.
+func (k *Knowledge) run(ctx context.Context, j job) {
+	// A stop and a text can arrive together: the text is left whole.
+	if ctx.Err() == nil && k.extract(ctx, &j) {
+		if j.msg != nil {
+			_ = j.msg.Ack()
+		}
 		return
+	}
+	k.unfinished = append(k.unfinished, j)
+}
+
+// extract runs the rules, then the model when there is one, on one text,
+// and reports whether it finished. The rules' findings are stored even
+// while the worker stops (a local, bounded write), so only the model's
+// call is ever interrupted; j.rulesDone then records that the rules ran.
+func (k *Knowledge) extract(ctx context.Context, j *job) bool {
+	if !j.rulesDone {
+		k.apply(context.WithoutCancel(ctx), j.mind, "rules", extract.Text(j.text))
+		j.rulesDone = true
+	}
+	if k.cfg.Model == nil {
+		return true
+	}
+	if ctx.Err() != nil {
+		return false
 	}
 	mctx, cancel := context.WithTimeout(ctx, k.cfg.ModelTimeout)
 	b, err := k.cfg.Model.Extract(mctx, j.text)
 	cancel()
-	if err != nil {
-		if ctx.Err() == nil {
-			telemetry.KnowledgeExtractions.WithLabelValues("model", "error").Inc()
-			k.log.Warn("model extraction failed; the rules' findings stand", "mind", j.mind.Key(), "err", err)
-		}
-		return
+	if ctx.Err() != nil {
+		return false // stopped mid-call: the model's part is left
 	}
-	k.apply(ctx, j.mind, "model", b)
+	if err != nil {
+		telemetry.KnowledgeExtractions.WithLabelValues("model", "error").Inc()
+		k.log.Warn("model extraction failed; the rules' findings stand", "mind", j.mind.Key(), "err", err)
+		return true
+	}
+	k.apply(context.WithoutCancel(ctx), j.mind, "model", b)
+	return true
 }
 
 func (k *Knowledge) apply(ctx context.Context, m graph.Mind, extractor string, b graph.Batch) {
@@ -231,9 +370,7 @@ func (k *Knowledge) apply(ctx context.Context, m graph.Mind, extractor string, b
 	res, err := k.cfg.Backend.Apply(ctx, m, b, k.now())
 	if err != nil {
 		telemetry.KnowledgeExtractions.WithLabelValues(extractor, "error").Inc()
-		if ctx.Err() == nil {
-			k.log.Warn("store extracted knowledge", "extractor", extractor, "mind", m.Key(), "err", err)
-		}
+		k.log.Warn("store extracted knowledge", "extractor", extractor, "mind", m.Key(), "err", err)
 		return
 	}
 	telemetry.KnowledgeExtractions.WithLabelValues(extractor, "ok").Inc()
@@ -262,6 +399,7 @@ func (k *Knowledge) Register(svc *bus.Service) error {
 	return errors.Join(
 		bus.Handle(svc, protocol.GetKnowledgeGraph, k.Graph),
 		bus.Handle(svc, protocol.CorrectKnowledge, k.Correct),
+		bus.Handle(svc, protocol.RestoreKnowledge, k.Restore),
 	)
 }
 
@@ -313,17 +451,23 @@ func (k *Knowledge) Graph(ctx context.Context, req protocol.KnowledgeGraphReques
 	if len(req.Query) > graph.MaxNameLen {
 		return protocol.KnowledgeGraph{}, protocol.Errorf(protocol.Invalid, "query is at most %d characters", graph.MaxNameLen)
 	}
+	if req.Offset < 0 {
+		return protocol.KnowledgeGraph{}, protocol.Errorf(protocol.Invalid, "offset must not be negative")
+	}
 	limit := req.Limit
 	if limit <= 0 || limit > MaxGraph {
 		limit = MaxGraph
 	}
 	out := protocol.KnowledgeGraph{Entities: []protocol.KnowledgeEntity{}, Relations: []protocol.KnowledgeRelation{}}
 	for _, m := range targets(req) {
-		g, err := k.cfg.Backend.Graph(ctx, m, graph.Filter{Query: req.Query, Type: req.Type, Retired: req.Retired, Limit: limit})
+		g, err := k.cfg.Backend.Graph(ctx, m, graph.Filter{Query: req.Query, Type: req.Type, Retired: req.Retired, Limit: limit, Offset: req.Offset})
 		if err != nil {
 			return protocol.KnowledgeGraph{}, fmt.Errorf("knowledge: read %s: %w", m.Key(), err)
 		}
 		add(&out, m, g)
+		if g.More {
+			out.NextOffset = req.Offset + limit
+		}
 	}
 	return out, nil
 }
@@ -344,36 +488,59 @@ func add(out *protocol.KnowledgeGraph, m graph.Mind, g graph.Snapshot) {
 // Correct retires a wrong fact in the owner's workspace mind, else the
 // personal mind.
 func (k *Knowledge) Correct(ctx context.Context, req protocol.KnowledgeCorrectRequest) (protocol.KnowledgeGraph, error) {
-	if err := checkOwner(req.MemoryOwner); err != nil {
-		return protocol.KnowledgeGraph{}, err
-	}
-	if !protocol.ValidID(req.ID) {
-		return protocol.KnowledgeGraph{}, protocol.Errorf(protocol.Invalid, "invalid entity or relation id")
-	}
 	reason := strings.TrimSpace(frames.Sanitise(req.Reason))
 	if len(reason) > graph.MaxPropLen {
 		reason = reason[:graph.MaxPropLen]
 	}
-	minds := []graph.Mind{personal(req.MemoryOwner)}
-	if req.Workspace != "" {
-		minds = append([]graph.Mind{{Kind: frames.KindWorkspace, ID: req.Workspace}}, minds...)
+	now := k.now()
+	return k.change(ctx, req.MemoryOwner, req.ID, "retired", func(m graph.Mind) (graph.Snapshot, error) {
+		return k.cfg.Backend.Retire(ctx, m, req.ID, reason, now)
+	})
+}
+
+// Restore undoes a correction in the owner's workspace mind, else the
+// personal mind (graph.Backend.Restore).
+func (k *Knowledge) Restore(ctx context.Context, req protocol.KnowledgeRestoreRequest) (protocol.KnowledgeGraph, error) {
+	return k.change(ctx, req.MemoryOwner, req.ID, "restored", func(m graph.Mind) (graph.Snapshot, error) {
+		return k.cfg.Backend.Restore(ctx, m, req.ID)
+	})
+}
+
+// change runs a correction or its undo (op, named by what it makes of a
+// fact) on fact id in the first of the owner's minds that has it, and
+// reports, counts and logs what changed.
+func (k *Knowledge) change(ctx context.Context, o protocol.MemoryOwner, id, what string, op func(graph.Mind) (graph.Snapshot, error)) (protocol.KnowledgeGraph, error) {
+	if err := checkOwner(o); err != nil {
+		return protocol.KnowledgeGraph{}, err
 	}
-	for _, m := range minds {
-		g, err := k.cfg.Backend.Retire(ctx, m, req.ID, reason, k.now())
+	if !protocol.ValidID(id) {
+		return protocol.KnowledgeGraph{}, protocol.Errorf(protocol.Invalid, "invalid entity or relation id")
+	}
+	for _, m := range ownerMinds(o) {
+		g, err := op(m)
 		if errors.Is(err, graph.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return protocol.KnowledgeGraph{}, fmt.Errorf("knowledge: retire in %s: %w", m.Key(), err)
+			return protocol.KnowledgeGraph{}, fmt.Errorf("knowledge: %s in %s: %w", what, m.Key(), err)
 		}
-		telemetry.KnowledgeFacts.WithLabelValues("entity", "retired").Add(float64(len(g.Entities)))
-		telemetry.KnowledgeFacts.WithLabelValues("relation", "retired").Add(float64(len(g.Relations)))
-		k.log.Info("knowledge corrected", "mind", m.Key(), "id", req.ID, "entities", len(g.Entities), "relations", len(g.Relations))
+		telemetry.KnowledgeFacts.WithLabelValues("entity", what).Add(float64(len(g.Entities)))
+		telemetry.KnowledgeFacts.WithLabelValues("relation", what).Add(float64(len(g.Relations)))
+		k.log.Info("knowledge "+what, "mind", m.Key(), "id", id, "entities", len(g.Entities), "relations", len(g.Relations))
 		out := protocol.KnowledgeGraph{Entities: []protocol.KnowledgeEntity{}, Relations: []protocol.KnowledgeRelation{}}
 		add(&out, m, g)
 		return out, nil
 	}
 	return protocol.KnowledgeGraph{}, graph.ErrNotFound
+}
+
+// ownerMinds are the minds a correction reaches, workspace first.
+func ownerMinds(o protocol.MemoryOwner) []graph.Mind {
+	minds := []graph.Mind{personal(o)}
+	if o.Workspace != "" {
+		minds = append([]graph.Mind{{Kind: frames.KindWorkspace, ID: o.Workspace}}, minds...)
+	}
+	return minds
 }
 
 // Related lists the lower-case names of the mind's valid entities that

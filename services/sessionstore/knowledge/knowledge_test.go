@@ -3,16 +3,22 @@ package knowledge_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
 	"github.com/waggle-os/core/libs/llmtest"
+	"github.com/waggle-os/core/libs/natstest"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/sessionstore/frames"
 	"github.com/waggle-os/core/services/sessionstore/graph"
 	"github.com/waggle-os/core/services/sessionstore/knowledge"
@@ -28,7 +34,7 @@ var ws = graph.Mind{Kind: frames.KindWorkspace, ID: "w1"}
 func start(t *testing.T, model knowledge.Extractor) *knowledge.Knowledge {
 	k := knowledge.New(knowledge.Config{Backend: graph.NewJSONL(t.TempDir()), Model: model})
 	k.Start(ctx)
-	t.Cleanup(k.Stop)
+	t.Cleanup(func() { k.Stop(ctx) })
 	return k
 }
 
@@ -172,4 +178,106 @@ func TestModelExtractor(t *testing.T) {
 	if r == nil || r.Confidence != 0.95 {
 		t.Fatalf("graph = %+v", g)
 	}
+}
+
+// A store stopped while the model extracts a text loses nothing: that
+// text (the rules' findings already stored), the texts queued behind it
+// and a user message still waiting for its reply go to the JetStream
+// backlog, and the next store extracts them — the first only by the
+// model, so no mention is counted twice.
+func TestStopMidExtractionKeepsTheWork(t *testing.T) {
+	srv := natstest.Start(t)
+	nc := srv.Conn("knowledge")
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const falcon = `{"entities":[{"name":"Ada Lovelace","type":"person"},{"name":"Project Falcon","type":"project"}],` +
+		`"relations":[{"from":"Ada Lovelace","to":"Project Falcon","type":"leads","confidence":0.95}]}`
+	hold := llmtest.NewPause()
+	t.Cleanup(hold.Release)
+	var held atomic.Bool
+	llm := llmtest.New(llmtest.WithHandler(func(r *llmtest.Request) llmtest.Response {
+		if !strings.Contains(string(r.RawBody), "Project Falcon") {
+			return llmtest.Reply(`{"entities":[],"relations":[]}`)
+		}
+		if held.CompareAndSwap(false, true) {
+			return llmtest.Response{Steps: []llmtest.Step{llmtest.Wait(hold), llmtest.Content(falcon)}}
+		}
+		return llmtest.Reply(falcon)
+	}))
+	llm.Start()
+	t.Cleanup(llm.Close)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"budgetModel":"cheap-1","knowledgeExtraction":"model"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	x := knowledge.NewModelExtractor(llm.URL(), "", dir)
+	graphDir := t.TempDir()
+	run := func() *knowledge.Knowledge {
+		k := knowledge.New(knowledge.Config{Backend: graph.NewJSONL(graphDir), Model: x})
+		k.Start(ctx)
+		b, err := knowledge.OpenBacklog(ctx, js, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.UseBacklog(b)
+		t.Cleanup(func() { k.Stop(ctx) })
+		return k
+	}
+
+	first := run()
+	first.Observe(ws, "Ada Lovelace is steering Project Falcon these days.")
+	first.Observe(ws, "Grace Hopper joined Initech Corp last spring.")
+	first.ObserveMessage("w1", protocol.Message{Role: "user", TurnID: "t9", Content: "Linus Torvalds maintains Kernel Works."})
+	select {
+	case <-hold.Reached():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the model was never asked")
+	}
+	first.Stop(ctx)
+	waitfor.True(t, "the held model call cancelled", func() bool { return llm.Cancellations() == 1 })
+	g, err := first.Graph(ctx, protocol.KnowledgeGraphRequest{MemoryOwner: protocol.MemoryOwner{Workspace: "w1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := names(g)["Ada Lovelace"]; !ok || e.Mentions != 1 || rel(g, "Ada Lovelace", "leads", "Project Falcon") != nil {
+		t.Fatalf("after the stop: the rules' findings only, want Ada once and no leads: %+v", g)
+	}
+	if _, ok := names(g)["Grace Hopper"]; ok {
+		t.Fatalf("the queued text was extracted after the stop: %+v", g.Entities)
+	}
+	st, err := js.Stream(ctx, protocol.StreamKnowledgeBacklog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := st.Info(ctx); err != nil || info.State.Msgs != 3 {
+		t.Fatalf("backlog after the stop = %+v %v, want 3 texts", info, err)
+	}
+
+	second := run()
+	waitfor.NoError(t, "the backlog extracted", func() error {
+		second.Flush()
+		g, err = second.Graph(ctx, protocol.KnowledgeGraphRequest{MemoryOwner: protocol.MemoryOwner{Workspace: "w1"}})
+		if err != nil {
+			return err
+		}
+		for _, want := range []string{"Grace Hopper", "Linus Torvalds"} {
+			if _, ok := names(g)[want]; !ok {
+				return fmt.Errorf("no %s in %d entities", want, len(g.Entities))
+			}
+		}
+		if rel(g, "Ada Lovelace", "leads", "Project Falcon") == nil {
+			return fmt.Errorf("no leads relation in %d relations", len(g.Relations))
+		}
+		return nil
+	})
+	// Rules once (by the first store), the model once (by the second).
+	if n := names(g)["Ada Lovelace"].Mentions; n != 2 {
+		t.Errorf("Ada Lovelace mentioned %d times, want 2", n)
+	}
+	waitfor.True(t, "the backlog emptied", func() bool {
+		info, err := st.Info(ctx)
+		return err == nil && info.State.Msgs == 0
+	})
 }

@@ -1,8 +1,10 @@
 // Package lifecycle is the minds' background worker that lets memory age
 // and grow: temporary frames nobody used decay to deprecated, frames used
 // often are strengthened to important, near-duplicates are consolidated
-// into the strongest of them. Every change is logged, counted
-// and can be undone for a day; nothing is deleted. On a cluster one store
+// into the strongest of them, a finished session is distilled into one
+// important frame and each finished day into one summary frame. Every
+// change is logged, counted and can be undone for a day; nothing a user
+// saved is deleted. On a cluster one store
 // process leads (Config.Lead). See docs/memory.md.
 package lifecycle
 
@@ -14,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,6 +62,16 @@ type Config struct {
 	StrengthenAt int
 	// UndoWindow is how long a change can be undone. Default 24h.
 	UndoWindow time.Duration
+	// Sessions lists the sessions to distil, read-only; nil: the distil
+	// and daily steps do not run.
+	Sessions SessionSource
+	// FinishedAfter is how long a session must be idle to count as
+	// finished and be distilled. Default 30 minutes.
+	FinishedAfter time.Duration
+	// DistilWithin is how far back the distil step looks: sessions idle
+	// longer (say, all of them, the first time it runs) are not distilled.
+	// Default 7 days.
+	DistilWithin time.Duration
 	// Lead, when set, blocks until this process leads the sweeps and
 	// returns a release; nil: this process always leads (one store).
 	Lead func(ctx context.Context) (release func(), err error)
@@ -67,14 +80,19 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Change is one logged change of a frame's importance.
+// Change is one logged change of a frame: of its importance, or (From
+// empty) a frame written by the distil or daily step, or (To empty) that
+// frame deleted by an undo.
 type Change struct {
 	Step string `json:"step"`
 	Mind string `json:"mind"`
 	ID   string `json:"id"`
 	From string `json:"from"`
 	To   string `json:"to"`
-	At   string `json:"at"`
+	// Of is what a distil or daily frame was made of: the session id or
+	// the UTC day (YYYY-MM-DD).
+	Of string `json:"of,omitempty"`
+	At string `json:"at"`
 }
 
 // Worker sweeps the minds.
@@ -101,6 +119,12 @@ func New(cfg Config) *Worker {
 	}
 	if cfg.UndoWindow <= 0 {
 		cfg.UndoWindow = 24 * time.Hour
+	}
+	if cfg.FinishedAfter <= 0 {
+		cfg.FinishedAfter = 30 * time.Minute
+	}
+	if cfg.DistilWithin <= 0 {
+		cfg.DistilWithin = 7 * 24 * time.Hour
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -178,7 +202,12 @@ func (w *Worker) Sweep(ctx context.Context) ([]Change, error) {
 			undone[c.Mind+"\x00"+c.ID] = true
 		}
 	}
-	var out []Change
+	// Distillation first: its frames are no candidates for this sweep's
+	// other steps (they are new and important).
+	out, err := w.distil(ctx, now)
+	if err != nil {
+		return out, err
+	}
 	for _, m := range minds {
 		fs, err := w.cfg.Backend.Recent(ctx, m, frames.ListOptions{Limit: sweepLimit})
 		if err != nil {
@@ -225,13 +254,18 @@ func (w *Worker) change(ctx context.Context, m frames.Mind, id, step, from, to s
 		return Change{}, fmt.Errorf("lifecycle: %s %s in %s: %w", step, id, m.Key(), err)
 	}
 	c := Change{Step: step, Mind: m.Key(), ID: id, From: from, To: to, At: protocol.Timestamp(now)}
+	w.record(c)
+	return c, nil
+}
+
+// record logs and counts a change made (w.mu held).
+func (w *Worker) record(c Change) {
 	if err := w.append(c); err != nil {
 		// The change stands; only its trace is missing. Say so loudly.
-		w.log.Error("memory lifecycle: change not logged", "step", step, "mind", c.Mind, "id", id, "from", from, "to", to, "err", err)
+		w.log.Error("memory lifecycle: change not logged", "step", c.Step, "mind", c.Mind, "id", c.ID, "from", c.From, "to", c.To, "of", c.Of, "err", err)
 	}
-	telemetry.MemoryLifecycle.WithLabelValues(step).Inc()
-	w.log.Info("memory lifecycle", "step", step, "mind", c.Mind, "id", id, "from", from, "to", to)
-	return c, nil
+	telemetry.MemoryLifecycle.WithLabelValues(c.Step).Inc()
+	w.log.Info("memory lifecycle", "step", c.Step, "mind", c.Mind, "id", c.ID, "from", c.From, "to", c.To, "of", c.Of)
 }
 
 func (w *Worker) append(c Change) error {
@@ -285,7 +319,8 @@ var ErrTooLate = protocol.Errorf(protocol.NotFound, "No change of this frame to 
 
 // Undo restores the importance the frame had before its latest change
 // (within the undo window), when the frame still has the importance that
-// change gave it.
+// change gave it; a frame the distil or daily step wrote is deleted (the
+// session or day is not distilled again).
 func (w *Worker) Undo(ctx context.Context, mindKey, id string) (Change, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -309,6 +344,14 @@ func (w *Worker) Undo(ctx context.Context, mindKey, id string) (Change, error) {
 		if err != nil {
 			return Change{}, err
 		}
+		if c.Step == StepDistil || c.Step == StepDaily {
+			if _, err := w.cfg.Backend.Delete(ctx, m, id); err != nil {
+				return Change{}, fmt.Errorf("lifecycle: undo %s in %s: %w", id, mindKey, err)
+			}
+			u := Change{Step: StepUndo, Mind: mindKey, ID: id, From: f.Importance, Of: c.Of, At: protocol.Timestamp(w.cfg.Now())}
+			w.record(u)
+			return u, nil
+		}
 		if f.Importance != c.To {
 			return Change{}, protocol.Errorf(protocol.Conflict, "The frame's importance changed since; nothing undone")
 		}
@@ -328,17 +371,39 @@ func (w *Worker) Undo(ctx context.Context, mindKey, id string) (Change, error) {
 // short texts agree by chance.
 const minDupTerms = 3
 
+// Paraphrases: two frames whose vectors (of one model) are at least this
+// similar say the same thing in other words. Only the newest
+// maxParaphraseFrames frames with vectors of a mind are compared, pair by
+// pair (an hourly sweep of 2,000 is 2 million dot products).
+const (
+	paraphraseCosine    = 0.95
+	maxParaphraseFrames = 2000
+)
+
 // duplicates marks the frames that say what another frame of the mind
 // says: the same set of search terms (case, punctuation, stopwords, word
-// order and repetition aside). Of each set the strongest frame stays (by
-// importance, then use, then age); the others are marked. Deprecated
-// frames neither count nor are marked.
+// order and repetition aside), or vectors of one model at least
+// paraphraseCosine alike. Of each group (linked by either, transitively)
+// the strongest frame stays (by importance, then use, then age); the
+// others are marked. Deprecated frames neither count nor are marked.
 func duplicates(fs []frames.Frame) map[string]bool {
-	groups := map[string][]frames.Frame{}
-	for _, f := range fs {
-		if f.Importance == protocol.ImportanceDeprecated {
-			continue
+	live := slices.DeleteFunc(slices.Clone(fs), func(f frames.Frame) bool { return f.Importance == protocol.ImportanceDeprecated })
+	parent := make([]int, len(live))
+	for i := range parent {
+		parent[i] = i
+	}
+	var root func(i int) int
+	root = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
 		}
+		return i
+	}
+	union := func(a, b int) { parent[root(a)] = root(b) }
+
+	byTerms := map[string]int{}
+	for i, f := range live {
 		terms := mindindex.Tokens(f.Content)
 		slices.Sort(terms)
 		terms = slices.Compact(terms)
@@ -346,7 +411,17 @@ func duplicates(fs []frames.Frame) map[string]bool {
 			continue
 		}
 		k := strings.Join(terms, " ")
-		groups[k] = append(groups[k], f)
+		if j, ok := byTerms[k]; ok {
+			union(i, j)
+		} else {
+			byTerms[k] = i
+		}
+	}
+	paraphrases(live, union)
+
+	groups := map[int][]frames.Frame{}
+	for i, f := range live {
+		groups[root(i)] = append(groups[root(i)], f)
 	}
 	out := map[string]bool{}
 	for _, g := range groups {
@@ -368,3 +443,45 @@ func duplicates(fs []frames.Frame) map[string]bool {
 	}
 	return out
 }
+
+// paraphrases links (union) the frames of fs whose vectors of one model
+// are at least paraphraseCosine alike, among the newest
+// maxParaphraseFrames frames with vectors of each model.
+func paraphrases(fs []frames.Frame, union func(a, b int)) {
+	type vec struct {
+		i int
+		v []float32
+	}
+	byModel := map[string][]vec{}
+	for i, f := range fs { // newest first (Backend.Recent)
+		if len(f.Vector) == 0 || f.VectorModel == "" || len(byModel[f.VectorModel]) >= maxParaphraseFrames {
+			continue
+		}
+		if n := norm(f.Vector); n > 0 {
+			v := make([]float32, len(f.Vector))
+			for k, x := range f.Vector {
+				v[k] = x / n
+			}
+			byModel[f.VectorModel] = append(byModel[f.VectorModel], vec{i, v})
+		}
+	}
+	for _, vs := range byModel {
+		for a := range vs {
+			for b := a + 1; b < len(vs); b++ {
+				if len(vs[a].v) == len(vs[b].v) && dot(vs[a].v, vs[b].v) >= paraphraseCosine {
+					union(vs[a].i, vs[b].i)
+				}
+			}
+		}
+	}
+}
+
+func dot(a, b []float32) float32 {
+	var s float32
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+func norm(v []float32) float32 { return float32(math.Sqrt(float64(dot(v, v)))) }

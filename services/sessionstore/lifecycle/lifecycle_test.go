@@ -185,3 +185,45 @@ func TestConsolidateNearDuplicates(t *testing.T) {
 		}
 	})
 }
+
+// Paraphrases — frames in other words whose vectors of one model are
+// nearly the same — are consolidated like same-term duplicates: the
+// weaker deprecated, the stronger kept; a merely related frame (its
+// vector less alike) and a frame of another model are left alone.
+func TestConsolidateParaphrases(t *testing.T) {
+	each(t, func(t *testing.T, b frames.Backend) {
+		clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+		w := lifecycle.New(lifecycle.Config{Backend: b, DataDir: t.TempDir(), Now: clk.now})
+		at := clk.now().Add(-time.Hour)
+		add(t, b, "deploy", "Deploys run every Friday at noon.", protocol.ImportanceImportant, at, 0)
+		add(t, b, "reworded", "We ship to production on Fridays around midday.", protocol.ImportanceNormal, at.Add(time.Minute), 0)
+		add(t, b, "related", "Deploys are frozen in December.", protocol.ImportanceNormal, at.Add(2*time.Minute), 0)
+		add(t, b, "elsewise", "Production releases happen weekly on Friday lunchtime.", protocol.ImportanceNormal, at.Add(3*time.Minute), 0)
+		// Unit-length vectors: reworded is 0.99 alike deploy, related 0.8.
+		vecs := map[string][]float32{
+			"deploy":   {1, 0, 0},
+			"reworded": {0.99, 0.141, 0},
+			"related":  {0.8, 0, 0.6},
+		}
+		if err := b.SetVectors(ctx, ws, "m1", vecs); err != nil {
+			t.Fatal(err)
+		}
+		// The same direction by another model is not comparable.
+		if err := b.SetVectors(ctx, ws, "m2", map[string][]float32{"elsewise": {1, 0, 0}}); err != nil {
+			t.Fatal(err)
+		}
+		cs, err := w.Sweep(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) != 1 || cs[0].ID != "reworded" || cs[0].Step != lifecycle.StepConsolidate {
+			t.Fatalf("changes = %+v, want the reworded frame consolidated", cs)
+		}
+		if f := importance(t, b, "deploy"); f.Importance != protocol.ImportanceImportant {
+			t.Fatalf("the kept frame changed: %+v", f)
+		}
+		if f := importance(t, b, "reworded"); f.Importance != protocol.ImportanceDeprecated || f.Content != "We ship to production on Fridays around midday." {
+			t.Fatalf("consolidated paraphrase = %+v (kept, deprecated)", f)
+		}
+	})
+}

@@ -199,16 +199,7 @@ func (s *Store) ListSessions(ctx context.Context, req protocol.SessionListReques
 	if req.HideEmpty {
 		q += ` AND message_count > 0`
 	}
-	rows, err := s.pool.Query(ctx, q, req.Workspace)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: list %s: %w", req.Workspace, err)
-	}
-	var rs []row
-	var r row
-	_, err = pgx.ForEachRow(rows, []any{&r.id, &r.meta, &r.firstLine, &r.messageCount, &r.lastActive}, func() error {
-		rs = append(rs, r)
-		return nil
-	})
+	rs, err := s.rows(ctx, q, req.Workspace)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list %s: %w", req.Workspace, err)
 	}
@@ -226,6 +217,50 @@ func (s *Store) ListSessions(ctx context.Context, req protocol.SessionListReques
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
+	return out, nil
+}
+
+// rows runs a query selecting id, meta, first_line, message_count and
+// last_active of sessions.
+func (s *Store) rows(ctx context.Context, q string, args ...any) ([]row, error) {
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	var rs []row
+	var r row
+	_, err = pgx.ForEachRow(rows, []any{&r.id, &r.meta, &r.firstLine, &r.messageCount, &r.lastActive}, func() error {
+		rs = append(rs, r)
+		return nil
+	})
+	return rs, err
+}
+
+// SessionDigests lists a workspace's sessions last active at or after
+// since, with the summary a listing would show; a due summary is generated
+// from the session's lines but not written back (the memory lifecycle
+// reads sessions without touching them).
+func (s *Store) SessionDigests(ctx context.Context, ws string, since time.Time) ([]protocol.SessionInfo, error) {
+	rs, err := s.rows(ctx, `SELECT id, meta, first_line, message_count, last_active FROM sessions WHERE workspace = $1 AND last_active >= $2`, ws, since)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: digests %s: %w", ws, err)
+	}
+	out := make([]protocol.SessionInfo, 0, len(rs))
+	for _, r := range rs {
+		info := r.info()
+		if info.Summary == nil && info.MessageCount >= 4 {
+			data, mtime, ok, err := read(ctx, s.pool, protocol.SessionRef{Workspace: ws, Session: r.id})
+			if err != nil {
+				return nil, fmt.Errorf("pgstore: digest %s/%s: %w", ws, r.id, err)
+			}
+			if !ok {
+				continue // deleted meanwhile
+			}
+			info = transcript.Digest(r.id, data, mtime)
+			info.MessageCount = r.messageCount
+		}
+		out = append(out, info)
+	}
 	return out, nil
 }
 
@@ -419,7 +454,7 @@ func (s *Store) CreateSession(ctx context.Context, req protocol.SessionCreateReq
 		return protocol.SessionInfo{}, sessions.ErrWorkspaceNotFound
 	}
 	now := s.now()
-	info, meta, err := sessions.NewSession(req.Title, now)
+	info, meta, err := sessions.NewSession(req.Title, req.BranchOf, now)
 	if err != nil {
 		return protocol.SessionInfo{}, err
 	}

@@ -428,6 +428,35 @@ func (s *Catalog) writeSummary(ws, id string, fallbackCreated time.Time) (entry,
 	return e, true, nil
 }
 
+// Digests lists ws's sessions last modified at or after since, in name
+// order, with the summary a listing would show; a due summary is
+// generated but, unlike the listing's, not written back (the memory
+// lifecycle reads sessions without touching them).
+func (s *Catalog) Digests(ctx context.Context, ws string, since time.Time) ([]protocol.SessionInfo, error) {
+	files, err := s.sessionFiles(ws)
+	if err != nil {
+		return nil, err
+	}
+	var out []protocol.SessionInfo
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if f.state.ModTime.Before(since) {
+			continue
+		}
+		data, mtime, err := s.files.Read(ws, f.id)
+		if errors.Is(err, jsonl.ErrNotFound) {
+			continue // deleted since the directory was read
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sessions: digest %s/%s: %w", ws, f.id, err)
+		}
+		out = append(out, transcript.Digest(f.id, data, mtime))
+	}
+	return out, nil
+}
+
 // Search finds q (case-insensitively) in a workspace's session summaries
 // and first 50 message lines. Results are sorted by match count, then by
 // lastActive, both descending, and only then cut to limit (the original
@@ -559,11 +588,11 @@ func (s *Catalog) Timeline(ref protocol.SessionRef) (json.RawMessage, error) {
 
 // Create writes a new session's meta line. title is stored as given (any
 // JSON value; absent or null means no title, and the id stands in).
-func (s *Catalog) Create(ws string, title json.RawMessage) (protocol.SessionInfo, error) {
+func (s *Catalog) Create(ws string, title json.RawMessage, branch *protocol.SessionBranch) (protocol.SessionInfo, error) {
 	if !s.wss.Exists(ws) {
 		return protocol.SessionInfo{}, ErrWorkspaceNotFound
 	}
-	info, meta, err := NewSession(title, s.now())
+	info, meta, err := NewSession(title, branch, s.now())
 	if err != nil {
 		return protocol.SessionInfo{}, err
 	}
@@ -583,8 +612,8 @@ func (s *Catalog) Create(ws string, title json.RawMessage) (protocol.SessionInfo
 
 // NewSession picks a new session's id and returns its listing entry and
 // meta line (without newline). title is the client's JSON value (absent or
-// null: no title).
-func NewSession(title json.RawMessage, now time.Time) (protocol.SessionInfo, []byte, error) {
+// null: no title); branch, when set, is recorded as the meta's branchOf.
+func NewSession(title json.RawMessage, branch *protocol.SessionBranch, now time.Time) (protocol.SessionInfo, []byte, error) {
 	id := "session-" + protocol.NewUUID()
 	ts := protocol.Timestamp(now)
 	info := protocol.SessionInfo{ID: id, Title: id, LastActive: ts, Created: ts}
@@ -597,7 +626,16 @@ func NewSession(title json.RawMessage, now time.Time) (protocol.SessionInfo, []b
 		rawTitle, _ = json.Marshal(v)
 		info.Title = v
 	}
-	return info, []byte(`{"type":"meta","title":` + string(rawTitle) + `,"created":"` + ts + `"}`), nil
+	line := `{"type":"meta","title":` + string(rawTitle) + `,"created":"` + ts + `"`
+	if branch != nil {
+		b, err := json.Marshal(branch)
+		if err != nil {
+			return protocol.SessionInfo{}, nil, fmt.Errorf("sessions: encode branch: %w", err)
+		}
+		line += `,"branchOf":` + string(b)
+		info.BranchOf = branch
+	}
+	return info, []byte(line + "}"), nil
 }
 
 // Locate finds a session: in loc.Workspace when given, else in every

@@ -203,7 +203,7 @@ func TestListIndexedReadsOnlyWhatChanged(t *testing.T) {
 	s.Invalidate("ws", "s07")
 	write(t, files, "ws", "s08", at, line("user", "HELLO 8"))
 	s.Invalidate("ws", "s08")
-	info, err := s.Create("ws", json.RawMessage(`"fresh"`))
+	info, err := s.Create("ws", json.RawMessage(`"fresh"`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

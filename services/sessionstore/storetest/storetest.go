@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore func(t *testing.T) sessionstore.Store) {
 		{"AppendAndHistory", testAppendAndHistory},
 		{"ListOrderAndTitles", testListOrderAndTitles},
 		{"LazySummary", testLazySummary},
+		{"SessionDigestsReadOnly", testSessionDigests},
 		{"RenameAndLocate", testRenameAndLocate},
 		{"DeleteSession", testDeleteSession},
 		{"ExportAndTimeline", testExportAndTimeline},
@@ -422,6 +423,31 @@ func testLazySummary(t *testing.T, s sessionstore.Store) {
 	res := must(s.SearchSessions(ctx, protocol.SessionSearchRequest{Workspace: ws, Query: "messages ·"}))(t)
 	if len(res) != 1 || res[0].SessionID != "four" || res[0].Snippets[0].Role != "summary" {
 		t.Errorf("search of stored summary = %+v", res)
+	}
+}
+
+// SessionDigests shows the summary a listing would, but writes nothing:
+// the memory lifecycle reads sessions without touching them. Sessions
+// active before since are left out.
+func testSessionDigests(t *testing.T, s sessionstore.Store) {
+	ws := newWorkspace(t, s, "Digest")
+	appendChat(t, s, ws, "four")
+	since := time.Now()
+	if ds := must(s.SessionDigests(ctx, ws, since.Add(time.Hour)))(t); len(ds) != 0 {
+		t.Fatalf("digests since an hour ahead = %+v, want none", ds)
+	}
+	ds := must(s.SessionDigests(ctx, ws, since.Add(-time.Hour)))(t)
+	if len(ds) != 1 || ds[0].ID != "four" || ds[0].MessageCount != 4 || ds[0].Summary == nil ||
+		!strings.HasPrefix(*ds[0].Summary, "Help me plan the Q2 marketing campaign") {
+		t.Fatalf("digests = %+v", ds)
+	}
+	// Nothing was written back: no stored summary to search.
+	res := must(s.SearchSessions(ctx, protocol.SessionSearchRequest{Workspace: ws, Query: "messages ·"}))(t)
+	if len(res) != 0 {
+		t.Errorf("a digest wrote the summary back: %+v", res)
+	}
+	if ds := must(s.SessionDigests(ctx, "ghost", since.Add(-time.Hour)))(t); len(ds) != 0 {
+		t.Errorf("digests of an unknown workspace = %+v", ds)
 	}
 }
 

@@ -62,6 +62,9 @@ type Config struct {
 	// its members can chat right after the documented setup instead of
 	// meeting an empty list. Optional.
 	DefaultWorkspace func(ctx context.Context, team protocol.Team) error
+	// Deleted, when set, removes what other parts of the store keep for
+	// a team that was just deleted (its shared personas). Optional.
+	Deleted func(ctx context.Context, team string) error
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -425,6 +428,11 @@ func (t *Teams) deleteTeam(ctx context.Context, req protocol.TeamRef) (protocol.
 		return protocol.DeletedReply{}, err
 	}
 	t.policyChanged(req.Team)
+	if t.cfg.Deleted != nil {
+		if err := t.cfg.Deleted(ctx, req.Team); err != nil {
+			return protocol.DeletedReply{}, fmt.Errorf("teams: after deleting %s: %w", req.Team, err)
+		}
+	}
 	return protocol.DeletedReply{Deleted: true}, nil
 }
 

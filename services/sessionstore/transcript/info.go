@@ -35,6 +35,7 @@ func SessionInfo(id string, f File, mtime time.Time) protocol.SessionInfo {
 		if f.meta.created != "" {
 			info.Created = f.meta.created
 		}
+		info.BranchOf = f.meta.branchOf
 	}
 	// The original compares with the id, so a meta title equal to the id is
 	// also replaced by the derived one.
@@ -91,6 +92,20 @@ var (
 )
 
 type chatLine struct{ role, content string }
+
+// Digest is QuickInfo with the summary a listing would show: a session of
+// 4 or more messages without one gets GenerateSummary's, in memory only
+// (nothing is written back).
+func Digest(id string, data []byte, mtime time.Time) protocol.SessionInfo {
+	info := QuickInfo(id, data, mtime)
+	if info.Summary != nil || info.MessageCount < 4 {
+		return info
+	}
+	if s, ok := GenerateSummary(Parse(data)); ok {
+		info.Summary = &s
+	}
+	return info
+}
 
 // GenerateSummary is the heuristic, LLM-free session summary the listing
 // writes back lazily, e.g. "Help me plan the Q2 marketing campaign — 6

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waggle-os/core/libs/protocol"
 )
 
 func TestSessionInfoTitle(t *testing.T) {
@@ -126,4 +128,49 @@ func TestGenerateSummary(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSessionInfoBranchOf: a branch's meta line names its source; the
+// listing (full parse and the fast path) says so, a rename keeps it, and a
+// branchOf that is not a session id and an index is no branch.
+func TestSessionInfoBranchOf(t *testing.T) {
+	const id = "session-1"
+	tests := []struct {
+		name    string
+		meta    string
+		session string
+		at      int
+	}{
+		{"branch", `{"type":"meta","title":null,"created":"x","branchOf":{"session":"session-0","at":2}}`, "session-0", 2},
+		{"no branch", `{"type":"meta","title":null,"created":"x"}`, "", 0},
+		{"not an object", `{"type":"meta","title":null,"created":"x","branchOf":"session-0"}`, "", 0},
+		{"unsafe id", `{"type":"meta","title":null,"created":"x","branchOf":{"session":"../x","at":2}}`, "", 0},
+		{"negative index", `{"type":"meta","title":null,"created":"x","branchOf":{"session":"session-0","at":-1}}`, "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := jsonl(tt.meta, msg("user", "Hi", ""))
+			renamed := WithTitle(data, "Renamed", time.Now())
+			for name, got := range map[string]string{
+				"parse":   branchSession(SessionInfo(id, Parse(data), time.Now())),
+				"quick":   branchSession(QuickInfo(id, data, time.Now())),
+				"renamed": branchSession(QuickInfo(id, renamed, time.Now())),
+			} {
+				if got != tt.session {
+					t.Errorf("%s: branchOf session %q, want %q", name, got, tt.session)
+				}
+			}
+			if b := QuickInfo(id, data, time.Now()).BranchOf; b != nil && b.At != tt.at {
+				t.Errorf("branchOf at %d, want %d", b.At, tt.at)
+			}
+		})
+	}
+}
+
+// branchSession is the session a listing entry says it branched from.
+func branchSession(info protocol.SessionInfo) string {
+	if info.BranchOf == nil {
+		return ""
+	}
+	return info.BranchOf.Session
 }

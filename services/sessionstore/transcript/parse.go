@@ -39,9 +39,10 @@ type File struct {
 // metaFields are the meta values the algorithms read, kept with JavaScript
 // truthiness: an empty string is "unset".
 type metaFields struct {
-	title   any // non-empty string, or the raw JSON of a truthy non-string
-	summary string
-	created string
+	title    any // non-empty string, or the raw JSON of a truthy non-string
+	summary  string
+	created  string
+	branchOf *protocol.SessionBranch
 }
 
 type lineKind uint8
@@ -127,6 +128,7 @@ type wireLine struct {
 	Created    string          `json:"created"`
 	Distilled  json.RawMessage `json:"distilled"`
 	Outcome    json.RawMessage `json:"outcome"`
+	BranchOf   json.RawMessage `json:"branchOf"`
 	CallID     string          `json:"callId"`
 	Name       string          `json:"name"`
 	Input      json.RawMessage `json:"input"`
@@ -180,6 +182,7 @@ func decodeLine(ln []byte) (lineInfo, *wireLine, bool) {
 	if raw, ok := m["outcome"]; ok {
 		w.Outcome = raw
 	}
+	w.BranchOf = m["branchOf"]
 	// A tool line with mistyped fields is no usable event.
 	return lineFromWire(w), w, false
 }
@@ -193,9 +196,10 @@ func lineFromWire(w *wireLine) lineInfo {
 	case "meta":
 		li.isMeta = true
 		li.meta = metaFields{
-			title:   truthyValue(w.Title),
-			summary: w.Summary,
-			created: w.Created,
+			title:    truthyValue(w.Title),
+			summary:  w.Summary,
+			created:  w.Created,
+			branchOf: branchOf(w.BranchOf),
 		}
 	}
 	li.role = w.Role
@@ -275,7 +279,21 @@ func sessionMeta(w *wireLine) *protocol.SessionMeta {
 	if len(w.Outcome) > 0 && string(w.Outcome) != "null" {
 		meta.Outcome = w.Outcome
 	}
+	meta.BranchOf = branchOf(w.BranchOf)
 	return meta
+}
+
+// branchOf reads a meta line's branchOf; anything but an object naming a
+// valid session id and a message index is no branch.
+func branchOf(raw json.RawMessage) *protocol.SessionBranch {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil
+	}
+	var b protocol.SessionBranch
+	if json.Unmarshal(raw, &b) != nil || !protocol.ValidID(b.Session) || b.At < 0 {
+		return nil
+	}
+	return &b
 }
 
 // messageLines calls fn for each line the original treated as a message line

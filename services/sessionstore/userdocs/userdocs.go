@@ -49,6 +49,8 @@ type Store interface {
 	// Update replaces the document with fn's result, serialised with
 	// other updates of the same document so none is lost.
 	Update(ctx context.Context, k Key, fn func(old []byte, found bool) ([]byte, error)) error
+	// Delete removes the document; one that does not exist is no error.
+	Delete(ctx context.Context, k Key) error
 }
 
 // New returns the PostgreSQL store when pool is set (migrating its table),
@@ -125,6 +127,18 @@ func (f *fileStore) Update(_ context.Context, k Key, fn func([]byte, bool) ([]by
 	return nil
 }
 
+func (f *fileStore) Delete(_ context.Context, k Key) error {
+	if err := k.check(); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := os.Remove(f.path(k)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("userdocs: delete %s: %w", k.Kind, err)
+	}
+	return nil
+}
+
 // pgStore keeps one row per document.
 type pgStore struct {
 	pool *pgxpool.Pool
@@ -172,6 +186,16 @@ func (p *pgStore) Update(ctx context.Context, k Key, fn func([]byte, bool) ([]by
 		}
 		return nil
 	})
+}
+
+func (p *pgStore) Delete(ctx context.Context, k Key) error {
+	if err := k.check(); err != nil {
+		return err
+	}
+	if _, err := p.pool.Exec(ctx, `DELETE FROM user_docs WHERE kind = $1 AND scope = $2 AND owner = $3`, k.Kind, k.Scope, k.Owner); err != nil {
+		return fmt.Errorf("userdocs: delete %s: %w", k.Kind, err)
+	}
+	return nil
 }
 
 //go:embed migrations/*.sql

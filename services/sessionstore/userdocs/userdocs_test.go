@@ -75,9 +75,32 @@ func conformance(t *testing.T, s userdocs.Store) {
 	if doc, _, _ := s.Get(ctx, ada); !contains(doc, "Ada") {
 		t.Errorf("a failed update changed the document: %s", doc)
 	}
+	// Deleting one document leaves the owner's others and the other
+	// owners' alone; deleting what is not there is no error.
+	for range 2 {
+		if err := s.Delete(ctx, ada); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, found, err := s.Get(ctx, ada); found || err != nil {
+		t.Errorf("deleted document: found=%v err=%v", found, err)
+	}
+	if doc, _, _ := s.Get(ctx, counter); string(doc) != fmt.Sprint(n) {
+		t.Errorf("another kind of the owner's went with it: %s", doc)
+	}
+	if doc, _, _ := s.Get(ctx, local); !contains(doc, "Local") {
+		t.Errorf("another owner's went with it: %s", doc)
+	}
+	set(ada, `{"name":"Ada again"}`)
+	if doc, _, _ := s.Get(ctx, ada); !contains(doc, "Ada again") {
+		t.Errorf("written after delete: %s", doc)
+	}
 	for _, bad := range []userdocs.Key{{Kind: "../x"}, {Kind: "profile", Scope: "users", Owner: "../../etc"}, {Kind: "profile", Owner: "ada"}} {
 		if _, _, err := s.Get(ctx, bad); err == nil {
 			t.Errorf("key %+v accepted", bad)
+		}
+		if err := s.Delete(ctx, bad); err == nil {
+			t.Errorf("delete of key %+v accepted", bad)
 		}
 	}
 }

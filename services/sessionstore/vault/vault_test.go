@@ -2,6 +2,7 @@ package vault
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/waggle-os/core/libs/protocol"
 )
+
+var ctx = context.Background()
 
 func newVault(t *testing.T, dir string) *Vault {
 	t.Helper()
@@ -26,7 +29,7 @@ func newVault(t *testing.T, dir string) *Vault {
 func TestSecretsAreSealedAtRest(t *testing.T) {
 	dir := t.TempDir()
 	const secret = "sk-test-0123456789abcdef"
-	if _, err := newVault(t, dir).Set(protocol.VaultSetRequest{Name: "openai", Value: secret}); err != nil {
+	if _, err := newVault(t, dir).Set(ctx, protocol.VaultSetRequest{Name: "openai", Value: secret}); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{KeyFile, SecretsFile} {
@@ -43,7 +46,7 @@ func TestSecretsAreSealedAtRest(t *testing.T) {
 		}
 	}
 	v := newVault(t, dir)
-	list, err := v.List("")
+	list, err := v.List(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,11 +54,11 @@ func TestSecretsAreSealedAtRest(t *testing.T) {
 	if bytes.Contains(b, []byte(secret)) || len(list.Secrets) != 1 || list.Secrets[0].Name != "openai" || list.Secrets[0].Type != DefaultType {
 		t.Fatalf("listing %s", b)
 	}
-	got, err := v.Reveal("", "openai")
+	got, err := v.Reveal(ctx, "", "openai")
 	if err != nil || got.Value != secret {
 		t.Fatalf("reveal %+v %v", got, err)
 	}
-	key, err := v.ModelKey("gpt-4o")
+	key, err := v.ModelKey(ctx, "", "gpt-4o")
 	if err != nil || key.Key != secret || key.Entry != "openai" {
 		t.Fatalf("model key %+v %v", key, err)
 	}
@@ -66,16 +69,16 @@ func TestSecretsAreSealedAtRest(t *testing.T) {
 func TestTeamsAreSeparateAndEntriesBound(t *testing.T) {
 	dir := t.TempDir()
 	v := newVault(t, dir)
-	if _, err := v.Set(protocol.VaultSetRequest{Team: "red", Name: "openai", Value: "red-key"}); err != nil {
+	if _, err := v.Set(ctx, protocol.VaultSetRequest{Team: "red", Name: "openai", Value: "red-key"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.Reveal("blue", "openai"); !errors.Is(err, ErrNotFound) {
+	if _, err := v.Reveal(ctx, "blue", "openai"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("blue reads red's secret: %v", err)
 	}
-	if list, _ := v.List("blue"); len(list.Secrets) != 0 {
+	if list, _ := v.List(ctx, "blue"); len(list.Secrets) != 0 {
 		t.Fatalf("blue lists %+v", list)
 	}
-	if key, _ := v.ModelKey("gpt-4o"); key.Key != "" {
+	if key, _ := v.ModelKey(ctx, "", "gpt-4o"); key.Key != "" {
 		t.Fatal("a team's key is used as the local model key")
 	}
 	// Copy red's sealed entry to blue by hand.
@@ -90,35 +93,64 @@ func TestTeamsAreSeparateAndEntriesBound(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newVault(t, dir).Reveal("blue", "openai"); err == nil {
+	if _, err := newVault(t, dir).Reveal(ctx, "blue", "openai"); err == nil {
 		t.Fatal("a moved sealed value opened")
 	}
 }
 
 func TestDeleteAndValidation(t *testing.T) {
 	v := newVault(t, t.TempDir())
-	if _, err := v.Delete("", "nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := v.Delete(ctx, "", "nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("delete missing: %v", err)
 	}
 	for _, r := range []protocol.VaultSetRequest{{Name: "", Value: "x"}, {Name: "a/b", Value: "x"}, {Name: "ok", Value: ""}} {
-		if _, err := v.Set(r); protocol.KindOf(err) != protocol.Invalid {
+		if _, err := v.Set(ctx, r); protocol.KindOf(err) != protocol.Invalid {
 			t.Fatalf("set %+v: %v", r, err)
 		}
 	}
-	if _, err := v.Set(protocol.VaultSetRequest{Name: "WAGGLE_LLM_API_KEY", Value: "k1"}); err != nil {
+	if _, err := v.Set(ctx, protocol.VaultSetRequest{Name: "WAGGLE_LLM_API_KEY", Value: "k1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.Set(protocol.VaultSetRequest{Name: "anthropic", Value: "k2"}); err != nil {
+	if _, err := v.Set(ctx, protocol.VaultSetRequest{Name: "anthropic", Value: "k2"}); err != nil {
 		t.Fatal(err)
 	}
 	// The server's own entry wins over a provider's.
-	if key, _ := v.ModelKey("claude-sonnet-4-6"); key.Key != "k1" {
+	if key, _ := v.ModelKey(ctx, "", "claude-sonnet-4-6"); key.Key != "k1" {
 		t.Fatalf("model key %+v", key)
 	}
-	if rep, err := v.Delete("", "WAGGLE_LLM_API_KEY"); err != nil || !rep.Deleted {
+	if rep, err := v.Delete(ctx, "", "WAGGLE_LLM_API_KEY"); err != nil || !rep.Deleted {
 		t.Fatalf("delete %v %v", rep, err)
 	}
-	if key, _ := v.ModelKey("claude-sonnet-4-6"); key.Key != "k2" {
+	if key, _ := v.ModelKey(ctx, "", "claude-sonnet-4-6"); key.Key != "k2" {
 		t.Fatalf("model key %+v", key)
+	}
+}
+
+// A search provider's key is its team's: acme's Brave key answers acme
+// only, the desktop app's name wins over the provider's own, and a
+// provider that takes no key has none.
+func TestSearchKeyIsPerTeam(t *testing.T) {
+	v := newVault(t, t.TempDir())
+	for _, s := range []protocol.VaultSetRequest{
+		{Team: "acme", Name: "brave", Value: "acme-plain"},
+		{Team: "acme", Name: "BRAVE_API_KEY", Value: "acme-brave"},
+		{Team: "", Name: "TAVILY_API_KEY", Value: "local-tavily"},
+	} {
+		if _, err := v.Set(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ team, provider, want string }{
+		{"acme", "brave", "acme-brave"},
+		{"zeta", "brave", ""},
+		{"", "brave", ""},
+		{"", "tavily", "local-tavily"},
+		{"acme", "tavily", ""},
+		{"", "searxng", ""},
+	} {
+		got, err := v.SearchKey(context.Background(), c.team, c.provider)
+		if err != nil || got.Key != c.want {
+			t.Errorf("SearchKey(%q, %q) = %+v, %v; want %q", c.team, c.provider, got, err, c.want)
+		}
 	}
 }

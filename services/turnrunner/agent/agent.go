@@ -172,6 +172,9 @@ type Request struct {
 	// to one anyway is denied with protocol.GovernanceBlockedText, shown as
 	// its tool_result.
 	Blocked []string
+	// MaxSteps, when positive and below Config.MaxSteps, bounds this run's
+	// model calls instead (a sub-agent's own, smaller limit).
+	MaxSteps int
 }
 
 // Run runs one turn. On success it returns the result, which the caller
@@ -247,6 +250,14 @@ func newRun(a *Agent, req Request) *run {
 		})
 	}
 	return r
+}
+
+// maxSteps is the run's step limit: the request's when it is smaller.
+func (r *run) maxSteps() int {
+	if n := r.req.MaxSteps; n > 0 && n < r.a.cfg.MaxSteps {
+		return n
+	}
+	return r.a.cfg.MaxSteps
 }
 
 func (r *run) logger() *slog.Logger {
@@ -339,8 +350,8 @@ func (r *run) loop(ctx context.Context) error {
 			return err
 		}
 		msgs = append(msgs, toolMsgs...)
-		if step >= r.a.cfg.MaxSteps {
-			r.step(fmt.Sprintf("Reached the limit of %d steps — stopping here.", r.a.cfg.MaxSteps))
+		if limit := r.maxSteps(); step >= limit {
+			r.step(fmt.Sprintf("Reached the limit of %d steps — stopping here.", limit))
 			return nil
 		}
 	}

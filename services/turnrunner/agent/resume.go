@@ -65,7 +65,9 @@ func (r *run) resume(ctx context.Context) ([]openai.ChatCompletionMessage, error
 	r.content.WriteString(rs.Content)
 	results := map[string][]protocol.ToolEvent{}
 	for _, ev := range rs.Results {
-		if ev.Name == autoRecallTool {
+		if ev.Name == autoRecallTool || ev.Parent != "" {
+			// A sub-agent's calls answer its own model, and their ids
+			// may repeat the turn's.
 			continue
 		}
 		results[ev.CallID] = append(results[ev.CallID], ev)

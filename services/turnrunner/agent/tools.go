@@ -170,7 +170,7 @@ func (r *run) execute(ctx context.Context, pc *chatstream.ToolCall) (string, err
 				return "", fmt.Errorf("agent: checkpoint %s: %w", pc.Name, err)
 			}
 		}
-		out, err := callTool(ctx, run)
+		out, err := callTool(withCallID(ctx, pc.ID), run)
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
@@ -274,6 +274,20 @@ func walkJSON(dec *json.Decoder) error {
 		return errors.New("not valid JSON")
 	}
 	return nil
+}
+
+// callIDKey is the context key of the running call's id.
+type callIDKey struct{}
+
+func withCallID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, callIDKey{}, id)
+}
+
+// CallID is the id of the tool call whose run ctx belongs to ("" outside
+// one): spawn_agent tags its sub-agent's calls with it (ToolEvent.Parent).
+func CallID(ctx context.Context) string {
+	id, _ := ctx.Value(callIDKey{}).(string)
+	return id
 }
 
 // callTool runs a decoded call, turning a panic into an error so one

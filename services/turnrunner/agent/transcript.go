@@ -25,7 +25,9 @@ const (
 func BuildMessages(systemPrompt string, history []protocol.Message, tools []protocol.ToolEvent) []openai.ChatCompletionMessage {
 	byTurn := map[string][]protocol.ToolEvent{}
 	for _, ev := range tools {
-		if ev.TurnID == "" || ev.Name == autoRecallTool {
+		if ev.TurnID == "" || ev.Name == autoRecallTool || ev.Parent != "" {
+			// A sub-agent's calls (Parent set) are not the turn's model's:
+			// it saw only their spawn_agent result.
 			continue
 		}
 		byTurn[ev.TurnID] = append(byTurn[ev.TurnID], ev)

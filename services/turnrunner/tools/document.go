@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -24,6 +25,22 @@ const (
 	// docPartMaxBytes bounds one decompressed XML part of a DOCX, XLSX or
 	// PPTX: a small zip may inflate enormously.
 	docPartMaxBytes = 32 << 20
+	// docInflateMaxBytes bounds what one document may decompress in all:
+	// the parts of a DOCX, XLSX or PPTX together, the page content and
+	// font maps of a PDF's pages (a stream shared by many pages counts for
+	// each). Past it the call is an error, not a runner out of memory.
+	docInflateMaxBytes = 64 << 20
+	// docMaxEntries bounds the files of an Office package.
+	docMaxEntries = 10_000
+	// docMaxCells bounds the cells of a workbook's selected sheets, the
+	// empty ones a cell's column reference skips included.
+	docMaxCells = 2_000_000
+	// pdfMaxObjects bounds a PDF's objects (its cross-reference sizes and
+	// object streams' counts, read before the PDF is parsed: the reader
+	// allocates by them).
+	pdfMaxObjects = 500_000
+	// pdfMaxPages bounds the pages read.
+	pdfMaxPages = 5_000
 	// docMaxParts bounds how many slides or sheets are read.
 	docMaxParts = 500
 	// defaultDocChars and maxDocChars bound the text returned.
@@ -179,14 +196,25 @@ func parsePages(spec string) (pageSet, error) {
 	return set, nil
 }
 
+// errInflate is the error of a document that decompresses past
+// docInflateMaxBytes: a zip or PDF bomb, or just too big to read.
+var errInflate = fmt.Errorf("the document decompresses to more than %d MiB; read_document stops there", docInflateMaxBytes>>20)
+
 // pdfText extracts the selected pages' text. The PDF reader panics on
-// malformed files; that is an error here, not a crash.
+// malformed files; that is an error here, not a crash. Before parsing,
+// the object counts the reader would allocate by are checked; each page's
+// content and font maps are decompressed once into a count against
+// docInflateMaxBytes before the reader interprets them; text past
+// maxDocChars is not extracted.
 func pdfText(data []byte, pages pageSet) (text string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			text, err = "", errors.New("the PDF is damaged or uses features that cannot be read")
 		}
 	}()
+	if err := checkPDFObjects(data); err != nil {
+		return "", err
+	}
 	r, err := pdf.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		if strings.Contains(err.Error(), "encrypt") {
@@ -197,7 +225,8 @@ func pdfText(data []byte, pages pageSet) (text string, err error) {
 	var b strings.Builder
 	total := r.NumPage()
 	fmt.Fprintf(&b, "[PDF, %d pages]\n", total)
-	for i := 1; i <= total; i++ {
+	budget := int64(docInflateMaxBytes)
+	for i := 1; i <= min(total, pdfMaxPages) && b.Len() <= 4*maxDocChars; i++ {
 		if !pages.has(i) {
 			continue
 		}
@@ -205,32 +234,103 @@ func pdfText(data []byte, pages pageSet) (text string, err error) {
 		if p.V.IsNull() {
 			continue
 		}
+		if budget -= pageInflation(p, budget); budget < 0 {
+			return "", errInflate
+		}
 		t, err := p.GetPlainText(nil)
 		if err != nil {
 			return "", fmt.Errorf("page %d cannot be read", i)
 		}
 		fmt.Fprintf(&b, "\n## Page %d\n\n%s\n", i, strings.TrimSpace(t))
 	}
+	if total > pdfMaxPages {
+		fmt.Fprintf(&b, "\n[read_document reads the first %d pages]\n", pdfMaxPages)
+	}
 	return b.String(), nil
 }
 
-// ooxml is an opened DOCX, XLSX or PPTX package.
-type ooxml struct{ files map[string]*zip.File }
+// pdfCounts finds the counts a PDF declares: /Size of its
+// cross-reference tables and streams, /N of its object streams.
+var pdfCounts = regexp.MustCompile(`/(?:Size|N)\s+(\d+)`)
 
-func openOOXML(data []byte) (*ooxml, error) {
+// checkPDFObjects refuses a PDF declaring more than pdfMaxObjects objects
+// anywhere (the dictionaries holding the counts are never compressed).
+func checkPDFObjects(data []byte) error {
+	for _, m := range pdfCounts.FindAllSubmatch(data, -1) {
+		if n, err := strconv.Atoi(string(m[1])); err != nil || n > pdfMaxObjects {
+			return fmt.Errorf("the PDF declares more than %d objects; read_document does not open it", pdfMaxObjects)
+		}
+	}
+	return nil
+}
+
+// pageInflation is how many bytes page p's content streams and its fonts'
+// ToUnicode maps decompress to (what the text extraction reads), counted
+// up to limit+1.
+func pageInflation(p pdf.Page, limit int64) int64 {
+	var n int64
+	count := func(v pdf.Value) {
+		if v.Kind() != pdf.Stream || n > limit {
+			return
+		}
+		rc := v.Reader()
+		defer rc.Close()
+		c, _ := io.Copy(io.Discard, io.LimitReader(rc, limit-n+1))
+		n += c
+	}
+	contents := p.V.Key("Contents")
+	if contents.Kind() == pdf.Array {
+		for i := 0; i < contents.Len() && i < docMaxEntries; i++ {
+			count(contents.Index(i))
+		}
+	} else {
+		count(contents)
+	}
+	fonts := p.Resources().Key("Font")
+	for i, name := range fonts.Keys() {
+		if i >= docMaxEntries {
+			break
+		}
+		count(fonts.Key(name).Key("ToUnicode"))
+	}
+	return n
+}
+
+// ooxml is an opened DOCX, XLSX or PPTX package.
+type ooxml struct {
+	files map[string]*zip.File
+	// inflate is how many decompressed bytes the package's parts may
+	// still take (docInflateMaxBytes in all).
+	inflate int64
+}
+
+// openOOXML opens data as an Office package of kind (for errors) and
+// reads its main part; a package without it is not of that kind.
+func openOOXML(data []byte, main, kind string) (*ooxml, []byte, error) {
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
-		return nil, errors.New("not a readable Office file (not a zip package)")
+		return nil, nil, errors.New("not a readable Office file (not a zip package)")
 	}
-	o := &ooxml{files: map[string]*zip.File{}}
+	if len(zr.File) > docMaxEntries {
+		return nil, nil, fmt.Errorf("the package holds %d files; read_document opens at most %d", len(zr.File), docMaxEntries)
+	}
+	o := &ooxml{files: map[string]*zip.File{}, inflate: docInflateMaxBytes}
 	for _, f := range zr.File {
 		o.files[f.Name] = f
 	}
-	return o, nil
+	b, err := o.part(main)
+	if err != nil {
+		return nil, nil, err
+	}
+	if b == nil {
+		return nil, nil, fmt.Errorf("not a %s (no %s)", kind, main)
+	}
+	return o, b, nil
 }
 
-// part reads one part, at most docPartMaxBytes decompressed; a missing
-// part is nil without error.
+// part reads one part, at most docPartMaxBytes decompressed and what is
+// left of the document's docInflateMaxBytes; a missing part is nil
+// without error.
 func (o *ooxml) part(name string) ([]byte, error) {
 	f, ok := o.files[name]
 	if !ok {
@@ -241,14 +341,38 @@ func (o *ooxml) part(name string) ([]byte, error) {
 		return nil, fmt.Errorf("%s cannot be read", name)
 	}
 	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, docPartMaxBytes+1))
+	limit := min(docPartMaxBytes, o.inflate)
+	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s cannot be read", name)
 	}
-	if len(b) > docPartMaxBytes {
+	switch {
+	case int64(len(b)) > o.inflate:
+		return nil, errInflate
+	case len(b) > docPartMaxBytes:
 		return nil, fmt.Errorf("%s is larger than %d MiB uncompressed", name, docPartMaxBytes>>20)
 	}
+	o.inflate -= int64(len(b))
 	return b, nil
+}
+
+// eachPart reads the parts that relationship ids name in rels (slides,
+// sheets, in order), those pages selects among the first docMaxParts,
+// and hands each to fn with its 1-based number.
+func (o *ooxml) eachPart(rels map[string]string, ids []string, pages pageSet, fn func(n int, b []byte) error) error {
+	for i, id := range ids[:min(len(ids), docMaxParts)] {
+		if !pages.has(i + 1) {
+			continue
+		}
+		b, err := o.part(rels[id])
+		if err != nil {
+			return err
+		}
+		if err := fn(i+1, b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // rels maps relationship ids of a part's .rels file to targets resolved
@@ -322,32 +446,18 @@ func xmlText(b []byte, textEl, paragEl, tabEl, brEl string) (string, error) {
 
 // docxText is the text of word/document.xml, a line per paragraph.
 func docxText(data []byte) (string, error) {
-	o, err := openOOXML(data)
+	_, b, err := openOOXML(data, "word/document.xml", "Word document")
 	if err != nil {
 		return "", err
-	}
-	b, err := o.part("word/document.xml")
-	if err != nil {
-		return "", err
-	}
-	if b == nil {
-		return "", errors.New("not a Word document (no word/document.xml)")
 	}
 	return xmlText(b, "t", "p", "tab", "br")
 }
 
 // pptxText is the text of the selected slides, in presentation order.
 func pptxText(data []byte, pages pageSet) (string, error) {
-	o, err := openOOXML(data)
+	o, b, err := openOOXML(data, "ppt/presentation.xml", "PowerPoint presentation")
 	if err != nil {
 		return "", err
-	}
-	b, err := o.part("ppt/presentation.xml")
-	if err != nil {
-		return "", err
-	}
-	if b == nil {
-		return "", errors.New("not a PowerPoint presentation (no ppt/presentation.xml)")
 	}
 	var pres struct {
 		Slides []struct {
@@ -361,42 +471,30 @@ func pptxText(data []byte, pages pageSet) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	ids := make([]string, len(pres.Slides))
+	for i, s := range pres.Slides {
+		ids[i] = s.RID
+	}
 	var out strings.Builder
 	fmt.Fprintf(&out, "[Presentation, %d slides]\n", len(pres.Slides))
-	for i, s := range pres.Slides {
-		n := i + 1
-		if n > docMaxParts {
-			break
-		}
-		if !pages.has(n) {
-			continue
-		}
-		sb, err := o.part(rels[s.RID])
-		if err != nil {
-			return "", err
-		}
+	err = o.eachPart(rels, ids, pages, func(n int, sb []byte) error {
 		t, err := xmlText(sb, "t", "p", "tab", "br")
 		if err != nil {
-			return "", err
+			return err
 		}
 		fmt.Fprintf(&out, "\n## Slide %d\n\n%s", n, strings.TrimSpace(t)+"\n")
-	}
-	return out.String(), nil
+		return nil
+	})
+	return out.String(), err
 }
 
 // xlsxText is the selected sheets as tab-separated rows, cells placed by
-// their column letters (an empty cell stays an empty field).
+// their column letters (an empty cell stays an empty field), at most
+// docMaxCells fields in all.
 func xlsxText(data []byte, pages pageSet) (string, error) {
-	o, err := openOOXML(data)
+	o, b, err := openOOXML(data, "xl/workbook.xml", "Excel workbook")
 	if err != nil {
 		return "", err
-	}
-	b, err := o.part("xl/workbook.xml")
-	if err != nil {
-		return "", err
-	}
-	if b == nil {
-		return "", errors.New("not an Excel workbook (no xl/workbook.xml)")
 	}
 	var wb struct {
 		Sheets []struct {
@@ -415,31 +513,27 @@ func xlsxText(data []byte, pages pageSet) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	ids := make([]string, len(wb.Sheets))
+	for i, s := range wb.Sheets {
+		ids[i] = s.RID
+	}
 	var out strings.Builder
 	fmt.Fprintf(&out, "[Workbook, %d sheets]\n", len(wb.Sheets))
-	for i, s := range wb.Sheets {
-		n := i + 1
-		if n > docMaxParts {
-			break
-		}
-		if !pages.has(n) {
-			continue
-		}
-		sb, err := o.part(rels[s.RID])
+	cells := docMaxCells
+	err = o.eachPart(rels, ids, pages, func(n int, sb []byte) error {
+		name := wb.Sheets[n-1].Name
+		rows, err := sheetRows(sb, shared, &cells)
 		if err != nil {
-			return "", err
+			return fmt.Errorf("sheet %q: %w", name, err)
 		}
-		rows, err := sheetRows(sb, shared)
-		if err != nil {
-			return "", fmt.Errorf("sheet %q: %w", s.Name, err)
-		}
-		fmt.Fprintf(&out, "\n## Sheet %d: %s\n\n", n, s.Name)
+		fmt.Fprintf(&out, "\n## Sheet %d: %s\n\n", n, name)
 		for _, r := range rows {
 			out.WriteString(strings.Join(r, "\t"))
 			out.WriteByte('\n')
 		}
-	}
-	return out.String(), nil
+		return nil
+	})
+	return out.String(), err
 }
 
 // sharedStrings reads xl/sharedStrings.xml: each <si>'s text, rich runs
@@ -494,61 +588,127 @@ func sharedStrings(o *ooxml) ([]string, error) {
 	}
 }
 
-// sheetRows reads a worksheet's cells into rows of fields.
-func sheetRows(b []byte, shared []string) ([][]string, error) {
+// sheetRows reads a worksheet's cells into rows of fields, taking them
+// from the document's allowance of cells. It reads the XML as a stream:
+// a sheet of millions of empty cells costs the cells kept, not a value
+// per element.
+func sheetRows(b []byte, shared []string, cells *int) ([][]string, error) {
 	if b == nil {
 		return nil, nil
 	}
-	var ws struct {
-		Rows []struct {
-			Cells []struct {
-				Ref    string `xml:"r,attr"`
-				Type   string `xml:"t,attr"`
-				Value  string `xml:"v"`
-				Inline struct {
-					Text string   `xml:"t"`
-					Runs []string `xml:"r>t"`
-				} `xml:"is"`
-			} `xml:"c"`
-		} `xml:"sheetData>row"`
-	}
-	if err := xml.Unmarshal(b, &ws); err != nil {
-		return nil, errors.New("the sheet's XML is damaged")
-	}
-	var rows [][]string
-	for _, r := range ws.Rows {
-		var fields []string
-		for i, c := range r.Cells {
-			col := i
-			if n, ok := columnIndex(c.Ref); ok && n >= len(fields) && n < 16384 {
-				col = n
+	dec := xml.NewDecoder(bytes.NewReader(b))
+	var (
+		rows   [][]string
+		fields []string
+		inData bool // inside sheetData
+		cell   struct {
+			ref, typ  string
+			index     int // the cell's place in its row
+			val, text strings.Builder
+			inV, inT  bool
+		}
+		inCell bool
+	)
+	damaged := errors.New("the sheet's XML is damaged")
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return rows, nil
+		}
+		if err != nil {
+			return nil, damaged
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			switch name := t.Name.Local; {
+			case name == "sheetData":
+				inData = true
+			case !inData:
+			case name == "row":
+				fields = []string{}
+			case name == "c":
+				inCell = true
+				cell.ref, cell.typ, cell.index = xmlAttr(t, "r"), xmlAttr(t, "t"), len(fields)
+				cell.val.Reset()
+				cell.text.Reset()
+			case name == "v" && inCell:
+				cell.inV = true
+			case name == "t" && inCell:
+				cell.inT = true
 			}
-			for len(fields) < col {
-				fields = append(fields, "")
-			}
-			var v string
-			switch c.Type {
-			case "s":
-				if k, err := strconv.Atoi(c.Value); err == nil && k >= 0 && k < len(shared) {
-					v = shared[k]
+		case xml.EndElement:
+			switch t.Name.Local {
+			case "sheetData":
+				inData = false
+			case "row":
+				if inData {
+					rows = append(rows, fields)
 				}
-			case "inlineStr":
-				v = c.Inline.Text + strings.Join(c.Inline.Runs, "")
-			case "b":
-				v = map[string]string{"1": "TRUE", "0": "FALSE"}[c.Value]
-			default: // n, str, e, d
-				v = c.Value
+			case "v":
+				cell.inV = false
+			case "t":
+				cell.inT = false
+			case "c":
+				if !inCell {
+					continue
+				}
+				inCell = false
+				col := cell.index
+				if n, ok := columnIndex(cell.ref); ok && n >= len(fields) && n < 16384 {
+					col = n
+				}
+				if *cells -= max(col-len(fields), 0) + 1; *cells < 0 {
+					return nil, fmt.Errorf("the workbook has more than %d cells (empty ones its references skip included)", docMaxCells)
+				}
+				for len(fields) < col {
+					fields = append(fields, "")
+				}
+				v := cellValue(cell.typ, cell.val.String(), cell.text.String(), shared)
+				if col < len(fields) {
+					fields[col] = v
+				} else {
+					fields = append(fields, v)
+				}
 			}
-			v = strings.NewReplacer("\t", " ", "\r\n", " ", "\n", " ").Replace(v)
-			if col < len(fields) {
-				fields[col] = v
-			} else {
-				fields = append(fields, v)
+		case xml.CharData:
+			switch {
+			case cell.inV:
+				cell.val.Write(t)
+			case cell.inT:
+				cell.text.Write(t)
 			}
 		}
-		rows = append(rows, fields)
 	}
-	return rows, nil
+}
+
+// cellValue is a cell's text by its type: a shared string's, an inline
+// string's, TRUE/FALSE, or the value as written (numbers, dates, errors).
+func cellValue(typ, val, inline string, shared []string) string {
+	var v string
+	switch typ {
+	case "s":
+		if k, err := strconv.Atoi(val); err == nil && k >= 0 && k < len(shared) {
+			v = shared[k]
+		}
+	case "inlineStr":
+		v = inline
+	case "b":
+		v = map[string]string{"1": "TRUE", "0": "FALSE"}[val]
+	default: // n, str, e, d
+		v = val
+	}
+	return strings.NewReplacer("\t", " ", "\r\n", " ", "\n", " ").Replace(v)
+}
+
+// xmlAttr is the value of start element t's attribute local ("" when
+// absent).
+func xmlAttr(t xml.StartElement, local string) string {
+	for _, a := range t.Attr {
+		if a.Name.Local == local {
+			return a.Value
+		}
+	}
+	return ""
 }
 
 // columnIndex turns a cell reference's letters ("C7") into a 0-based

@@ -3,6 +3,7 @@ package tools
 import (
 	"archive/zip"
 	"bytes"
+	"compress/zlib"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,6 +36,12 @@ func testPDF(pages ...string) []byte {
 			fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>", 5+2*i),
 			fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", content.Len(), content.String()))
 	}
+	return pdfFile(objs)
+}
+
+// pdfFile writes objs as objects 1… of a PDF (object 1 the catalog) with a
+// classic xref table of byte offsets.
+func pdfFile(objs []string) []byte {
 	var b bytes.Buffer
 	b.WriteString("%PDF-1.4\n")
 	offsets := make([]int, len(objs))
@@ -201,5 +208,93 @@ func TestReadDocumentRefusals(t *testing.T) {
 		if out, err := call(t, env, "read_document", c.in); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("read_document %v = %q, %v; want an error with %q", c.in, out, err, c.want)
 		}
+	}
+}
+
+// flatePDF is a PDF of pages pages that all show one content stream:
+// content, FlateDecode-compressed (a few KiB for megabytes of spaces).
+func flatePDF(t *testing.T, content []byte, pages int) []byte {
+	t.Helper()
+	var z bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
+	zw.Write(content)
+	zw.Close()
+	kids := make([]string, pages)
+	for i := range kids {
+		kids[i] = fmt.Sprintf("%d 0 R", 5+i)
+	}
+	objs := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), pages),
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+		fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream", z.Len(), z.Bytes()),
+	}
+	for range pages {
+		objs = append(objs, "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents 4 0 R >>")
+	}
+	return pdfFile(objs)
+}
+
+// rawSheet is a worksheet whose sheetData holds body.
+func rawSheet(body string) string {
+	return `<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>` + body + `</sheetData></worksheet>`
+}
+
+// workbookParts is an XLSX package of sheets (bodies of sheetData).
+func workbookParts(sheets ...string) map[string]string {
+	var list, rels strings.Builder
+	parts := map[string]string{}
+	for i, body := range sheets {
+		fmt.Fprintf(&list, `<sheet name="S%d" sheetId="%d" r:id="rId%d"/>`, i+1, i+1, i+1)
+		fmt.Fprintf(&rels, `<Relationship Id="rId%d" Target="worksheets/sheet%d.xml"/>`, i+1, i+1)
+		parts[fmt.Sprintf("xl/worksheets/sheet%d.xml", i+1)] = rawSheet(body)
+	}
+	parts["xl/workbook.xml"] = `<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets>` + list.String() + `</sheets></workbook>`
+	parts["xl/_rels/workbook.xml.rels"] = `<Relationships>` + rels.String() + `</Relationships>`
+	return parts
+}
+
+// TestReadDocumentBombs: files built to decompress or allocate without
+// bound — a workbook whose sheets together inflate past 64 MiB, one of
+// cells skipping to the last column row after row, a package of 10,001
+// files, a PDF whose content stream inflates past the limit, a small
+// stream shown on many pages, a PDF declaring ten million objects — each
+// answer a clear error, quickly, and the same call on a sound file still
+// works.
+func TestReadDocumentBombs(t *testing.T) {
+	env := newEnv(t)
+	spaces := strings.Repeat(" ", 30<<20)
+	writeBytes(t, env, "inflate.xlsx", testZip(t, workbookParts(spaces, spaces, spaces)))
+	writeBytes(t, env, "cells.xlsx", testZip(t, workbookParts(strings.Repeat(`<row><c r="XFD1" t="b"><v>1</v></c></row>`, 200))))
+	many := map[string]string{"word/document.xml": `<w:document xmlns:w="w"><w:body><w:p><w:r><w:t>hi</w:t></w:r></w:p></w:body></w:document>`}
+	for i := range docMaxEntries {
+		many[fmt.Sprintf("x/%d", i)] = ""
+	}
+	writeBytes(t, env, "many.docx", testZip(t, many))
+	writeBytes(t, env, "inflate.pdf", flatePDF(t, bytes.Repeat([]byte(" "), docInflateMaxBytes+1), 1))
+	writeBytes(t, env, "shared.pdf", flatePDF(t, bytes.Repeat([]byte(" "), 1<<20), 100))
+	objects := bytes.Replace(testPDF("hello"), []byte("/Size 6"), []byte("/Size 10000000"), 1)
+	writeBytes(t, env, "objects.pdf", objects)
+
+	for _, c := range []struct{ path, want string }{
+		{"inflate.xlsx", "decompresses to more than 64 MiB"},
+		{"cells.xlsx", "more than 2000000 cells"},
+		{"many.docx", "holds 10001 files"},
+		{"inflate.pdf", "decompresses to more than 64 MiB"},
+		{"shared.pdf", "decompresses to more than 64 MiB"},
+		{"objects.pdf", "declares more than 500000 objects"},
+	} {
+		if out, err := call(t, env, "read_document", map[string]any{"path": c.path}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("read_document %s = %.80q, %v; want an error with %q", c.path, out, err, c.want)
+		}
+	}
+	// Below the limits the same shapes read.
+	writeBytes(t, env, "ok.pdf", flatePDF(t, []byte("BT /F1 12 Tf 72 720 Td (shared text) Tj ET"), 3))
+	if out, err := call(t, env, "read_document", map[string]any{"path": "ok.pdf"}); err != nil || strings.Count(out, "shared text") != 3 {
+		t.Errorf("read_document ok.pdf = %q, %v", out, err)
+	}
+	writeBytes(t, env, "ok.xlsx", testZip(t, workbookParts(`<row><c r="C1" t="b"><v>1</v></c></row>`)))
+	if out, err := call(t, env, "read_document", map[string]any{"path": "ok.xlsx"}); err != nil || !strings.Contains(out, "\t\tTRUE") {
+		t.Errorf("read_document ok.xlsx = %q, %v", out, err)
 	}
 }

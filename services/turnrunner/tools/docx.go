@@ -58,27 +58,62 @@ func (t generateDocxTool) Decode(input json.RawMessage) (Call, error) {
 }
 
 func (t generateDocxTool) run(_ context.Context, env Env, in *generateDocxInput) (string, error) {
-	rel, err := resolve(env.FilesDir, in.Path)
+	rel, size, err := writeGenerated(env, in.Path, t.now, func(created time.Time) ([]byte, error) {
+		return buildDocx(strings.TrimSpace(in.Title), *in.Content, created)
+	})
 	if err != nil {
 		return "", err
 	}
-	now := time.Now
-	if t.now != nil {
-		now = t.now
-	}
-	data, err := buildDocx(strings.TrimSpace(in.Title), *in.Content, now().UTC())
+	return fmt.Sprintf("Generated %s (%d bytes)", rel, size), nil
+}
+
+// writeGenerated builds a generated file (build gets the creation time:
+// now, or time.Now when nil) and writes it to p in the workspace, 0600;
+// it returns the workspace-relative path and the size written.
+func writeGenerated(env Env, p string, now func() time.Time, build func(created time.Time) ([]byte, error)) (string, int, error) {
+	rel, err := resolve(env.FilesDir, p)
 	if err != nil {
-		return "", err
+		return "", 0, err
+	}
+	if now == nil {
+		now = time.Now
+	}
+	data, err := build(now().UTC())
+	if err != nil {
+		return "", 0, err
 	}
 	ws, err := openWorkspace(env)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer ws.Close()
 	if err := writeFile(ws, rel, data, 0o600); err != nil {
-		return "", err
+		return "", 0, err
 	}
-	return fmt.Sprintf("Generated %s (%d bytes)", rel, len(data)), nil
+	return rel, len(data), nil
+}
+
+// zipPart is one part of a generated OOXML package.
+type zipPart struct{ name, body string }
+
+// zipPackage writes parts, in order, as a deflated zip stamped created;
+// what names the package in errors ("document", "workbook").
+func zipPackage(what string, parts []zipPart, created time.Time) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, p := range parts {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: p.name, Method: zip.Deflate, Modified: created})
+		if err != nil {
+			return nil, fmt.Errorf("building the %s: %v", what, err)
+		}
+		if _, err := w.Write([]byte(p.body)); err != nil {
+			return nil, fmt.Errorf("building the %s: %v", what, err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("building the %s: %v", what, err)
+	}
+	return buf.Bytes(), nil
 }
 
 // OOXML namespaces and content types.
@@ -99,9 +134,7 @@ const (
 // (content types, package rels, document, styles, numbering for bullets)
 // plus core/app properties.
 func buildDocx(title, content string, created time.Time) ([]byte, error) {
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	parts := []struct{ name, body string }{
+	return zipPackage("document", []zipPart{
 		// [Content_Types].xml comes first: some readers sniff it there.
 		{"[Content_Types].xml", contentTypesXML},
 		{"_rels/.rels", packageRelsXML},
@@ -111,20 +144,7 @@ func buildDocx(title, content string, created time.Time) ([]byte, error) {
 		{"word/document.xml", documentXML(title, content)},
 		{"word/styles.xml", stylesXML},
 		{"word/numbering.xml", numberingXML},
-	}
-	for _, p := range parts {
-		w, err := zw.CreateHeader(&zip.FileHeader{Name: p.name, Method: zip.Deflate, Modified: created})
-		if err != nil {
-			return nil, fmt.Errorf("building the document: %v", err)
-		}
-		if _, err := w.Write([]byte(p.body)); err != nil {
-			return nil, fmt.Errorf("building the document: %v", err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("building the document: %v", err)
-	}
-	return buf.Bytes(), nil
+	}, created)
 }
 
 // esc escapes text for XML content and attributes; characters XML 1.0

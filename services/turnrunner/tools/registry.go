@@ -37,6 +37,8 @@ type Env struct {
 	Knowledge Knowledge
 	// Mind backs get_identity, get_awareness and add_task; nil hides them.
 	Mind Mind
+	// SubAgents backs spawn_agent; nil (a sub-agent's own env) hides it.
+	SubAgents SubAgents
 }
 
 // Tool is one capability the model can call. Decode turns the model's JSON
@@ -137,6 +139,7 @@ func NewRegistry(cfg Config) *Registry {
 	builtins = append(builtins, createPlanTool{}, addPlanStepTool{}, executeStepTool{}, showPlanTool{})
 	builtins = append(builtins, queryKnowledgeTool{}, correctKnowledgeTool{})
 	builtins = append(builtins, getIdentityTool{}, getAwarenessTool{}, addTaskTool{})
+	builtins = append(builtins, spawnAgentTool{})
 	for _, t := range builtins {
 		if err := r.Register(t); err != nil {
 			panic(err) // built-in names are unique; a clash is a programming error

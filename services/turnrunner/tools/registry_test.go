@@ -28,7 +28,7 @@ func TestNewRegistryBuiltins(t *testing.T) {
 		"bash", "save_memory", "search_memory", "generate_docx", "web_fetch",
 		"git_status", "git_diff", "git_log", "git_commit", "git_branch", "web_search",
 		"read_document", "generate_xlsx", "create_plan", "add_plan_step", "execute_step", "show_plan",
-		"query_knowledge", "correct_knowledge", "get_identity", "get_awareness", "add_task"}
+		"query_knowledge", "correct_knowledge", "get_identity", "get_awareness", "add_task", "spawn_agent"}
 	if got := NewRegistry(DefaultConfig()).Names(); !slices.Equal(got, all) {
 		t.Errorf("Names() with bash = %v, want %v", got, all)
 	}
@@ -95,7 +95,8 @@ func TestBind(t *testing.T) {
 	}})
 	// Every optional dependency present: all tools are available.
 	env := Env{FilesDir: "/x", Workspace: "w", Memory: &fakeMemory{},
-		WebSearch: WebSearchConfig{Provider: SearchSearXNG, URL: "http://127.0.0.1:1"}, Plan: &Plan{}, Knowledge: &fakeKnowledge{}, Mind: &fakeMind{}}
+		WebSearch: WebSearchConfig{Provider: SearchSearXNG, URL: "http://127.0.0.1:1"}, Plan: &Plan{}, Knowledge: &fakeKnowledge{}, Mind: &fakeMind{},
+		SubAgents: &fakeSubAgents{}}
 
 	blocked := map[string]bool{"bash": true, "write_file": true}
 	bound := r.Bind(env, func(n string) bool { return !blocked[n] })

@@ -53,7 +53,9 @@ type WebSearchConfig struct {
 	// others.
 	URL string `json:"url,omitempty"`
 	// APIKey authenticates to Brave (X-Subscription-Token) and Tavily
-	// (api_key); SearXNG takes none.
+	// (api_key); SearXNG takes none. Without one the runner looks in the
+	// vault (protocol.VaultSearchKeyNames); with none there either the
+	// tool is not offered.
 	APIKey string `json:"apiKey,omitempty"`
 }
 
@@ -68,9 +70,7 @@ func (c WebSearchConfig) Check() error {
 			return errors.New(`webSearch: provider "searxng" needs "url"`)
 		}
 	case SearchBrave, SearchTavily:
-		if c.APIKey == "" {
-			return fmt.Errorf("webSearch: provider %q needs \"apiKey\"", c.Provider)
-		}
+		// The key may be in the vault instead (Available checks it).
 	default:
 		return fmt.Errorf("webSearch: unknown provider %q (searxng, brave or tavily)", c.Provider)
 	}
@@ -121,9 +121,11 @@ func (webSearchTool) Schema() json.RawMessage {
 		`},"required":["query"]}`)
 }
 
-// Available offers web_search only when a usable provider is configured.
+// Available offers web_search only when a usable provider is configured,
+// with its API key when it needs one.
 func (webSearchTool) Available(env Env) bool {
-	return env.WebSearch.Provider != "" && env.WebSearch.Check() == nil
+	c := env.WebSearch
+	return c.Provider != "" && c.Check() == nil && (c.Provider == SearchSearXNG || c.APIKey != "")
 }
 
 type webSearchInput struct {

@@ -17,7 +17,9 @@ func TestWebSearchConfigCheck(t *testing.T) {
 		{WebSearchConfig{Provider: "brave", APIKey: "k"}, ""},
 		{WebSearchConfig{Provider: "tavily", APIKey: "k", URL: "https://proxy.example/tavily/"}, ""},
 		{WebSearchConfig{Provider: "searxng"}, `needs "url"`},
-		{WebSearchConfig{Provider: "brave"}, `needs "apiKey"`},
+		// A key may come from the vault instead: the file alone is valid,
+		// and Available (below) decides whether the tool is offered.
+		{WebSearchConfig{Provider: "brave"}, ""},
 		{WebSearchConfig{Provider: "google", APIKey: "secret-key-1"}, "unknown provider"},
 		{WebSearchConfig{Provider: "searxng", URL: "file:///etc/passwd"}, "must be an http"},
 	} {

@@ -102,7 +102,7 @@ func (f Files) list(env Env, p string) (protocol.FilesReply, error) {
 	}
 	slices.SortFunc(out.Entries, func(a, b protocol.FileEntry) int {
 		if a.Type != b.Type {
-			return strings.Compare(b.Type, a.Type) // directories first
+			return strings.Compare(a.Type, b.Type) // "directory" < "file": directories first
 		}
 		return strings.Compare(a.Name, b.Name)
 	})

@@ -1,8 +1,6 @@
 package tools
 
 import (
-	"archive/zip"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -151,27 +149,13 @@ func (t generateXlsxTool) Decode(input json.RawMessage) (Call, error) {
 }
 
 func (t generateXlsxTool) run(_ context.Context, env Env, in *generateXlsxInput) (string, error) {
-	rel, err := resolve(env.FilesDir, in.Path)
+	rel, size, err := writeGenerated(env, in.Path, t.now, func(created time.Time) ([]byte, error) {
+		return buildXlsx(in.Sheets, created)
+	})
 	if err != nil {
 		return "", err
 	}
-	now := time.Now
-	if t.now != nil {
-		now = t.now
-	}
-	data, err := buildXlsx(in.Sheets, now().UTC())
-	if err != nil {
-		return "", err
-	}
-	ws, err := openWorkspace(env)
-	if err != nil {
-		return "", err
-	}
-	defer ws.Close()
-	if err := writeFile(ws, rel, data, 0o600); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("Generated %s (%d sheets, %d bytes)", rel, len(in.Sheets), len(data)), nil
+	return fmt.Sprintf("Generated %s (%d sheets, %d bytes)", rel, len(in.Sheets), size), nil
 }
 
 // columnName is a 0-based column's letters (0 → A, 26 → AA).
@@ -199,18 +183,18 @@ func buildXlsx(sheets []xlsxSheet, created time.Time) ([]byte, error) {
 		`<Override PartName="/xl/workbook.xml" ContentType="` + ctBase + `sheet.main+xml"/>` +
 		`<Override PartName="/xl/styles.xml" ContentType="` + ctBase + `styles+xml"/>`)
 	wbRels.WriteString(xmlHeader + `<Relationships xmlns="` + nsPkgRels + `">`)
-	parts := []struct{ name, body string }{}
+	parts := []zipPart{}
 	for i, s := range sheets {
 		n := i + 1
 		fmt.Fprintf(&types, `<Override PartName="/xl/worksheets/sheet%d.xml" ContentType="%sworksheet+xml"/>`, n, ctBase)
 		fmt.Fprintf(&wbSheets, `<sheet name="%s" sheetId="%d" r:id="rId%d"/>`, esc(s.Name), n, n)
 		fmt.Fprintf(&wbRels, `<Relationship Id="rId%d" Type="%s" Target="worksheets/sheet%d.xml"/>`, n, relWS, n)
-		parts = append(parts, struct{ name, body string }{fmt.Sprintf("xl/worksheets/sheet%d.xml", n), sheetXML(nsMain, s)})
+		parts = append(parts, zipPart{fmt.Sprintf("xl/worksheets/sheet%d.xml", n), sheetXML(nsMain, s)})
 	}
 	types.WriteString(`</Types>`)
 	fmt.Fprintf(&wbRels, `<Relationship Id="rId%d" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" Target="styles.xml"/>`, len(sheets)+1)
 	wbRels.WriteString(`</Relationships>`)
-	all := append([]struct{ name, body string }{
+	all := append([]zipPart{
 		{"[Content_Types].xml", types.String()},
 		{"_rels/.rels", xmlHeader + `<Relationships xmlns="` + nsPkgRels + `">` +
 			`<Relationship Id="rId1" Type="` + relOffice + `" Target="xl/workbook.xml"/></Relationships>`},
@@ -226,21 +210,7 @@ func buildXlsx(sheets []xlsxSheet, created time.Time) ([]byte, error) {
 			`<cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles>` +
 			`</styleSheet>`},
 	}, parts...)
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, p := range all {
-		w, err := zw.CreateHeader(&zip.FileHeader{Name: p.name, Method: zip.Deflate, Modified: created})
-		if err != nil {
-			return nil, fmt.Errorf("building the workbook: %v", err)
-		}
-		if _, err := w.Write([]byte(p.body)); err != nil {
-			return nil, fmt.Errorf("building the workbook: %v", err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("building the workbook: %v", err)
-	}
-	return buf.Bytes(), nil
+	return zipPackage("workbook", all, created)
 }
 
 // sheetXML is one worksheet: every non-empty cell with its reference.

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -309,8 +310,37 @@ func (st *Stream) All(t testing.TB) []Event {
 	}
 }
 
+// Until reads events until the first one named one of names (returned
+// last, with every event before it) and fails the test if the stream ends
+// first.
+func (st *Stream) Until(t testing.TB, names ...string) []Event {
+	t.Helper()
+	var out []Event
+	for {
+		ev, err := st.Next()
+		if err != nil {
+			t.Fatalf("stream ended before %v (%v); events: %v", names, err, Names(out))
+		}
+		out = append(out, ev)
+		if slices.Contains(names, ev.Name) {
+			return out
+		}
+	}
+}
+
 // Close drops the connection.
 func (st *Stream) Close() { st.Resp.Body.Close() }
+
+// Steps is the text of the step events.
+func Steps(evs []Event) []string {
+	var out []string
+	for _, e := range evs {
+		if e.Name == "step" {
+			out = append(out, e.Content())
+		}
+	}
+	return out
+}
 
 // Names lists the event names.
 func Names(evs []Event) []string {

@@ -135,26 +135,37 @@ func (h handlers) modelChoice(w http.ResponseWriter, r *http.Request) (protocol.
 	return protocol.AgentModel{Model: model}, nil
 }
 
-// active lists the running group steps; on a team server only those of
-// runs in the user's teams' workspaces.
+// active lists the running group steps and the running sub-agents of
+// chat turns (spawn_agent); on a team server only those in the user's
+// teams' workspaces (a workspace of no team is the operator's).
 func (h handlers) active(w http.ResponseWriter, r *http.Request) {
 	u, team := teamauth.UserFrom(r.Context())
-	mine := func(as []protocol.ActiveAgent) []protocol.ActiveAgent {
-		if !team {
-			return forward.OrEmpty(as)
-		}
-		kept := []protocol.ActiveAgent{}
-		for _, a := range as {
-			if a.TeamID != "" && u.Role(a.TeamID) != "" {
-				kept = append(kept, a)
-			}
-		}
-		return kept
+	visible := func(teamID string) bool { return !team || (teamID != "" && u.Role(teamID) != "") }
+	groups, ok := forward.Call(h.d, w, r, protocol.ListActiveAgents, protocol.Empty{})
+	if !ok {
+		return
 	}
-	forward.Serve(h.d, w, r, forward.NoInput, protocol.ListActiveAgents, http.StatusOK, func(rep protocol.ActiveAgents) any {
-		rep.Workers, rep.Active = mine(rep.Workers), mine(rep.Active)
-		return rep
-	})
+	subs, ok := forward.Call(h.d, w, r, protocol.ListSubAgents, protocol.Empty{})
+	if !ok {
+		return
+	}
+	rep := protocol.ActiveAgents{
+		Workers:   keep(groups.Workers, func(a protocol.ActiveAgent) bool { return visible(a.TeamID) }),
+		Active:    keep(groups.Active, func(a protocol.ActiveAgent) bool { return visible(a.TeamID) }),
+		SubAgents: keep(subs.SubAgents, func(a protocol.SubAgent) bool { return visible(a.TeamID) }),
+	}
+	respond.JSON(w, http.StatusOK, rep)
+}
+
+// keep is the elements of s that pass, never nil (an empty JSON array).
+func keep[T any](s []T, pass func(T) bool) []T {
+	out := []T{}
+	for _, v := range s {
+		if pass(v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // listGroups lists the groups; on a team server only those of the user's

@@ -31,15 +31,23 @@ func Mount(r chi.Router, d forward.Deps) {
 	r.Put("/profile", a.putProfile)
 	r.Get("/profile/style", a.profileStyle)
 	r.Get("/profile/brand", a.profileBrand)
+	r.Post("/profile/analyze-style", a.analyzeStyle)
+	r.Post("/profile/analyze-brand", a.analyzeBrand)
+	r.Post("/profile/research", a.research)
 	r.Get("/workspaces/{id}/context", a.workspaceContext)
 	r.Get("/personas", a.listPersonas)
 	r.Post("/personas", a.createPersona)
 	r.Patch("/personas/{id}", a.updatePersona)
 	r.Delete("/personas/{id}", a.deletePersona)
+	r.Get("/team-personas", a.listTeamPersonas)
+	r.Post("/team-personas", a.createTeamPersona)
+	r.Patch("/team-personas/{id}", a.updateTeamPersona)
+	r.Delete("/team-personas/{id}", a.deleteTeamPersona)
 	r.Get("/identity", a.getIdentity)
 	r.Post("/identity", a.setIdentity)
 	r.Get("/mind/identity", a.mindIdentity)
 	r.Get("/mind/awareness", a.mindAwareness)
+	r.Get("/mind/skills", a.mindSkills)
 }
 
 // user is whose profile a request reaches: the signed-in user on a team

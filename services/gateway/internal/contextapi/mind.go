@@ -6,6 +6,7 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/gateway/internal/forward"
 	"github.com/waggle-os/core/services/gateway/internal/input"
+	"github.com/waggle-os/core/services/gateway/internal/respond"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 )
 
@@ -68,5 +69,43 @@ func (a api) mindAwareness(w http.ResponseWriter, r *http.Request) {
 		return struct {
 			Awareness string `json:"awareness"`
 		}{protocol.AwarenessContext(l.Items)}
+	})
+}
+
+// skillInfo is one skill as GET /api/mind/skills lists it (the original's
+// shape): its name and the length of its skill file.
+type skillInfo struct {
+	Name   string `json:"name"`
+	Length int    `json:"length"`
+}
+
+// skillList is the body of GET /api/mind/skills.
+type skillList struct {
+	Skills []skillInfo `json:"skills"`
+	Count  int         `json:"count"`
+}
+
+// GET /api/mind/skills?workspace= — the skills the agent has in the
+// workspace: the workflow patterns captured from its turns (what /skills
+// lists). The personal mind has none.
+func (a api) mindSkills(w http.ResponseWriter, r *http.Request) {
+	m, err := mind(r)
+	if err != nil {
+		respond.Error(w, a.d.Log, err)
+		return
+	}
+	if m.Workspace == "" {
+		respond.JSON(w, http.StatusOK, skillList{Skills: []skillInfo{}})
+		return
+	}
+	forward.Serve(a.d, w, r, func(http.ResponseWriter, *http.Request) (protocol.WorkspaceRequest, error) {
+		return protocol.WorkspaceRequest{Workspace: m.Workspace}, nil
+	}, protocol.ListWorkflows, http.StatusOK, func(l protocol.WorkflowList) any {
+		out := skillList{Skills: []skillInfo{}}
+		for _, wf := range l.Workflows {
+			out.Skills = append(out.Skills, skillInfo{Name: wf.Name, Length: len(wf.SkillMarkdown())})
+		}
+		out.Count = len(out.Skills)
+		return out
 	})
 }

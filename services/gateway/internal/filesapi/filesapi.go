@@ -13,6 +13,7 @@ package filesapi
 
 import (
 	"encoding/base64"
+	"errors"
 	"mime"
 	"net/http"
 	"path"
@@ -29,6 +30,15 @@ import (
 
 // uploadBodyLimit admits a MaxFileTransfer file base64-encoded in JSON.
 const uploadBodyLimit = protocol.MaxFileTransfer/3*4 + 64<<10
+
+// errTooLarge is the original's 413 for a file over the limit.
+var errTooLarge = protocol.Errorf(protocol.TooLarge, "File exceeds %dMB limit", protocol.MaxFileTransfer>>20)
+
+// isRequestTooLarge tells input.Decode's 413 (a body past its limit).
+func isRequestTooLarge(err error) bool {
+	var re *respond.RequestError
+	return errors.As(err, &re) && re.Kind == protocol.TooLarge
+}
 
 // Mount adds the routes to r (mounted at /api).
 func Mount(r chi.Router, d forward.Deps) {
@@ -109,8 +119,20 @@ func (h handlers) download(w http.ResponseWriter, r *http.Request) {
 
 // upload is JSON {path, name, data}: data is the file in base64, written
 // to path/name (multipart is not accepted).
+//
+// A body that cannot hold a file of MaxFileTransfer bytes or less is
+// refused with the original's 413 text: by its Content-Length before a
+// byte of it is read, or (sent chunked) once reading passes the limit.
 func (h handlers) upload(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength > uploadBodyLimit {
+		respond.Error(w, h.d.Log, errTooLarge)
+		return
+	}
 	f, err := input.Decode(w, r, uploadBodyLimit)
+	if isRequestTooLarge(err) {
+		respond.Error(w, h.d.Log, errTooLarge)
+		return
+	}
 	if err != nil {
 		respond.Error(w, h.d.Log, err)
 		return
@@ -132,7 +154,7 @@ func (h handlers) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(raw) > protocol.MaxFileTransfer {
-		respond.Error(w, h.d.Log, protocol.Errorf(protocol.TooLarge, "File exceeds %dMB limit", protocol.MaxFileTransfer>>20))
+		respond.Error(w, h.d.Log, errTooLarge)
 		return
 	}
 	rep, ok := h.call(w, r, protocol.FilesRequest{Op: protocol.FilesWrite, Path: path.Join(dir, name), Data: raw})

@@ -38,6 +38,8 @@ func Mount(r chi.Router, d forward.Deps) {
 	r.Get("/memory/search", a.search)
 	r.Get("/memory/stats", a.stats)
 	r.Get("/memory/graph", a.graph)
+	r.Post("/memory/graph/{id}/retire", a.retire)
+	r.Post("/memory/graph/{id}/restore", a.restore)
 }
 
 // owner is the minds a request reaches: the workspace the authorization

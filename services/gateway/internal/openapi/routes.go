@@ -30,6 +30,7 @@ var (
 	memWorkspace   = queryID("workspace", "the workspace mind beside the personal one")
 	memWorkspaceID = queryID("workspaceId", "alias of workspace")
 	frameParam     = pathParam("id", "the frame id")
+	factParam      = pathParam("id", "a knowledge graph entity (ent-…) or relation (rel-…) id")
 	locateQuery    = queryID("workspace", "the session's workspace; without it every workspace is searched (required on a team server)")
 )
 
@@ -44,6 +45,7 @@ func routes() []op {
 	turnID := pathParam("turnId", "the turn's id (X-Waggle-Turn-Id of its stream)")
 	wsParam := pathParam("id", "the workspace id")
 	personaParam := pathParam("id", "the custom persona's id")
+	teamPersonas := queryID("team", "the team whose shared personas (required; team servers only)")
 	sessParam := pathParam("sessionId", "the session id")
 	groupParam := pathParam("id", "the group id")
 	teamParam := pathParam("team", "the team's slug")
@@ -58,7 +60,7 @@ func routes() []op {
 			ok: ref("Health"), responses: map[int]*Response{http.StatusServiceUnavailable: {
 				Description: "Not ready (starting, shutting down, the bus disconnected) or degraded (a store is full)",
 				Content:     map[string]MediaType{"application/json": {Schema: ref("Health")}}}},
-			subjects: []string{protocol.GetSettings.Subject}},
+			subjects: []string{protocol.GetSettings.Subject, protocol.CheckModelServer.Subject}},
 		{method: get, path: "/metrics", id: "getMetrics", tag: "health", busFree: true,
 			summary: "Prometheus metrics", okType: "text/plain", ok: strDesc("Prometheus text exposition format")},
 
@@ -97,8 +99,9 @@ func routes() []op {
 			ok:      object(req("ok", constant(true)), req("workspaceId", str())),
 			errs:    []int{forbidden, notFound}, subjects: []string{protocol.WorkspaceAborts.Subject}},
 		{method: get, path: "/api/personas", id: "listPersonas", tag: "chat",
-			summary: "The personas a chat may name: the built-ins, then the caller's custom ones (no prompts)",
-			ok:      object(req("personas", arrayOf(ref("Persona")))), subjects: []string{protocol.ListCustomPersonas.Subject}},
+			summary: "The personas a chat may name: the built-ins, then the caller's custom ones, then (with a team workspace named) its team's shared ones, marked with teamId (no prompts)",
+			params:  []Parameter{memWorkspace, memWorkspaceID},
+			ok:      object(req("personas", arrayOf(ref("Persona")))), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.ListCustomPersonas.Subject}},
 		{method: post, path: "/api/personas", id: "createPersona", tag: "chat",
 			summary: "Create a custom persona (name and systemPrompt required; id from the name unless given; the same id replaces it)",
 			body:    ref("CustomPersonaWrite"), status: http.StatusCreated, ok: ref("CustomPersona"),
@@ -109,13 +112,26 @@ func routes() []op {
 		{method: del, path: "/api/personas/{id}", id: "deletePersona", tag: "chat",
 			summary: "Delete a custom persona (built-ins: 403)", params: []Parameter{personaParam},
 			ok: object(req("deleted", constant(true)), req("id", str())), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.DeleteCustomPersona.Subject}},
+		{method: get, path: "/api/team-personas", id: "listTeamPersonas", tag: "chat",
+			summary: "A team's shared personas, whole (its members; team servers only)", params: []Parameter{teamPersonas},
+			ok: ref("CustomPersonaList"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.ListCustomPersonas.Subject}},
+		{method: post, path: "/api/team-personas", id: "createTeamPersona", tag: "chat",
+			summary: "Share a persona with a team (its admins; the custom persona's shape and rules)", params: []Parameter{teamPersonas},
+			body: ref("CustomPersonaWrite"), status: http.StatusCreated, ok: ref("CustomPersona"),
+			errs: []int{bad, forbidden, notFound, conflict}, subjects: []string{protocol.CreateCustomPersona.Subject}},
+		{method: patch, path: "/api/team-personas/{id}", id: "updateTeamPersona", tag: "chat",
+			summary: "Merge fields into a team's shared persona (its admins)", params: []Parameter{personaParam, teamPersonas},
+			body: ref("CustomPersonaWrite"), ok: ref("CustomPersona"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.UpdateCustomPersona.Subject}},
+		{method: del, path: "/api/team-personas/{id}", id: "deleteTeamPersona", tag: "chat",
+			summary: "Delete a team's shared persona (its admins)", params: []Parameter{personaParam, teamPersonas},
+			ok: object(req("deleted", constant(true)), req("id", str())), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.DeleteCustomPersona.Subject}},
 
 		// ---- agent run ----
 		{method: post, path: "/api/agent/run", id: "agentRun", tag: "agent-run",
 			summary: "A one-shot retrieval run, streamed as SSE",
 			desc:    "400 question is required or a bad maxSteps / maxRetrievalsPerStep; 503 without a reachable model or runner.",
 			body:    ref("AgentRunRequest"), stream: "AgentRunEvent", headers: turnHeader,
-			errs: []int{forbidden, notFound}, subjects: []string{protocol.ReadHistory.Subject, protocol.StartAgentRun.Subject, protocol.TurnEvents("{turnId}"), protocol.TurnControl("{turnId}").Subject}},
+			errs: []int{forbidden, notFound}, subjects: []string{protocol.ReadHistory.Subject, protocol.StartAgentRun.Subject, protocol.CheckModelServer.Subject, protocol.TurnEvents("{turnId}"), protocol.TurnControl("{turnId}").Subject}},
 
 		// ---- approvals ----
 		{method: post, path: "/api/approval/{requestId}", id: "decideApproval", tag: "approvals",
@@ -196,6 +212,13 @@ func routes() []op {
 		{method: get, path: "/api/workspaces/{id}/sessions/{sessionId}/timeline", id: "sessionTimeline", tag: "sessions",
 			summary: "A session's tool calls", params: []Parameter{wsParam, sessParam},
 			ok: arrayOf(ref("TimelineEvent")), errs: []int{bad, notFound}, subjects: []string{protocol.GetTimeline.Subject}},
+		{method: post, path: "/api/workspaces/{id}/sessions/{sessionId}/branch", id: "branchSession", tag: "sessions",
+			summary: "Branch a session at an edited user message",
+			desc:    "A new session in the same workspace holding copies of the first `at` messages (and their turns' tool events); its branchOf names the source and `at`. The source is not changed. Send the edited message to the new session next.",
+			params:  []Parameter{wsParam, sessParam},
+			body:    object(req("at", &Schema{Type: "integer", Minimum: ptr(0.0), Description: "index in the history of the user message being edited"})),
+			status:  http.StatusCreated,
+			ok:      ref("SessionInfo"), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.BranchSession.Subject}},
 		{method: patch, path: "/api/sessions/{sessionId}", id: "renameSession", tag: "sessions",
 			summary: "Rename a session", params: []Parameter{sessParam, locateQuery},
 			body: object(req("title", &Schema{Type: "string", MinLength: ptr(1)})),
@@ -235,7 +258,8 @@ func routes() []op {
 			summary: "Set the agent model", body: object(req("model", &Schema{Type: "string", MinLength: ptr(1)})),
 			ok: object(req("ok", constant(true)), req("model", str())), errs: []int{forbidden}, subjects: []string{protocol.SetModel.Subject}},
 		{method: get, path: "/api/agents/active", id: "activeAgents", tag: "agent",
-			summary: "The members of running agent-group runs", ok: ref("ActiveAgents"), subjects: []string{protocol.ListActiveAgents.Subject}},
+			summary: "The members of running agent-group runs and the running sub-agents of chat turns", ok: ref("ActiveAgents"),
+			subjects: []string{protocol.ListActiveAgents.Subject, protocol.ListSubAgents.Subject}},
 		{method: get, path: "/api/agent-groups", id: "listAgentGroups", tag: "agent",
 			summary: "Every agent group, in creation order", ok: arrayOf(ref("AgentGroup")), subjects: []string{protocol.ListGroups.Subject}},
 		{method: post, path: "/api/agent-groups", id: "createAgentGroup", tag: "agent",
@@ -354,16 +378,18 @@ func routes() []op {
 				query("q", "keep entities whose name contains this, with their neighbours", str()),
 				query("type", "keep entities of one type (person, organisation, project, technology, place, concept, event, document)", str()),
 				query("retired", "true: include retired facts (valid_to set)", &Schema{Type: "string", Enum: []any{"true", "false"}}),
-				query("limit", "at most this many entities, the most mentioned first (default and cap 5000)", &Schema{Type: "integer", Minimum: ptr(1.0)})},
-			ok: object(
-				req("entities", arrayOf(object(req("id", str()), req("name", str()), req("entity_type", str()), req("label", str()), req("type", str()),
-					req("properties", &Schema{Type: "object"}), req("mentions", integer()), req("valid_from", str()), req("valid_to", nullable(str())),
-					req("recorded_at", str()), req("mind", str()), opt("_source", str())))),
-				req("relations", arrayOf(object(req("id", str()), req("source_id", str()), req("target_id", str()), req("relation_type", str()),
-					req("source", str()), req("target", str()), req("relationship", str()), req("confidence", number()),
-					req("properties", &Schema{Type: "object"}), req("mentions", integer()), req("valid_from", str()), req("valid_to", nullable(str())),
-					req("recorded_at", str()), req("mind", str()), opt("_source", str()))))),
+				query("limit", "at most this many entities per mind, the most mentioned first (default and cap 5000), and 4 relations per entity of the limit, the most confident first", &Schema{Type: "integer", Minimum: ptr(1.0)}),
+				query("offset", "skip this many entities per mind (the reply's nextOffset, present while more follow)", &Schema{Type: "integer", Minimum: ptr(0.0)})},
+			ok:   knowledgeGraph(opt("nextOffset", integer())),
 			errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.GetKnowledgeGraph.Subject}},
+		{method: post, path: "/api/memory/graph/{id}/retire", id: "retireKnowledge", tag: "memory",
+			summary: "Retire a wrong fact: an entity (with its relations) or a relation gets valid_to, the reason kept as retiredBecause; the reply is what was retired",
+			params:  []Parameter{factParam, memWorkspace, memWorkspaceID}, body: object(opt("reason", str())),
+			ok: knowledgeGraph(), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.CorrectKnowledge.Subject}},
+		{method: post, path: "/api/memory/graph/{id}/restore", id: "restoreKnowledge", tag: "memory",
+			summary: "Undo a retirement: the fact is valid again (an entity with the relations retired with it); 409 while a valid fact holds its name or link, or an entity of the relation is retired",
+			params:  []Parameter{factParam, memWorkspace, memWorkspaceID},
+			ok:      knowledgeGraph(), errs: []int{bad, forbidden, notFound, conflict}, subjects: []string{protocol.RestoreKnowledge.Subject}},
 
 		// ---- the agent's context ----
 		{method: get, path: "/api/profile", id: "getProfile", tag: "context",
@@ -384,11 +410,27 @@ func routes() []op {
 		{method: get, path: "/api/mind/awareness", id: "mindAwareness", tag: "context",
 			summary: "A mind's awareness (active tasks, recent actions, pending items, flags) as the agent reads it", params: []Parameter{memWorkspace, memWorkspaceID},
 			ok: object(req("awareness", str())), errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.GetAwareness.Subject}},
+		{method: get, path: "/api/mind/skills", id: "mindSkills", tag: "context",
+			summary: "The workspace's skills (the workflow patterns captured from its turns): name and the length of its skill file; none for the personal mind", params: []Parameter{memWorkspace, memWorkspaceID},
+			ok:   object(req("skills", arrayOf(object(req("name", str()), req("length", integer())))), req("count", integer())),
+			errs: []int{bad, forbidden, notFound}, subjects: []string{protocol.ListWorkflows.Subject}},
 		{method: get, path: "/api/profile/style", id: "getProfileStyle", tag: "context",
 			summary: "The user's writing style with a one-line summary",
 			ok:      &Schema{Type: "object", Properties: map[string]*Schema{"summary": str()}, Required: []string{"summary"}}, subjects: []string{protocol.GetProfile.Subject}},
 		{method: get, path: "/api/profile/brand", id: "getProfileBrand", tag: "context",
 			summary: "The user's brand, for document tools", ok: ref("Brand"), subjects: []string{protocol.GetProfile.Subject}},
+		{method: post, path: "/api/profile/analyze-style", id: "analyzeProfileStyle", tag: "context",
+			summary: "The model reads a writing sample (at least 50 characters; the first 1,500 are read, 2,000 kept in samples) and sets the style values it finds on the allowed lists",
+			body:    object(req("text", str())), ok: object(req("writingStyle", ref("WritingStyle"))),
+			errs: []int{bad, http.StatusTooManyRequests, http.StatusServiceUnavailable}, subjects: []string{protocol.AnalyzeProfile.Subject, protocol.UpdateProfile.Subject}},
+		{method: post, path: "/api/profile/analyze-brand", id: "analyzeProfileBrand", tag: "context",
+			summary: "The model reads a brand description (the first 2,000 characters) and sets the hex colours, fonts and logo line it finds",
+			body:    object(req("description", str())), ok: object(req("brand", ref("Brand"))),
+			errs: []int{bad, http.StatusTooManyRequests, http.StatusServiceUnavailable}, subjects: []string{protocol.AnalyzeProfile.Subject, protocol.UpdateProfile.Subject}},
+		{method: post, path: "/api/profile/research", id: "researchProfile", tag: "context",
+			summary: "The model writes a short bio from the profile's name, role, company and industry and saves it (name or company required)",
+			ok:      object(req("bio", str()), req("researched", constant(true))),
+			errs:    []int{bad, http.StatusTooManyRequests, http.StatusServiceUnavailable}, subjects: []string{protocol.GetProfile.Subject, protocol.AnalyzeProfile.Subject, protocol.UpdateProfile.Subject}},
 		{method: get, path: "/api/workspaces/{id}/context", id: "workspaceContext", tag: "context",
 			summary: "The workspace's briefing (Workspace Now): summary, recent threads, decisions and memories, suggested prompts",
 			params:  []Parameter{wsParam}, ok: ref("WorkspaceNow"), errs: []int{bad, notFound}, subjects: []string{protocol.GetWorkspaceNow.Subject}},
@@ -402,3 +444,17 @@ func routes() []op {
 // headerTurnID is gateway.HeaderTurnID (the gateway's tests check they
 // agree; this package cannot import its parent).
 const headerTurnID = "X-Waggle-Turn-Id"
+
+// knowledgeGraph is the graph routes' reply: entities and relations in
+// the original's row shape with the web client's fields beside them.
+func knowledgeGraph(extra ...prop) *Schema {
+	return object(append([]prop{
+		req("entities", arrayOf(object(req("id", str()), req("name", str()), req("entity_type", str()), req("label", str()), req("type", str()),
+			req("properties", &Schema{Type: "object"}), req("mentions", integer()), req("valid_from", str()), req("valid_to", nullable(str())),
+			req("recorded_at", str()), req("mind", str()), opt("_source", str())))),
+		req("relations", arrayOf(object(req("id", str()), req("source_id", str()), req("target_id", str()), req("relation_type", str()),
+			req("source", str()), req("target", str()), req("relationship", str()), req("confidence", number()),
+			req("properties", &Schema{Type: "object"}), req("mentions", integer()), req("valid_from", str()), req("valid_to", nullable(str())),
+			req("recorded_at", str()), req("mind", str()), opt("_source", str())))),
+	}, extra...)...)
+}

@@ -43,6 +43,7 @@ func Mount(r chi.Router, d forward.Deps) {
 	r.Get("/workspaces/{id}/sessions/search", a.searchSessions)
 	r.Get("/workspaces/{id}/sessions/{sessionId}/export", a.exportSession)
 	r.Get("/workspaces/{id}/sessions/{sessionId}/timeline", a.timeline)
+	r.Post("/workspaces/{id}/sessions/{sessionId}/branch", a.branchSession)
 
 	r.Patch("/sessions/{sessionId}", a.renameSession)
 	r.Delete("/sessions/{sessionId}", a.deleteSession)
@@ -228,6 +229,35 @@ func (a api) timeline(w http.ResponseWriter, r *http.Request) {
 		}
 		return rep.Events
 	})
+}
+
+// branchSession is POST …/sessions/{sessionId}/branch {"at": n}: a new
+// session holding the first n messages, where the user's edit of message
+// n is sent next (docs/sessions.md#branches). 201 with the new session's
+// listing entry (its branchOf says where it came from).
+func (a api) branchSession(w http.ResponseWriter, r *http.Request) {
+	forward.Serve(a.d, w, r, a.branching, protocol.BranchSession, http.StatusCreated, nil)
+}
+
+func (a api) branching(w http.ResponseWriter, r *http.Request) (protocol.SessionBranchRequest, error) {
+	ref, err := sessionRef(w, r)
+	if err != nil {
+		return protocol.SessionBranchRequest{}, err
+	}
+	f, err := input.Decode(w, r, a.d.BodyLimit)
+	if err != nil {
+		return protocol.SessionBranchRequest{}, err
+	}
+	for k := range f {
+		if k != "at" {
+			return protocol.SessionBranchRequest{}, protocol.Errorf(protocol.Invalid, "unknown field %s", k)
+		}
+	}
+	var at int
+	if raw, ok := f["at"]; !ok || json.Unmarshal(raw, &at) != nil || at < 0 {
+		return protocol.SessionBranchRequest{}, protocol.Errorf(protocol.Invalid, "at must be the index of the user message being edited (a whole number from 0)")
+	}
+	return protocol.SessionBranchRequest{SessionRef: ref, At: at}, nil
 }
 
 // ---- sessions by id ----

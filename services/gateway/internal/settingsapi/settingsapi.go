@@ -38,8 +38,10 @@ import (
 
 // Config is what the routes need besides the bus.
 type Config struct {
-	// Probe is the gateway's model-server probe.
-	Probe *llmprobe.Prober
+	// Probe is the gateway's view of the model server.
+	Probe interface {
+		Check(ctx context.Context) llmprobe.Status
+	}
 	// LLMURL is the model server's base URL (with /v1).
 	LLMURL string
 	// Client sends test-key's request. Default: 10 s timeout.

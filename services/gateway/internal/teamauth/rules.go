@@ -116,6 +116,7 @@ var rules = map[string]rule{
 	"GET /api/workspaces/{id}/sessions/search":               {scope: scopeWorkspaceParam, action: protocol.ActionRead},
 	"GET /api/workspaces/{id}/sessions/{sessionId}/export":   {scope: scopeWorkspaceParam, action: protocol.ActionRead},
 	"GET /api/workspaces/{id}/sessions/{sessionId}/timeline": {scope: scopeWorkspaceParam, action: protocol.ActionRead},
+	"POST /api/workspaces/{id}/sessions/{sessionId}/branch":  {scope: scopeWorkspaceParam, action: protocol.ActionWrite},
 	"PATCH /api/sessions/{sessionId}":                        {scope: scopeWorkspaceQueryRequired, action: protocol.ActionWrite, queryKeys: []string{"workspace"}},
 	"DELETE /api/sessions/{sessionId}":                       {scope: scopeWorkspaceQueryRequired, action: protocol.ActionWrite, queryKeys: []string{"workspace"}},
 	"GET /api/sessions/{sessionId}/summary":                  {scope: scopeWorkspaceQueryRequired, action: protocol.ActionRead, queryKeys: []string{"workspace"}},
@@ -132,19 +133,33 @@ var rules = map[string]rule{
 	"GET /api/memory/search":               {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases},
 	"GET /api/memory/stats":                {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases},
 	"GET /api/memory/graph":                {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases},
+	"POST /api/memory/graph/{id}/retire":   {scope: scopeWorkspaceQueryOptional, action: protocol.ActionWrite, queryKeys: workspaceAliases},
+	"POST /api/memory/graph/{id}/restore":  {scope: scopeWorkspaceQueryOptional, action: protocol.ActionWrite, queryKeys: workspaceAliases},
 
 	// The profile is the signed-in user's own; the briefing reads the
 	// workspace named in {id}.
-	"GET /api/profile":                 {scope: scopeSelf, action: protocol.ActionRead},
-	"PUT /api/profile":                 {scope: scopeSelf, action: protocol.ActionWrite},
-	"GET /api/profile/style":           {scope: scopeSelf, action: protocol.ActionRead},
-	"GET /api/profile/brand":           {scope: scopeSelf, action: protocol.ActionRead},
+	"GET /api/profile":       {scope: scopeSelf, action: protocol.ActionRead},
+	"PUT /api/profile":       {scope: scopeSelf, action: protocol.ActionWrite},
+	"GET /api/profile/style": {scope: scopeSelf, action: protocol.ActionRead},
+	"GET /api/profile/brand": {scope: scopeSelf, action: protocol.ActionRead},
+	// The analyses write the caller's own profile from what a model
+	// read (text they sent, their own profile).
+	"POST /api/profile/analyze-style":  {scope: scopeSelf, action: protocol.ActionWrite},
+	"POST /api/profile/analyze-brand":  {scope: scopeSelf, action: protocol.ActionWrite},
+	"POST /api/profile/research":       {scope: scopeSelf, action: protocol.ActionWrite},
 	"GET /api/workspaces/{id}/context": {scope: scopeWorkspaceParam, action: protocol.ActionRead},
-	// Custom personas are the signed-in user's own (one set per user).
-	"GET /api/personas":         {scope: scopeSelf, action: protocol.ActionRead},
-	"POST /api/personas":        {scope: scopeSelf, action: protocol.ActionWrite},
-	"PATCH /api/personas/{id}":  {scope: scopeSelf, action: protocol.ActionWrite},
-	"DELETE /api/personas/{id}": {scope: scopeSelf, action: protocol.ActionWrite},
+	// Custom personas are the signed-in user's own (one set per user);
+	// the list adds the shared personas of the team of the workspace it
+	// names. A team's shared personas: its members read them, its admins
+	// change them (they shape every member's agent).
+	"GET /api/personas":              {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases},
+	"GET /api/team-personas":         {scope: scopeTeamQuery, action: protocol.ActionRead},
+	"POST /api/team-personas":        {scope: scopeTeamQuery, action: protocol.ActionAdmin},
+	"PATCH /api/team-personas/{id}":  {scope: scopeTeamQuery, action: protocol.ActionAdmin},
+	"DELETE /api/team-personas/{id}": {scope: scopeTeamQuery, action: protocol.ActionAdmin},
+	"POST /api/personas":             {scope: scopeSelf, action: protocol.ActionWrite},
+	"PATCH /api/personas/{id}":       {scope: scopeSelf, action: protocol.ActionWrite},
+	"DELETE /api/personas/{id}":      {scope: scopeSelf, action: protocol.ActionWrite},
 	// Identity and awareness belong to a mind: the workspace named (or,
 	// without one or with "personal", the caller's own). A workspace's
 	// identity shapes every member's agent: changing it is the admin's.
@@ -152,6 +167,7 @@ var rules = map[string]rule{
 	"POST /api/identity":      {scope: scopeWorkspaceBody, action: protocol.ActionAdmin, bodyKeys: workspaceAliases, personal: "personal"},
 	"GET /api/mind/identity":  {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases, personal: "personal"},
 	"GET /api/mind/awareness": {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases, personal: "personal"},
+	"GET /api/mind/skills":    {scope: scopeWorkspaceQueryOptional, action: protocol.ActionRead, queryKeys: workspaceAliases, personal: "personal"},
 
 	// The agent model and the cost totals are shared by every team.
 	"PUT /api/agent/model":       {scope: scopeOperator, action: protocol.ActionAdmin},
@@ -206,8 +222,10 @@ var rules = map[string]rule{
 	"PATCH /api/notifications/{id}/read": {scope: scopeSelf, action: protocol.ActionWrite},
 	"POST /api/notifications/read-all":   {scope: scopeSelf, action: protocol.ActionWrite},
 
-	// A group run's job: the handler checks the job's team.
-	"GET /api/jobs/{id}": {scope: scopeSelf, action: protocol.ActionRead},
+	// A group run's job: the handler checks the job's team (and, to
+	// cancel, write in the run's workspace).
+	"GET /api/jobs/{id}":         {scope: scopeSelf, action: protocol.ActionRead},
+	"POST /api/jobs/{id}/cancel": {scope: scopeSelf, action: protocol.ActionWrite},
 
 	// config.json is the server's: any user may read the models and
 	// budget, only the operator changes them (a team server's settings

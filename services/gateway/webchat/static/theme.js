@@ -1,7 +1,7 @@
 'use strict';
 // Applies the remembered colour theme before the page paints (no flash of
 // the wrong theme). Without a remembered choice the stylesheet follows the
-// system's prefers-color-scheme; app.js owns the toggle.
+// system's prefers-color-scheme; main.js owns the toggle.
 (() => {
   try {
     const t = JSON.parse(localStorage.getItem('waggle.theme'));

@@ -5,6 +5,7 @@ package agentcontext
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/waggle-os/core/libs/llmtest"
+	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/waggle/app"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
@@ -254,5 +256,62 @@ func TestPromptBudgetTrimsInOrder(t *testing.T) {
 	addFrame(t, srv2, obj{"content": "Milestone alpha: " + strings.Repeat("alpha ", 30), "workspace": ws, "importance": "important"})
 	if sys := turn(t, srv2, llm2, "s1", "hi there"); !strings.Contains(sys, "## Recent Workspace Memory\n- [important] Milestone alpha") {
 		t.Errorf("default budget dropped the recent memory:\n%s", sys)
+	}
+}
+
+// TestWorkspaceNowShowsTranscriptProgress: what was said in the
+// workspace's conversations — a task the user set, a blocker — is
+// Workspace Now's progress in a later session's prompt and in the
+// briefing, without anyone saving a frame.
+func TestWorkspaceNowShowsTranscriptProgress(t *testing.T) {
+	srv, llm := start(t)
+	turn(t, srv, llm, "s1", "We need to book the venue for the launch party")
+	turn(t, srv, llm, "s1", "We are blocked by the deposit terms of the venue contract")
+
+	sys := turn(t, srv, llm, "s2", "Draft an agenda for tomorrow's meeting")
+	mustContain(t, "system prompt", sys, "# Workspace Now — Acme",
+		"## Progress\n- task: book the venue for the launch party\n- blocker: the deposit terms of the venue contract",
+		"## Likely Next Actions\n- Resolve: the deposit terms of the venue contract\n- Continue: book the venue for the launch party")
+
+	var ctx struct {
+		ProgressItems []protocol.ProgressItem `json:"progressItems"`
+		PendingTasks  []string                `json:"pendingTasks"`
+	}
+	if st := srv.JSON(http.MethodGet, "/api/workspaces/"+ws+"/context", nil, &ctx); st != 200 {
+		t.Fatalf("context: %d", st)
+	}
+	if len(ctx.ProgressItems) != 2 || ctx.ProgressItems[0].Type != "task" || ctx.ProgressItems[0].Date == "" ||
+		!slices.Equal(ctx.PendingTasks, []string{"book the venue for the launch party", "the deposit terms of the venue contract"}) {
+		t.Errorf("briefing progress %+v pending %q", ctx.ProgressItems, ctx.PendingTasks)
+	}
+}
+
+// TestWorkspaceNowReadsTheNewest200Frames: the briefing reads a bounded
+// window of the workspace's newest frames — an old frame past the 200th
+// is not in it however important — while its count is the mind's total.
+func TestWorkspaceNowReadsTheNewest200Frames(t *testing.T) {
+	srv, _ := start(t)
+	addFrame(t, srv, obj{"content": "Decision: the oldest critical fact", "workspace": ws, "importance": "critical"})
+	for i := range 200 {
+		addFrame(t, srv, obj{"content": fmt.Sprintf("Note %d about the launch", i), "workspace": ws})
+	}
+	var ctx struct {
+		RecentMemories []protocol.MemoryBrief `json:"recentMemories"`
+		Stats          protocol.WorkspaceCounts
+	}
+	if st := srv.JSON(http.MethodGet, "/api/workspaces/"+ws+"/context", nil, &ctx); st != 200 {
+		t.Fatalf("context: %d", st)
+	}
+	if ctx.Stats.MemoryCount != 201 || len(ctx.RecentMemories) == 0 {
+		t.Fatalf("stats %+v memories %d", ctx.Stats, len(ctx.RecentMemories))
+	}
+	for _, m := range ctx.RecentMemories {
+		if strings.Contains(m.Content, "oldest critical") {
+			t.Errorf("a frame older than the newest 200 was read: %+v", m)
+		}
+	}
+	// The newest ones are.
+	if !strings.Contains(ctx.RecentMemories[0].Content, "Note 199") {
+		t.Errorf("newest memory %+v", ctx.RecentMemories[0])
 	}
 }

@@ -1,11 +1,14 @@
 package agentcontext
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/waggle-os/core/libs/llmtest"
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/waggle/app"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
@@ -80,5 +83,46 @@ func TestIdentityAndAwareness(t *testing.T) {
 	}
 	if srv.JSON(http.MethodGet, "/api/mind/awareness", nil, &aw); aw.Awareness != "No active awareness items." {
 		t.Errorf("personal awareness %q", aw.Awareness)
+	}
+}
+
+// TestMindSkills: GET /api/mind/skills lists the workspace's captured
+// workflow patterns in the original's shape ({skills:[{name, length}],
+// count}); the personal mind and a workspace without patterns have none.
+func TestMindSkills(t *testing.T) {
+	natsAddr := waggletest.FreeAddr(t)
+	srv, _ := start(t, waggletest.WithConfig(func(c *app.Config) { c.NATSListen = natsAddr }))
+	type list struct {
+		Skills []struct {
+			Name   string `json:"name"`
+			Length int    `json:"length"`
+		} `json:"skills"`
+		Count int `json:"count"`
+	}
+	var l list
+	if st := srv.JSON(http.MethodGet, "/api/mind/skills?workspace="+ws, nil, &l); st != 200 || l.Count != 0 || l.Skills == nil {
+		t.Fatalf("no skills yet: %d %+v", st, l)
+	}
+	// Three turns with the same tool sequence make a pattern (the
+	// runner reports each finished turn's sequence like this).
+	nc := srv.DialNATS()
+	seq := []string{"web_search", "web_fetch", "save_memory"}
+	for i := range 3 {
+		waggletest.Operate(t, nc, protocol.ObserveWorkflow, protocol.WorkflowObserveRequest{Workspace: ws, Session: fmt.Sprint("s", i), Tools: seq})
+	}
+	l = list{}
+	if st := srv.JSON(http.MethodGet, "/api/mind/skills?workspaceId="+ws, nil, &l); st != 200 || l.Count != 1 || len(l.Skills) != 1 {
+		t.Fatalf("after a repeated workflow: %d %+v", st, l)
+	}
+	want := protocol.WorkflowPattern{Name: "web_search-then-web_fetch-then-save_memory"}
+	if s := l.Skills[0]; s.Name != want.Name || s.Length < 200 {
+		t.Errorf("skill %+v", s)
+	}
+	l = list{}
+	if st := srv.JSON(http.MethodGet, "/api/mind/skills", nil, &l); st != 200 || l.Count != 0 || l.Skills == nil {
+		t.Errorf("personal mind: %d %+v", st, l)
+	}
+	if st := srv.JSON(http.MethodGet, "/api/mind/skills?workspace=../etc", nil, nil); st != http.StatusBadRequest {
+		t.Errorf("a bad workspace id: %d", st)
 	}
 }

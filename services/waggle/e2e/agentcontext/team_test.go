@@ -1,14 +1,8 @@
 package agentcontext
 
 import (
-	"fmt"
 	"net/http"
 	"testing"
-
-	"github.com/waggle-os/core/libs/pgtest"
-	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/waggle/app"
-	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
 func bearer(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
@@ -18,26 +12,8 @@ func bearer(tok string) []string { return []string{"Authorization", "Bearer " + 
 // team's member cannot read a workspace's briefing or identity, and a
 // plain member cannot change the workspace's identity.
 func TestTeamServerScopesTheAgentsContext(t *testing.T) {
-	natsAddr := waggletest.FreeAddr(t)
-	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
-		c.SessionStore.PostgresURL = pgtest.URL(t)
-		c.Gateway.Auth = "required"
-		c.NATSListen = natsAddr
-	}))
-	nc := srv.DialNATS()
-	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
-	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "rival", Owner: "rita"})
-	olga := bearer(waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"}).Token)
-	rita := bearer(waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "rita"}).Token)
-	mark := bearer(waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "mark"}).Token)
-	if st := srv.JSON(http.MethodPut, "/api/teams/acme/members/mark", obj{"role": "member"}, nil, olga...); st != 200 {
-		t.Fatalf("add member: %d", st)
-	}
-	var ws obj
-	if st := srv.JSON(http.MethodPost, "/api/workspaces", obj{"name": "Acme Ops", "teamId": "acme"}, &ws, olga...); st != 200 && st != 201 {
-		t.Fatalf("create workspace: %d %v", st, ws)
-	}
-	id := fmt.Sprint(ws["id"])
+	ts := startTeams(t)
+	srv, olga, rita, mark, id := ts.srv, ts.olga, ts.rita, ts.mark, ts.ws
 
 	// Profiles are per user.
 	if st := srv.JSON(http.MethodPut, "/api/profile", obj{"name": "Olga"}, nil, olga...); st != 200 {

@@ -61,8 +61,16 @@ func TestTeamTrafficMatchesDescription(t *testing.T) {
 	s.call(t, srv, http.MethodGet, "/api/workspaces/"+id+"/sessions", "/api/workspaces/{id}/sessions", nil, vic...)
 	s.call(t, srv, http.MethodGet, "/api/workspaces/"+id+"/sessions", "/api/workspaces/{id}/sessions", nil, "Authorization", "Bearer wrong")
 	s.call(t, srv, http.MethodGet, "/api/sessions/s1/summary", "/api/sessions/{sessionId}/summary", nil, olga...)
+	// A viewer may not branch a session of the team's workspace.
+	if code, _ := s.call(t, srv, http.MethodPost, "/api/workspaces/"+id+"/sessions/s1/branch", "/api/workspaces/{id}/sessions/{sessionId}/branch", map[string]any{"at": 0}, vic...); code != http.StatusForbidden {
+		t.Errorf("a viewer's branch: %d", code)
+	}
 	s.call(t, srv, http.MethodDelete, "/api/teams/acme/members/greg", "/api/teams/{team}/members/{user}", nil, olga...)
 	s.call(t, srv, http.MethodGet, "/api/workspaces/"+id, "/api/workspaces/{id}", nil, greg...)
+	// Nor may someone outside the team (greg was just removed).
+	if code, _ := s.call(t, srv, http.MethodPost, "/api/workspaces/"+id+"/sessions/s1/branch", "/api/workspaces/{id}/sessions/{sessionId}/branch", map[string]any{"at": 0}, greg...); code != http.StatusForbidden && code != http.StatusNotFound {
+		t.Errorf("an outsider's branch: %d", code)
+	}
 	s.call(t, srv, http.MethodGet, "/api/approval/grants", "/api/approval/grants", nil, olga...)
 
 	_, created := s.call(t, srv, http.MethodPost, "/api/tokens", "/api/tokens", map[string]any{"name": "laptop"}, olga...)

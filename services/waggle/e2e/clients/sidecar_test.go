@@ -97,8 +97,8 @@ func TestDesktopSidecar(t *testing.T) {
 		{"GET", "/api/workspaces", 200, "application/json", "", `"id":"default"`},
 		{"GET", "/metrics", 200, "text/plain", "", "waggle_"},
 		// Our web chat, beside the app.
-		{"GET", "/chat/", 200, "text/html", "", `src="/chat/app.js"`},
-		{"GET", "/chat/app.js", 200, "text/javascript", "", "X-Waggle-Turn-Id"},
+		{"GET", "/chat/", 200, "text/html", "", `src="/chat/main.js"`},
+		{"GET", "/chat/turn.js", 200, "text/javascript", "", "X-Waggle-Turn-Id"},
 		{"GET", "/chat/nope.js", 404, "application/json", jsonNotFound, ""},
 		// The file server stays inside the directory.
 		{"GET", "/../../etc/passwd", 200, "text/html", string(index), ""},
@@ -161,7 +161,7 @@ func TestWebChatAtRoot(t *testing.T) {
 	waitHealthy(t, base, srv.exited, srv.out)
 	for _, path := range []string{"/", "/chat/"} {
 		status, ctype, body := get(t, "GET", base+path)
-		if status != 200 || !strings.HasPrefix(ctype, "text/html") || !strings.Contains(body, `src="/chat/app.js"`) {
+		if status != 200 || !strings.HasPrefix(ctype, "text/html") || !strings.Contains(body, `src="/chat/main.js"`) {
 			t.Errorf("GET %s: %d %q %.100q", path, status, ctype, body)
 		}
 	}

@@ -120,7 +120,7 @@ func TestUsageLedger(t *testing.T) {
 
 func TestAgentsActiveIdle(t *testing.T) {
 	srv := waggletest.Start(t)
-	if st, got := rawJSON(t, srv, http.MethodGet, "/api/agents/active", nil); st != 200 || got != `{"workers":[],"active":[]}` {
+	if st, got := rawJSON(t, srv, http.MethodGet, "/api/agents/active", nil); st != 200 || got != `{"workers":[],"active":[],"subAgents":[]}` {
 		t.Fatalf("%d %s", st, got)
 	}
 }

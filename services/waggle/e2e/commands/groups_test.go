@@ -329,7 +329,7 @@ func TestActiveAgentsDuringRun(t *testing.T) {
 	if job.Status != protocol.JobFailed || job.Error == "" || job.FinishedAt == "" {
 		t.Fatalf("job after a stop mid-run: %+v", job)
 	}
-	if st, got := rawJSON(t, srv, http.MethodGet, "/api/agents/active", nil); st != 200 || got != `{"workers":[],"active":[]}` {
+	if st, got := rawJSON(t, srv, http.MethodGet, "/api/agents/active", nil); st != 200 || got != `{"workers":[],"active":[],"subAgents":[]}` {
 		t.Fatalf("active after restart %s", got)
 	}
 }

@@ -5,6 +5,7 @@ package desktop
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/waggle-os/core/libs/llmtest"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
@@ -230,5 +232,46 @@ func TestModelsComeFromTheModelServer(t *testing.T) {
 	down := waggletest.Start(t)
 	if code := down.JSON("GET", "/api/litellm/models", nil, &models); code != http.StatusOK || len(models.Models) != 0 {
 		t.Fatalf("models of an unreachable server: %d %v", code, models.Models)
+	}
+}
+
+// TestModelServerThatWantsAKeyIsSeenWithTheVaultKey: a model server that
+// refuses requests without its key (401) is unavailable to /health and
+// the models list until the user saves the key in the vault; then both
+// report it (the gateway asks a turn runner, which holds the vault's key,
+// instead of reading the key itself), and the next turn is served by the
+// model with that key rather than in echo mode.
+func TestModelServerThatWantsAKeyIsSeenWithTheVaultKey(t *testing.T) {
+	const secret = "sk-hosted-0123456789-secret"
+	llm := newLLM(t, llmtest.WithAPIKey(secret), llmtest.WithModels("alpha-1", "beta-2"), llmtest.WithDefault(llmtest.Reply("from the model")))
+	srv := waggletest.Start(t, waggletest.WithLLM(llm.URL()))
+	var health struct {
+		LLM struct{ Reachable bool } `json:"llm"`
+	}
+	var models struct{ Models []string }
+	if code := srv.JSON("GET", "/health", nil, &health); code != http.StatusOK || health.LLM.Reachable {
+		t.Fatalf("health before the key: %d %+v", code, health)
+	}
+	if code := srv.JSON("GET", "/api/litellm/models", nil, &models); code != http.StatusOK || len(models.Models) != 0 {
+		t.Fatalf("models before the key: %d %v", code, models.Models)
+	}
+
+	if code := srv.JSON("POST", "/api/vault", map[string]any{"name": "openai", "value": secret}, nil); code != http.StatusOK {
+		t.Fatalf("save key: %d", code)
+	}
+	waitfor.NoError(t, "the models list comes from the server", func() error {
+		if code := srv.JSON("GET", "/api/litellm/models", nil, &models); code != http.StatusOK || strings.Join(models.Models, ",") != "alpha-1,beta-2" {
+			return fmt.Errorf("models: %d %v", code, models.Models)
+		}
+		return nil
+	})
+	if code := srv.JSON("GET", "/health", nil, &health); code != http.StatusOK || !health.LLM.Reachable {
+		t.Fatalf("health after the key: %d %+v", code, health)
+	}
+	st := srv.Chat(chat("hello"))
+	defer st.Close()
+	evs := st.All(t)
+	if last := evs[len(evs)-1]; last.Name != "done" || !strings.Contains(string(last.Data), `"content":"from the model"`) {
+		t.Fatalf("the turn after the key ended with %s %s", last.Name, last.Data)
 	}
 }

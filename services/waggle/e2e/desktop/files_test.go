@@ -1,11 +1,14 @@
 package desktop
 
 import (
+	"bytes"
 	"encoding/base64"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/waggle-os/core/libs/llmtest"
@@ -136,5 +139,81 @@ func TestFilePathEscapesAreRefused(t *testing.T) {
 	}
 	if code := srv.JSON("GET", "/api/workspaces/..%2Fx/files/list", nil, nil); code != http.StatusBadRequest && code != http.StatusNotFound {
 		t.Errorf("an unsafe workspace id: %d", code)
+	}
+}
+
+// countingReader counts what the client has sent of a request body.
+type countingReader struct {
+	r    io.Reader
+	sent atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.sent.Add(int64(n))
+	return n, err
+}
+
+// TestUploadSizeLimit: an upload over 5 MiB is the original's 413 "File
+// exceeds 5MB limit". A body announced as too large is refused before
+// the server reads it (the client has sent a sliver when the answer
+// comes); one sent chunked is cut off at the limit; a file of exactly
+// 5 MiB is written, and nothing of the refused ones is.
+func TestUploadSizeLimit(t *testing.T) {
+	srv := waggletest.Start(t)
+	const url = "/api/workspaces/desk/files/upload"
+	tooLarge := func(resp *http.Response) {
+		t.Helper()
+		if b := body(t, resp); resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(b, `"File exceeds 5MB limit"`) {
+			t.Fatalf("status %d body %s", resp.StatusCode, b)
+		}
+	}
+
+	// Announced: 200 MiB that the client would send only as the server
+	// reads them (a pipe that the test feeds 64 KiB, then holds).
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go func() { _, _ = pw.Write(bytes.Repeat([]byte(" "), 64<<10)) }()
+	sent := &countingReader{r: pr}
+	req, err := http.NewRequest("POST", srv.URL+url, sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = 200 << 20
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("announced upload: %v", err)
+	}
+	tooLarge(resp)
+	if n := sent.sent.Load(); n > 64<<10 {
+		t.Fatalf("the client sent %d bytes before the answer", n)
+	}
+
+	// Chunked: no length announced, the body is read up to the limit.
+	big := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("x"), 8<<20))
+	chunked := io.MultiReader(strings.NewReader(`{"path":"/inbox","name":"big.bin","data":"`), strings.NewReader(big), strings.NewReader(`"}`))
+	req, err = http.NewRequest("POST", srv.URL+url, chunked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatalf("chunked upload: %v", err)
+	}
+	tooLarge(resp)
+
+	// In JSON, one byte over the limit, then exactly the limit.
+	upload := func(name string, size int) *http.Response {
+		return srv.Do("POST", url, map[string]any{"path": "/inbox", "name": name,
+			"data": base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("y"), size))})
+	}
+	tooLarge(upload("over.bin", 5<<20+1))
+	if resp := upload("limit.bin", 5<<20); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("a 5 MiB upload: %d %s", resp.StatusCode, body(t, resp))
+	}
+	var inbox []fileEntry
+	if code := srv.JSON("GET", "/api/workspaces/desk/files/list?path=/inbox", nil, &inbox); code != http.StatusOK || len(inbox) != 1 || inbox[0].Name != "limit.bin" || inbox[0].Size != 5<<20 {
+		t.Fatalf("inbox after the uploads: %d %+v", code, inbox)
 	}
 }

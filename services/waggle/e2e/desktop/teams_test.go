@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/waggle/app"
@@ -82,6 +84,149 @@ func TestTeamServerScopesVaultAndFiles(t *testing.T) {
 		resp := srv.Do("GET", files+route, nil, bearer(mal)...)
 		if b := body(t, resp); resp.StatusCode < 400 || strings.Contains(b, "plan") {
 			t.Errorf("mal %s: %d %s", route, resp.StatusCode, b)
+		}
+	}
+}
+
+// TestTeamServerScopesJobCancel: a group run in acme's workspace is
+// cancelled by acme's members only: mal (another team) is told it does
+// not exist, vic (acme viewer) may read it but not stop it.
+func TestTeamServerScopesJobCancel(t *testing.T) {
+	hold := llmtest.NewPause()
+	t.Cleanup(hold.Release)
+	llm := newLLM(t, llmtest.WithDefault(llmtest.Response{Steps: []llmtest.Step{llmtest.Content("thinking"), llmtest.Wait(hold)}}))
+	srv := waggletest.Start(t, waggletest.WithLLM(llm.URL()), waggletest.WithConfig(func(c *app.Config) {
+		c.SessionStore.PostgresURL = pgtest.URL(t)
+		c.Gateway.Auth = "required"
+		c.NATSListen = waggletest.FreeAddr(t)
+	}))
+	nc := srv.DialNATS()
+	defer nc.Close()
+	token := func(user string) string {
+		return waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: user}).Token
+	}
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "alice"})
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "evil", Owner: "mal"})
+	alice, vic, mal := token("alice"), token("vic"), token("mal")
+	waggletest.Operate(t, nc, protocol.PutMember, protocol.MemberPutRequest{TeamRef: protocol.TeamRef{Team: "acme"}, User: "vic", Role: "viewer"})
+	var ws map[string]any
+	if code := srv.JSON("POST", "/api/workspaces", map[string]any{"name": "Acme Ops", "teamId": "acme"}, &ws, bearer(alice)...); code/100 != 2 {
+		t.Fatalf("workspace: %d", code)
+	}
+	var group struct{ ID string }
+	if code := srv.JSON("POST", "/api/agent-groups", map[string]any{"name": "Acme pair", "strategy": "sequential", "teamId": "acme",
+		"members": []any{map[string]any{"agentId": "researcher", "roleInGroup": "lead", "executionOrder": 0}}}, &group, bearer(alice)...); code/100 != 2 {
+		t.Fatalf("create group: %d", code)
+	}
+	var started struct{ JobID string }
+	if code := srv.JSON("POST", "/api/agent-groups/"+group.ID+"/run", map[string]any{"task": "research", "workspaceId": ws["id"]}, &started, bearer(alice)...); code/100 != 2 {
+		t.Fatalf("run: %d", code)
+	}
+	select {
+	case <-hold.Reached():
+	case <-time.After(60 * time.Second):
+		t.Fatal("the member's model call never came")
+	}
+	cancel := "/api/jobs/" + started.JobID + "/cancel"
+	if code := srv.JSON("POST", cancel, nil, nil, bearer(mal)...); code != http.StatusNotFound {
+		t.Errorf("mal cancels acme's job: %d, want 404", code)
+	}
+	if code := srv.JSON("GET", "/api/jobs/"+started.JobID, nil, nil, bearer(vic)...); code != http.StatusOK {
+		t.Errorf("vic reads acme's job: %d", code)
+	}
+	if code := srv.JSON("POST", cancel, nil, nil, bearer(vic)...); code != http.StatusForbidden {
+		t.Errorf("a viewer cancels: %d, want 403", code)
+	}
+	var job struct{ Status string }
+	if code := srv.JSON("GET", "/api/jobs/"+started.JobID, nil, &job, bearer(alice)...); code != http.StatusOK || job.Status != "running" {
+		t.Fatalf("job after refused cancels: %d %+v", code, job)
+	}
+	if code := srv.JSON("POST", cancel, nil, nil, bearer(alice)...); code != http.StatusOK {
+		t.Fatalf("alice cancels: %d", code)
+	}
+	if code := srv.JSON("GET", "/api/jobs/"+started.JobID, nil, &job, bearer(alice)...); code != http.StatusOK || job.Status != "cancelled" {
+		t.Fatalf("job after alice's cancel: %d %+v", code, job)
+	}
+}
+
+// TestTeamVaultKeysReachOnlyTheirTeamsTurns: on a team server whose model
+// server wants a key (its /models answers 401 to the probe), each team's
+// admin saves the team's key; a turn in acme's workspace sends acme's key
+// to the model, one in bolt's sends bolt's, one in a team with no key
+// sends neither (echo mode). An acme member who is not an admin can
+// neither list nor reveal acme's key, and no file holds a key in clear.
+func TestTeamVaultKeysReachOnlyTheirTeamsTurns(t *testing.T) {
+	llm := newLLM(t, llmtest.WithDefault(llmtest.Reply("team reply")))
+	llm.SetModelsStatus(http.StatusUnauthorized)
+	srv := waggletest.Start(t, waggletest.WithLLM(llm.URL()), waggletest.WithConfig(func(c *app.Config) {
+		c.SessionStore.PostgresURL = pgtest.URL(t)
+		c.Gateway.Auth = "required"
+		c.NATSListen = waggletest.FreeAddr(t)
+	}))
+	nc := srv.DialNATS()
+	defer nc.Close()
+	token := func(user string) string {
+		return waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: user}).Token
+	}
+	for team, owner := range map[string]string{"acme": "alice", "bolt": "bob", "crew": "carl"} {
+		waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: team, Owner: owner})
+	}
+	waggletest.Operate(t, nc, protocol.PutMember, protocol.MemberPutRequest{TeamRef: protocol.TeamRef{Team: "acme"}, User: "mia", Role: "member"})
+	alice, bob, carl, mia := token("alice"), token("bob"), token("carl"), token("mia")
+	workspace := func(team, tok string) string {
+		var ws map[string]any
+		if code := srv.JSON("POST", "/api/workspaces", map[string]any{"name": team + " work", "teamId": team}, &ws, bearer(tok)...); code/100 != 2 {
+			t.Fatalf("%s workspace: %d", team, code)
+		}
+		return fmt.Sprint(ws["id"])
+	}
+	acmeWS, boltWS, crewWS := workspace("acme", alice), workspace("bolt", bob), workspace("crew", carl)
+
+	const acmeKey, boltKey = "sk-acme-team-key-0001", "sk-bolt-team-key-0002"
+	if code := srv.JSON("POST", "/api/vault?team=acme", map[string]any{"name": "openai", "value": acmeKey}, nil, bearer(alice)...); code != http.StatusOK {
+		t.Fatalf("alice saves acme's key: %d", code)
+	}
+	if code := srv.JSON("POST", "/api/vault?team=bolt", map[string]any{"name": "openai", "value": boltKey}, nil, bearer(bob)...); code != http.StatusOK {
+		t.Fatalf("bob saves bolt's key: %d", code)
+	}
+
+	// chat runs one turn and returns the Authorization headers of the
+	// model calls it made.
+	chat := func(ws, tok string) []string {
+		before := len(llm.ChatRequests())
+		st := srv.Chat(map[string]any{"message": "hello", "workspace": ws, "session": "s1"}, bearer(tok)...)
+		defer st.Close()
+		if names := waggletest.Names(st.All(t)); len(names) == 0 || names[len(names)-1] != "done" {
+			t.Fatalf("turn in %s ended with %v", ws, names)
+		}
+		var auth []string
+		for _, r := range llm.ChatRequests()[before:] {
+			auth = append(auth, r.Header.Get("Authorization"))
+		}
+		return auth
+	}
+	if got := chat(acmeWS, alice); len(got) == 0 || got[0] != "Bearer "+acmeKey {
+		t.Errorf("acme's turn sent %q, want acme's key", got)
+	}
+	if got := chat(boltWS, bob); len(got) == 0 || got[0] != "Bearer "+boltKey {
+		t.Errorf("bolt's turn sent %q, want bolt's key", got)
+	}
+	if got := chat(crewWS, carl); len(got) != 0 {
+		t.Errorf("crew (no key) made model calls with %q; want echo mode", got)
+	}
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/api/vault?team=acme"},
+		{"POST", "/api/vault/openai/reveal?team=acme"},
+		{"POST", "/api/vault?team=acme"},
+	} {
+		resp := srv.Do(c.method, c.path, map[string]any{"name": "openai", "value": "mia-was-here"}, bearer(mia)...)
+		if b := body(t, resp); resp.StatusCode != http.StatusForbidden || strings.Contains(b, acmeKey) {
+			t.Errorf("mia (acme member) %s %s: %d %s", c.method, c.path, resp.StatusCode, b)
+		}
+	}
+	for _, secret := range []string{acmeKey, boltKey} {
+		if files := filesHolding(t, srv.DataDir, secret); len(files) > 0 {
+			t.Errorf("a team key is in clear in %v", files)
 		}
 	}
 }

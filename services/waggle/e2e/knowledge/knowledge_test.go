@@ -178,6 +178,65 @@ func testKnowledgeGraph(t *testing.T, opts ...waggletest.Option) {
 		t.Errorf("retired relation record = %v", old)
 	}
 
+	// The correction is undone over HTTP: the relation is valid again,
+	// its reason gone; undoing it twice is a conflict.
+	var back graphReply
+	if st := srv.JSON("POST", "/api/memory/graph/"+id+"/restore?workspace=w1", nil, &back); st != 200 || len(back.Relations) != 1 || back.Relations[0]["valid_to"] != nil {
+		t.Fatalf("restore %s: %d %+v", id, st, back)
+	}
+	if relation(getGraph(t, srv, "workspace=w1"), "Ada Lovelace", "leads", "Project Falcon") == nil {
+		t.Error("the restored relation is not in the graph")
+	}
+	var errBody obj
+	if st := srv.JSON("POST", "/api/memory/graph/"+id+"/restore?workspace=w1", nil, &errBody); st != 409 {
+		t.Errorf("restoring a valid relation: %d %v, want 409", st, errBody)
+	}
+	// An entity retired over HTTP takes its relations along; restoring it
+	// brings back the shape it had.
+	ada := fmt.Sprint(entity(getGraph(t, srv, "workspace=w1"), "Ada Lovelace")["id"])
+	var gone graphReply
+	if st := srv.JSON("POST", "/api/memory/graph/"+ada+"/retire?workspace=w1", obj{"reason": "a test"}, &gone); st != 200 || len(gone.Entities) != 1 || len(gone.Relations) < 2 {
+		t.Fatalf("retire Ada: %d %+v", st, gone)
+	}
+	if entity(getGraph(t, srv, "workspace=w1"), "Ada Lovelace") != nil {
+		t.Error("a retired entity is still in the graph")
+	}
+	if st := srv.JSON("POST", "/api/memory/graph/"+ada+"/restore?workspace=w2", nil, &errBody); st != 404 {
+		t.Errorf("restoring through another workspace: %d, want 404", st)
+	}
+	if st := srv.JSON("POST", "/api/memory/graph/"+ada+"/restore?workspace=w1", nil, &back); st != 200 || len(back.Entities) != 1 || len(back.Relations) != len(gone.Relations) {
+		t.Fatalf("restore Ada: %d %+v, want her and her %d relations", st, back, len(gone.Relations))
+	}
+	g = getGraph(t, srv, "workspace=w1")
+	if relation(g, "Ada Lovelace", "leads", "Project Falcon") == nil || relation(g, "Ada Lovelace", "works_at", "Acme Corp") == nil {
+		t.Errorf("Ada's relations after the restore: %v", g.Relations)
+	}
+	if st := srv.JSON("POST", "/api/memory/graph/..%2Fx/restore?workspace=w1", nil, &errBody); st != 400 {
+		t.Errorf("a bad id: %d, want 400", st)
+	}
+
+	// The graph is read a page at a time.
+	var page struct {
+		graphReply
+		NextOffset int `json:"nextOffset"`
+	}
+	seen := map[any]bool{}
+	for off := 0; ; off = page.NextOffset {
+		page.NextOffset = 0
+		if st := srv.JSON("GET", fmt.Sprintf("/api/memory/graph?workspace=w1&limit=3&offset=%d", off), nil, &page); st != 200 || len(page.Entities) > 3 {
+			t.Fatalf("page at %d: %d %d entities", off, st, len(page.Entities))
+		}
+		for _, e := range page.Entities {
+			seen[e["id"]] = true
+		}
+		if page.NextOffset == 0 {
+			break
+		}
+	}
+	if whole := len(getGraph(t, srv, "workspace=w1").Entities); len(seen) != whole || whole < 4 {
+		t.Errorf("pages held %d entities, the whole graph %d", len(seen), whole)
+	}
+
 	// scope=all marks each fact with its mind.
 	all := getGraph(t, srv, "scope=all&workspace=w1")
 	if len(all.Entities) == 0 || all.Entities[0]["_source"] != "workspace" {

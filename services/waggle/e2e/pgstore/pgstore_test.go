@@ -20,7 +20,9 @@ import (
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/pgtest"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/sessionstore"
+	"github.com/waggle-os/core/services/sessionstore/frames"
 	"github.com/waggle-os/core/services/waggle/app"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
@@ -192,6 +194,133 @@ func TestTeamWorkspacesLiveInPostgres(t *testing.T) {
 	}
 	if st := e.srv.JSON(http.MethodGet, "/api/workspaces/"+team, nil, nil); st != 404 {
 		t.Errorf("deleted team workspace: %d, want 404", st)
+	}
+}
+
+// TestTeamMindsLiveInPostgres: with team workspaces in PostgreSQL and
+// personal ones in JSONL, a team workspace's memories and knowledge graph
+// are never written to the data dir, and a personal workspace's never to
+// PostgreSQL: losing the data dir keeps the first and loses the second (a
+// personal workspace of the same id made anew finds nothing).
+func TestTeamMindsLiveInPostgres(t *testing.T) {
+	e := start(t, "")
+	team := e.createWorkspace(t, map[string]any{"name": "Alpha", "teamId": "team-1"})
+	personal := e.createWorkspace(t, map[string]any{"name": "Alpha"})
+	const teamFact = "Ada Lovelace leads Project Falcon at Acme Corp"
+	const personalFact = "Grace Hopper leads Project Heron at Initech Corp"
+	e.save(t, team, teamFact)
+	e.save(t, personal, personalFact)
+	e.waitEntity(t, team, "Ada Lovelace")
+	e.waitEntity(t, personal, "Grace Hopper")
+	// A turn in the team workspace feeds its graph too.
+	e.chat(t, team, "plan", "Linus Torvalds leads Project Kestrel at Globex Corp")
+	e.waitEntity(t, team, "Linus Torvalds")
+
+	if exists(filepath.Join(e.dataDir, "workspaces", team)) {
+		entries, _ := os.ReadDir(filepath.Join(e.dataDir, "workspaces", team))
+		t.Errorf("team workspace has files in the data dir: %v", entries)
+	}
+	for _, f := range []string{"memories.jsonl", "knowledge.jsonl"} {
+		if !exists(filepath.Join(e.dataDir, "workspaces", personal, f)) {
+			t.Errorf("personal workspace has no %s", f)
+		}
+	}
+	if got := e.search(t, team, "Falcon"); len(got) != 1 || got[0] != teamFact {
+		t.Fatalf("team search = %v", got)
+	}
+
+	// The data dir is lost: the team workspace's mind is all there, the
+	// personal one is gone with its files and was never in PostgreSQL.
+	e.stopStore(t)
+	e.startStore(t, "", t.TempDir())
+	if got := e.search(t, team, "Falcon"); len(got) != 1 || got[0] != teamFact {
+		t.Fatalf("team search after losing the data dir = %v", got)
+	}
+	e.waitEntity(t, team, "Linus Torvalds")
+	if again := e.createWorkspace(t, map[string]any{"name": "Alpha"}); again != personal {
+		t.Fatalf("recreated personal workspace id = %s, want %s", again, personal)
+	}
+	if got := e.search(t, personal, "Heron"); len(got) != 0 {
+		t.Errorf("a personal workspace's memory was in PostgreSQL: %v", got)
+	}
+	if g := e.graph(t, personal); len(g) != 0 {
+		t.Errorf("a personal workspace's graph was in PostgreSQL: %v", g)
+	}
+}
+
+func (e *env) save(t *testing.T, ws, content string) {
+	t.Helper()
+	var out map[string]any
+	if st := e.srv.JSON(http.MethodPost, "/api/memory/frames", map[string]any{"content": content, "workspace": ws}, &out); st != 200 || out["saved"] != true {
+		t.Fatalf("save in %s: %d %v", ws, st, out)
+	}
+}
+
+// search lists the contents of a workspace mind's hits for q.
+func (e *env) search(t *testing.T, ws, q string) []string {
+	t.Helper()
+	var out struct {
+		Results []struct {
+			Content string `json:"content"`
+		} `json:"results"`
+	}
+	if st := e.srv.JSON(http.MethodGet, "/api/memory/search?scope=workspace&workspace="+ws+"&q="+q, nil, &out); st != 200 {
+		t.Fatalf("search %s: %d", ws, st)
+	}
+	var got []string
+	for _, r := range out.Results {
+		got = append(got, r.Content)
+	}
+	return got
+}
+
+// graph lists the names of a workspace mind's entities.
+func (e *env) graph(t *testing.T, ws string) []string {
+	t.Helper()
+	var out struct {
+		Entities []struct {
+			Name string `json:"name"`
+		} `json:"entities"`
+	}
+	if st := e.srv.JSON(http.MethodGet, "/api/memory/graph?scope=workspace&workspace="+ws, nil, &out); st != 200 {
+		t.Fatalf("graph %s: %d", ws, st)
+	}
+	var names []string
+	for _, x := range out.Entities {
+		names = append(names, x.Name)
+	}
+	return names
+}
+
+func (e *env) waitEntity(t *testing.T, ws, name string) {
+	t.Helper()
+	waitfor.True(t, name+" in the graph of "+ws, func() bool { return contains(e.graph(t, ws), name) })
+}
+
+// TestTeamMindMovesOutOfTheDataDir: a team workspace's memories that an
+// older version kept in the data dir are moved into PostgreSQL at start
+// (the file goes), so they are found where the workspace lives.
+func TestTeamMindMovesOutOfTheDataDir(t *testing.T) {
+	e := start(t, "")
+	team := e.createWorkspace(t, map[string]any{"name": "Beta", "teamId": "team-1"})
+	e.stopStore(t)
+	const old = "Margaret Hamilton wrote the Apollo guidance software"
+	legacy := frames.NewJSONL(e.dataDir)
+	ts := "2026-01-02T03:04:05.000Z"
+	if _, _, err := legacy.Add(context.Background(), frames.Mind{Kind: frames.KindWorkspace, ID: team},
+		frames.Frame{ID: "mem-legacy-1", Content: old, Importance: "important", Source: "user_stated", Created: ts, Updated: ts, AccessCount: 3}); err != nil {
+		t.Fatal(err)
+	}
+	e.startStore(t, "", e.dataDir)
+	if got := e.search(t, team, "Apollo"); len(got) != 1 || got[0] != old {
+		t.Fatalf("team search after the move = %v", got)
+	}
+	if exists(filepath.Join(e.dataDir, "workspaces", team, "memories.jsonl")) {
+		t.Error("the team workspace's memories file is still in the data dir")
+	}
+	var f map[string]any
+	if st := e.srv.JSON(http.MethodPatch, "/api/memory/frames/mem-legacy-1/access?workspace="+team, nil, &f); st != 200 || f["accessCount"] != float64(4) {
+		t.Errorf("moved frame's access = %d %v, want its id and count kept (4)", st, f)
 	}
 }
 

@@ -124,40 +124,10 @@ func (tm *autonomyTeam) autonomySetPolicy(t *testing.T, token string, level any)
 	return st, team
 }
 
-// autonomyUntil reads a chat stream until the first event named one of
-// names (returned last) and fails if the stream ends first.
-func autonomyUntil(t *testing.T, st *waggletest.Stream, names ...string) []waggletest.Event {
-	t.Helper()
-	var out []waggletest.Event
-	for {
-		ev, err := st.Next()
-		if err != nil {
-			t.Fatalf("stream ended before %v (%v); events: %v", names, err, waggletest.Names(out))
-		}
-		out = append(out, ev)
-		for _, n := range names {
-			if ev.Name == n {
-				return out
-			}
-		}
-	}
-}
-
-// autonomySteps is the text of a stream's step events.
-func autonomySteps(evs []waggletest.Event) []string {
-	var out []string
-	for _, ev := range evs {
-		if ev.Name == protocol.EventStep {
-			out = append(out, ev.Content())
-		}
-	}
-	return out
-}
-
 // autonomyLoweringSteps is the steps that say the level was lowered.
 func autonomyLoweringSteps(evs []waggletest.Event) []string {
 	var out []string
-	for _, s := range autonomySteps(evs) {
+	for _, s := range waggletest.Steps(evs) {
 		if strings.HasPrefix(s, "Autonomy lowered") {
 			out = append(out, s)
 		}
@@ -188,9 +158,9 @@ func TestAutonomyTeamMemberYoloIsLowered(t *testing.T) {
 	st := waggletest.NewStream(tm.proc.Do(t, "POST", "/api/chat",
 		autonomyBashChat(tm.workspace, map[string]any{"level": "yolo"}), "Authorization", "Bearer "+tm.greg))
 	defer st.Close()
-	evs := autonomyUntil(t, st, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
+	evs := st.Until(t, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
 	if last := evs[len(evs)-1]; last.Name != protocol.EventApprovalRequired {
-		t.Fatalf("yolo from a member ran bash without asking: ended at %s, steps %q", last.Name, autonomySteps(evs))
+		t.Fatalf("yolo from a member ran bash without asking: ended at %s, steps %q", last.Name, waggletest.Steps(evs))
 	}
 	want := "Autonomy lowered to normal: this team allows at most normal."
 	if got := autonomyLoweringSteps(evs); len(got) != 1 || got[0] != want {
@@ -242,9 +212,9 @@ func TestAutonomyTeamAdminRaisesPolicyToYolo(t *testing.T) {
 	st := waggletest.NewStream(tm.proc.Do(t, "POST", "/api/chat",
 		autonomyBashChat(tm.workspace, map[string]any{"level": "yolo"}), "Authorization", "Bearer "+tm.greg))
 	defer st.Close()
-	evs := autonomyUntil(t, st, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
+	evs := st.Until(t, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
 	if last := evs[len(evs)-1]; last.Name != protocol.EventDone {
-		t.Fatalf("yolo under a yolo policy: ended at %s, steps %q", last.Name, autonomySteps(evs))
+		t.Fatalf("yolo under a yolo policy: ended at %s, steps %q", last.Name, waggletest.Steps(evs))
 	}
 	if got := autonomyLoweringSteps(evs); len(got) != 0 {
 		t.Fatalf("lowering steps under a yolo policy: %q", got)
@@ -261,7 +231,7 @@ func TestAutonomyTeamChatWithinPolicyIsNotLowered(t *testing.T) {
 	tm := autonomyTeamServer(t)
 	st := waggletest.NewStream(tm.proc.Do(t, "POST", "/api/chat",
 		autonomyBashChat(tm.workspace, map[string]any{"level": "normal"}), "Authorization", "Bearer "+tm.greg))
-	evs := autonomyUntil(t, st, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
+	evs := st.Until(t, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
 	if last := evs[len(evs)-1]; last.Name != protocol.EventApprovalRequired {
 		t.Fatalf("normal chat: ended at %s", last.Name)
 	}
@@ -277,9 +247,9 @@ func TestAutonomyTeamChatWithinPolicyIsNotLowered(t *testing.T) {
 	st = waggletest.NewStream(tm.proc.Do(t, "POST", "/api/chat",
 		autonomyBashChat(tm.workspace, map[string]any{"level": "trusted"}), "Authorization", "Bearer "+tm.greg))
 	defer st.Close()
-	evs = autonomyUntil(t, st, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
+	evs = st.Until(t, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
 	if last := evs[len(evs)-1]; last.Name != protocol.EventDone {
-		t.Fatalf("trusted under a trusted policy: ended at %s, steps %q", last.Name, autonomySteps(evs))
+		t.Fatalf("trusted under a trusted policy: ended at %s, steps %q", last.Name, waggletest.Steps(evs))
 	}
 	if got := autonomyLoweringSteps(evs); len(got) != 0 {
 		t.Fatalf("lowering steps at trusted under trusted: %q", got)
@@ -313,9 +283,9 @@ func TestAutonomyMalformedObjectIsNoElevation(t *testing.T) {
 			ws := "ws-" + strings.ReplaceAll(name, " ", "-")
 			st := waggletest.NewStream(p.Do(t, "POST", "/api/chat", autonomyBashChat(ws, json.RawMessage(raw))))
 			defer st.Close()
-			evs := autonomyUntil(t, st, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
+			evs := st.Until(t, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
 			if last := evs[len(evs)-1]; last.Name != protocol.EventApprovalRequired {
-				t.Fatalf("autonomy %s elevated: ended at %s, steps %q", raw, last.Name, autonomySteps(evs))
+				t.Fatalf("autonomy %s elevated: ended at %s, steps %q", raw, last.Name, waggletest.Steps(evs))
 			}
 			if autonomyPwned(t, p, ws) {
 				t.Fatal("the command ran before its approval")

@@ -65,10 +65,10 @@ func TestWebFetchLoopbackPageAfterApproval(t *testing.T) {
 	p := waggletest.StartProc(t, waggleBin, waggletest.ProcEnv("WAGGLE_LLM_URL="+llm.URL()))
 	st := waggletest.NewStream(p.Do(t, "POST", "/api/chat", webfetchChat("wf", page.URL+"/status")))
 	defer st.Close()
-	evs := autonomyUntil(t, st, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
+	evs := st.Until(t, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
 	last := evs[len(evs)-1]
 	if last.Name != protocol.EventApprovalRequired {
-		t.Fatalf("a loopback fetch ran without asking: ended at %s, steps %q", last.Name, autonomySteps(evs))
+		t.Fatalf("a loopback fetch ran without asking: ended at %s, steps %q", last.Name, waggletest.Steps(evs))
 	}
 	var a struct {
 		RequestID string          `json:"requestId"`
@@ -159,9 +159,9 @@ func TestWebFetchTeamServerAllowPrivateAsks(t *testing.T) {
 	p, token, ws := webfetchTeamServer(t, llm, "--web-fetch-allow-private")
 	st := waggletest.NewStream(p.Do(t, "POST", "/api/chat", webfetchChat(ws, page.URL), "Authorization", "Bearer "+token))
 	defer st.Close()
-	evs := autonomyUntil(t, st, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
+	evs := st.Until(t, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
 	if last := evs[len(evs)-1]; last.Name != protocol.EventApprovalRequired {
-		t.Fatalf("ended at %s, want an approval; steps %q", last.Name, autonomySteps(evs))
+		t.Fatalf("ended at %s, want an approval; steps %q", last.Name, waggletest.Steps(evs))
 	}
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("the page was fetched %d times before the approval", n)

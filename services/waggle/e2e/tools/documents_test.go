@@ -3,6 +3,7 @@ package tools
 import (
 	"archive/zip"
 	"bytes"
+	"compress/zlib"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,6 +32,12 @@ func buildPDF(pages ...string) []byte {
 			fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>", 5+2*i),
 			fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content))
 	}
+	return pdfFile(objs)
+}
+
+// pdfFile writes objs as objects 1… of a PDF (object 1 the catalog) with
+// a classic xref table of byte offsets.
+func pdfFile(objs []string) []byte {
 	var b bytes.Buffer
 	b.WriteString("%PDF-1.4\n")
 	offsets := make([]int, len(objs))
@@ -97,7 +104,7 @@ func TestReadDocumentPDFAndXLSX(t *testing.T) {
 	}
 
 	evs := runChat(t, p, "docs", "read_document", map[string]any{"path": "in/report.pdf", "pages": "2"})
-	if s := steps(evs); !slices.Contains(s, "Reading document: in/report.pdf...") {
+	if s := waggletest.Steps(evs); !slices.Contains(s, "Reading document: in/report.pdf...") {
 		t.Errorf("steps %q", s)
 	}
 	runChat(t, p, "docs", "read_document", map[string]any{"path": "in/hives.xlsx"})
@@ -125,7 +132,7 @@ func TestGenerateXlsxAfterApproval(t *testing.T) {
 	}}}}
 	st := waggletest.NewStream(p.Do(t, "POST", "/api/chat", callChat("docs", "generate_xlsx", args)))
 	defer st.Close()
-	evs := until(t, st, "approval_required", "done", "error")
+	evs := st.Until(t, "approval_required", "done", "error")
 	if evs[len(evs)-1].Name != "approval_required" {
 		t.Fatalf("generate_xlsx ran without asking: %v", waggletest.Names(evs))
 	}
@@ -159,5 +166,65 @@ func TestGenerateXlsxAfterApproval(t *testing.T) {
 	res := toolResults(llm)
 	if want := "[Workbook, 1 sheets]\n\n## Sheet 1: 2026\n\nMonth\tKg\nMay\t12\nJune\t30.5"; res[len(res)-1] != want {
 		t.Errorf("read back %q, want %q", res[len(res)-1], want)
+	}
+}
+
+// TestReadDocumentBombIsAnError: a PDF whose one content stream inflates
+// to 65 MiB and a workbook whose sheets inflate to 90 MiB — each a few
+// hundred KiB on disk — give the model a clear error naming the limit;
+// the runner survives them and reads a sound document next.
+func TestReadDocumentBombIsAnError(t *testing.T) {
+	llm := callerModel(t)
+	p := waggletest.StartProc(t, waggleBin, waggletest.ProcEnv("WAGGLE_LLM_URL="+llm.URL()))
+	dir := filepath.Join(p.DataDir, "workspaces", "docs", "files")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var z bytes.Buffer
+	zl, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
+	zl.Write(bytes.Repeat([]byte(" "), 65<<20))
+	zl.Close()
+	writeFile(t, filepath.Join(dir, "bomb.pdf"), string(pdfFile([]string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+		fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream", z.Len(), z.Bytes()),
+	})))
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	rels := `<Relationships>`
+	sheets := ``
+	for i := 1; i <= 3; i++ {
+		w, _ := zw.Create(fmt.Sprintf("xl/worksheets/sheet%d.xml", i))
+		w.Write([]byte("<worksheet><sheetData>"))
+		w.Write(bytes.Repeat([]byte(" "), 30<<20))
+		w.Write([]byte("</sheetData></worksheet>"))
+		rels += fmt.Sprintf(`<Relationship Id="rId%d" Target="worksheets/sheet%d.xml"/>`, i, i)
+		sheets += fmt.Sprintf(`<sheet name="S%d" sheetId="%d" r:id="rId%d"/>`, i, i, i)
+	}
+	w, _ := zw.Create("xl/workbook.xml")
+	w.Write([]byte(`<workbook xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets>` + sheets + `</sheets></workbook>`))
+	w, _ = zw.Create("xl/_rels/workbook.xml.rels")
+	w.Write([]byte(rels + `</Relationships>`))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "bomb.xlsx"), buf.String())
+	writeFile(t, filepath.Join(dir, "fine.pdf"), string(buildPDF("still reading")))
+
+	runChat(t, p, "docs", "read_document", map[string]any{"path": "bomb.pdf"})
+	runChat(t, p, "docs", "read_document", map[string]any{"path": "bomb.xlsx"})
+	runChat(t, p, "docs", "read_document", map[string]any{"path": "fine.pdf"})
+	res := toolResults(llm)
+	if len(res) != 3 {
+		t.Fatalf("tool results: %q", res)
+	}
+	for i, name := range []string{"bomb.pdf", "bomb.xlsx"} {
+		if !strings.HasPrefix(res[i], "Error executing read_document:") || !strings.Contains(res[i], "decompresses to more than 64 MiB") {
+			t.Errorf("%s: %q", name, res[i])
+		}
+	}
+	if !strings.Contains(res[2], "still reading") {
+		t.Errorf("the sound PDF after the bombs: %q", res[2])
 	}
 }

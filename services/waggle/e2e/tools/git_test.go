@@ -57,7 +57,7 @@ func TestGitStatusDiffCommit(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "plan.md"), "# Plan\n\n- ship it\n- celebrate\n")
 
 	evs := runChat(t, p, "repo", "git_status", map[string]any{})
-	if s := steps(evs); !slices.Contains(s, "Checking git status...") {
+	if s := waggletest.Steps(evs); !slices.Contains(s, "Checking git status...") {
 		t.Errorf("steps %q lack the git_status step", s)
 	}
 	for _, name := range []string{"git_status", "git_diff", "git_log", "git_commit", "git_branch"} {
@@ -98,9 +98,9 @@ func TestGitStatusDiffCommit(t *testing.T) {
 // committed while the approval was pending.
 func approveNextChecked(t *testing.T, p *waggletest.Proc, st *waggletest.Stream, dir, head string) (approval, []waggletest.Event) {
 	t.Helper()
-	evs := until(t, st, "approval_required", "done", "error")
+	evs := st.Until(t, "approval_required", "done", "error")
 	if evs[len(evs)-1].Name != "approval_required" {
-		t.Fatalf("git_commit ran without asking: steps %q", steps(evs))
+		t.Fatalf("git_commit ran without asking: steps %q", waggletest.Steps(evs))
 	}
 	if now := testGit(t, dir, "rev-parse", "HEAD"); now != head {
 		t.Fatalf("a commit was made before the approval")

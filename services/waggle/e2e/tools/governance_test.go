@@ -1,16 +1,11 @@
 package tools
 
 import (
-	"encoding/json"
-	"fmt"
-	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
@@ -24,29 +19,13 @@ import (
 func TestTeamPolicyBlocksNewTools(t *testing.T) {
 	fake := newFakeSearch(t, "searxng")
 	llm := callerModel(t)
-	dir := t.TempDir()
-	cfg, _ := json.Marshal(map[string]any{"webSearch": map[string]any{"provider": "searxng", "url": fake.srv.URL}})
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	natsAddr := waggletest.FreeAddr(t)
-	p := waggletest.StartProc(t, waggleBin, waggletest.ProcDataDir(dir), waggletest.ProcArgs("--nats-listen", natsAddr),
-		waggletest.ProcEnv("WAGGLE_AUTH=required", "WAGGLE_POSTGRES_URL="+pgtest.URL(t), "WAGGLE_LLM_URL="+llm.URL()))
-	nc := p.DialNATS(t, natsAddr)
-	acme := protocol.TeamRef{Team: "acme"}
-	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "olga"})
-	waggletest.Operate(t, nc, protocol.PutMember, protocol.MemberPutRequest{TeamRef: acme, User: "greg", Role: protocol.TeamRoleMember})
-	waggletest.Operate(t, nc, protocol.SetPolicy, protocol.PolicySetRequest{TeamRef: acme, Role: protocol.TeamRoleMember,
+	srv := startTeamServer(t, llm.URL(), map[string]any{"webSearch": map[string]any{"provider": "searxng", "url": fake.srv.URL}})
+	p := srv.p
+	olga := srv.team(t, "acme", "olga", "greg")
+	waggletest.Operate(t, srv.nc, protocol.SetPolicy, protocol.PolicySetRequest{TeamRef: protocol.TeamRef{Team: "acme"}, Role: protocol.TeamRoleMember,
 		BlockedTools: []string{"git_commit", "web_search", "read_document"}})
-	olga := "Bearer " + waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "olga"}).Token
-	greg := "Bearer " + waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "greg"}).Token
-	resp := p.Do(t, "POST", "/api/workspaces", map[string]any{"name": "Acme Code", "teamId": "acme"}, "Authorization", olga)
-	var ws map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&ws); err != nil || (resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK) {
-		t.Fatalf("create team workspace: %d %v", resp.StatusCode, err)
-	}
-	resp.Body.Close()
-	wsID := fmt.Sprint(ws["id"])
+	greg := srv.token(t, "greg")
+	wsID := srv.workspace(t, "acme", "Acme Code", olga)
 	repo := gitWorkspace(t, p, wsID)
 	writeFile(t, filepath.Join(repo, "plan.md"), "changed by greg's model\n")
 	head := testGit(t, repo, "rev-parse", "HEAD")

@@ -2,10 +2,15 @@ package tools
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/waggle-os/core/libs/llmtest"
+	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
@@ -60,39 +65,14 @@ func offeredTools(llm *llmtest.Server) []string {
 	if len(reqs) == 0 {
 		return nil
 	}
+	return requestTools(reqs[len(reqs)-1])
+}
+
+// requestTools are the tool names one model request offered.
+func requestTools(r *llmtest.Request) []string {
 	var out []string
-	for _, tl := range reqs[len(reqs)-1].Chat.Tools {
+	for _, tl := range r.Chat.Tools {
 		out = append(out, tl.Function.Name)
-	}
-	return out
-}
-
-// until reads a chat stream until the first event named one of names
-// (returned last) and fails if the stream ends first.
-func until(t *testing.T, st *waggletest.Stream, names ...string) []waggletest.Event {
-	t.Helper()
-	var out []waggletest.Event
-	for {
-		ev, err := st.Next()
-		if err != nil {
-			t.Fatalf("stream ended before %v (%v); events: %v", names, err, waggletest.Names(out))
-		}
-		out = append(out, ev)
-		for _, n := range names {
-			if ev.Name == n {
-				return out
-			}
-		}
-	}
-}
-
-// steps is the text of a stream's step events.
-func steps(evs []waggletest.Event) []string {
-	var out []string
-	for _, ev := range evs {
-		if ev.Name == protocol.EventStep {
-			out = append(out, ev.Content())
-		}
 	}
 	return out
 }
@@ -118,4 +98,58 @@ type approval struct {
 	RequestID string          `json:"requestId"`
 	ToolName  string          `json:"toolName"`
 	Input     json.RawMessage `json:"input"`
+}
+
+// teamServer is a team server (PostgreSQL, user tokens) whose data dir
+// holds config.json with cfg (none when nil) and whose model is llmURL;
+// nc is an operator's connection to its bus.
+type teamServer struct {
+	p  *waggletest.Proc
+	nc *nats.Conn
+}
+
+func startTeamServer(t *testing.T, llmURL string, cfg map[string]any) teamServer {
+	t.Helper()
+	dir := t.TempDir()
+	if cfg != nil {
+		b, _ := json.Marshal(cfg)
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	natsAddr := waggletest.FreeAddr(t)
+	p := waggletest.StartProc(t, waggleBin, waggletest.ProcDataDir(dir), waggletest.ProcArgs("--nats-listen", natsAddr),
+		waggletest.ProcEnv("WAGGLE_AUTH=required", "WAGGLE_POSTGRES_URL="+pgtest.URL(t), "WAGGLE_LLM_URL="+llmURL))
+	return teamServer{p: p, nc: p.DialNATS(t, natsAddr)}
+}
+
+// team creates team id owned by owner, with members, and returns the
+// owner's Authorization header value.
+func (s teamServer) team(t *testing.T, id, owner string, members ...string) string {
+	t.Helper()
+	waggletest.Operate(t, s.nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: id, Owner: owner})
+	for _, m := range members {
+		waggletest.Operate(t, s.nc, protocol.PutMember, protocol.MemberPutRequest{TeamRef: protocol.TeamRef{Team: id}, User: m, Role: protocol.TeamRoleMember})
+	}
+	return s.token(t, owner)
+}
+
+// token is a new token of user as an Authorization header value.
+func (s teamServer) token(t *testing.T, user string) string {
+	t.Helper()
+	return "Bearer " + waggletest.Operate(t, s.nc, protocol.CreateToken, protocol.TokenCreateRequest{User: user}).Token
+}
+
+// workspace creates a workspace of team as auth's holder and returns its id.
+func (s teamServer) workspace(t *testing.T, team, name, auth string) string {
+	t.Helper()
+	resp := s.p.Do(t, "POST", "/api/workspaces", map[string]any{"name": name, "teamId": team}, "Authorization", auth)
+	defer resp.Body.Close()
+	var ws struct {
+		ID string `json:"id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ws); err != nil || ws.ID == "" || resp.StatusCode >= 300 {
+		t.Fatalf("create %s's workspace: %d %v", team, resp.StatusCode, err)
+	}
+	return ws.ID
 }

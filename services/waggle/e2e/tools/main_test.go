@@ -8,9 +8,13 @@
 //
 // Files by tool: git_test.go (git_status, git_diff, git_commit,
 // git_branch), websearch_test.go (web_search against local fakes of
-// SearXNG, Brave and Tavily; /research), documents_test.go (read_document,
-// generate_xlsx), plan_test.go (plans across a kill -9),
-// governance_test.go (a team policy blocking the new tools; PostgreSQL).
+// SearXNG, Brave and Tavily; keys from the vault, per team; /research;
+// no settings route redirects it), documents_test.go (read_document, a
+// zip and a PDF bomb, generate_xlsx), plan_test.go (plans across a kill -9),
+// governance_test.go (a team policy blocking the new tools; PostgreSQL),
+// subagent_test.go (spawn_agent: a sub-agent's approval through its
+// turn's stream, cancellation with the turn, no tools beyond the turn's,
+// GET /api/agents/active team-scoped; PostgreSQL for the last).
 package tools
 
 import (

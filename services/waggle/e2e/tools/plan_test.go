@@ -17,7 +17,7 @@ func TestPlanSurvivesKill9(t *testing.T) {
 	dir := t.TempDir()
 	p := waggletest.StartProc(t, waggleBin, waggletest.ProcDataDir(dir), waggletest.ProcEnv("WAGGLE_LLM_URL="+llm.URL()))
 	evs := runChat(t, p, "plans", "create_plan", map[string]any{"title": "Hive inspection"})
-	if s := steps(evs); !slices.Contains(s, `Creating plan: "Hive inspection"...`) {
+	if s := waggletest.Steps(evs); !slices.Contains(s, `Creating plan: "Hive inspection"...`) {
 		t.Errorf("steps %q", s)
 	}
 	runChat(t, p, "plans", "add_plan_step", map[string]any{"title": "Check the queen"})

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/waggle-os/core/libs/llmtest"
+	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
@@ -137,7 +139,7 @@ func TestWebSearchProviders(t *testing.T) {
 			}
 			p := startWithConfig(t, llm.URL(), map[string]any{"webSearch": cfg})
 			evs := runChat(t, p, "research", "web_search", map[string]any{"query": "waggle dance", "maxResults": 2})
-			if s := steps(evs); !slices.Contains(s, `Searching the web for "waggle dance"...`) {
+			if s := waggletest.Steps(evs); !slices.Contains(s, `Searching the web for "waggle dance"...`) {
 				t.Errorf("steps %q lack the search step", s)
 			}
 			if !slices.Contains(offeredTools(llm), "web_search") {
@@ -230,5 +232,122 @@ func TestResearchNamesToolsThatExist(t *testing.T) {
 	}
 	if !slices.Contains(offeredTools(llm2), "web_search") {
 		t.Error("web_search not offered with a provider")
+	}
+}
+
+// TestWebSearchKeyFromVault (desktop): config.json names Tavily without a
+// key; web_search is not offered until the user saves TAVILY_API_KEY in
+// the vault (Settings > Vault), then the search reaches the provider with
+// that key, which appears neither in the result nor in the server's log.
+func TestWebSearchKeyFromVault(t *testing.T) {
+	fake := newFakeSearch(t, "tavily")
+	llm := callerModel(t)
+	p := startWithConfig(t, llm.URL(), map[string]any{"webSearch": map[string]any{"provider": "tavily", "url": fake.srv.URL}})
+	runChat(t, p, "research", "read_file", map[string]any{"path": "none.txt"})
+	if slices.Contains(offeredTools(llm), "web_search") {
+		t.Fatal("web_search offered with no key in config.json nor the vault")
+	}
+	resp := p.Do(t, "POST", "/api/vault", map[string]any{"name": "TAVILY_API_KEY", "value": fakeKey})
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		t.Fatalf("save the key in the vault: %d", resp.StatusCode)
+	}
+	runChat(t, p, "research", "web_search", map[string]any{"query": "waggle dance", "maxResults": 1})
+	if reqs := fake.requests(); len(reqs) != 1 || reqs[0] != "waggle dance|"+fakeKey+"|1" {
+		t.Fatalf("provider asked %q", reqs)
+	}
+	res := toolResults(llm)
+	if len(res) != 2 || !strings.HasPrefix(res[1], `Results for "waggle dance":`) || strings.Contains(res[1], fakeKey) {
+		t.Fatalf("tool results: %q", res)
+	}
+	if strings.Contains(p.Output(), fakeKey) {
+		t.Error("the vault's key appears in the server's log")
+	}
+}
+
+// TestWebSearchKeyPerTeam (team server, PostgreSQL): acme's owner saves
+// BRAVE_API_KEY in acme's vault; her model searches with it in acme's
+// workspace, while zeta's owner, whose team saved none, is not offered
+// web_search in zeta's.
+func TestWebSearchKeyPerTeam(t *testing.T) {
+	fake := newFakeSearch(t, "brave")
+	llm := callerModel(t)
+	srv := startTeamServer(t, llm.URL(), map[string]any{"webSearch": map[string]any{"provider": "brave", "url": fake.srv.URL}})
+	p := srv.p
+	olga, zed := srv.team(t, "acme", "olga"), srv.team(t, "zeta", "zed")
+	acmeWS, zetaWS := srv.workspace(t, "acme", "acme research", olga), srv.workspace(t, "zeta", "zeta research", zed)
+	resp := p.Do(t, "POST", "/api/vault?team=acme", map[string]any{"name": "BRAVE_API_KEY", "value": fakeKey}, "Authorization", olga)
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		t.Fatalf("save acme's key: %d", resp.StatusCode)
+	}
+
+	chat := func(ws, auth string) {
+		evs := waggletest.NewStream(p.Do(t, "POST", "/api/chat", callChat(ws, "web_search", map[string]any{"query": "bees"}), "Authorization", auth)).All(t)
+		if end := evs[len(evs)-1]; end.Name != protocol.EventDone {
+			t.Fatalf("turn ended with %s %s", end.Name, end.Data)
+		}
+	}
+	chat(zetaWS, zed)
+	if slices.Contains(offeredTools(llm), "web_search") {
+		t.Error("zeta's member is offered web_search with acme's key")
+	}
+	if reqs := fake.requests(); len(reqs) != 0 {
+		t.Fatalf("zeta's turn reached the provider: %q", reqs)
+	}
+	chat(acmeWS, olga)
+	if !slices.Contains(offeredTools(llm), "web_search") {
+		t.Error("acme's owner is not offered web_search with acme's key")
+	}
+	if reqs := fake.requests(); len(reqs) != 1 || !strings.HasPrefix(reqs[0], "bees|"+fakeKey+"|") {
+		t.Fatalf("provider asked %q", reqs)
+	}
+	if strings.Contains(p.Output(), fakeKey) {
+		t.Error("the vault's key appears in the server's log")
+	}
+}
+
+// TestSettingsCannotRedirectWebSearch (DESIGN §11, SSRF): the web app's
+// own page cannot point web_search (or any URL the server then calls) at
+// an internal address through the settings routes: PUT and PATCH
+// /api/settings refuse webSearch with 400, a provider's baseUrl is not
+// stored, config.json keeps the operator's provider and the next search
+// still goes there.
+func TestSettingsCannotRedirectWebSearch(t *testing.T) {
+	fake := newFakeSearch(t, "searxng")
+	llm := callerModel(t)
+	p := startWithConfig(t, llm.URL(), map[string]any{"webSearch": map[string]any{"provider": "searxng", "url": fake.srv.URL}})
+	before, err := os.ReadFile(filepath.Join(p.DataDir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	browser := []string{"Origin", p.URL, "Sec-Fetch-Site", "same-origin"}
+	metadata := map[string]any{"provider": "searxng", "url": "http://169.254.169.254/latest"}
+	for _, c := range []struct {
+		method string
+		body   map[string]any
+		want   int
+	}{
+		{"PUT", map[string]any{"webSearch": metadata}, http.StatusBadRequest},
+		{"PATCH", map[string]any{"webSearch": metadata}, http.StatusBadRequest},
+		{"PATCH", map[string]any{"webSearch.url": "http://127.0.0.1:1"}, http.StatusBadRequest},
+		{"PUT", map[string]any{"providers": map[string]any{"searxng": map[string]any{"baseUrl": "http://127.0.0.1:1"}}}, http.StatusOK},
+	} {
+		resp := p.Do(t, c.method, "/api/settings", c.body, browser...)
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s /api/settings %v: %d, want %d", c.method, c.body, resp.StatusCode, c.want)
+		}
+	}
+	after, err := os.ReadFile(filepath.Join(p.DataDir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("config.json changed:\n%s\nnow\n%s", before, after)
+	}
+	runChat(t, p, "research", "web_search", map[string]any{"query": "bees"})
+	if reqs := fake.requests(); len(reqs) != 1 || !strings.HasPrefix(reqs[0], "bees|") {
+		t.Fatalf("the operator's provider got %q", reqs)
 	}
 }

@@ -83,25 +83,63 @@ func TestConversation(t *testing.T) {
 		}
 	})
 
-	t.Run("EditAndResend", func(t *testing.T) {
-		run(t, ctx, chromedp.Click(`#messages .msg.user .edit-msg`, chromedp.ByQuery),
+	// Editing an earlier message branches the session: the branch keeps
+	// what came before it, the original stays as it was, ‹ › on the
+	// message switches between them, and all of it survives a reload.
+	t.Run("EditBranches", func(t *testing.T) {
+		users := `[...document.querySelectorAll('#messages .msg.user .bubble')].map(e => e.textContent).join('|')`
+		// pos is the switcher of the i-th user message ('' without one).
+		pos := func(i int) string {
+			return fmt.Sprintf(`(() => { const m = document.querySelectorAll('#messages .msg.user')[%d]; const p = m && m.querySelector('.branch-pos'); return p ? p.textContent : ''; })()`, i)
+		}
+		var original string
+		run(t, ctx, chromedp.Evaluate(`JSON.parse(localStorage.getItem('waggle.session')).id`, &original),
+			// Find and click in one step: the list re-renders after a turn.
+			until(`(() => { const b = document.querySelectorAll('#messages .msg.user')[1]?.querySelector('.edit-msg'); if (b) b.click(); return !!b; })()`),
 			chromedp.WaitVisible(`#editing`, chromedp.ByID),
 			until(`document.querySelector('#input').value === 'what is two plus two' && document.activeElement.id === 'input'`),
 			chromedp.Evaluate(`document.querySelector('#input').value = 'what is two plus three'`, nil),
 			send(""),
 			until(lastReplyHas("answer 3")), until(replied),
 			until(`document.querySelector('#editing').hidden`),
+			until(users+` === 'what is two plus two|what is two plus three'`),
+			until(pos(1)+` === '2 / 2' && `+pos(0)+` === ''`),
 		)
-		if q, _ := lastAsked(); !strings.Contains(q, "what is two plus three") {
-			t.Fatalf("the edited message was not sent: %q", q)
+		reqs := llm.ChatRequests()
+		var sent []string
+		for _, m := range reqs[len(reqs)-1].Chat.Messages {
+			sent = append(sent, m.Content)
 		}
-		// The session is linear: the original exchange stays, the edited
-		// one follows.
-		var users []string
-		run(t, ctx, chromedp.Evaluate(`[...document.querySelectorAll('#messages .msg.user .bubble')].map(e => e.textContent)`, &users))
-		if strings.Join(users, "|") != "what is two plus two|what is two plus two|what is two plus three" {
-			t.Fatalf("user messages %q", users)
+		all := strings.Join(sent, "\n")
+		if !strings.Contains(all, "answer 1") || strings.Contains(all, "answer 2") || !strings.Contains(all, "what is two plus three") {
+			t.Fatalf("the branch's model request carried %q; want the exchange before the edit and not the one after it", sent)
 		}
+		var branch string
+		run(t, ctx, chromedp.Evaluate(`JSON.parse(localStorage.getItem('waggle.session')).id`, &branch))
+		if branch == original || branch == "" {
+			t.Fatalf("the edit did not open a branch: %q (original %q)", branch, original)
+		}
+		screenshot(t, ctx, "webchat-branches.png")
+
+		// ‹ goes back to the original, unchanged; a reload keeps it.
+		click := func(sel string) chromedp.Action {
+			return until(`(() => { const b = document.querySelector(` + js(sel) + `); if (b && !b.disabled) b.click(); return !!b && !b.disabled; })()`)
+		}
+		run(t, ctx, click(`#messages .msg.user .branch-prev`),
+			until(users+` === 'what is two plus two|what is two plus two'`),
+			until(pos(1)+` === '1 / 2'`),
+			until(`document.querySelectorAll('#messages .msg.assistant').length === 2 && `+lastReplyHas("answer 2")),
+			chromedp.Reload(), chromedp.WaitVisible(`body[data-ready="true"]`, chromedp.ByQuery),
+			until(users+` === 'what is two plus two|what is two plus two'`),
+			until(pos(1)+` === '1 / 2'`),
+			// › goes to the branch again.
+			click(`#messages .msg.user .branch-next`),
+			until(users+` === 'what is two plus two|what is two plus three'`),
+			until(pos(1)+` === '2 / 2'`),
+			until(`JSON.parse(localStorage.getItem('waggle.session')).id === `+js(branch)),
+			// The sidebar lists both, the branch marked.
+			until(`document.querySelectorAll('#sessions li.session').length === 2 && document.querySelectorAll('#sessions li.session .branch-mark').length === 1`),
+		)
 	})
 
 	t.Run("ContinueAfterStop", func(t *testing.T) {

@@ -2,89 +2,17 @@ package webchat
 
 import (
 	"bytes"
-	"context"
-	"encoding/base64"
 	"image"
 	"image/color"
 	"image/png"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
 
 	"github.com/waggle-os/core/libs/llmtest"
 )
-
-// fakeFiles answers the tab's workspace file requests in the original's
-// shapes (GET …/files/list?path= → [{name, path, type, size}], POST
-// …/files/upload {path, name, data} → 201 entry, GET …/files/download?path=
-// → the bytes), or 404 to every one when missing is set: the page is
-// tested against the routes' contract on any branch, with or without them.
-type fakeFiles struct {
-	mu      sync.Mutex
-	seen    []string // method and path?query of each request
-	uploads []string // the JSON bodies of uploads
-	png     []byte
-	missing bool
-}
-
-func (f *fakeFiles) answer(ctx context.Context) chromedp.Action {
-	chromedp.ListenTarget(ctx, func(ev any) {
-		e, ok := ev.(*fetch.EventRequestPaused)
-		if !ok {
-			return
-		}
-		go func() {
-			u, _ := url.Parse(e.Request.URL)
-			f.mu.Lock()
-			f.seen = append(f.seen, e.Request.Method+" "+u.Path+"?"+u.RawQuery)
-			status, ctype, body := int64(404), "application/json", []byte(`{"error":"Not found"}`)
-			if !f.missing {
-				switch {
-				case strings.HasSuffix(u.Path, "/files/list") && u.Query().Get("path") == "/":
-					status, body = 200, []byte(`[{"name":"uploads","path":"/uploads","type":"directory"},{"name":"report.txt","path":"/report.txt","type":"file","size":2048}]`)
-				case strings.HasSuffix(u.Path, "/files/list"):
-					status, body = 200, []byte(`[{"name":"hello.txt","path":"/uploads/hello.txt","type":"file","size":5}]`)
-				case strings.HasSuffix(u.Path, "/files/upload"):
-					var post []byte
-					for _, pe := range e.Request.PostDataEntries {
-						chunk, _ := base64.StdEncoding.DecodeString(pe.Bytes)
-						post = append(post, chunk...)
-					}
-					f.uploads = append(f.uploads, string(post))
-					status, body = 201, []byte(`{"name":"hello.txt","path":"/uploads/hello.txt","type":"file","size":5}`)
-				case strings.HasSuffix(u.Path, "/files/download") && strings.HasSuffix(u.Query().Get("path"), ".png"):
-					status, ctype, body = 200, "image/png", f.png
-				case strings.HasSuffix(u.Path, "/files/download"):
-					status, ctype, body = 200, "text/plain", []byte("hello")
-				}
-			}
-			f.mu.Unlock()
-			c := chromedp.FromContext(ctx)
-			_ = fetch.FulfillRequest(e.RequestID, status).
-				WithResponseHeaders([]*fetch.HeaderEntry{{Name: "Content-Type", Value: ctype}}).
-				WithBody(base64.StdEncoding.EncodeToString(body)).Do(cdp.WithExecutor(ctx, c.Target))
-		}()
-	})
-	return fetch.Enable().WithPatterns([]*fetch.RequestPattern{{URLPattern: "*/api/workspaces/*/files/*"}})
-}
-
-func (f *fakeFiles) saw(s string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, r := range f.seen {
-		if strings.Contains(r, s) {
-			return true
-		}
-	}
-	return false
-}
 
 func tinyPNG(t *testing.T) []byte {
 	img := image.NewRGBA(image.Rect(0, 0, 4, 3))
@@ -98,63 +26,112 @@ func tinyPNG(t *testing.T) []byte {
 	return buf.Bytes()
 }
 
+// filesDir is where a workspace's files live: the directory the agent's
+// file tools and the files routes share.
+func filesDir(dataDir, workspace string) string {
+	return filepath.Join(dataDir, "workspaces", workspace, "files")
+}
+
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestFiles: browse and download the workspace's files, attach one to a
-// message, and see an image the agent wrote inline; without the routes,
-// none of it is offered.
+// message (it lands in the workspace through the upload route), and see
+// an image the agent wrote inline — all on the server's real files routes.
 func TestFiles(t *testing.T) {
 	b := browser(t)
 	llm := model(t, func(last string) llmtest.Response { return llmtest.Reply("got: " + last) })
 	srv := start(t, llm, nil)
+	dir := filesDir(srv.DataDir, ws)
+	writeFile(t, filepath.Join(dir, "report.txt"), bytes.Repeat([]byte("r"), 2048))
+	writeFile(t, filepath.Join(dir, "archive", "old.txt"), []byte("old"))
 
-	t.Run("BrowseUploadAndImages", func(t *testing.T) {
-		files := &fakeFiles{png: tinyPNG(t)}
-		ctx := tab(t, b)
-		upload := filepath.Join(t.TempDir(), "hello.txt")
-		if err := os.WriteFile(upload, []byte("hello"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		run(t, ctx, files.answer(ctx), open(srv.URL+"/"),
-			chromedp.WaitVisible(`#files-toggle`, chromedp.ByID), chromedp.WaitVisible(`#attach`, chromedp.ByID),
-			chromedp.Click(`#files-toggle`, chromedp.ByID),
-			until(`[...document.querySelectorAll('#files-list .file-entry')].map(e => e.querySelector('.name').textContent).join('|') === '📁 uploads|report.txt'`),
-			chromedp.Click(`#files-list .file-entry button.name`, chromedp.ByQuery),
-			until(`document.querySelector('#files-path').textContent === '/uploads' && document.querySelector('#files-list .name').textContent === 'hello.txt'`),
-			chromedp.Click(`#files-list button.download`, chromedp.ByQuery),
-			until(`document.querySelector('#files-list button.download').textContent === 'Downloaded'`),
-			chromedp.SetUploadFiles(`#attach-input`, []string{upload}, chromedp.ByID),
-			until(`document.querySelector('#input').value === '[attached: uploads/hello.txt]'`),
-			chromedp.SendKeys(`#input`, "\r", chromedp.ByID),
-			until(lastReplyHas("got: [attached: uploads/hello.txt]")), until(replied),
-		)
-		if !files.saw("GET /api/workspaces/default/files/download?path=%2Fuploads%2Fhello.txt") {
-			t.Fatalf("download requests: %v", files.seen)
-		}
-		files.mu.Lock()
-		up := strings.Join(files.uploads, "")
-		files.mu.Unlock()
-		if !strings.Contains(up, `"name":"hello.txt"`) || !strings.Contains(up, `"data":"aGVsbG8="`) || !strings.Contains(up, `"path":"/uploads"`) {
-			t.Fatalf("upload body %q", up)
-		}
-		// An image the agent writes is shown under its note, from the
-		// served bytes.
-		run(t, ctx, send(`please CALL write_file {"path":"pics/chart.png","content":"x"}`),
-			chromedp.WaitVisible(`#messages .approval button.allow-once`, chromedp.ByQuery),
-			chromedp.Click(`#messages .approval button.allow-once`, chromedp.ByQuery),
-			until(lastReplyHas("Anything else?")), until(idle),
-			until(`(() => { const i = document.querySelector('#messages .note.file img'); return !!i && i.complete && i.naturalWidth === 4 && i.src.startsWith('blob:') && i.alt === 'pics/chart.png'; })()`),
-			// From history too.
-			chromedp.Reload(), chromedp.WaitVisible(`body[data-ready="true"]`, chromedp.ByQuery),
-			until(`(() => { const i = document.querySelector('#messages .note.file img'); return !!i && i.complete && i.naturalWidth === 4; })()`),
-		)
-	})
+	ctx := tab(t, b)
+	upload := filepath.Join(t.TempDir(), "hello.txt")
+	if err := os.WriteFile(upload, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, open(srv.URL+"/"),
+		chromedp.WaitVisible(`#files-toggle`, chromedp.ByID), chromedp.WaitVisible(`#attach`, chromedp.ByID),
+		chromedp.Click(`#files-toggle`, chromedp.ByID),
+		until(`[...document.querySelectorAll('#files-list .file-entry')].map(e => [...e.querySelectorAll('.name, .size')].map(x => x.textContent).join(' ')).join('|') === '📁 archive|report.txt 2.0 KB'`),
+		chromedp.Click(`#files-list .file-entry button.name`, chromedp.ByQuery),
+		until(`document.querySelector('#files-path').textContent === '/archive' && document.querySelector('#files-list .name').textContent === 'old.txt'`),
+		chromedp.Click(`#files-list button.download`, chromedp.ByQuery),
+		until(`document.querySelector('#files-list button.download').textContent === 'Downloaded'`),
+		chromedp.SetUploadFiles(`#attach-input`, []string{upload}, chromedp.ByID),
+		until(`document.querySelector('#input').value === '[attached: uploads/hello.txt]'`),
+		chromedp.SendKeys(`#input`, "\r", chromedp.ByID),
+		until(lastReplyHas("got: [attached: uploads/hello.txt]")), until(replied),
+	)
+	if data, err := os.ReadFile(filepath.Join(dir, "uploads", "hello.txt")); err != nil || string(data) != "hello" {
+		t.Fatalf("the attached file in the workspace: %q %v", data, err)
+	}
+	// The open Files panel shows the upload too.
+	run(t, ctx, chromedp.Click(`#files-up`, chromedp.ByID),
+		until(`[...document.querySelectorAll('#files-list .name')].some(e => e.textContent === '📁 uploads')`))
 
-	t.Run("HiddenWithoutRoutes", func(t *testing.T) {
-		files := &fakeFiles{missing: true}
-		ctx := tab(t, b)
-		run(t, ctx, files.answer(ctx), open(srv.URL+"/"),
-			until(lastReplyHas("Anything else?")),
-			until(`document.querySelector('#files-toggle').hidden && document.querySelector('#attach').hidden && document.querySelector('#error').hidden`),
-			until(`!document.querySelector('#messages img')`),
-		)
-	})
+	// An image the agent writes is shown under its note, from the served
+	// bytes (a PNG the test puts where the agent's write_file wrote text).
+	run(t, ctx, send(`please CALL write_file {"path":"pics/chart.png","content":"x"}`),
+		chromedp.WaitVisible(`#messages .approval button.allow-once`, chromedp.ByQuery),
+		chromedp.Click(`#messages .approval button.allow-once`, chromedp.ByQuery),
+		until(lastReplyHas("Anything else?")), until(idle),
+		until(`!!document.querySelector('#messages .note.file')`),
+	)
+	writeFile(t, filepath.Join(dir, "pics", "chart.png"), tinyPNG(t))
+	// From history: the reload fetches the (now PNG) file and shows it.
+	run(t, ctx, chromedp.Reload(), chromedp.WaitVisible(`body[data-ready="true"]`, chromedp.ByQuery),
+		until(`(() => { const i = document.querySelector('#messages .note.file img'); return !!i && i.complete && i.naturalWidth === 4 && i.src.startsWith('blob:') && i.alt === 'pics/chart.png'; })()`),
+	)
+}
+
+// TestDropUpload: a file dropped on the page (a DataTransfer holding a
+// File, as a drag from the desktop gives) is uploaded through the files
+// route into the workspace, attached to the message as its path, and
+// shown in the chat with the agent's answer.
+func TestDropUpload(t *testing.T) {
+	b := browser(t)
+	llm := model(t, func(last string) llmtest.Response { return llmtest.Reply("got: " + last) })
+	srv := start(t, llm, nil)
+	ctx := tab(t, b)
+	drop := `(() => {
+	  const dt = new DataTransfer();
+	  dt.items.add(new File(['dropped bytes \u2713'], 'dropped notes.txt', { type: 'text/plain' }));
+	  const at = document.querySelector('#messages');
+	  const ev = type => new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true });
+	  at.dispatchEvent(ev('dragenter'));
+	  const over = ev('dragover');
+	  at.dispatchEvent(over);
+	  // The page takes the drag (the browser would otherwise open the file)
+	  // and shows where it goes.
+	  const taken = over.defaultPrevented && document.body.classList.contains('dropping');
+	  const d = ev('drop');
+	  at.dispatchEvent(d);
+	  return taken && d.defaultPrevented && !document.body.classList.contains('dropping');
+	})()`
+	var taken bool
+	run(t, ctx, open(srv.URL+"/"),
+		chromedp.WaitVisible(`#attach`, chromedp.ByID), // the files routes answered
+		chromedp.Evaluate(drop, &taken),
+	)
+	if !taken {
+		t.Fatal("the page did not take the dragged file")
+	}
+	run(t, ctx,
+		until(`document.querySelector('#input').value === '[attached: uploads/dropped notes.txt]'`),
+		chromedp.SendKeys(`#input`, "\r", chromedp.ByID),
+		until(lastReplyHas("got: [attached: uploads/dropped notes.txt]")), until(replied),
+		until(`[...document.querySelectorAll('#messages .msg.user .bubble')].some(e => e.textContent === '[attached: uploads/dropped notes.txt]')`),
+	)
+	if data, err := os.ReadFile(filepath.Join(filesDir(srv.DataDir, ws), "uploads", "dropped notes.txt")); err != nil || string(data) != "dropped bytes ✓" {
+		t.Fatalf("the dropped file in the workspace: %q %v", data, err)
+	}
 }

@@ -1,63 +1,61 @@
 package webchat
 
 import (
-	"context"
-	"encoding/base64"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/llmtest"
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/waggle/app"
+	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
-// answerNotifications answers the tab's GET /api/notifications/stream
-// with status and body (an event stream in the original's shape, or a
-// 404 as from a server without the route).
-func answerNotifications(ctx context.Context, status int64, ctype, body string) chromedp.Action {
-	chromedp.ListenTarget(ctx, func(ev any) {
-		e, ok := ev.(*fetch.EventRequestPaused)
-		if !ok {
-			return
-		}
-		go func() {
-			c := chromedp.FromContext(ctx)
-			_ = fetch.FulfillRequest(e.RequestID, status).
-				WithResponseHeaders([]*fetch.HeaderEntry{{Name: "Content-Type", Value: ctype}}).
-				WithBody(base64.StdEncoding.EncodeToString([]byte(body))).Do(cdp.WithExecutor(ctx, c.Target))
-		}()
-	})
-	return fetch.Enable().WithPatterns([]*fetch.RequestPattern{{URLPattern: "*/api/notifications/stream*"}})
-}
-
-// TestNotifications: the server's notifications and an approval waiting
-// in another session reach the user as toasts, as text.
+// TestNotifications: the server's notifications (GET
+// /api/notifications/stream) and an approval waiting in another session
+// reach the user as toasts, as text.
 func TestNotifications(t *testing.T) {
 	b := browser(t)
-	llm := model(t, func(string) llmtest.Response { return llmtest.Reply("ok") })
-	srv := start(t, llm, nil)
+	llm := model(t, func(last string) llmtest.Response { return llmtest.Reply("ok: " + last) })
+	srv := start(t, llm, func(c *app.Config) { c.NATSListen = waggletest.FreeAddr(t) })
 
+	// A runner announces a turn that finished with nobody watching (as
+	// services/turnrunner/notify.go does, here with hostile text): the
+	// page shows it as text, and its Open button shows that session.
 	t.Run("ServerNotification", func(t *testing.T) {
-		ctx := tab(t, b)
-		stream := "data: {\"type\":\"connected\"}\n\n" +
-			"data: {\"type\":\"notification\",\"title\":\"Backup finished\",\"body\":\"<b>not markup</b>\",\"category\":\"cron\"}\n\n"
-		run(t, ctx, answerNotifications(ctx, 200, "text/event-stream", stream), open(srv.URL+"/"),
-			until(`[...document.querySelectorAll('#toasts .toast')].some(e => e.textContent.includes('Backup finished') && e.querySelector('.toast-body').textContent === '<b>not markup</b>')`),
-			until(`document.querySelectorAll('#toasts b').length === 0`),
-			chromedp.Click(`#toasts .toast .toast-close`, chromedp.ByQuery),
-		)
-	})
+		var s struct{ ID string }
+		if st := srv.JSON(http.MethodPost, "/api/workspaces/"+ws+"/sessions", map[string]any{}, &s); st != 200 && st != 201 {
+			t.Fatalf("create session: %d", st)
+		}
+		st := srv.Chat(map[string]any{"message": "background work", "workspace": ws, "session": s.ID})
+		st.All(t)
+		st.Close()
 
-	t.Run("QuietWithoutRoute", func(t *testing.T) {
 		ctx := tab(t, b)
-		run(t, ctx, answerNotifications(ctx, 404, "application/json", `{"error":"Not found"}`), open(srv.URL+"/"),
-			send("hello"), until(replied),
-			until(`document.querySelector('#error').hidden && document.querySelectorAll('#toasts .toast').length === 0`))
+		run(t, ctx, open(srv.URL+"/"), until(`document.body.dataset.notifications === 'connected'`))
+		nc := srv.DialNATS()
+		n := protocol.Notification{ID: protocol.NewUUID(), Type: "notification", Title: "Agent finished",
+			Body: "<b>not markup</b>", Category: protocol.NotifyAgent, Timestamp: protocol.Timestamp(time.Now()),
+			Workspace: ws, Session: s.ID}
+		if err := bus.Publish(nc, protocol.Notifications, n); err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		run(t, ctx,
+			until(`[...document.querySelectorAll('#toasts .toast')].some(e => e.textContent.includes('Agent finished') && e.querySelector('.toast-body').textContent === '<b>not markup</b>')`),
+			until(`document.querySelectorAll('#toasts b').length === 0`),
+			until(`(() => { const t = [...document.querySelectorAll('#toasts .toast')].find(e => e.textContent.includes('Agent finished'));
+				const b = t && t.querySelector('.toast-action'); if (b) b.click(); return !!b; })()`),
+			until(lastReplyHas("ok: background work")),
+			until(`document.querySelector('#messages .msg.user .bubble').textContent === 'background work'`),
+		)
 	})
 
 	// An approval asked in another session (here by another client) is
