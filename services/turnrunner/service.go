@@ -459,12 +459,8 @@ func (s *Service) endStart(turnID string) {
 // or the question cannot be answered now (then a second delivery of its
 // start must not run it: the gateway still awaits the first's answer).
 func (s *Service) turnStored(ctx context.Context, turnID string) bool {
-	st, err := s.js.Stream(ctx, protocol.StreamTurns)
-	if err != nil {
-		return true
-	}
-	_, err = st.GetLastMsgForSubject(ctx, protocol.TurnEvents(turnID))
-	return !errors.Is(err, jetstream.ErrMsgNotFound)
+	_, stored, err := turnevents.LastEvent(ctx, s.js, turnID)
+	return stored || err != nil
 }
 
 // newTurn builds the state of one turn, owned through own (nothing runs

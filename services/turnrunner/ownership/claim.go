@@ -12,6 +12,7 @@ import (
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/turnevents"
 )
 
 // reapTimeout bounds the bucket and stream writes of ending one orphaned
@@ -107,11 +108,15 @@ func (o *Owner) watchLeases(ctx context.Context) error {
 			}
 			// Skipped by what runs here, not by the runner name: a runner
 			// restarted under the same runner id must take its old turns.
-			if o.host.Runs(e.Key()) {
+			// A lease of this very runner stays in view even while its
+			// turn runs or starts here: the tick judges it once neither
+			// is true any more (a start that failed after its lease write
+			// landed, a turn let go by Abandon), and no further write of
+			// the lease may come to show it again.
+			mine := l.Runner == o.cfg.Runner && l.Incarnation == o.incarnation
+			if !mine && o.host.Runs(e.Key()) {
 				delete(seen, e.Key())
-				if l.Runner != o.cfg.Runner || l.Incarnation != o.incarnation {
-					o.lost(e.Key())
-				}
+				o.lost(e.Key())
 				continue
 			}
 			seen[e.Key()] = &seenLease{rev: e.Revision(), since: time.Now(), runner: l.Runner, incarnation: l.Incarnation,
@@ -141,10 +146,11 @@ func (o *Owner) watchLeases(ctx context.Context) error {
 			}
 			for key, sl := range seen {
 				if sl.runner == o.cfg.Runner && sl.incarnation == o.incarnation {
-					// A lease of this very runner: its turn runs here by
-					// now, its start is under way, or neither (takeBack).
+					// A lease of this very runner: its turn runs here, its
+					// start is under way, or neither (takeBack), counted
+					// from when it last ran or started here.
 					if o.host.Runs(key) {
-						delete(seen, key)
+						sl.since = now
 					} else if now.Sub(sl.since) >= o.cfg.StaleAfter && o.takeBack(ctx, key, sl.rev) {
 						delete(seen, key)
 					}
@@ -305,17 +311,11 @@ func (o *Owner) takeBack(ctx context.Context, turnID string, rev uint64) bool {
 func (o *Owner) hasEvents(ctx context.Context, turnID string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
 	defer cancel()
-	st, err := o.js.Stream(ctx, protocol.StreamTurns)
-	if err == nil {
-		_, err = st.GetLastMsgForSubject(ctx, protocol.TurnEvents(turnID))
+	_, ok, err := turnevents.LastEvent(ctx, o.js, turnID)
+	if err != nil {
+		return false, fmt.Errorf("ownership: %w", err)
 	}
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("ownership: events of %s: %w", turnID, err)
-	}
-	return true, nil
+	return ok, nil
 }
 
 // endLeased removes turnID's lease at the revision judged (a runner that
@@ -334,11 +334,9 @@ func (o *Owner) endLeased(ctx context.Context, turnID string, rev uint64, what s
 		o.log.Warn("remove the lease of a turn nobody runs", "turn", turnID, "err", err)
 		return false
 	}
-	if st, err := o.js.Stream(ctx, protocol.StreamTurns); err == nil {
-		if last, err := st.GetLastMsgForSubject(ctx, protocol.TurnEvents(turnID)); err == nil && protocol.IsTerminal(last.Header.Get(protocol.HeaderEvent)) {
-			o.log.Info(what, "turn", turnID, "ended", true)
-			return true
-		}
+	if last, ok, err := turnevents.LastEvent(ctx, o.js, turnID); err == nil && ok && protocol.IsTerminal(last) {
+		o.log.Info(what, "turn", turnID, "ended", true)
+		return true
 	}
 	if _, err := o.js.PublishMsg(ctx, bus.OrphanedTurnEnd(turnID)); err != nil {
 		// The lease is gone, so no runner sees the turn again: say so

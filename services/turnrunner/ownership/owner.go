@@ -45,8 +45,11 @@ var ErrLeased = errors.New("ownership: the turn already has a lease")
 // Host is the turn runner an Owner keeps turns for: ownership asks it
 // what runs there, and hands it the turns it claims or loses.
 type Host interface {
-	// Runs reports whether turnID runs on this runner now (a lease of such
-	// a turn is never claimed by this runner).
+	// Runs reports whether turnID runs on this runner now or its start is
+	// under way here (its lease may be written before the turn runs): a
+	// lease of such a turn is never claimed by this runner, and one of its
+	// own is settled (takeBack) only once the turn has not run or started
+	// here for StaleAfter.
 	Runs(turnID string) bool
 	// Lost stops the turn turnID of this runner: another runner took its
 	// lease. The turn must not touch its session or lease any more.

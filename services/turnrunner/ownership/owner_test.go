@@ -29,6 +29,7 @@ const (
 type fakeHost struct {
 	mu      sync.Mutex
 	runs    map[string]*Ticket
+	starts  map[string]bool // starts under way
 	lost    []string
 	slots   int
 	refuse  bool // Resume fails (the turn runs here already)
@@ -36,13 +37,20 @@ type fakeHost struct {
 }
 
 func newHost(slots int) *fakeHost {
-	return &fakeHost{runs: map[string]*Ticket{}, slots: slots, resumed: make(chan *Ticket, 16)}
+	return &fakeHost{runs: map[string]*Ticket{}, starts: map[string]bool{}, slots: slots, resumed: make(chan *Ticket, 16)}
 }
 
 func (h *fakeHost) Runs(turnID string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.runs[turnID] != nil
+	return h.runs[turnID] != nil || h.starts[turnID]
+}
+
+// starting marks a start of turnID under way (true) or over (false).
+func (h *fakeHost) starting(turnID string, on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.starts[turnID] = on
 }
 
 func (h *fakeHost) Lost(turnID string) {
@@ -103,11 +111,17 @@ func (h *fakeHost) run(t *Ticket) {
 // early (a runner's clean stop), and the test's end stops it otherwise.
 func (e *env) owner(runner string, host *fakeHost, orphanAfter time.Duration) (o *Owner, stop func()) {
 	e.t.Helper()
-	js, err := jetstream.New(e.srv.Conn(runner))
+	return e.ownerWith(OwnerConfig{Runner: runner, OrphanAfter: orphanAfter, Heartbeat: testBeat, StaleAfter: testStale}, host)
+}
+
+// ownerWith is owner with a configuration of the test's own.
+func (e *env) ownerWith(cfg OwnerConfig, host *fakeHost) (o *Owner, stop func()) {
+	e.t.Helper()
+	js, err := jetstream.New(e.srv.Conn(cfg.Runner))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	o = NewOwner(OwnerConfig{Runner: runner, OrphanAfter: orphanAfter, Heartbeat: testBeat, StaleAfter: testStale}, host)
+	o = NewOwner(cfg, host)
 	if err := o.Open(ctxT(e.t), js); err != nil {
 		e.t.Fatal(err)
 	}

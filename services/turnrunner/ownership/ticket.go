@@ -301,14 +301,14 @@ func (t *Ticket) Release(followed bool) {
 	}
 }
 
-// forget makes the lease no longer this runner's and returns the revision
-// it had (0 when it was not).
 // Abandon lets go of the turn here without touching its lease or its
 // place in its session's queue: a claimed turn whose checkpoint could not
 // be read. The lease stays this runner's, and the claim loop takes the
-// turn back (takeBack) once it has stood for StaleAfter.
+// turn back (takeBack) once the turn has not run here for StaleAfter.
 func (t *Ticket) Abandon() { t.forget() }
 
+// forget makes the lease no longer this runner's and returns the revision
+// it had (0 when it was not).
 func (t *Ticket) forget() uint64 {
 	t.mu.Lock()
 	rev := t.rev

@@ -25,6 +25,24 @@ type Log struct {
 	Execs  []protocol.ExecCheckpoint
 }
 
+// LastEvent reads the kind of turnID's last stored event (ok false when
+// the stream holds none): whether the turn ever began, and whether it
+// ended, without reading its log.
+func LastEvent(ctx context.Context, js jetstream.JetStream, turnID string) (event string, ok bool, err error) {
+	st, err := js.Stream(ctx, protocol.StreamTurns)
+	if err != nil {
+		return "", false, fmt.Errorf("turnevents: turn stream: %w", err)
+	}
+	m, err := st.GetLastMsgForSubject(ctx, protocol.TurnEvents(turnID))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("turnevents: last event of %s: %w", turnID, err)
+	}
+	return m.Header.Get(protocol.HeaderEvent), true, nil
+}
+
 // ReadLog reads every event of turnID stored so far.
 func ReadLog(ctx context.Context, js jetstream.JetStream, turnID string) (Log, error) {
 	var lg Log

@@ -35,3 +35,25 @@ func TestReadLogSkipsRepublishCopies(t *testing.T) {
 		t.Fatalf("log = %q, %d tokens, last %d", lg.Text, lg.Tokens, lg.Last)
 	}
 }
+
+// LastEvent tells a turn that never began (no event) from one that did,
+// and names its last event: what decides whether a lease nobody runs is
+// ended or its turn claimed back, and whether an end is still needed.
+func TestLastEventSaysWhetherATurnBeganAndEnded(t *testing.T) {
+	js := setup(t)
+	ctx := context.Background()
+	if ev, ok, err := LastEvent(ctx, js, "turn-none"); err != nil || ok || ev != "" {
+		t.Fatalf("a turn with no event: %q %v %v", ev, ok, err)
+	}
+	p := New(js, "turn-last", nil)
+	defer p.Close()
+	if err := p.Emit(protocol.EventToken, protocol.TokenData{Content: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Finish(protocol.EventDone, map[string]string{"content": "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if ev, ok, err := LastEvent(ctx, js, "turn-last"); err != nil || !ok || ev != protocol.EventDone {
+		t.Fatalf("an ended turn: %q %v %v, want done", ev, ok, err)
+	}
+}
