@@ -141,12 +141,12 @@ func TestUsageFromChatTurns(t *testing.T) {
 		evs := srv.Chat(map[string]any{"message": m, "workspace": "default", "session": "usage"}).All(t)
 		var done struct {
 			Usage struct {
-				PromptTokens int `json:"prompt_tokens"`
+				InputTokens int `json:"inputTokens"`
 			} `json:"usage"`
 		}
 		evs[len(evs)-1].Decode(t, &done)
-		if done.Usage.PromptTokens == 0 {
-			t.Skip("turns do not run the agent loop yet (echo reply with a model available)")
+		if evs[len(evs)-1].Name != "done" || done.Usage.InputTokens == 0 {
+			t.Fatalf("turn %q did not run the agent loop: %s %s", m, evs[len(evs)-1].Name, evs[len(evs)-1].Data)
 		}
 	}
 	check := func(when string) {
