@@ -532,7 +532,7 @@ func TestSlashReroute(t *testing.T) {
 	st := srv.JSON("POST", "/api/commands/execute", map[string]any{"command": typed, "workspaceId": ws}, &cmd)
 	prompt, ok := strings.CutPrefix(cmd.Result, "AGENT_LOOP_REROUTE::")
 	if st != 200 || !ok {
-		t.Skipf("the command service does not reroute /research yet (status %d)", st)
+		t.Fatalf("/research is not rerouted to the model: status %d, result %q", st, cmd.Result)
 	}
 	evs := srv.Chat(chat(typed)).All(t)
 	done(t, evs)
