@@ -13,20 +13,21 @@ import (
 )
 
 // EnsureBucket creates (or updates) a key-value bucket of coordination
-// state that costs no fsync per write: the runners' heartbeats, rewritten
-// every second (a write lost in a crash of NATS is replaced by the next).
-// The turn leases are not such state yet (see the recovery rule).
+// state that costs no fsync per write: the turn leases and the runners'
+// heartbeats.
 //
 // A single-replica bucket is made as its stream by hand, with the same
 // configuration nats.go gives a bucket plus the asynchronous persist mode:
 // a write is acknowledged once it is in the server's memory and reaches
-// the file within milliseconds, instead of after an fsync
-// (sync_interval: always is for the session store's kind of data). A
-// runner's crash loses nothing (the server keeps it); what a crash of the
-// NATS server itself may lose, and how that is recovered, is the recovery
-// rule in docs/architecture.md ("Distributed turns"). A replicated bucket
-// is left to its raft log, which already relaxes the fsync by itself
-// (JetStream refuses the async mode on replicated streams).
+// the file within milliseconds (nats-server batches the flush, up to
+// 8 ms), instead of after an fsync (sync_interval: always is for the
+// session store's kind of data). A runner's crash loses nothing (the
+// server keeps it); what a crash of the NATS server itself may lose, and
+// how that is recovered, is the recovery rule in docs/architecture.md
+// ("Recovery after a crash"). A replicated bucket is made as nats.go
+// makes it: JetStream refuses the async mode on replicated streams, and
+// with sync_interval: always each write is fsynced in the raft log of
+// every node (see docs/operations.md, "Durability").
 //
 // A bucket made by an older version with the default persist mode is kept
 // as it is (JetStream cannot change a stream's persist mode, and its

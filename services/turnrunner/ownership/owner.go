@@ -16,7 +16,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/ownership/sessionqueue"
 )
@@ -104,6 +103,7 @@ type Owner struct {
 	tickets map[string]*Ticket // the leases this runner holds, by turn id
 
 	stopping   atomic.Bool
+	restoring  atomic.Bool // restoreLeases runs
 	loops      sync.WaitGroup
 	stopLoops  context.CancelFunc
 	stopClaims context.CancelFunc
@@ -133,19 +133,21 @@ func (o *Owner) Incarnation() string { return o.incarnation }
 // queues.
 func (o *Owner) Open(ctx context.Context, js jetstream.JetStream) error {
 	replicas := max(o.cfg.Replicas, 1)
-	// The leases are fsynced: after a crash of NATS itself they are what
-	// says which accepted turns to run again (the recovery rule in
-	// docs/architecture.md); until the session store can say it instead,
-	// a lease acknowledged and lost in NATS's flush window would lose its
-	// turn. The heartbeats are not: each is rewritten a second later.
-	leases, err := bus.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
+	// No bucket or stream of ownership costs an fsync per write (DESIGN
+	// §11: a turn's only fsyncs are the session store's). On one node they
+	// are file streams in the asynchronous persist mode: a runner's crash
+	// loses nothing (NATS keeps them), a full restart finds them on disk
+	// but for NATS's last flush window (~8 ms), and what that window may
+	// lose is the recovery rule in docs/architecture.md ("Recovery after
+	// a crash"). Replicated, their raft log is their durability.
+	leases, err := EnsureBucket(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      BucketLeases,
 		Description: "One lease per running turn: the request, its runner, renewed every second",
 		History:     1,
 		TTL:         LeaseMaxAge,
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
-	})
+	}, o.log)
 	if err != nil {
 		return fmt.Errorf("ownership: bucket %s: %w", BucketLeases, err)
 	}
@@ -216,19 +218,66 @@ func (o *Owner) beat(ctx context.Context) {
 // alive) once per Heartbeat, on its own so that nothing else a runner
 // does can delay it. A write may take up to StaleAfter on a loaded bus
 // before it counts as failed.
+//
+// After every reconnect it also puts back the leases of this runner's
+// turns that the bus no longer has (restoreLeases).
 func (o *Owner) beatLoop(ctx context.Context) {
 	tick := time.NewTicker(o.cfg.Heartbeat)
 	defer tick.Stop()
+	nc := o.js.Conn()
+	reconnects := nc.Stats().Reconnects
 	for {
 		bctx, cancel := context.WithTimeout(ctx, o.cfg.StaleAfter)
 		o.beat(bctx)
 		cancel()
+		if n := nc.Stats().Reconnects; n != reconnects && nc.IsConnected() && o.restoring.CompareAndSwap(false, true) {
+			// On its own goroutine: one read per lease must not delay
+			// the heartbeat that keeps them all alive.
+			reconnects = n
+			o.loops.Go(func() {
+				defer o.restoring.Store(false)
+				for ctx.Err() == nil && !o.restoreLeases(ctx) {
+					select {
+					case <-ctx.Done():
+					case <-time.After(o.cfg.Heartbeat):
+					}
+				}
+			})
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
 	}
+}
+
+// restoreLeases puts back the lease of every turn this runner holds that
+// the bus lost. A lease is acknowledged before it reaches the disk (the
+// asynchronous persist mode), so a NATS server that restarted (crashed, or
+// its machine lost power) can come back without the leases written in its
+// last flush window, while the runners that hold them live on: without its
+// lease a running turn would be unknown to its followers and passed over
+// by the turns queued behind it. Only after a reconnect can that happen,
+// so only then is each lease read. A lease another runner wrote since is
+// left alone (the claim loop and Renew settle it). It reports whether
+// every lease could be checked (false: the bus failed, try again).
+func (o *Owner) restoreLeases(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
+	defer cancel()
+	o.mu.Lock()
+	tickets := make([]*Ticket, 0, len(o.tickets))
+	for _, t := range o.tickets {
+		tickets = append(tickets, t)
+	}
+	o.mu.Unlock()
+	ok := true
+	for _, t := range tickets {
+		if !t.restore(ctx) {
+			ok = false
+		}
+	}
+	return ok
 }
 
 // held is how many leases this runner holds.

@@ -14,6 +14,7 @@ import (
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/waitfor"
+	"github.com/waggle-os/core/services/turnrunner/ownership/sessionqueue"
 )
 
 // Timing of the owners under test: a runner is stale after a few missed
@@ -384,5 +385,91 @@ func TestRefusedClaimIsReleased(t *testing.T) {
 	e.owner("r3", h3, time.Hour)
 	if tk := awaitResumed(t, h3); tk.Request().TurnID != "t1" {
 		t.Fatalf("claimed %q", tk.Request().TurnID)
+	}
+}
+
+// TestCoordinationCostsNoFsync: on one node, none of ownership's state —
+// the leases, the runners' heartbeats, the session queues — is fsynced
+// per write (DESIGN §11: a turn's only fsyncs are the session store's
+// user message and reply). Each is a file stream in the asynchronous
+// persist mode, so it survives a runner's crash and, but for NATS's last
+// flush window, a full restart (the recovery rule in
+// docs/architecture.md).
+func TestCoordinationCostsNoFsync(t *testing.T) {
+	e := newEnv(t)
+	o, _ := e.owner("r1", newHost(1), 0)
+	ctx := ctxT(t)
+	for _, name := range []string{"KV_" + BucketLeases, "KV_" + BucketRunners, sessionqueue.StreamName} {
+		st, err := o.js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg := st.CachedInfo().Config; cfg.Storage != jetstream.FileStorage || cfg.PersistMode != jetstream.AsyncPersistMode {
+			t.Errorf("%s: storage %v, persist mode %v; want file storage without an fsync per write (async)", name, cfg.Storage, cfg.PersistMode)
+		}
+	}
+}
+
+// TestLeaseLostByTheBusIsPutBack: leases are acknowledged before they
+// reach the disk, so a NATS server that restarts can come back without
+// the lease of a turn that still runs on a live runner (written in its
+// last flush window). The runner puts it back after its reconnect: the
+// turn is known again (a follower asking about it is not told 404), it
+// names its runner, and no other runner claims or passes it over as dead.
+func TestLeaseLostByTheBusIsPutBack(t *testing.T) {
+	e := newEnv(t)
+	h := newHost(1)
+	o, _ := e.owner("r1", h, 0)
+	ctx := ctxT(t)
+	tk, err := o.Accept(ctx, request("t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.run(tk)
+	if holder, err := tk.Join(ctx, Behind); err != nil || holder != "" {
+		t.Fatalf("join: holder %q, %v", holder, err)
+	}
+	// What the restarted server lost: the lease (purged from a
+	// connection of the test's own), and the runner's connection.
+	js, err := jetstream.New(e.srv.Conn("test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, BucketLeases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Purge(ctx, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	if alive, err := o.holderAlive(ctx, "t1"); alive || err != nil {
+		t.Fatalf("before the reconnect the lease should be gone: alive %v, %v", alive, err)
+	}
+	if err := o.js.Conn().ForceReconnect(); err != nil {
+		t.Fatal(err)
+	}
+	waitfor.NoError(t, "the lost lease put back", func() error {
+		l, ok, err := o.Lookup(ctx, "t1")
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return errors.New("t1 has no lease")
+		case l.Runner != "r1" || l.Incarnation != o.Incarnation() || l.Request.Session != "s1":
+			t.Fatalf("the lease put back: %+v", l)
+		}
+		return nil
+	})
+	if alive, err := o.holderAlive(ctx, "t1"); !alive || err != nil {
+		t.Fatalf("the session's holder after the lease was put back: alive %v, %v", alive, err)
+	}
+	// The ticket holds the new revision: the turn's end removes the lease.
+	tk.Leave()
+	tk.Drop()
+	if _, ok, err := o.Lookup(ctx, "t1"); ok || err != nil {
+		t.Fatalf("lease of t1 after Drop: %v %v", ok, err)
+	}
+	if lost := h.lostTurns(); len(lost) != 0 {
+		t.Fatalf("the runner stopped turns it still owns: %v", lost)
 	}
 }

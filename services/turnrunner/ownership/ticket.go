@@ -262,6 +262,42 @@ func (t *Ticket) Renew(ctx context.Context, followed bool) {
 	}
 }
 
+// restore writes the lease again when the bus no longer has it (a NATS
+// restart lost it: Owner.restoreLeases). It reports false when the bus
+// could not say.
+func (t *Ticket) restore(ctx context.Context) bool {
+	t.op.Lock()
+	defer t.op.Unlock()
+	t.mu.Lock()
+	rev, lease := t.rev, t.lease
+	t.mu.Unlock()
+	if rev == 0 {
+		return true // dropped, released or someone else's meanwhile
+	}
+	_, err := t.o.leases.Get(ctx, t.req.TurnID)
+	switch {
+	case err == nil:
+		return true // still there; a revision the bus lost is Renew's (stillMine)
+	case !errors.Is(err, jetstream.ErrKeyNotFound):
+		return false
+	}
+	lease.Heartbeat = time.Now().UnixMilli()
+	body, _ := json.Marshal(lease)
+	newRev, err := t.o.leases.Create(ctx, t.req.TurnID, body)
+	switch {
+	case err == nil:
+		t.mu.Lock()
+		t.rev, t.lease = newRev, lease
+		t.mu.Unlock()
+		t.logger().Warn("put back the turn's lease, which the bus lost (NATS restarted)")
+		return true
+	case isConflict(err):
+		return true // written meanwhile: the claim loop and Renew see whose it is
+	default:
+		return false
+	}
+}
+
 // Drop deletes the lease of a finished turn (its terminal event is
 // stored). A conflict means the lease is someone else's now: left alone.
 func (t *Ticket) Drop() {
