@@ -32,8 +32,9 @@ import (
 // (finished without leaving, or ended because no runner was left) is
 // passed over by a runner with turns waiting behind it. The queue is a
 // stream, not a runner's memory, so it survives a runner's crash and a
-// full restart (see "Distributed turns" in docs/architecture.md for what a
-// crash of the NATS server itself may lose and how that is recovered).
+// full restart (see "Recovery after a crash" in docs/architecture.md for
+// what a crash of the NATS server itself may lose and how that is
+// recovered).
 //
 // The queue's methods (Join, Holds, Wait, Leave, Place) are the turn's
 // own: call them from one goroutine at a time. The lease's (Renew, Drop,

@@ -102,8 +102,9 @@ type Queue struct {
 // Open creates (or updates) the queue stream and returns a handle on it.
 //
 // The stream is file storage without an fsync per write (async persist):
-// the session store's messages and the turn leases are what a turn's
-// recovery rests on; see Recovery in docs/architecture.md.
+// like the turn leases, it is coordination state, and what a crash of
+// NATS may take from it is recovered by the rule in docs/architecture.md
+// ("Recovery after a crash"), which rests on the session store's record.
 func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Queue, error) {
 	if cfg.Alive == nil {
 		return nil, errors.New("sessionqueue: Config.Alive is required")
