@@ -140,6 +140,22 @@ func (o *Owner) Open(ctx context.Context, js jetstream.JetStream) error {
 	// but for NATS's last flush window (~8 ms), and what that window may
 	// lose is the recovery rule in docs/architecture.md ("Recovery after
 	// a crash"). Replicated, their raft log is their durability.
+	runners, err := EnsureBucket(ctx, js, jetstream.KeyValueConfig{
+		Bucket:      BucketRunners,
+		Description: "One entry per live turn runner, rewritten every second: it keeps the runner's leases alive",
+		History:     1,
+		TTL:         RunnerMaxAge,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+	}, o.log)
+	if err != nil {
+		return fmt.Errorf("ownership: bucket %s: %w", BucketRunners, err)
+	}
+	// A lease bucket an older version made with an fsync per write is
+	// made again without it (its leases kept) when no other runner is
+	// alive: a desktop's first start after an upgrade. Beside live
+	// runners it is kept, and replaced at a later start that finds
+	// itself alone.
 	leases, err := EnsureBucket(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      BucketLeases,
 		Description: "One lease per running turn: the request, its runner, renewed every second",
@@ -147,7 +163,7 @@ func (o *Owner) Open(ctx context.Context, js jetstream.JetStream) error {
 		TTL:         LeaseMaxAge,
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
-	}, o.log)
+	}, o.log, func(ctx context.Context) (bool, error) { return o.alone(ctx, runners) })
 	if err != nil {
 		return fmt.Errorf("ownership: bucket %s: %w", BucketLeases, err)
 	}
@@ -160,19 +176,57 @@ func (o *Owner) Open(ctx context.Context, js jetstream.JetStream) error {
 	if err != nil {
 		return err
 	}
-	runners, err := EnsureBucket(ctx, js, jetstream.KeyValueConfig{
-		Bucket:      BucketRunners,
-		Description: "One entry per live turn runner, rewritten every second: it keeps the runner's leases alive",
-		History:     1,
-		TTL:         RunnerMaxAge,
-		Storage:     jetstream.FileStorage,
-		Replicas:    replicas,
-	}, o.log)
-	if err != nil {
-		return fmt.Errorf("ownership: bucket %s: %w", BucketRunners, err)
-	}
 	o.js, o.leases, o.queue, o.runners = js, leases, queue, runners
 	return nil
+}
+
+// alone reports whether no other runner is alive: runners holds no entry
+// of another runner, or none of them changes for StaleAfter (their
+// runners stopped within RunnerMaxAge; a runner id is new for every
+// process). It is asked once, at the first start after an upgrade, so the
+// wait does not recur.
+func (o *Owner) alone(ctx context.Context, runners jetstream.KeyValue) (bool, error) {
+	others := func() (map[string]uint64, error) {
+		keys, err := runners.ListKeys(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list runners: %w", err)
+		}
+		revs := map[string]uint64{}
+		for key := range keys.Keys() {
+			if key == o.cfg.Runner {
+				continue
+			}
+			e, err := runners.Get(ctx, key)
+			switch {
+			case errors.Is(err, jetstream.ErrKeyNotFound):
+			case err != nil:
+				return nil, fmt.Errorf("read runner %s: %w", key, err)
+			default:
+				revs[key] = e.Revision()
+			}
+		}
+		return revs, nil
+	}
+	before, err := others()
+	if err != nil || len(before) == 0 {
+		return err == nil, err
+	}
+	o.log.Info("waiting to see whether the other runners that beat within a minute are alive", "runners", len(before), "wait", o.cfg.StaleAfter)
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-time.After(o.cfg.StaleAfter):
+	}
+	after, err := others()
+	if err != nil {
+		return false, err
+	}
+	for key, rev := range after {
+		if before[key] != rev {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // Start starts the heartbeat and the claim loop; Stop ends them.
