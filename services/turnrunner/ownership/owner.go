@@ -398,7 +398,20 @@ func isConflict(err error) bool {
 }
 
 // cleanupCtx bounds a write that must happen even after the turn's own
-// context ended (leaving the queue, dropping or releasing the lease).
-func cleanupCtx() (context.Context, context.CancelFunc) {
+// context ended (leaving the queue, dropping or releasing the lease): 5 s,
+// or stoppingCleanup once the runner shuts down. A shutdown has a budget,
+// and a store that drops writes (a full disk: nats-server latches the
+// error and answers nothing) would otherwise take 5 s of it per write;
+// what a cleanup could not write is recovered by the claim rules (a lease
+// left behind is claimed and its turn ended from the session store, a
+// holder without a lease is passed over).
+func (o *Owner) cleanupCtx() (context.Context, context.CancelFunc) {
+	if o.stopping.Load() {
+		return context.WithTimeout(context.Background(), stoppingCleanup)
+	}
 	return context.WithTimeout(context.Background(), 5*time.Second)
 }
+
+// stoppingCleanup bounds a cleanup write during a shutdown (a write answers
+// in milliseconds on a healthy bus).
+const stoppingCleanup = 2 * time.Second

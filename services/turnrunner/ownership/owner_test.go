@@ -562,3 +562,36 @@ func TestUpgradeAfterAnotherRunnerStopped(t *testing.T) {
 		t.Fatalf("the kept lease: %+v %v %v", l, ok, err)
 	}
 }
+
+// TestDropAfterALandedRenewal: a renewal whose write landed but whose
+// answer the turn never got (lost, or cut short by the turn's end) leaves
+// the ticket a revision behind. The turn's Drop still removes its lease —
+// it is this runner's — instead of leaving it behind for the claim loop
+// to take back and end.
+func TestDropAfterALandedRenewal(t *testing.T) {
+	e := newEnv(t)
+	o, _ := e.owner("r1", newHost(0), 0)
+	ctx := ctxT(t)
+	tk, err := o.Accept(ctx, request("t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The renewal that landed: the same lease, followed, one revision on.
+	e0, err := o.leases.Get(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l Lease
+	if err := json.Unmarshal(e0.Value(), &l); err != nil {
+		t.Fatal(err)
+	}
+	l.Followed = true
+	body, _ := json.Marshal(l)
+	if _, err := o.leases.Update(ctx, "t1", body, e0.Revision()); err != nil {
+		t.Fatal(err)
+	}
+	tk.Drop()
+	if l, ok, err := o.Lookup(ctx, "t1"); ok || err != nil {
+		t.Fatalf("lease of t1 after Drop: %+v %v %v", l, ok, err)
+	}
+}

@@ -55,6 +55,19 @@ type Ticket struct {
 	mu    sync.Mutex
 	lease Lease
 	rev   uint64 // 0 once the lease is gone or someone else's
+	// renewing ends the renewal under way, if any: the turn's end
+	// (Drop, Release) does not wait behind a renewal its write makes moot.
+	renewing context.CancelFunc
+}
+
+// stopRenewal ends the renewal under way, if any.
+func (t *Ticket) stopRenewal() {
+	t.mu.Lock()
+	stop := t.renewing
+	t.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 }
 
 // Mode says where a turn that finds its session busy goes.
@@ -201,7 +214,7 @@ func (t *Ticket) Leave() {
 	}
 	seq := t.seq
 	t.seq, t.holds = 0, false
-	ctx, cancel := cleanupCtx()
+	ctx, cancel := t.o.cleanupCtx()
 	defer cancel()
 	if err := t.o.queue.Leave(ctx, t.session(), seq); err != nil {
 		t.logger().Warn("leave the session's queue", "err", err)
@@ -228,9 +241,17 @@ func (t *Ticket) Place(ctx context.Context) error {
 func (t *Ticket) Renew(ctx context.Context, followed bool) {
 	t.op.Lock()
 	defer t.op.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	t.mu.Lock()
 	rev, lease := t.rev, t.lease
+	t.renewing = cancel
 	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		t.renewing = nil
+		t.mu.Unlock()
+	}()
 	if rev == 0 {
 		return
 	}
@@ -256,6 +277,8 @@ func (t *Ticket) Renew(ctx context.Context, followed bool) {
 			return
 		}
 		t.o.lost(t.req.TurnID)
+	case errors.Is(err, context.Canceled):
+		// Ended by Drop or Release, whose write settles the lease.
 	default:
 		// NATS hiccup: try again on the next beat. If it lasts, another
 		// runner claims the turn and the next renewal finds out.
@@ -302,15 +325,25 @@ func (t *Ticket) restore(ctx context.Context) bool {
 // Drop deletes the lease of a finished turn (its terminal event is
 // stored). A conflict means the lease is someone else's now: left alone.
 func (t *Ticket) Drop() {
+	t.stopRenewal()
 	t.op.Lock()
 	defer t.op.Unlock()
 	rev := t.forget()
 	if rev == 0 {
 		return
 	}
-	ctx, cancel := cleanupCtx()
+	ctx, cancel := t.o.cleanupCtx()
 	defer cancel()
-	if err := t.o.leases.Delete(ctx, t.req.TurnID, jetstream.LastRevision(rev)); err != nil && !isConflict(err) {
+	err := t.o.leases.Delete(ctx, t.req.TurnID, jetstream.LastRevision(rev))
+	if isConflict(err) {
+		// A renewal of ours whose answer was lost or cut short by this
+		// Drop may have landed: still this runner's lease, at a newer
+		// revision.
+		if rev, ok := t.o.stillMine(ctx, t.req.TurnID); ok {
+			err = t.o.leases.Delete(ctx, t.req.TurnID, jetstream.LastRevision(rev))
+		}
+	}
+	if err != nil && !isConflict(err) {
 		t.o.log.Warn("delete turn lease", "turn", t.req.TurnID, "err", err)
 	}
 }
@@ -318,6 +351,7 @@ func (t *Ticket) Drop() {
 // Release hands the turn to whichever runner claims it first (this
 // runner shuts down); followed is as for Renew.
 func (t *Ticket) Release(followed bool) {
+	t.stopRenewal()
 	t.op.Lock()
 	defer t.op.Unlock()
 	t.mu.Lock()
@@ -331,9 +365,16 @@ func (t *Ticket) Release(followed bool) {
 	lease.Heartbeat = time.Now().UnixMilli()
 	lease.Followed = followed
 	body, _ := json.Marshal(lease)
-	ctx, cancel := cleanupCtx()
+	ctx, cancel := t.o.cleanupCtx()
 	defer cancel()
-	if _, err := t.o.leases.Update(ctx, t.req.TurnID, body, rev); err != nil {
+	_, err := t.o.leases.Update(ctx, t.req.TurnID, body, rev)
+	if isConflict(err) {
+		// As in Drop: a renewal of ours may have landed meanwhile.
+		if rev, ok := t.o.stillMine(ctx, t.req.TurnID); ok {
+			_, err = t.o.leases.Update(ctx, t.req.TurnID, body, rev)
+		}
+	}
+	if err != nil {
 		t.o.log.Warn("release turn lease", "turn", t.req.TurnID, "err", err)
 	}
 }
