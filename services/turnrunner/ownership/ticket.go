@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/protocol"
@@ -93,14 +94,50 @@ func (o *Owner) Accept(ctx context.Context, req protocol.TurnRequest) (*Ticket, 
 	now := time.Now().UnixMilli()
 	l := Lease{Request: req, Runner: o.cfg.Runner, Incarnation: o.incarnation, Accepted: now, Heartbeat: now}
 	body, _ := json.Marshal(l)
-	rev, err := o.leases.Create(ctx, req.TurnID, body)
-	if err != nil {
-		if isConflict(err) {
+	// Each try waits acceptTry for its answer, then the write is sent
+	// again: a request the server drops unanswered (JetStream restarting
+	// after a full disk was freed, a cluster electing a leader) costs the
+	// start a second, not its whole budget. A try that finds the lease
+	// made by an earlier try of this very call (same incarnation, same
+	// acceptance time) has it.
+	for try := 0; ; try++ {
+		tctx, cancel := context.WithTimeout(ctx, acceptTry)
+		rev, err := o.leases.Create(tctx, req.TurnID, body)
+		cancel()
+		switch {
+		case err == nil:
+			return o.ticket(l, rev), nil
+		case isConflict(err) && try > 0:
+			if rev, ok := o.sameLease(ctx, l); ok {
+				return o.ticket(l, rev), nil
+			}
 			return nil, fmt.Errorf("%w: %s", ErrLeased, req.TurnID)
+		case isConflict(err):
+			return nil, fmt.Errorf("%w: %s", ErrLeased, req.TurnID)
+		case ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)):
+			continue
+		default:
+			return nil, fmt.Errorf("ownership: lease %s: %w", req.TurnID, err)
 		}
-		return nil, fmt.Errorf("ownership: lease %s: %w", req.TurnID, err)
 	}
-	return o.ticket(l, rev), nil
+}
+
+// acceptTry bounds one try of Accept's lease write (it answers in
+// milliseconds when the server answers at all).
+const acceptTry = time.Second
+
+// sameLease reports the revision of l's turn's lease when it is l itself
+// (written by an earlier try whose answer was lost).
+func (o *Owner) sameLease(ctx context.Context, l Lease) (uint64, bool) {
+	e, err := o.leases.Get(ctx, l.Request.TurnID)
+	if err != nil {
+		return 0, false
+	}
+	var got Lease
+	if json.Unmarshal(e.Value(), &got) != nil || got.Runner != l.Runner || got.Incarnation != l.Incarnation || got.Accepted != l.Accepted {
+		return 0, false
+	}
+	return e.Revision(), true
 }
 
 // ticket registers the lease l at revision rev as this runner's.
