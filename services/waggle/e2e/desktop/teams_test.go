@@ -1,6 +1,7 @@
 package desktop
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -76,6 +77,21 @@ func TestTeamServerScopesVaultAndFiles(t *testing.T) {
 	}
 	if code := srv.JSON("POST", files+"upload", upload, nil, bearer(vic)...); code != http.StatusForbidden {
 		t.Errorf("a viewer uploads: %d, want 403", code)
+	}
+	// The same as a form (the original app's upload): a member writes, a
+	// viewer is refused before anything is written.
+	ctype, form1 := form(t, formPart{field: "file", filename: "form.txt", data: []byte("by form")}, formPart{field: "path", data: []byte("/")})
+	if code, out := postForm(t, srv.URL+files+"upload", ctype, bytes.NewReader(form1), bearer(vic)...); code != http.StatusForbidden {
+		t.Errorf("a viewer uploads a form: %d %s, want 403", code, out)
+	}
+	if b := body(t, srv.Do("GET", files+"download?path=/form.txt", nil, bearer(alice)...)); b == "by form" {
+		t.Error("a viewer's form was written")
+	}
+	if code, out := postForm(t, srv.URL+files+"upload", ctype, bytes.NewReader(form1), bearer(alice)...); code != http.StatusCreated {
+		t.Errorf("alice uploads a form: %d %s", code, out)
+	}
+	if b := body(t, srv.Do("GET", files+"download?path=/form.txt", nil, bearer(vic)...)); b != "by form" {
+		t.Errorf("a viewer downloads alice's form upload: %q", b)
 	}
 	if b := body(t, srv.Do("GET", files+"download?path=/plan.txt", nil, bearer(vic)...)); b != "acme plan" {
 		t.Errorf("a viewer downloads: %q", b)
