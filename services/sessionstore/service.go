@@ -47,6 +47,9 @@ type Service struct {
 	lifecycle *lifecycle.Worker
 	// frames is the minds' backend (the lifecycle worker's too).
 	frames frames.Backend
+	// settings is the one reader and writer of config.json: the bus
+	// endpoints, knowledge extraction and the embedding model read it.
+	settings *settings.Store
 	// docs keeps profiles, custom personas, identities and awareness
 	// (set by registerContext).
 	docs userdocs.Store
@@ -84,6 +87,12 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := settings.CheckFile(s.cfg.DataDir); err != nil {
 		return fmt.Errorf("sessionstore: %w", err)
 	}
+	st, err := settings.New(settings.Config{DataDir: s.cfg.DataDir, Log: s.log,
+		Changed: func() { s.publishSettingsChange(false) }})
+	if err != nil {
+		return fmt.Errorf("sessionstore: %w", err)
+	}
+	s.settings = st
 	files := NewFiles(s.cfg.DataDir, s.cfg.Location, s.log)
 	var team Store
 	if s.cfg.PostgresURL != "" {
@@ -261,8 +270,7 @@ func (s *Service) register(ctx context.Context) error {
 		groups.Register(s.svc, groups.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
 		workflows.Register(s.svc, workflows.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
 		s.registerContext(pool),
-		settings.Register(s.svc, settings.Config{DataDir: s.cfg.DataDir, Log: s.log,
-			Changed: func() { s.publishSettingsChange(false) }}),
+		settings.Register(s.svc, s.settings),
 		vault.Register(ctx, s.svc, vault.Config{DataDir: s.cfg.DataDir, Pool: pool, AllInPool: s.cfg.Store == StorePostgres,
 			WorkspaceTeam: s.workspaceTeam, Changed: func() { s.publishSettingsChange(true) }}, s.log),
 	)
@@ -341,13 +349,13 @@ func (s *Service) openMinds(ctx context.Context) error {
 	}
 	var model knowledge.Extractor
 	if s.cfg.LLMURL != "" {
-		// The budget model (config.json) adds typed relations when set.
-		model = knowledge.NewModelExtractor(s.cfg.LLMURL, s.cfg.LLMAPIKey, s.cfg.DataDir)
+		// The budget model (the settings) adds typed relations when set.
+		model = knowledge.NewModelExtractor(s.cfg.LLMURL, s.cfg.LLMAPIKey, s.settings.Value)
 	}
 	s.knowledge = knowledge.New(knowledge.Config{Backend: kg, Model: model, Logger: s.log})
 	s.knowledge.Start(ctx)
 	s.frames = backend
-	s.minds = frames.New(frames.Config{DataDir: s.cfg.DataDir, Backend: backend, Embedder: emb,
+	s.minds = frames.New(frames.Config{Setting: s.settings.Value, Backend: backend, Embedder: emb,
 		RetryInterval: s.cfg.EmbedRetry, Logger: s.log, Knowledge: s.knowledge})
 	s.minds.Start(ctx)
 	return nil
