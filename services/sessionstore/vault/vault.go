@@ -131,15 +131,19 @@ func New(cfg Config) (*Vault, error) {
 	return v, nil
 }
 
-// Register migrates the vault's table (with a pool) and adds its
+// Register migrates the vault's table and moves an older version's team
+// secrets out of vault.json (with a pool, ImportFile), then adds its
 // endpoints to svc.
-func Register(ctx context.Context, svc *bus.Service, cfg Config, _ *slog.Logger) error {
+func Register(ctx context.Context, svc *bus.Service, cfg Config, log *slog.Logger) error {
 	v, err := New(cfg)
 	if err != nil {
 		return err
 	}
 	if cfg.Pool != nil {
 		if err := Migrate(ctx, cfg.Pool); err != nil {
+			return err
+		}
+		if _, err := v.ImportFile(ctx, log); err != nil {
 			return err
 		}
 	}

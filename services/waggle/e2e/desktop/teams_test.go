@@ -2,9 +2,13 @@ package desktop
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +16,7 @@ import (
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/sessionstore/vault"
 	"github.com/waggle-os/core/services/waggle/app"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
@@ -245,4 +250,68 @@ func TestTeamVaultKeysReachOnlyTheirTeamsTurns(t *testing.T) {
 			t.Errorf("a team key is in clear in %v", files)
 		}
 	}
+}
+
+// TestOldTeamVaultFileMovesIntoPostgres: a team server of the previous
+// version kept the teams' vaults in <data-dir>/vault.json. Started on that
+// data dir, this version moves them into PostgreSQL: the team's admin
+// lists the key, the team's turn sends it to the model, the file no
+// longer holds it (the local vault's entry stays there), and a restart
+// changes nothing.
+func TestOldTeamVaultFileMovesIntoPostgres(t *testing.T) {
+	dir := t.TempDir()
+	old, err := vault.New(vault.Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const acmeKey, localKey = "sk-acme-from-the-old-file-01", "sk-local-from-the-old-file-02"
+	for _, s := range []protocol.VaultSetRequest{{Team: "acme", Name: "openai", Value: acmeKey}, {Name: "tavily", Value: localKey}} {
+		if _, err := old.Set(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	llm := newLLM(t, llmtest.WithDefault(llmtest.Reply("team reply")))
+	llm.SetModelsStatus(http.StatusUnauthorized)
+	srv := waggletest.Start(t, waggletest.WithLLM(llm.URL()), waggletest.WithDataDir(dir), waggletest.WithConfig(func(c *app.Config) {
+		c.SessionStore.PostgresURL = pgtest.URL(t)
+		c.Gateway.Auth = "required"
+		c.NATSListen = waggletest.FreeAddr(t)
+	}))
+	nc := srv.DialNATS()
+	defer nc.Close()
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "alice"})
+	alice := waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "alice"}).Token
+	var ws map[string]any
+	if code := srv.JSON("POST", "/api/workspaces", map[string]any{"name": "Acme Ops", "teamId": "acme"}, &ws, bearer(alice)...); code/100 != 2 {
+		t.Fatalf("workspace: %d", code)
+	}
+	check := func(when string) {
+		t.Helper()
+		var list struct{ Secrets []struct{ Name string } }
+		if code := srv.JSON("GET", "/api/vault?team=acme", nil, &list, bearer(alice)...); code != http.StatusOK || len(list.Secrets) != 1 || list.Secrets[0].Name != "openai" {
+			t.Fatalf("%s: acme's vault = %d %+v", when, code, list)
+		}
+		before := len(llm.ChatRequests())
+		st := srv.Chat(map[string]any{"message": "hello", "workspace": fmt.Sprint(ws["id"]), "session": "s1"}, bearer(alice)...)
+		names := waggletest.Names(st.All(t))
+		st.Close()
+		reqs := llm.ChatRequests()[before:]
+		if len(reqs) == 0 || reqs[0].Header.Get("Authorization") != "Bearer "+acmeKey {
+			t.Fatalf("%s: acme's turn (%v) did not send the moved key", when, names)
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, vault.SecretsFile))
+		if err != nil {
+			t.Fatalf("%s: the local vault's file: %v", when, err)
+		}
+		var f struct {
+			Teams map[string]map[string]json.RawMessage `json:"teams"`
+		}
+		if err := json.Unmarshal(raw, &f); err != nil || len(f.Teams) != 1 || len(f.Teams[""]) != 1 {
+			t.Fatalf("%s: vault.json = %s, want the local entry only", when, raw)
+		}
+	}
+	check("after the start")
+	srv.Restart()
+	check("after a restart")
 }
