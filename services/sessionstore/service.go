@@ -50,6 +50,9 @@ type Service struct {
 	// settings is the one reader and writer of config.json: the bus
 	// endpoints, knowledge extraction and the embedding model read it.
 	settings *settings.Store
+	// vault keeps the API keys saved from the app (each team's on a team
+	// server).
+	vault *vault.Vault
 	// docs keeps profiles, custom personas, identities and awareness
 	// (set by registerContext).
 	docs userdocs.Store
@@ -155,10 +158,10 @@ func (s *Service) Start(ctx context.Context) error {
 		err := teams.Register(ctx, s.svc, teams.Config{Pool: s.pg.Pool(), Conn: s.nc,
 			Workspaces:       teams.WorkspaceTeamsFunc(s.workspaceTeam),
 			DefaultWorkspace: s.createTeamWorkspace,
-			// A deleted team's shared personas go with it: a team
-			// created later under the same id starts without them.
+			// A deleted team's shared personas and vault go with it: a
+			// team created later under the same id starts without them.
 			Deleted: func(ctx context.Context, team string) error {
-				return s.docs.Delete(ctx, personasKey("", team))
+				return errors.Join(s.docs.Delete(ctx, personasKey("", team)), s.vault.DeleteTeam(ctx, team))
 			}}, s.log)
 		if err != nil {
 			s.Stop(ctx)
@@ -244,6 +247,12 @@ func (s *Service) register(ctx context.Context) error {
 	if s.pg != nil {
 		pool = s.pg.Pool()
 	}
+	v, err := vault.New(vault.Config{DataDir: s.cfg.DataDir, Pool: pool, AllInPool: s.cfg.Store == StorePostgres,
+		WorkspaceTeam: s.workspaceTeam, Changed: func() { s.publishSettingsChange(true) }})
+	if err != nil {
+		return err
+	}
+	s.vault = v
 	return errors.Join(
 		bus.Handle(s.svc, protocol.ReadHistory, s.history),
 		bus.Handle(s.svc, protocol.AppendToSession, s.append),
@@ -271,8 +280,7 @@ func (s *Service) register(ctx context.Context) error {
 		workflows.Register(s.svc, workflows.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
 		s.registerContext(pool),
 		settings.Register(s.svc, s.settings),
-		vault.Register(ctx, s.svc, vault.Config{DataDir: s.cfg.DataDir, Pool: pool, AllInPool: s.cfg.Store == StorePostgres,
-			WorkspaceTeam: s.workspaceTeam, Changed: func() { s.publishSettingsChange(true) }}, s.log),
+		vault.Register(ctx, s.svc, s.vault, s.log),
 	)
 }
 

@@ -315,3 +315,37 @@ func TestOldTeamVaultFileMovesIntoPostgres(t *testing.T) {
 	srv.Restart()
 	check("after a restart")
 }
+
+// TestDeletedTeamsVaultIsNotInherited: a team's vault goes with the team,
+// so whoever creates a team under the same id later finds none of its
+// keys.
+func TestDeletedTeamsVaultIsNotInherited(t *testing.T) {
+	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
+		c.SessionStore.PostgresURL = pgtest.URL(t)
+		c.Gateway.Auth = "required"
+		c.NATSListen = waggletest.FreeAddr(t)
+	}))
+	nc := srv.DialNATS()
+	defer nc.Close()
+	token := func(user string) string {
+		return waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: user}).Token
+	}
+	alice, mal := token("alice"), token("mal")
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "alice"})
+	const secret = "sk-acme-before-the-delete-01"
+	if code := srv.JSON("POST", "/api/vault?team=acme", map[string]any{"name": "openai", "value": secret}, nil, bearer(alice)...); code != http.StatusOK {
+		t.Fatalf("alice saves acme's key: %d", code)
+	}
+	if resp := srv.Do("DELETE", "/api/teams/acme", nil, bearer(alice)...); resp.StatusCode != http.StatusOK {
+		t.Fatalf("alice deletes acme: %d %s", resp.StatusCode, body(t, resp))
+	}
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "mal"})
+	var list struct{ Secrets []struct{ Name string } }
+	if code := srv.JSON("GET", "/api/vault?team=acme", nil, &list, bearer(mal)...); code != http.StatusOK || len(list.Secrets) != 0 {
+		t.Errorf("the new acme's vault = %d %+v, want empty", code, list)
+	}
+	resp := srv.Do("POST", "/api/vault/openai/reveal?team=acme", nil, bearer(mal)...)
+	if b := body(t, resp); resp.StatusCode != http.StatusNotFound || strings.Contains(b, secret) {
+		t.Errorf("the new acme reveals the old key: %d %s", resp.StatusCode, b)
+	}
+}
