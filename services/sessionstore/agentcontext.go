@@ -78,14 +78,7 @@ func (s *Service) openDocs(ctx context.Context, pool *pgxpool.Pool) (userdocs.St
 		return nil, fmt.Errorf("sessionstore: %w", err)
 	}
 	r := &docsRouter{placement: placement{isTeam: s.pg.WorkspaceExists}, files: files, team: team}
-	exists := func(ctx context.Context, id string) (bool, error) {
-		_, err := s.store.GetWorkspace(ctx, id)
-		if protocol.KindOf(err) == protocol.NotFound {
-			return false, nil
-		}
-		return err == nil, err
-	}
-	if err := movePersonalDocs(ctx, pool, r, exists, s.log); err != nil {
+	if err := movePersonalDocs(ctx, pool, r, s.workspaceExists, s.log); err != nil {
 		return nil, fmt.Errorf("sessionstore: move personal documents out of PostgreSQL: %w", err)
 	}
 	return r, nil

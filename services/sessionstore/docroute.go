@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/userdocs"
 )
 
@@ -85,6 +86,25 @@ func (r *docsRouter) Delete(ctx context.Context, k userdocs.Key) error {
 		return err
 	}
 	return s.Delete(ctx, k)
+}
+
+// workspaceExists reports whether workspace id exists (in either store).
+func (s *Service) workspaceExists(ctx context.Context, id string) (bool, error) {
+	_, err := s.store.GetWorkspace(ctx, id)
+	if protocol.KindOf(err) == protocol.NotFound {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// personalWorkspace reports whether workspace id exists and lives in the
+// data dir (not a team workspace).
+func (s *Service) personalWorkspace(ctx context.Context, id string) (bool, error) {
+	team, err := s.pg.WorkspaceExists(ctx, id)
+	if err != nil || team {
+		return false, err
+	}
+	return s.workspaceExists(ctx, id)
 }
 
 // movePersonalDocs moves the documents an older version kept in

@@ -277,11 +277,22 @@ func (s *Service) register(ctx context.Context) error {
 		bus.Handle(s.svc, protocol.SummarizeSession, s.sessionSummary),
 		ledger.Register(s.svc, ledger.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
 		groups.Register(s.svc, groups.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
-		workflows.Register(s.svc, workflows.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
+		workflows.Register(s.svc, s.workflowsConfig(pool), s.log),
 		s.registerContext(pool),
 		settings.Register(s.svc, s.settings),
 		vault.Register(ctx, s.svc, s.vault, s.log),
 	)
+}
+
+// workflowsConfig places the captured workflows as the workspaces: with
+// PostgreSQL for team workspaces only, a personal workspace's stay in its
+// directory (docroute.go's rule).
+func (s *Service) workflowsConfig(pool *pgxpool.Pool) workflows.Config {
+	cfg := workflows.Config{DataDir: s.cfg.DataDir, Pool: pool}
+	if pool != nil && s.cfg.Store != StorePostgres {
+		cfg.IsTeam, cfg.Personal = s.pg.WorkspaceExists, s.personalWorkspace
+	}
+	return cfg
 }
 
 // workspaceTeam is the team of workspace id ("" for none).

@@ -1,11 +1,14 @@
 package pgstore
 
 import (
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"testing"
 
+	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore"
+	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
 // identityName is the name of the identity of the mind q selects ("" for
@@ -141,5 +144,45 @@ func TestPersonalDocumentsMoveOutOfPostgres(t *testing.T) {
 	e.startStore(t, "", t.TempDir())
 	if got := e.profileName(t); got == "Ada Moved" {
 		t.Error("the profile is still in PostgreSQL after the move")
+	}
+}
+
+// TestPersonalWorkflowsStayOutOfPostgres: the tool sequences and captured
+// workflows of a personal workspace are kept in its directory, a team
+// workspace's in PostgreSQL (it keeps them when the data dir is lost).
+func TestPersonalWorkflowsStayOutOfPostgres(t *testing.T) {
+	e := start(t, "")
+	team := e.createWorkspace(t, map[string]any{"name": "Alpha", "teamId": "team-1"})
+	personal := e.createWorkspace(t, map[string]any{"name": "Alpha"})
+	nc := e.srv.DialNATS()
+	defer nc.Close()
+	tools := []string{"read_file", "search_files", "write_file"}
+	captured := func(ws string) int {
+		return len(waggletest.Operate(t, nc, protocol.ListWorkflows, protocol.WorkspaceRequest{Workspace: ws}).Workflows)
+	}
+	for _, ws := range []string{team, personal} {
+		for i := range 3 {
+			waggletest.Operate(t, nc, protocol.ObserveWorkflow, protocol.WorkflowObserveRequest{Workspace: ws, Session: fmt.Sprint("s", i), Tools: tools})
+		}
+		if n := captured(ws); n != 1 {
+			t.Fatalf("%s: %d captured workflows, want 1", ws, n)
+		}
+	}
+	if !exists(filepath.Join(e.dataDir, "workspaces", personal, "workflows.json")) {
+		t.Error("the personal workspace's workflows are not in its directory")
+	}
+	if exists(filepath.Join(e.dataDir, "workspaces", team)) {
+		t.Error("the team workspace has files in the data dir")
+	}
+	e.stopStore(t)
+	e.startStore(t, "", t.TempDir())
+	if n := captured(team); n != 1 {
+		t.Errorf("team workflows after losing the data dir: %d, want 1", n)
+	}
+	if again := e.createWorkspace(t, map[string]any{"name": "Alpha"}); again != personal {
+		t.Fatalf("recreated personal workspace id = %s", again)
+	}
+	if n := captured(personal); n != 0 {
+		t.Errorf("a personal workspace's workflows were in PostgreSQL: %d", n)
 	}
 }
