@@ -19,6 +19,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/go-chi/chi/v5"
 
@@ -177,9 +178,12 @@ func (h handlers) upload(w http.ResponseWriter, r *http.Request) {
 
 // checkFileName refuses a name that is not one path segment: the
 // directory comes from the path field, and the runner confines the
-// joined path to the workspace.
+// joined path to the workspace. A backslash (a Windows path, as old
+// browsers sent a form's filename) and control characters are refused
+// too rather than written into a name.
 func checkFileName(name string) error {
-	if name == "" || name != path.Base(name) || name == "." || name == ".." {
+	if name == "" || name != path.Base(name) || name == "." || name == ".." ||
+		strings.Contains(name, `\`) || strings.ContainsFunc(name, unicode.IsControl) {
 		return protocol.Errorf(protocol.Invalid, "name must be a file name, not a path")
 	}
 	return nil

@@ -116,6 +116,7 @@ func TestUploadAsTheOriginalAppSendsIt(t *testing.T) {
 		text    string
 	}{
 		{"a name that is a path", []formPart{{field: "file", filename: "../../../escape.txt", data: []byte("x")}}, own, 400, "name must be a file name"},
+		{"a Windows path as the name", []formPart{{field: "file", filename: `C:\\Users\\ada\\escape.txt`, data: []byte("x")}}, own, 400, "name must be a file name"},
 		{"a directory out of the workspace", []formPart{{field: "file", filename: "escape.txt", data: []byte("x")}, {field: "path", data: []byte("../..")}}, own, 400, ""},
 		{"no file", []formPart{{field: "path", data: []byte("/inbox")}}, own, 400, "Missing file in upload"},
 		{"an unknown field", []formPart{{field: "file", filename: "c.txt", data: []byte("x")}, {field: "overwrite", data: []byte("true")}}, own, 400, "unknown form field"},
