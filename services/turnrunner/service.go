@@ -492,6 +492,7 @@ func (s *Service) launch(t *turn, fn func()) bool {
 			s.mu.Unlock()
 			t.cancel(nil)
 			_ = t.awaitUser()
+			t.awaitTools()
 			t.pub.Close()
 			<-s.slots
 			s.wg.Done()

@@ -47,6 +47,13 @@ type turn struct {
 	// began.
 	userSaved chan struct{}
 	userErr   error
+
+	// toolsSaved is closed once every tool event handed over so far is
+	// stored (nil: none was). Tool events are appended in order behind
+	// one another, off the model's path; whatever the turn stores after
+	// them waits (awaitTools), so history keeps the order.
+	toolsMu    sync.Mutex
+	toolsSaved chan struct{}
 }
 
 // errUserNotSaved cancels a turn whose user message could not be stored.
@@ -360,6 +367,7 @@ func (t *turn) persist(m protocol.Message) error {
 		if err := t.awaitUser(); err != nil {
 			return fmt.Errorf("turnrunner: persist %s message: %w", m.Role, errUserNotSaved)
 		}
+		t.awaitTools()
 	}
 	return t.store(m)
 }
@@ -385,6 +393,7 @@ func (t *turn) finish(event string, data any) {
 	if t.awaitUser() != nil {
 		event, data = protocol.EventError, protocol.ErrorData{Message: saveUserText}
 	}
+	t.awaitTools()
 	// Everything the turn keeps is persisted by now: the session is free
 	// before the client sees the end, so a next message sent on `done`
 	// (even with multitask "reject") never finds it busy.
