@@ -80,7 +80,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		Log:          log,
 	}
 	t.loopOptions(&areq, mc, in.history, message)
-	sub.offered, sub.blocked, sub.gate, sub.apiKeys = workerTools, blocked, areq.Gate, areq.APIKeys
+	sub.offered, sub.blocked, sub.wrapGate, sub.apiKeys = workerTools, blocked, mcpSet.Gate, areq.APIKeys
 	res, err := t.svc.agent.Run(t.ctx, areq)
 	if t.silent() {
 		return

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -65,7 +66,9 @@ type subAgents struct {
 	// and MCP applied): a sub-agent gets a subset, never more.
 	offered []agent.Tool
 	blocked []string
-	gate    agent.Gate
+	// wrapGate wraps each sub-agent's own approval gate as the turn's is
+	// wrapped (MCP servers' trust).
+	wrapGate func(agent.Gate) agent.Gate
 	model   agent.ModelChoice
 	prices  map[string]agent.Price
 	apiKeys []string
@@ -104,6 +107,16 @@ func (s *subAgents) Spawn(ctx context.Context, req tools.SpawnRequest) (string, 
 	t.svc.announceSubAgent(info)
 	defer t.svc.retireSubAgent(info.ID)
 
+	// Its own gate, on the turn's stream and autonomy: closing it when the
+	// sub-agent ends withdraws what it still waited for (its time ran out,
+	// or it stopped while a check was with the approval service), while
+	// the turn goes on. The turn itself waits in this call meanwhile, so
+	// the turn's approvals Close withdraws are all the sub-agent's.
+	gate := t.openGate()
+	defer t.closeGate(gate)
+	sink := subAgentSink{parent: &turnSink{t: t}, name: req.Name}
+	watch := &stoppedGate{inner: s.wrapGate(gate)}
+
 	runCtx, cancel := context.WithTimeout(ctx, limits.Timeout)
 	defer cancel()
 	choice := s.model
@@ -116,8 +129,8 @@ func (s *subAgents) Spawn(ctx context.Context, req tools.SpawnRequest) (string, 
 		Message:      req.Task,
 		Tools:        offered,
 		Blocked:      s.blocked,
-		Gate:         s.gate,
-		Sink:         subAgentSink{parent: &turnSink{t: t}, name: req.Name},
+		Gate:         watch,
+		Sink:         sink,
 		OnToolEvent: func(ev protocol.ToolEvent) {
 			ev.Parent = info.ParentCallID
 			t.persistTool(ev)
@@ -131,6 +144,10 @@ func (s *subAgents) Spawn(ctx context.Context, req tools.SpawnRequest) (string, 
 	case ctx.Err() != nil:
 		return "", ctx.Err() // the turn was cancelled: so is its sub-agent
 	case runCtx.Err() != nil:
+		if tool := watch.stopped(); tool != "" {
+			// The user may still look at its approval card: say it is gone.
+			sink.Emit(protocol.EventStep, protocol.TokenData{Content: withdrawnStep(tool, limits.Timeout)})
+		}
 		return "", fmt.Errorf("sub-agent %q stopped at its time limit of %v; what it said so far: %s",
 			req.Name, limits.Timeout, orNothing(res.Content))
 	case runErr != nil:
@@ -188,6 +205,39 @@ func subAgentPrompt(req tools.SpawnRequest, persona personaInfo, readOnly bool) 
 		b.WriteString("\n- You may only read: do not try to change files or run commands.")
 	}
 	return b.String()
+}
+
+// stoppedGate passes a sub-agent's checks to its gate and remembers the
+// call whose check its end interrupted (an approval it was waiting for).
+type stoppedGate struct {
+	inner agent.Gate
+	mu    sync.Mutex
+	tool  string
+}
+
+// Check implements agent.Gate.
+func (g *stoppedGate) Check(ctx context.Context, call agent.ToolCall) (agent.Verdict, error) {
+	v, err := g.inner.Check(ctx, call)
+	if ctx.Err() != nil {
+		g.mu.Lock()
+		g.tool = call.Name
+		g.mu.Unlock()
+	}
+	return v, err
+}
+
+// stopped is the tool whose check the sub-agent's end interrupted, or "".
+func (g *stoppedGate) stopped() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.tool
+}
+
+// withdrawnStep is the step shown when a sub-agent stopped at its time
+// limit while tool waited for an approval: its card is no longer
+// answerable.
+func withdrawnStep(tool string, limit time.Duration) string {
+	return fmt.Sprintf("✖ %s approval withdrawn: the sub-agent stopped at its time limit of %v", tool, limit)
 }
 
 // subAgentSink passes a sub-agent's progress to its turn's stream: steps
