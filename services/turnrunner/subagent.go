@@ -69,9 +69,9 @@ type subAgents struct {
 	// wrapGate wraps each sub-agent's own approval gate as the turn's is
 	// wrapped (MCP servers' trust).
 	wrapGate func(agent.Gate) agent.Gate
-	model   agent.ModelChoice
-	prices  map[string]agent.Price
-	apiKeys []string
+	model    agent.ModelChoice
+	prices   map[string]agent.Price
+	apiKeys  []string
 	// readOnly is the turn's persona's: a sub-agent of a read-only turn is
 	// told so too (its tools already are).
 	readOnly bool
