@@ -339,7 +339,7 @@ func ended(t *testing.T, done <-chan error, what string) error {
 	}
 }
 
-// workers are the processes this test binary started that still run
+// workers are the PDF workers this test binary started that still run
 // (/proc: Linux).
 func workers(t *testing.T) []string {
 	t.Helper()
@@ -352,7 +352,7 @@ func workers(t *testing.T) []string {
 		}
 		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
 		_, rest, _ := bytes.Cut(b, []byte(") "))
-		if f := strings.Fields(string(rest)); len(f) > 1 && f[1] == fmt.Sprint(os.Getpid()) {
+		if f := strings.Fields(string(rest)); len(f) > 1 && f[1] == fmt.Sprint(os.Getpid()) && isPDFWorker(filepath.Dir(s)) {
 			out = append(out, s)
 		}
 	}
@@ -402,4 +402,11 @@ func TestReadDocumentHostilePDFIsStopped(t *testing.T) {
 	if out := mustCall(t, env, "read_document", map[string]any{"path": "ok.pdf"}); !strings.Contains(out, "still readable") {
 		t.Errorf("read_document ok.pdf = %q", out)
 	}
+}
+
+// isPDFWorker reports whether the process of /proc directory dir is a
+// read_document PDF worker (its environment marks it).
+func isPDFWorker(dir string) bool {
+	env, err := os.ReadFile(filepath.Join(dir, "environ"))
+	return err == nil && bytes.Contains(env, []byte("WAGGLE_PDFTEXT_WORKER=1"))
 }

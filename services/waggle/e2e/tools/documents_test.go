@@ -233,8 +233,8 @@ func TestReadDocumentBombIsAnError(t *testing.T) {
 	}
 }
 
-// childProcesses are the running processes whose parent is pid (/proc).
-func childProcesses(pid int) []string {
+// pdfWorkers are the running PDF workers whose parent is pid (/proc).
+func pdfWorkers(pid int) []string {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	var out []string
 	for _, s := range stats {
@@ -244,7 +244,7 @@ func childProcesses(pid int) []string {
 		}
 		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
 		_, rest, _ := bytes.Cut(b, []byte(") "))
-		if f := strings.Fields(string(rest)); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+		if f := strings.Fields(string(rest)); len(f) > 1 && f[1] == strconv.Itoa(pid) && isPDFWorker(filepath.Dir(s)) {
 			out = append(out, s)
 		}
 	}
@@ -278,7 +278,7 @@ func TestCancelledTurnStopsHostilePDF(t *testing.T) {
 	if last := evs[len(evs)-1]; last.Name != protocol.EventTool {
 		t.Fatalf("read_document did not start: %v", waggletest.Names(evs))
 	}
-	waitfor.True(t, "the PDF is read by a worker process", func() bool { return len(childProcesses(p.Pid())) == 1 })
+	waitfor.True(t, "the PDF is read by a worker process", func() bool { return len(pdfWorkers(p.Pid())) == 1 })
 
 	cancel := p.Do(t, "POST", "/api/chat/turns/"+turnID+"/cancel", nil)
 	cancel.Body.Close()
@@ -289,10 +289,17 @@ func TestCancelledTurnStopsHostilePDF(t *testing.T) {
 	if end := rest[len(rest)-1]; end.Name == protocol.EventDone {
 		t.Fatalf("cancelled turn ended with done: %s", end.Data)
 	}
-	if w := childProcesses(p.Pid()); len(w) != 0 {
+	if w := pdfWorkers(p.Pid()); len(w) != 0 {
 		t.Errorf("the cancelled turn's PDF worker still runs: %v", w)
 	}
 	if res := toolResults(llm); len(res) != 0 {
 		t.Errorf("the model got a result of the cancelled read: %q", res)
 	}
+}
+
+// isPDFWorker reports whether the process of /proc directory dir is a
+// read_document PDF worker (its environment marks it).
+func isPDFWorker(dir string) bool {
+	env, err := os.ReadFile(filepath.Join(dir, "environ"))
+	return err == nil && bytes.Contains(env, []byte("WAGGLE_PDFTEXT_WORKER=1"))
 }
