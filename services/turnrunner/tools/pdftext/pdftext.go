@@ -55,7 +55,7 @@ var selfHosted atomic.Bool
 
 // request is the header line a worker reads before the file.
 type request struct {
-	Pages     []int `json:"pages,omitempty"`
+	Pages     []int `json:"pages"` // null: all pages
 	MaxBytes  int   `json:"maxBytes"`
 	TimeoutMs int64 `json:"timeoutMs"`
 }
