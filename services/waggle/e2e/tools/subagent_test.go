@@ -240,8 +240,12 @@ func TestCancelledTurnCancelsSubAgent(t *testing.T) {
 		t.Fatalf("cancelled turn ended with done: %s", end.Data)
 	}
 	waitfor.True(t, "the cancelled sub-agent leaves the active list", func() bool { return len(activeSubAgents(t, p)) == 0 })
-	// A late approval of the dead request runs nothing.
-	p.Do(t, "POST", "/api/approval/"+a.RequestID, map[string]any{"approved": true}).Body.Close()
+	// A late approval of the dead request is refused and runs nothing.
+	late404 := p.Do(t, "POST", "/api/approval/"+a.RequestID, map[string]any{"approved": true})
+	late404.Body.Close()
+	if late404.StatusCode != http.StatusNotFound {
+		t.Errorf("approving the cancelled sub-agent's approval: %d, want 404 (no longer pending)", late404.StatusCode)
+	}
 	if _, err := os.Stat(late); !os.IsNotExist(err) {
 		t.Fatalf("the cancelled sub-agent wrote late.md (%v)", err)
 	}
