@@ -3,10 +3,8 @@ package turnrunner
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/turnrunner/agent"
+	"github.com/waggle-os/core/services/turnrunner/agentcontext"
 	"github.com/waggle-os/core/services/turnrunner/approvalgate"
 	"github.com/waggle-os/core/services/turnrunner/mcp"
 	"github.com/waggle-os/core/services/turnrunner/tools"
@@ -21,18 +20,6 @@ import (
 
 // errPublish cancels a turn whose events can no longer be published.
 var errPublish = errors.New("turn events could not be published")
-
-// agentInputs is what a turn loads before the model is called.
-type agentInputs struct {
-	history   []protocol.Message
-	toolEvs   []protocol.ToolEvent
-	workspace protocol.Workspace
-	spent     float64
-	// turnTools are this turn's own tool events (a resumed turn's finished calls).
-	turnTools []protocol.ToolEvent
-	// context is the profile, preloaded frames and Workspace Now.
-	context turnContext
-}
 
 // governanceText is shown when a team user's tool policy cannot be read:
 // the turn does not run tools it cannot vouch for.
@@ -50,13 +37,14 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 	if mc.DefaultModel == "" {
 		mc.DefaultModel = t.svc.fallbackModel()
 	}
-	choice := agent.ResolveModel(mc, t.req.Model, in.workspace.Model, message, in.spent)
-	persona := t.resolvePersona(t.ctx, firstNonEmpty(t.req.Persona, in.workspace.Persona))
-	mem := busMemory{s: t.svc, user: t.req.User}
-	sub := &subAgents{t: t, model: choice, prices: mc.Prices, readOnly: persona.readOnly, teamID: in.workspace.TeamID}
+	choice := agent.ResolveModel(mc, t.req.Model, in.Workspace.Model, message, in.Spent)
+	ctxl := t.contextLoader()
+	persona := ctxl.Persona(t.ctx, firstNonEmpty(t.req.Persona, in.Workspace.Persona))
+	mem := agentcontext.Memory{Store: ctxl.Store, User: t.req.User}
+	sub := &subAgents{t: t, model: choice, prices: mc.Prices, readOnly: persona.ReadOnly, teamID: in.Workspace.TeamID}
 	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem,
-		WebSearch: t.webSearch(mc.WebSearch, in.workspace.TeamID), Plan: tools.ReplayPlan(in.toolEvs, in.turnTools),
-		Knowledge: mem, Mind: busMind{s: t.svc, workspace: t.req.Workspace, user: t.req.User}, SubAgents: sub}
+		WebSearch: t.webSearch(mc.WebSearch, in.Workspace.TeamID), Plan: tools.ReplayPlan(in.HistoryTools, in.TurnTools),
+		Knowledge: mem, Mind: agentcontext.Mind{Store: ctxl.Store, Workspace: t.req.Workspace, User: t.req.User}, SubAgents: sub}
 	mcpSet, agentTools, workerTools, blocked := t.agentTools(env, persona, policy)
 	gate := t.openGate()
 	defer t.closeGate(gate)
@@ -65,27 +53,27 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		TurnID:       t.req.TurnID,
 		Model:        choice,
 		Prices:       mc.Prices,
-		BuildPrompt:  t.buildPrompt(in.context, in.workspace, persona, message, len(in.history), t.vague(message, in.history)),
-		History:      in.history,
-		HistoryTools: in.toolEvs,
+		BuildPrompt:  ctxl.Prompt(t.svc.cfg.PromptBudget, in.Context, in.Workspace, persona, message, len(in.History), t.vague(message, in.History)),
+		History:      in.History,
+		HistoryTools: in.HistoryTools,
 		Message:      message,
 		Tools:        agentTools,
 		Blocked:      blocked,
 		Gate:         mcpSet.Gate(gate),
-		Recall:       recaller{mem: mem, workspace: t.req.Workspace},
+		Recall:       agentcontext.Recaller{Memory: mem, Workspace: t.req.Workspace},
 		Sink:         &turnSink{t: t},
 		OnToolEvent:  t.persistTool,
 		Checkpoint:   turnCheckpoint{t: t},
 		Resume:       resume,
 		Log:          log,
 	}
-	t.loopOptions(&areq, mc, in.history, message)
+	t.loopOptions(&areq, mc, in.History, message)
 	sub.offered, sub.blocked, sub.gate, sub.apiKeys = workerTools, blocked, areq.Gate, areq.APIKeys
 	res, err := t.svc.agent.Run(t.ctx, areq)
 	if t.silent() {
 		return
 	}
-	t.endAgentTurn(log, message, persona.id, res, err)
+	t.endAgentTurn(log, message, persona.ID, res, err)
 }
 
 // prepareAgent loads what the agent needs before the model is called: the
@@ -93,7 +81,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 // autonomy. It ends the turn itself and
 // reports !ok when either cannot be read; a resumed turn gets the finished
 // calls of its checkpoint, a fresh one the workspace budget warning.
-func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.ModelConfig, agentInputs, protocol.ToolPolicy, bool) {
+func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.ModelConfig, agentcontext.Inputs, protocol.ToolPolicy, bool) {
 	var policy protocol.ToolPolicy
 	mc, in, err := t.agentInputs()
 	if err != nil {
@@ -120,9 +108,9 @@ func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.Model
 		t.capAutonomy(policy, resume != nil)
 	}
 	if resume != nil {
-		resume.Results = in.turnTools
+		resume.Results = in.TurnTools
 	} else {
-		t.warnWorkspaceBudget(in.workspace)
+		t.warnWorkspaceBudget(in.Workspace)
 	}
 	return mc, in, policy, true
 }
@@ -134,7 +122,7 @@ func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.Model
 // delegating persona the tools before its filter (policy still applied),
 // as its workers do the work it does not; blocked is what the model is
 // told it may not use.
-func (t *turn) agentTools(env tools.Env, persona personaInfo, policy protocol.ToolPolicy) (set *mcp.ToolSet, offered, workers []agent.Tool, blocked []string) {
+func (t *turn) agentTools(env tools.Env, persona agentcontext.Persona, policy protocol.ToolPolicy) (set *mcp.ToolSet, offered, workers []agent.Tool, blocked []string) {
 	bound := t.svc.tools.Bind(env, nil)
 	builtIns := make([]agent.Tool, 0, len(bound))
 	for _, b := range bound {
@@ -152,18 +140,18 @@ func (t *turn) agentTools(env tools.Env, persona personaInfo, policy protocol.To
 
 // personaTools splits pool — nBuiltIn built-ins, then MCP tools — into
 // what persona's turn is offered and what its sub-agents draw from.
-func personaTools(pool []agent.Tool, nBuiltIn int, persona personaInfo) (offered, workers []agent.Tool) {
-	strict := persona.readOnly || persona.delegates
+func personaTools(pool []agent.Tool, nBuiltIn int, persona agentcontext.Persona) (offered, workers []agent.Tool) {
+	strict := persona.ReadOnly || persona.Delegates
 	offered = make([]agent.Tool, 0, len(pool))
 	for i, tool := range pool {
 		// The persona's lists name built-ins only, so they do not filter
 		// MCP tools; a strict persona gets none.
 		builtIn := i < nBuiltIn
-		if builtIn && persona.allows(tool.Name()) || !builtIn && !strict {
+		if builtIn && persona.Allows(tool.Name()) || !builtIn && !strict {
 			offered = append(offered, tool)
 		}
 	}
-	if persona.delegates && !persona.readOnly {
+	if persona.Delegates && !persona.ReadOnly {
 		return offered, pool
 	}
 	return offered, offered
@@ -269,13 +257,10 @@ func (c turnCheckpoint) Executing(_ context.Context, cp protocol.ExecCheckpoint)
 	return c.t.pub.Mark(protocol.EventCheckpointExec, cp)
 }
 
-// loadAgentInputs reads the session's history, the workspace's config and
-// (only when a daily budget can switch models) today's spend, concurrently.
-// Only the history is required; the rest degrades to "none".
 // prefetched is an agent turn's inputs loaded ahead of time.
 type prefetched struct {
 	mc  agent.ModelConfig
-	in  agentInputs
+	in  agentcontext.Inputs
 	err error
 }
 
@@ -286,109 +271,27 @@ func (t *turn) prefetchInputs() <-chan prefetched {
 	ch := make(chan prefetched, 1)
 	mc := t.svc.models.Get()
 	go func() {
-		in, err := t.loadAgentInputs(mc)
+		in, err := t.contextLoader().Inputs(t.ctx, mc)
 		ch <- prefetched{mc, in, err}
 	}()
 	return ch
 }
 
 // agentInputs returns the prefetched inputs, or loads them now.
-func (t *turn) agentInputs() (agent.ModelConfig, agentInputs, error) {
+func (t *turn) agentInputs() (agent.ModelConfig, agentcontext.Inputs, error) {
 	if t.prefetch != nil {
 		p := <-t.prefetch
 		t.prefetch = nil
 		return p.mc, p.in, p.err
 	}
 	mc := t.svc.models.Get()
-	in, err := t.loadAgentInputs(mc)
+	in, err := t.contextLoader().Inputs(t.ctx, mc)
 	return mc, in, err
 }
 
-func (t *turn) loadAgentInputs(mc agent.ModelConfig) (agentInputs, error) {
-	s := t.svc
-	var (
-		in      agentInputs
-		histErr error
-		wg      sync.WaitGroup
-	)
-	wg.Go(func() {
-		rep, err := bus.Call(t.ctx, s.nc, protocol.ReadHistory,
-			protocol.HistoryRequest{SessionRef: t.ref(), Tools: true}, bus.Within(s.cfg.StoreTimeout))
-		if err != nil {
-			histErr = fmt.Errorf("turnrunner: history of %s/%s: %w", t.req.Workspace, t.req.Session, err)
-			return
-		}
-		in.history, in.toolEvs = withoutTurn(rep.Messages, rep.Tools, t.req.TurnID)
-		_, in.turnTools = ofTurn(rep.Messages, rep.Tools, t.req.TurnID)
-	})
-	wg.Go(func() {
-		ws, err := bus.Call(t.ctx, s.nc, protocol.GetWorkspace,
-			protocol.WorkspaceRequest{Workspace: t.req.Workspace}, bus.Within(s.cfg.StoreTimeout))
-		switch {
-		case err == nil:
-			in.workspace = ws
-		case errors.Is(err, protocol.ErrUnavailable) || protocol.KindOf(err) == protocol.NotFound:
-		default:
-			s.log.Warn("workspace config unavailable; using defaults", "workspace", t.req.Workspace, "err", err)
-		}
-	})
-	wg.Go(func() { in.context = t.loadContext(t.ctx) })
-	if mc.DailyBudget > 0 && mc.BudgetModel != "" {
-		wg.Go(func() {
-			sum, err := bus.Call(t.ctx, s.nc, protocol.SummarizeUsage,
-				protocol.UsageSummaryRequest{Since: startOfDayUTC(time.Now()).Format(time.RFC3339)}, bus.Within(s.cfg.StoreTimeout))
-			if err != nil {
-				if !errors.Is(err, protocol.ErrUnavailable) {
-					s.log.Warn("usage summary unavailable; assuming nothing spent today", "err", err)
-				}
-				return
-			}
-			in.spent = sum.EstimatedCost
-		})
-	}
-	wg.Wait()
-	return in, histErr
-}
-
-// withoutTurn drops the messages and tool events of turn turnID: the user
-// message of the running turn is already on disk (persisted first) but is
-// passed to the agent separately.
-func withoutTurn(msgs []protocol.Message, evs []protocol.ToolEvent, turnID string) ([]protocol.Message, []protocol.ToolEvent) {
-	outM := make([]protocol.Message, 0, len(msgs))
-	for _, m := range msgs {
-		if m.TurnID != turnID {
-			outM = append(outM, m)
-		}
-	}
-	var outT []protocol.ToolEvent
-	for _, ev := range evs {
-		if ev.TurnID != turnID {
-			outT = append(outT, ev)
-		}
-	}
-	return outM, outT
-}
-
-// ofTurn keeps only the messages and tool events of turn turnID.
-func ofTurn(msgs []protocol.Message, evs []protocol.ToolEvent, turnID string) ([]protocol.Message, []protocol.ToolEvent) {
-	var outM []protocol.Message
-	for _, m := range msgs {
-		if m.TurnID == turnID {
-			outM = append(outM, m)
-		}
-	}
-	var outT []protocol.ToolEvent
-	for _, ev := range evs {
-		if ev.TurnID == turnID {
-			outT = append(outT, ev)
-		}
-	}
-	return outM, outT
-}
-
-func startOfDayUTC(now time.Time) time.Time {
-	y, m, d := now.UTC().Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+// contextLoader reads the turn's context from the session store.
+func (t *turn) contextLoader() agentcontext.Loader {
+	return agentcontext.Loader{Store: agentcontext.Store{Conn: t.svc.nc, Timeout: t.svc.cfg.StoreTimeout}, Req: t.req, Log: t.logger()}
 }
 
 // filesDir is the directory the turn's tools are confined to: the

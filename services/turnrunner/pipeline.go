@@ -4,11 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
+	"github.com/waggle-os/core/services/turnrunner/autosave"
 )
 
 // The parts of a turn around the agent loop (reference §1.9 (4)–(9)):
@@ -207,6 +211,49 @@ func (t *turn) warnWorkspaceBudget(ws protocol.Workspace) {
 	if text := BudgetWarning(sum.EstimatedCost, ws.Budget); text != "" {
 		if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: text}); err != nil {
 			t.logger().Error("publish step", "err", err)
+		}
+	}
+}
+
+// vague reports whether message is a vague first message (the ambiguity
+// guard's case; GEPA may still expand it).
+func (t *turn) vague(message string, history []protocol.Message) bool {
+	return message == t.req.Message && !protocol.IsSlashCommand(message) && !hasUserMessage(history) && agent.IsVague(message)
+}
+
+// autoSave keeps what an agent turn that did not call save_memory said
+// worth keeping (autosave.Extract) and reports it in a step before done.
+// Saving is one store append per fact, in parallel; the store embeds them
+// in the background, so the turn waits for no model. Failures are logged,
+// never the turn's.
+func (t *turn) autoSave(message string, res agent.Result) {
+	if slices.Contains(res.ToolsUsed, "save_memory") || !t.svc.models.AutoSaveOn(t.req.Workspace) {
+		return
+	}
+	facts := autosave.Extract(message, res.Content)
+	if len(facts) == 0 {
+		return
+	}
+	var saved atomic.Int32
+	var wg sync.WaitGroup
+	for _, f := range facts {
+		wg.Go(func() {
+			rep, err := bus.Call(t.ctx, t.svc.nc, protocol.SaveMemory, protocol.MemorySaveRequest{
+				Workspace: t.req.Workspace, User: t.req.User, Content: f.Content, Importance: f.Importance,
+				Source: protocol.SourceAgentInferred, Personal: f.Personal,
+			}, bus.Within(t.svc.cfg.StoreTimeout))
+			switch {
+			case err != nil:
+				t.logger().Warn("auto-save memory", "err", err)
+			case !rep.Duplicate:
+				saved.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := int(saved.Load()); n > 0 {
+		if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: autosave.Step(n)}); err != nil {
+			t.logger().Warn("publish auto-save step", "err", err)
 		}
 	}
 }

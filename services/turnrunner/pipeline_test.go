@@ -1,7 +1,6 @@
 package turnrunner
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/waggle-os/core/libs/protocol"
@@ -95,22 +94,5 @@ func TestHasUserMessage(t *testing.T) {
 	if hasUserMessage(nil) || hasUserMessage([]protocol.Message{{Role: protocol.RoleAssistant}}) ||
 		!hasUserMessage([]protocol.Message{{Role: protocol.RoleAssistant}, {Role: protocol.RoleUser}}) {
 		t.Error("hasUserMessage")
-	}
-}
-
-func TestPersonaHooks(t *testing.T) {
-	hr, _ := builtInPersona("hr-manager")
-	if hr.allows("bash") || !hr.allows("read_file") || !namedPersona("custom-x").allows("bash") {
-		t.Error("persona tool filter")
-	}
-	if got := namedPersona("custom-x"); got.prompt != "## Persona\nRespond as the \"custom-x\" persona: its expertise, tone and priorities." || got.id != "custom-x" {
-		t.Errorf("unknown persona: %+v", got)
-	}
-	if got, _ := builtInPersona("coder"); !strings.HasPrefix(got.prompt, "## Persona: Coder\nYo") {
-		t.Errorf("coder prompt %q", got.prompt)
-	}
-	c := customPersona(protocol.CustomPersona{ID: "critic", Name: "Critic", SystemPrompt: "Find flaws.", Tools: []string{"read_file"}, IsReadOnly: true})
-	if c.prompt != "## Persona: Critic\nFind flaws." || !c.readOnly || !c.allows("read_file") || c.allows("write_file") || c.allows("save_memory") {
-		t.Errorf("custom persona %+v", c)
 	}
 }

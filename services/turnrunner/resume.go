@@ -9,6 +9,7 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/turnrunner/agent"
+	"github.com/waggle-os/core/services/turnrunner/agentcontext"
 	"github.com/waggle-os/core/services/turnrunner/ownership"
 	"github.com/waggle-os/core/services/turnrunner/turnevents"
 )
@@ -164,7 +165,7 @@ func (t *turn) turnHistory() ([]protocol.Message, []protocol.ToolEvent, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	msgs, tools := ofTurn(rep.Messages, rep.Tools, t.req.TurnID)
+	msgs, tools := agentcontext.OfTurn(rep.Messages, rep.Tools, t.req.TurnID)
 	return msgs, tools, nil
 }
 

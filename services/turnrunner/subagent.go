@@ -15,6 +15,7 @@ import (
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
+	"github.com/waggle-os/core/services/turnrunner/agentcontext"
 	"github.com/waggle-os/core/services/turnrunner/tools"
 )
 
@@ -86,16 +87,16 @@ func (s *subAgents) Spawn(ctx context.Context, req tools.SpawnRequest) (string, 
 	if n := s.started.Add(1); int(n) > limits.PerTurn {
 		return "", fmt.Errorf("this turn already started %d sub-agents, the limit; do the rest yourself", limits.PerTurn)
 	}
-	persona := personaInfo{}
+	persona := agentcontext.Persona{}
 	if req.Persona != "" {
-		persona = t.resolvePersona(ctx, req.Persona)
+		persona = t.contextLoader().Persona(ctx, req.Persona)
 	}
 	offered, err := s.subset(req, persona)
 	if err != nil {
 		return "", err
 	}
 	info := protocol.SubAgent{
-		ID: protocol.NewUUID(), Name: req.Name, Role: req.Role, Persona: persona.id,
+		ID: protocol.NewUUID(), Name: req.Name, Role: req.Role, Persona: persona.ID,
 		Task: preview(req.Task, protocol.SubAgentTaskPreview), Tools: toolNames(offered),
 		ParentTurnID: t.req.TurnID, ParentCallID: agent.CallID(ctx),
 		Workspace: t.req.Workspace, Session: t.req.Session, TeamID: s.teamID,
@@ -112,7 +113,7 @@ func (s *subAgents) Spawn(ctx context.Context, req tools.SpawnRequest) (string, 
 		TurnID:       t.req.TurnID,
 		Model:        choice,
 		Prices:       s.prices,
-		SystemPrompt: subAgentPrompt(req, persona, s.readOnly || persona.readOnly),
+		SystemPrompt: subAgentPrompt(req, persona, s.readOnly || persona.ReadOnly),
 		Message:      req.Task,
 		Tools:        offered,
 		Blocked:      s.blocked,
@@ -144,7 +145,7 @@ func (s *subAgents) Spawn(ctx context.Context, req tools.SpawnRequest) (string, 
 // offers and the persona allows. A custom list naming a tool the turn does
 // not offer is refused (a model cannot grant its sub-agent more than it
 // has); a role preset just lacks the tools this turn does not have.
-func (s *subAgents) subset(req tools.SpawnRequest, persona personaInfo) ([]agent.Tool, error) {
+func (s *subAgents) subset(req tools.SpawnRequest, persona agentcontext.Persona) ([]agent.Tool, error) {
 	var out []agent.Tool
 	var missing []string
 	for _, name := range req.Tools {
@@ -152,7 +153,7 @@ func (s *subAgents) subset(req tools.SpawnRequest, persona personaInfo) ([]agent
 		switch {
 		case name == spawnAgentTool || i < 0:
 			missing = append(missing, name)
-		case !persona.allows(name) || slices.ContainsFunc(out, func(t agent.Tool) bool { return t.Name() == name }):
+		case !persona.Allows(name) || slices.ContainsFunc(out, func(t agent.Tool) bool { return t.Name() == name }):
 		default:
 			out = append(out, s.offered[i])
 		}
@@ -168,11 +169,11 @@ const spawnAgentTool = "spawn_agent"
 
 // subAgentPrompt is the sub-agent's system prompt (the original's, with
 // the persona's section when one was asked for).
-func subAgentPrompt(req tools.SpawnRequest, persona personaInfo, readOnly bool) string {
+func subAgentPrompt(req tools.SpawnRequest, persona agentcontext.Persona, readOnly bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Sub-Agent: %s\nRole: %s\nTask: Complete the following task and return a comprehensive result.\n\n", req.Name, req.Role)
-	if persona.prompt != "" {
-		b.WriteString(persona.prompt)
+	if persona.Prompt != "" {
+		b.WriteString(persona.Prompt)
 		b.WriteString("\n\n")
 	}
 	if req.Context != "" {
