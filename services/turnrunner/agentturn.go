@@ -15,6 +15,7 @@ import (
 	"github.com/waggle-os/core/services/turnrunner/agentcontext"
 	"github.com/waggle-os/core/services/turnrunner/approvalgate"
 	"github.com/waggle-os/core/services/turnrunner/mcp"
+	"github.com/waggle-os/core/services/turnrunner/subagent"
 	"github.com/waggle-os/core/services/turnrunner/tools"
 )
 
@@ -41,7 +42,9 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 	ctxl := t.contextLoader()
 	persona := ctxl.Persona(t.ctx, firstNonEmpty(t.req.Persona, in.Workspace.Persona))
 	mem := agentcontext.Memory{Store: ctxl.Store, User: t.req.User}
-	sub := &subAgents{t: t, model: choice, prices: mc.Prices, readOnly: persona.ReadOnly, teamID: in.Workspace.TeamID}
+	sub := &subagent.Spawner{Turn: t.req, Agent: t.svc.agent, Limits: t.svc.cfg.SubAgents, List: t.svc.subagents,
+		Persona: ctxl.Persona, Sink: &turnSink{t: t}, PersistTool: t.persistTool, RecordUsage: t.recordUsage, Log: log,
+		Model: choice, Prices: mc.Prices, ReadOnly: persona.ReadOnly, TeamID: in.Workspace.TeamID}
 	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem,
 		WebSearch: t.webSearch(mc.WebSearch, in.Workspace.TeamID), Plan: tools.ReplayPlan(in.HistoryTools, in.TurnTools),
 		Knowledge: mem, Mind: agentcontext.Mind{Store: ctxl.Store, Workspace: t.req.Workspace, User: t.req.User}, SubAgents: sub}
@@ -68,7 +71,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		Log:          log,
 	}
 	t.loopOptions(&areq, mc, in.History, message)
-	sub.offered, sub.blocked, sub.gate, sub.apiKeys = workerTools, blocked, areq.Gate, areq.APIKeys
+	sub.Offered, sub.Blocked, sub.Gate, sub.APIKeys = workerTools, blocked, areq.Gate, areq.APIKeys
 	res, err := t.svc.agent.Run(t.ctx, areq)
 	if t.silent() {
 		return

@@ -57,3 +57,11 @@ func TestPersonaTools(t *testing.T) {
 		}
 	}
 }
+
+func toolNames(ts []agent.Tool) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Name()
+	}
+	return out
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/waggle-os/core/services/turnrunner/ownership"
 	"github.com/waggle-os/core/services/turnrunner/profileai"
 	"github.com/waggle-os/core/services/turnrunner/retrieval"
+	"github.com/waggle-os/core/services/turnrunner/subagent"
 	"github.com/waggle-os/core/services/turnrunner/tools"
 	"github.com/waggle-os/core/services/turnrunner/turnevents"
 )
@@ -47,7 +48,7 @@ type Service struct {
 	// claims the turns other runners left (package ownership).
 	own *ownership.Owner
 	// subagents lists the running sub-agents (protocol.BucketSubAgents).
-	subagents jetstream.KeyValue
+	subagents *subagent.List
 	svc       *bus.Service
 	subs      []*nats.Subscription
 	probe     *llmprobe.Prober
@@ -199,7 +200,8 @@ func (s *Service) connect(ctx context.Context) error {
 	if err := s.own.Open(ctx, js); err != nil {
 		return clusterError(fmt.Errorf("turnrunner: %w", err))
 	}
-	return s.ensureSubAgentBucket(ctx)
+	s.subagents, err = subagent.OpenList(ctx, s.js, s.cfg.SubAgents, s.cfg.Stream.Replicas, s.cfg.StoreTimeout, s.log)
+	return err
 }
 
 // clusterWait bounds the set-up of the runner's stream and buckets.
@@ -262,7 +264,7 @@ func (s *Service) serve(context.Context) error {
 		bus.Handle(svc, protocol.StartTurn, s.startTurn),
 		bus.Handle(svc, protocol.StartAgentRun, s.startAgentRun),
 		bus.Handle(svc, protocol.LookupTurn, s.turnInfo),
-		bus.Handle(svc, protocol.ListSubAgents, s.listSubAgents),
+		bus.Handle(svc, protocol.ListSubAgents, s.subagents.Running),
 		bus.Handle(svc, protocol.WorkspaceFiles, s.workspaceFiles),
 		bus.Handle(svc, protocol.CheckModelServer, s.checkModelServer),
 		bus.Handle(svc, protocol.AnalyzeProfile, s.analyzeProfile),
