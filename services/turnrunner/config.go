@@ -393,3 +393,13 @@ func (c *Config) agentConfig() agent.Config {
 		Model: c.model(), MaxSteps: c.AgentMaxSteps, MaxRetries: c.ModelRetries, RetryBackoff: c.ModelRetryBackoff,
 	}
 }
+
+// mcpConfig is the MCP manager's configuration: c.MCP with the runner's
+// data directory and name, and the data directory hidden from sandboxed
+// servers as it is from bash.
+func (c *Config) mcpConfig() mcp.Config {
+	mc := c.MCP
+	mc.DataDir, mc.RunnerID, mc.TeamServer = c.DataDir, c.RunnerID, c.TeamServer
+	mc.SandboxHide = append(mc.SandboxHide, c.DataDir)
+	return mc
+}

@@ -40,9 +40,9 @@ func newPolicyCache(nc *nats.Conn, ttl, timeout time.Duration) *policyCache {
 	return &policyCache{nc: nc, ttl: ttl, timeout: timeout, entries: map[policyKey]policyEntry{}}
 }
 
-// get returns the tools blocked for user in workspace. An error means the
-// teams service did not answer: the caller must not run tools then.
-func (c *policyCache) get(ctx context.Context, user, workspace string, now time.Time) (protocol.ToolPolicy, error) {
+// Policy returns the tools blocked for user in workspace. An error means
+// the teams service did not answer: the caller must not run tools then.
+func (c *policyCache) Policy(ctx context.Context, user, workspace string, now time.Time) (protocol.ToolPolicy, error) {
 	k := policyKey{user, workspace}
 	c.mu.Lock()
 	e, ok := c.entries[k]
@@ -82,28 +82,4 @@ func (c *policyCache) changed(team string) {
 
 func (c *policyCache) onChanged(ev protocol.TeamPolicyChanged) {
 	c.changed(ev.Team)
-}
-
-// capAutonomy holds the turn to its team's autonomy cap: whoever sends a
-// chat may ask for any level, but a team's turn runs at most at the level
-// its admins set (protocol.Team.MaxAutonomy), and a lowered turn says so.
-// A resumed turn is lowered again (its request is the original) but not
-// told twice.
-func (t *turn) capAutonomy(policy protocol.ToolPolicy, resumed bool) {
-	max, capped := policy.AutonomyCap()
-	if !capped {
-		return
-	}
-	a, lowered := t.req.Autonomy.Capped(max, time.Now())
-	if !lowered {
-		return
-	}
-	t.logger().Info("autonomy lowered by team policy", "asked", t.req.Autonomy.Level, "max", max, "team", policy.Team)
-	t.req.Autonomy = a
-	if resumed {
-		return
-	}
-	if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: protocol.AutonomyLoweredText(max)}); err != nil {
-		t.logger().Error("publish step", "err", err)
-	}
 }

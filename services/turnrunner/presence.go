@@ -86,14 +86,15 @@ func (p *presence) due(now time.Time) bool {
 	return true
 }
 
-func (p *presence) wasFollowed() bool {
+// Followed reports whether a client ever followed the turn.
+func (p *presence) Followed() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.followed
 }
 
-// followerCount is how many clients follow the turn now.
-func (p *presence) followerCount() int {
+// Count is how many clients follow the turn now.
+func (p *presence) Count() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.followers)

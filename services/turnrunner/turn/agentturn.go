@@ -1,4 +1,4 @@
-package turnrunner
+package turn
 
 import (
 	"context"
@@ -29,20 +29,20 @@ const governanceText = "Could not check your team's tool policy. Try again in a 
 // runAgent runs the agent loop for message (the user's text, or the prompt
 // a slash command rerouted to the model) and ends the turn. resume, when
 // set, continues from another runner's checkpoint.
-func (t *turn) runAgent(message string, resume *agent.Resume) {
+func (t *Turn) runAgent(message string, resume *agent.Resume) {
 	log := t.logger()
 	mc, in, policy, ok := t.prepareAgent(log, resume)
 	if !ok {
 		return
 	}
 	if mc.DefaultModel == "" {
-		mc.DefaultModel = t.svc.fallbackModel()
+		mc.DefaultModel = t.deps.FallbackModel()
 	}
 	choice := agent.ResolveModel(mc, t.req.Model, in.Workspace.Model, message, in.Spent)
 	ctxl := t.contextLoader()
 	persona := ctxl.Persona(t.ctx, firstNonEmpty(t.req.Persona, in.Workspace.Persona))
 	mem := agentcontext.Memory{Store: ctxl.Store, User: t.req.User}
-	sub := &subagent.Spawner{Turn: t.req, Agent: t.svc.agent, Limits: t.svc.cfg.SubAgents, List: t.svc.subagents,
+	sub := &subagent.Spawner{Turn: t.req, Agent: t.deps.Agent, Limits: t.deps.Config.SubAgents, List: t.deps.SubAgents,
 		Persona: ctxl.Persona, Sink: &turnSink{t: t}, PersistTool: t.persistTool, RecordUsage: t.recordUsage, Log: log,
 		Model: choice, Prices: mc.Prices, ReadOnly: persona.ReadOnly, TeamID: in.Workspace.TeamID}
 	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem,
@@ -56,7 +56,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		TurnID:       t.req.TurnID,
 		Model:        choice,
 		Prices:       mc.Prices,
-		BuildPrompt:  ctxl.Prompt(t.svc.cfg.PromptBudget, in.Context, in.Workspace, persona, message, len(in.History), t.vague(message, in.History)),
+		BuildPrompt:  ctxl.Prompt(t.deps.Config.PromptBudget, in.Context, in.Workspace, persona, message, len(in.History), t.vague(message, in.History)),
 		History:      in.History,
 		HistoryTools: in.HistoryTools,
 		Message:      message,
@@ -72,7 +72,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 	}
 	t.loopOptions(&areq, mc, in.History, message)
 	sub.Offered, sub.Blocked, sub.Gate, sub.APIKeys = workerTools, blocked, areq.Gate, areq.APIKeys
-	res, err := t.svc.agent.Run(t.ctx, areq)
+	res, err := t.deps.Agent.Run(t.ctx, areq)
 	if t.silent() {
 		return
 	}
@@ -84,7 +84,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 // autonomy. It ends the turn itself and
 // reports !ok when either cannot be read; a resumed turn gets the finished
 // calls of its checkpoint, a fresh one the workspace budget warning.
-func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.ModelConfig, agentcontext.Inputs, protocol.ToolPolicy, bool) {
+func (t *Turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.ModelConfig, agentcontext.Inputs, protocol.ToolPolicy, bool) {
 	var policy protocol.ToolPolicy
 	mc, in, err := t.agentInputs()
 	if err != nil {
@@ -97,7 +97,7 @@ func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.Model
 		return mc, in, policy, false
 	}
 	if t.req.User != "" {
-		policy, err = t.svc.policies.get(t.ctx, t.req.User, t.req.Workspace, time.Now())
+		policy, err = t.deps.Policies.Policy(t.ctx, t.req.User, t.req.Workspace, time.Now())
 		if err != nil {
 			if t.ctx.Err() != nil {
 				t.abortWith(t.resumedText(resume))
@@ -125,8 +125,8 @@ func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.Model
 // delegating persona the tools before its filter (policy still applied),
 // as its workers do the work it does not; blocked is what the model is
 // told it may not use.
-func (t *turn) agentTools(env tools.Env, persona agentcontext.Persona, policy protocol.ToolPolicy) (set *mcp.ToolSet, offered, workers []agent.Tool, blocked []string) {
-	bound := t.svc.tools.Bind(env, nil)
+func (t *Turn) agentTools(env tools.Env, persona agentcontext.Persona, policy protocol.ToolPolicy) (set *mcp.ToolSet, offered, workers []agent.Tool, blocked []string) {
+	bound := t.deps.Tools.Bind(env, nil)
 	builtIns := make([]agent.Tool, 0, len(bound))
 	for _, b := range bound {
 		if !policy.Blocks(b.Name()) {
@@ -166,15 +166,15 @@ func personaTools(pool []agent.Tool, nBuiltIn int, persona agentcontext.Persona)
 // Tavily and Brave whose key the vault holds (the desktop app's Settings >
 // Vault). The key goes to the provider only: never logged, never in a
 // result.
-func (t *turn) webSearch(cfg tools.WebSearchConfig, team string) tools.WebSearchConfig {
+func (t *Turn) webSearch(cfg tools.WebSearchConfig, team string) tools.WebSearchConfig {
 	if cfg.Provider != "" {
 		if cfg.APIKey == "" && protocol.VaultSearchKeyNames(cfg.Provider) != nil {
-			cfg.APIKey = t.svc.models.SearchKey(t.ctx, team, cfg.Provider)
+			cfg.APIKey = t.deps.Settings.SearchKey(t.ctx, team, cfg.Provider)
 		}
 		return cfg
 	}
 	for _, p := range []string{tools.SearchTavily, tools.SearchBrave} {
-		if key := t.svc.models.SearchKey(t.ctx, team, p); key != "" {
+		if key := t.deps.Settings.SearchKey(t.ctx, team, p); key != "" {
 			return tools.WebSearchConfig{Provider: p, APIKey: key}
 		}
 	}
@@ -182,31 +182,30 @@ func (t *turn) webSearch(cfg tools.WebSearchConfig, team string) tools.WebSearch
 }
 
 // openGate is the turn's approval gate.
-func (t *turn) openGate() *approvalgate.Gate {
-	s := t.svc
-	gateCfg := s.cfg.Approval
+func (t *Turn) openGate() *approvalgate.Gate {
+	gateCfg := t.deps.Config.Approval
 	if gateCfg.Logger == nil {
-		gateCfg.Logger = s.log
+		gateCfg.Logger = t.deps.Log
 	}
-	return approvalgate.New(s.nc, approvalgate.Turn{
+	return approvalgate.New(t.deps.Conn, approvalgate.Turn{
 		TurnID: t.req.TurnID, Workspace: t.req.Workspace, Session: t.req.Session, Autonomy: t.req.Autonomy,
 	}, approvalNotifier{t}, gateCfg)
 }
 
 // closeGate denies the gate's pending approvals, unless the turn goes on
 // elsewhere: then its approvals are not ours to deny.
-func (t *turn) closeGate(gate *approvalgate.Gate) {
+func (t *Turn) closeGate(gate *approvalgate.Gate) {
 	if t.silent() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), t.svc.cfg.StoreTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), t.deps.Config.StoreTimeout)
 	defer cancel()
 	gate.Close(ctx)
 }
 
 // endAgentTurn records the run's usage and ends the turn by its outcome:
 // aborted, failed, or done with the reply persisted first.
-func (t *turn) endAgentTurn(log *slog.Logger, message, persona string, res agent.Result, err error) {
+func (t *Turn) endAgentTurn(log *slog.Logger, message, persona string, res agent.Result, err error) {
 	// The usage ledger's write overlaps the reply's; both are on disk
 	// before the turn's last event, so a client that reads its cost after
 	// done finds this turn in it.
@@ -240,7 +239,7 @@ func (t *turn) endAgentTurn(log *slog.Logger, message, persona string, res agent
 }
 
 // resumedText is the reply text a resumed turn already streamed.
-func (t *turn) resumedText(resume *agent.Resume) string {
+func (t *Turn) resumedText(resume *agent.Resume) string {
 	if resume == nil {
 		return ""
 	}
@@ -248,7 +247,7 @@ func (t *turn) resumedText(resume *agent.Resume) string {
 }
 
 // turnCheckpoint makes the agent's checkpoints durable in the turn stream.
-type turnCheckpoint struct{ t *turn }
+type turnCheckpoint struct{ t *Turn }
 
 // Step stores a model step's tool calls before any of them runs.
 func (c turnCheckpoint) Step(_ context.Context, cp protocol.StepCheckpoint) error {
@@ -270,9 +269,9 @@ type prefetched struct {
 // prefetchInputs starts loading the agent's inputs. The channel is
 // buffered: the load finishes (bounded by StoreTimeout) even if the turn
 // takes another path and never reads it.
-func (t *turn) prefetchInputs() <-chan prefetched {
+func (t *Turn) prefetchInputs() <-chan prefetched {
 	ch := make(chan prefetched, 1)
-	mc := t.svc.models.Get()
+	mc := t.deps.Settings.Get()
 	go func() {
 		in, err := t.contextLoader().Inputs(t.ctx, mc)
 		ch <- prefetched{mc, in, err}
@@ -281,35 +280,35 @@ func (t *turn) prefetchInputs() <-chan prefetched {
 }
 
 // agentInputs returns the prefetched inputs, or loads them now.
-func (t *turn) agentInputs() (agent.ModelConfig, agentcontext.Inputs, error) {
+func (t *Turn) agentInputs() (agent.ModelConfig, agentcontext.Inputs, error) {
 	if t.prefetch != nil {
 		p := <-t.prefetch
 		t.prefetch = nil
 		return p.mc, p.in, p.err
 	}
-	mc := t.svc.models.Get()
+	mc := t.deps.Settings.Get()
 	in, err := t.contextLoader().Inputs(t.ctx, mc)
 	return mc, in, err
 }
 
 // contextLoader reads the turn's context from the session store.
-func (t *turn) contextLoader() agentcontext.Loader {
-	return agentcontext.Loader{Store: agentcontext.Store{Conn: t.svc.nc, Timeout: t.svc.cfg.StoreTimeout}, Req: t.req, Log: t.logger()}
+func (t *Turn) contextLoader() agentcontext.Loader {
+	return agentcontext.Loader{Store: agentcontext.Store{Conn: t.deps.Conn, Timeout: t.deps.Config.StoreTimeout}, Req: t.req, Log: t.logger()}
 }
 
 // filesDir is the directory the turn's tools are confined to: the
 // gateway-validated workspace path, else the workspace's files directory.
-func (t *turn) filesDir() string {
+func (t *Turn) filesDir() string {
 	if t.req.WorkspacePath != "" {
 		return t.req.WorkspacePath
 	}
-	return filepath.Join(t.svc.cfg.DataDir, "workspaces", t.req.Workspace, "files")
+	return filepath.Join(t.deps.Config.DataDir, "workspaces", t.req.Workspace, "files")
 }
 
 // persistTool stores a finished (or denied) tool call the moment it ends,
 // so a crash later in the turn loses none.
-func (t *turn) persistTool(ev protocol.ToolEvent) {
-	if _, known := t.svc.tools.Get(ev.Name); known {
+func (t *Turn) persistTool(ev protocol.ToolEvent) {
+	if _, known := t.deps.Tools.Get(ev.Name); known {
 		// Only registered names: a model inventing tools must not grow the
 		// metric's label set.
 		telemetry.ToolCalls.WithLabelValues(ev.Name, ev.Status).Inc()
@@ -317,34 +316,34 @@ func (t *turn) persistTool(ev protocol.ToolEvent) {
 	if t.awaitUser() != nil {
 		return // the turn ends: nothing of it is stored without its message
 	}
-	_, err := bus.Call(context.Background(), t.svc.nc, protocol.AppendToSession, protocol.AppendRequest{SessionRef: t.ref(), Tool: &ev}, bus.Within(t.svc.cfg.StoreTimeout))
+	_, err := bus.Call(context.Background(), t.deps.Conn, protocol.AppendToSession, protocol.AppendRequest{SessionRef: t.ref(), Tool: &ev}, bus.Within(t.deps.Config.StoreTimeout))
 	if err != nil {
-		t.svc.log.Error("persist tool event", "turn", t.req.TurnID, "tool", ev.Name, "err", err)
+		t.deps.Log.Error("persist tool event", "turn", t.req.TurnID, "tool", ev.Name, "err", err)
 	}
 }
 
 // recordUsage adds the turn's tokens to the usage ledger. The ledger is
 // bookkeeping: a failure is logged, never shown to the user.
-func (t *turn) recordUsage(res agent.Result) {
+func (t *Turn) recordUsage(res agent.Result) {
 	if res.Usage.InputTokens == 0 && res.Usage.OutputTokens == 0 {
 		return
 	}
-	_, err := bus.Call(context.Background(), t.svc.nc, protocol.RecordUsage, protocol.UsageRecord{
+	_, err := bus.Call(context.Background(), t.deps.Conn, protocol.RecordUsage, protocol.UsageRecord{
 		Workspace: t.req.Workspace, Session: t.req.Session, TurnID: t.req.TurnID, Model: res.Model,
 		InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, Cost: res.Cost,
 		Timestamp: protocol.Timestamp(time.Now()),
-	}, bus.Within(t.svc.cfg.StoreTimeout))
+	}, bus.Within(t.deps.Config.StoreTimeout))
 	if err != nil && !errors.Is(err, protocol.ErrUnavailable) {
-		t.svc.log.Warn("record usage", "turn", t.req.TurnID, "err", err)
+		t.deps.Log.Warn("record usage", "turn", t.req.TurnID, "err", err)
 	}
 }
 
 // failPersisted ends a failed turn: what the assistant produced is stored
 // with the user-facing reason (so the next turn's history stays valid and
 // nothing is lost), then the error event ends the stream.
-func (t *turn) failPersisted(content, message string) {
+func (t *Turn) failPersisted(content, message string) {
 	if err := t.persist(protocol.Message{Role: protocol.RoleAssistant, Content: content, Error: message}); err != nil {
-		t.svc.log.Error("persist failed reply", "turn", t.req.TurnID, "err", err)
+		t.deps.Log.Error("persist failed reply", "turn", t.req.TurnID, "err", err)
 	}
 	t.finishError(message)
 }
@@ -354,14 +353,14 @@ func (t *turn) failPersisted(content, message string) {
 // no one can see the turn any more, so the turn is cancelled (and what it
 // produced is persisted).
 type turnSink struct {
-	t      *turn
+	t      *Turn
 	failed atomic.Bool
 }
 
 // Emit publishes one event.
 func (k *turnSink) Emit(event string, data any) {
 	if err := k.t.pub.Emit(event, data); err != nil && k.failed.CompareAndSwap(false, true) {
-		k.t.svc.log.Error("publish event", "turn", k.t.req.TurnID, "event", event, "err", err)
+		k.t.deps.Log.Error("publish event", "turn", k.t.req.TurnID, "event", event, "err", err)
 		k.t.cancel(errPublish)
 	}
 }
@@ -373,4 +372,52 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// capAutonomy holds the turn to its team's autonomy cap: whoever sends a
+// chat may ask for any level, but a team's turn runs at most at the level
+// its admins set (protocol.Team.MaxAutonomy), and a lowered turn says so.
+// A resumed turn is lowered again (its request is the original) but not
+// told twice.
+func (t *Turn) capAutonomy(policy protocol.ToolPolicy, resumed bool) {
+	max, capped := policy.AutonomyCap()
+	if !capped {
+		return
+	}
+	a, lowered := t.req.Autonomy.Capped(max, time.Now())
+	if !lowered {
+		return
+	}
+	t.logger().Info("autonomy lowered by team policy", "asked", t.req.Autonomy.Level, "max", max, "team", policy.Team)
+	t.req.Autonomy = a
+	if resumed {
+		return
+	}
+	if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: protocol.AutonomyLoweredText(max)}); err != nil {
+		t.logger().Error("publish step", "err", err)
+	}
+}
+
+// mcpTools binds the MCP tools of the turn's workspace and adds them to
+// the agent's tools, leaving out those the team policy blocks (by tool or
+// by server), which are added to blocked so a call to one reads as a
+// governance block.
+func (t *Turn) mcpTools(tools []agent.Tool, blocked []string, policy protocol.ToolPolicy) (*mcp.ToolSet, []agent.Tool, []string) {
+	set := t.deps.MCP.Bind(t.ctx, t.req.Workspace, t.mcpStep)
+	for _, mt := range set.Tools() {
+		if policy.BlocksMCP(mt.Name()) {
+			blocked = append(blocked, mt.Name())
+			continue
+		}
+		tools = append(tools, mt)
+	}
+	return set, tools, blocked
+}
+
+// mcpStep shows an MCP server's trouble (it stopped and is restarted) as a
+// step of the turn.
+func (t *Turn) mcpStep(text string) {
+	if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: text}); err != nil {
+		t.deps.Log.Warn("publish step", "turn", t.req.TurnID, "err", err)
+	}
 }

@@ -1,4 +1,4 @@
-package turnrunner
+package turn
 
 import (
 	"errors"
@@ -24,12 +24,12 @@ import (
 // the session's first user message only, never on a slash command or the
 // prompt a command rerouted to the model (message differs from what the
 // user typed).
-func (t *turn) loopOptions(req *agent.Request, mc agent.ModelConfig, history []protocol.Message, message string) {
+func (t *Turn) loopOptions(req *agent.Request, mc agent.ModelConfig, history []protocol.Message, message string) {
 	req.APIKeys = mc.APIKeys
-	if len(req.APIKeys) == 0 && t.svc.cfg.LLMAPIKey == "" {
+	if len(req.APIKeys) == 0 && t.deps.Config.LLMAPIKey == "" {
 		// No key configured: the one saved in the app's vault, if any
 		// (asked per turn, cached briefly; a new key applies at once).
-		if key := t.svc.models.ModelKey(t.ctx, t.req.Workspace, req.Model.Model); key != "" {
+		if key := t.deps.Settings.ModelKey(t.ctx, t.req.Workspace, req.Model.Model); key != "" {
 			req.APIKeys = []string{key}
 		}
 	}
@@ -81,12 +81,12 @@ const workflowMinSteps = 3
 // captureWorkflow reports the turn's tool sequence to the session store
 // and announces a pattern it completed for the first time. Capture is a
 // suggestion: a failure is logged, never shown.
-func (t *turn) captureWorkflow(res agent.Result) {
+func (t *Turn) captureWorkflow(res agent.Result) {
 	if len(res.ToolsUsed) < workflowMinSteps {
 		return
 	}
-	rep, err := bus.Call(t.ctx, t.svc.nc, protocol.ObserveWorkflow,
-		protocol.WorkflowObserveRequest{Workspace: t.req.Workspace, Session: t.req.Session, Tools: res.ToolsUsed}, bus.Within(t.svc.cfg.StoreTimeout))
+	rep, err := bus.Call(t.ctx, t.deps.Conn, protocol.ObserveWorkflow,
+		protocol.WorkflowObserveRequest{Workspace: t.req.Workspace, Session: t.req.Session, Tools: res.ToolsUsed}, bus.Within(t.deps.Config.StoreTimeout))
 	if err != nil {
 		if !errors.Is(err, protocol.ErrUnavailable) {
 			t.logger().Warn("workflow capture", "err", err)
@@ -178,7 +178,7 @@ func finalContent(persona string, res agent.Result) string {
 
 // recordExtraUsage adds the turn's helper calls (GEPA, compression) to the
 // usage ledger, each under its own model.
-func (t *turn) recordExtraUsage(res agent.Result) {
+func (t *Turn) recordExtraUsage(res agent.Result) {
 	for _, x := range res.Extra {
 		t.recordUsage(agent.Result{Model: x.Model, Usage: agent.Usage{InputTokens: x.InputTokens, OutputTokens: x.OutputTokens}, Cost: x.Cost})
 	}
@@ -196,12 +196,12 @@ func BudgetWarning(spent, budget float64) string {
 // warnWorkspaceBudget tells the user when the workspace's recorded spend
 // (the usage ledger since the last cost reset) reached its workspace.json
 // budget. The turn still runs; an unreadable ledger warns no one.
-func (t *turn) warnWorkspaceBudget(ws protocol.Workspace) {
+func (t *Turn) warnWorkspaceBudget(ws protocol.Workspace) {
 	if t.req.Workspace == "default" || ws.Budget <= 0 {
 		return
 	}
-	sum, err := bus.Call(t.ctx, t.svc.nc, protocol.SummarizeUsage,
-		protocol.UsageSummaryRequest{Workspace: t.req.Workspace}, bus.Within(t.svc.cfg.StoreTimeout))
+	sum, err := bus.Call(t.ctx, t.deps.Conn, protocol.SummarizeUsage,
+		protocol.UsageSummaryRequest{Workspace: t.req.Workspace}, bus.Within(t.deps.Config.StoreTimeout))
 	if err != nil {
 		if !errors.Is(err, protocol.ErrUnavailable) {
 			t.logger().Warn("workspace spend unavailable; no budget warning", "err", err)
@@ -217,7 +217,7 @@ func (t *turn) warnWorkspaceBudget(ws protocol.Workspace) {
 
 // vague reports whether message is a vague first message (the ambiguity
 // guard's case; GEPA may still expand it).
-func (t *turn) vague(message string, history []protocol.Message) bool {
+func (t *Turn) vague(message string, history []protocol.Message) bool {
 	return message == t.req.Message && !protocol.IsSlashCommand(message) && !hasUserMessage(history) && agent.IsVague(message)
 }
 
@@ -226,8 +226,8 @@ func (t *turn) vague(message string, history []protocol.Message) bool {
 // Saving is one store append per fact, in parallel; the store embeds them
 // in the background, so the turn waits for no model. Failures are logged,
 // never the turn's.
-func (t *turn) autoSave(message string, res agent.Result) {
-	if slices.Contains(res.ToolsUsed, "save_memory") || !t.svc.models.AutoSaveOn(t.req.Workspace) {
+func (t *Turn) autoSave(message string, res agent.Result) {
+	if slices.Contains(res.ToolsUsed, "save_memory") || !t.deps.Settings.AutoSaveOn(t.req.Workspace) {
 		return
 	}
 	facts := autosave.Extract(message, res.Content)
@@ -238,10 +238,10 @@ func (t *turn) autoSave(message string, res agent.Result) {
 	var wg sync.WaitGroup
 	for _, f := range facts {
 		wg.Go(func() {
-			rep, err := bus.Call(t.ctx, t.svc.nc, protocol.SaveMemory, protocol.MemorySaveRequest{
+			rep, err := bus.Call(t.ctx, t.deps.Conn, protocol.SaveMemory, protocol.MemorySaveRequest{
 				Workspace: t.req.Workspace, User: t.req.User, Content: f.Content, Importance: f.Importance,
 				Source: protocol.SourceAgentInferred, Personal: f.Personal,
-			}, bus.Within(t.svc.cfg.StoreTimeout))
+			}, bus.Within(t.deps.Config.StoreTimeout))
 			switch {
 			case err != nil:
 				t.logger().Warn("auto-save memory", "err", err)
