@@ -55,7 +55,7 @@ func (h ownerHost) Resume(tk *ownership.Ticket) bool {
 	if tk.Followed() {
 		// Its followers' attaches reach this runner within one interval;
 		// until then a stand-in keeps the grace from starting.
-		rt.presence.attach("_claimed", time.Now())
+		rt.presence.Attach("_claimed", time.Now())
 	}
 	return h.s.launch(rt, rt.t.Resume)
 }
@@ -74,7 +74,7 @@ func (s *Service) heartbeatLoop(ctx context.Context) {
 				rctx, cancel := context.WithTimeout(ctx, ownership.Heartbeat)
 				rt.own.Renew(rctx, rt.presence.Followed())
 				cancel()
-				rt.presence.tick(now)
+				rt.presence.Tick(now)
 			}
 		}
 	}

@@ -25,8 +25,10 @@ import (
 	"github.com/waggle-os/core/services/turnrunner/agent"
 	"github.com/waggle-os/core/services/turnrunner/mcp"
 	"github.com/waggle-os/core/services/turnrunner/ownership"
+	"github.com/waggle-os/core/services/turnrunner/presence"
 	"github.com/waggle-os/core/services/turnrunner/profileai"
 	"github.com/waggle-os/core/services/turnrunner/retrieval"
+	"github.com/waggle-os/core/services/turnrunner/settings"
 	"github.com/waggle-os/core/services/turnrunner/subagent"
 	"github.com/waggle-os/core/services/turnrunner/tools"
 	"github.com/waggle-os/core/services/turnrunner/turn"
@@ -55,8 +57,8 @@ type Service struct {
 	probe     *llmprobe.Prober
 	agent     *agent.Agent
 	tools     *tools.Registry
-	models    *settingsCache
-	policies  *policyCache
+	models    *settings.Cache
+	policies  *settings.Policies
 	mcp       *mcp.Manager
 
 	// loops is the heartbeat loop (lease renewal, presence), stopped by
@@ -147,11 +149,11 @@ func (s *Service) build() error {
 	s.own = ownership.NewOwner(ownership.OwnerConfig{
 		Runner: s.id, Replicas: s.cfg.Stream.Replicas, OrphanAfter: s.cfg.orphanAfter, Logger: s.log,
 	}, ownerHost{s})
-	s.models = newSettingsCache(s.cfg.ModelConfigCheck, s.cfg.StoreTimeout, s.log)
+	s.models = settings.New(s.cfg.ModelConfigCheck, s.cfg.StoreTimeout, s.log)
 	probe := s.cfg.Probe
 	probe.OnChange = s.reportModelServer
 	if probe.APIKey == "" {
-		probe.KeyFunc = s.models.probeKey
+		probe.KeyFunc = s.models.ProbeKey
 	}
 	s.probe = llmprobe.New(probe)
 	ag, err := agent.New(s.cfg.agentConfig())
@@ -176,8 +178,8 @@ func (s *Service) connect(ctx context.Context) error {
 		return err
 	}
 	s.nc = nc
-	s.models.connect(nc)
-	s.policies = newPolicyCache(nc, s.cfg.PolicyTTL, s.cfg.PolicyTimeout)
+	s.models.Connect(nc)
+	s.policies = settings.NewPolicies(nc, s.cfg.PolicyTTL, s.cfg.PolicyTimeout)
 	s.mcp = mcp.New(s.cfg.mcpConfig(), nc, s.log)
 	if err := s.mcp.Start(ctx); err != nil {
 		return fmt.Errorf("turnrunner: %w", err)
@@ -251,7 +253,7 @@ func (s *Service) subscribe(context.Context) error {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
 	s.subs = append(s.subs, aborts)
-	policies, err := bus.Subscribe(s.nc, protocol.PolicyChanges, s.policies.onChanged)
+	policies, err := bus.Subscribe(s.nc, protocol.PolicyChanges, s.policies.OnChanged)
 	if err != nil {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
@@ -487,16 +489,17 @@ func (s *Service) turnStored(ctx context.Context, turnID string) bool {
 type runningTurn struct {
 	t        *turn.Turn
 	own      *ownership.Ticket
-	presence *presence
+	presence *presence.Tracker
 }
 
 // newTurn builds the state of one turn, owned through tk (nothing runs
 // yet).
 func (s *Service) newTurn(req protocol.TurnRequest, tk *ownership.Ticket) *runningTurn {
-	p := newPresence(s.cfg.DisconnectGrace, nil)
-	t := turn.New(s.deps, req, tk, p)
-	// Set before the turn is launched: no tick or detach reaches p sooner.
-	p.cancel = func() { t.Cancel(turn.ErrClientGone) }
+	var t *turn.Turn
+	// p calls back only once the turn is launched (a tick or a detach),
+	// and t is set by then.
+	p := presence.New(s.cfg.DisconnectGrace, func() { t.Cancel(turn.ErrClientGone) })
+	t = turn.New(s.deps, req, tk, p)
 	return &runningTurn{t: t, own: tk, presence: p}
 }
 
@@ -556,9 +559,9 @@ func (s *Service) onControl(m *nats.Msg) {
 			rt.t.Cancel(turn.ErrCancelled)
 		}
 	case protocol.ControlAttach:
-		rt.presence.attach(ctl.Client, time.Now())
+		rt.presence.Attach(ctl.Client, time.Now())
 	case protocol.ControlDetach:
-		rt.presence.detach(ctl.Client, time.Now())
+		rt.presence.Detach(ctl.Client, time.Now())
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/waggle-os/core/services/turnrunner/agent"
 	"github.com/waggle-os/core/services/turnrunner/agentcontext"
 	"github.com/waggle-os/core/services/turnrunner/approvalgate"
+	"github.com/waggle-os/core/services/turnrunner/epilogue"
 	"github.com/waggle-os/core/services/turnrunner/mcp"
 	"github.com/waggle-os/core/services/turnrunner/subagent"
 	"github.com/waggle-os/core/services/turnrunner/tools"
@@ -225,7 +226,7 @@ func (t *Turn) endAgentTurn(log *slog.Logger, message, persona string, res agent
 		t.failPersisted(res.Content, agent.FriendlyError(err))
 	default:
 		t.captureWorkflow(res)
-		res.Content = finalContent(persona, res)
+		res.Content = epilogue.Final(persona, res.Content, res.ToolsUsed)
 		perr := t.persist(protocol.Message{Role: protocol.RoleAssistant, Content: res.Content})
 		<-usage
 		if perr != nil {

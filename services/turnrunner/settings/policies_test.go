@@ -1,4 +1,4 @@
-package turnrunner
+package settings
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func TestPolicyCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = teams.Flush()
-	c := newPolicyCache(runner, 5*time.Second, time.Second)
+	c := NewPolicies(runner, 5*time.Second, time.Second)
 	ctx := context.Background()
 	now := time.Now()
 
