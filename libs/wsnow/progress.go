@@ -3,6 +3,7 @@ package wsnow
 import (
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/waggle-os/core/libs/injection"
 	"github.com/waggle-os/core/libs/protocol"
@@ -53,54 +54,100 @@ var (
 	}
 )
 
+// maxScanBytes bounds how much of one message the patterns read: the
+// scan runs on every briefing's changed transcripts, and a pasted log or a
+// long generated reply must not cost a turn megabytes of regular
+// expression work. Progress statements sit near a message's start.
+const maxScanBytes = 4096
+
 // TranscriptProgress finds progress items in transcripts (newest session
 // first): completions and blockers in any message, tasks in the user's
 // only (the agent does not assign work), one of each kind per message at
 // most, each text once. Text that reads as injected instructions is left
 // out: these items reach every later turn's system prompt.
 func TranscriptProgress(ts []Transcript) []protocol.ProgressItem {
+	lists := make([][]protocol.ProgressItem, 0, min(MaxTranscripts, len(ts)))
+	for _, t := range ts[:min(MaxTranscripts, len(ts))] {
+		lists = append(lists, ScanTranscript(t))
+	}
+	return MergeProgress(lists)
+}
+
+// ScanTranscript is one transcript's part of TranscriptProgress: its
+// items in message order, cleaned and screened but not yet deduplicated
+// against other transcripts. It depends on the transcript alone, so a
+// caller may keep the result while the transcript's start is unchanged.
+func ScanTranscript(t Transcript) []protocol.ProgressItem {
 	out := []protocol.ProgressItem{}
-	seen := map[string]bool{}
-	add := func(typ, text, date string) {
+	msgs := t.Messages[:min(MaxTranscriptMessages, len(t.Messages))]
+	if len(msgs) < minTranscriptMessages {
+		return out
+	}
+	date := day(t.Created)
+	add := func(typ, text string) {
 		text = strings.TrimRight(strings.TrimSpace(text), ".!,;")
 		if r := []rune(text); len(r) > progressChars {
 			text = string(r[:progressChars])
 		}
-		key := strings.ToLower(text)
-		if r := []rune(key); len(r) > progressKeyChars {
-			key = string(r[:progressKeyChars])
-		}
-		if len([]rune(text)) < minProgressChars || seen[key] || injection.Scan(text, injection.ToolOutput).Blocked() {
+		if len([]rune(text)) < minProgressChars || injection.Scan(text, injection.ToolOutput).Blocked() {
 			return
 		}
-		seen[key] = true
 		out = append(out, protocol.ProgressItem{Type: typ, Content: text, Date: date})
 	}
-	for _, t := range ts[:min(MaxTranscripts, len(ts))] {
-		msgs := t.Messages[:min(MaxTranscriptMessages, len(t.Messages))]
-		if len(msgs) < minTranscriptMessages {
+	for _, m := range msgs {
+		if m.Content == "" || m.Role == "" {
 			continue
 		}
-		date := day(t.Created)
-		for _, m := range msgs {
-			if m.Content == "" || m.Role == "" {
-				continue
-			}
-			if text, ok := firstMatch(completedPatterns, m.Content); ok {
-				add("completed", text, date)
-			}
-			if text, ok := firstMatch(blockerPatterns, m.Content); ok {
-				add("blocker", text, date)
-			}
-			if m.Role != "user" {
-				continue
-			}
-			if text, ok := firstMatch(taskPatterns, m.Content); ok {
-				add("task", text, date)
-			}
+		content := scanPrefix(m.Content)
+		if text, ok := firstMatch(completedPatterns, content); ok {
+			add("completed", text)
+		}
+		if text, ok := firstMatch(blockerPatterns, content); ok {
+			add("blocker", text)
+		}
+		if m.Role != "user" {
+			continue
+		}
+		if text, ok := firstMatch(taskPatterns, content); ok {
+			add("task", text)
 		}
 	}
 	return out
+}
+
+// MergeProgress joins ScanTranscript results (newest transcript first)
+// into TranscriptProgress's answer: each text once, compared on its
+// first progressKeyChars characters regardless of case.
+func MergeProgress(lists [][]protocol.ProgressItem) []protocol.ProgressItem {
+	out := []protocol.ProgressItem{}
+	seen := map[string]bool{}
+	for _, items := range lists[:min(MaxTranscripts, len(lists))] {
+		for _, it := range items {
+			key := strings.ToLower(it.Content)
+			if r := []rune(key); len(r) > progressKeyChars {
+				key = string(r[:progressKeyChars])
+			}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// scanPrefix is at most the first maxScanBytes of s, cut on a rune
+// boundary.
+func scanPrefix(s string) string {
+	if len(s) <= maxScanBytes {
+		return s
+	}
+	cut := maxScanBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
 
 // firstMatch is the captured text of the first pattern that matches (the

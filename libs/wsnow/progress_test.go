@@ -76,10 +76,10 @@ func TestBriefingShowsTranscriptProgress(t *testing.T) {
 		Workspace: protocol.Workspace{ID: "w", Name: "Acme"},
 		Sessions:  []protocol.SessionInfo{{ID: "s1", Title: "Pricing", MessageCount: 2, LastActive: "2026-03-10T09:00:00.000Z"}},
 		Frames:    []protocol.MemoryFrame{frame("Task: draft the Q2 pricing memo", "normal", "2026-03-10T10:00:00.000Z")},
-		Transcripts: []Transcript{{Session: "s1", Created: "2026-03-10T08:00:00.000Z", Messages: msgs(
+		TranscriptItems: [][]protocol.ProgressItem{ScanTranscript(Transcript{Session: "s1", Created: "2026-03-10T08:00:00.000Z", Messages: msgs(
 			"user", "We need to draft the Q2 pricing memo",
 			"user", "We are stuck on the reseller discount approval",
-		)}},
+		)})},
 		MemoryCount: 1, Now: now,
 	})
 	want := []protocol.ProgressItem{
@@ -95,5 +95,20 @@ func TestBriefingShowsTranscriptProgress(t *testing.T) {
 	mustIn := Format(n)
 	if !strings.Contains(mustIn, "## Progress\n- task: draft the Q2 pricing memo\n- blocker: the reseller discount approval") {
 		t.Errorf("prompt block:\n%s", mustIn)
+	}
+}
+
+// TestLongMessagesAreScannedAtTheirStart: a pasted log or a long reply
+// costs the scan its first maxScanBytes only (it runs on turns), so a
+// statement at a huge message's start is found and one deep inside is not.
+func TestLongMessagesAreScannedAtTheirStart(t *testing.T) {
+	filler := strings.Repeat("lorem ipsum é ", 20000) // 280 KB, multi-byte runes
+	items := ScanTranscript(Transcript{Session: "s", Created: "2026-03-10T08:00:00.000Z", Messages: msgs(
+		"user", "We need to migrate the billing tables first.\n"+filler,
+		"user", filler+" We are stuck on the vendor contract renewal",
+	)})
+	want := []protocol.ProgressItem{{Type: "task", Content: "migrate the billing tables first", Date: "2026-03-10"}}
+	if fmt.Sprint(items) != fmt.Sprint(want) {
+		t.Errorf("items %+v, want %+v", items, want)
 	}
 }

@@ -36,11 +36,11 @@ type Input struct {
 	// window of them); MemoryCount is how many the mind holds in all.
 	Frames      []protocol.MemoryFrame
 	MemoryCount int
-	// Transcripts are the starts of the newest conversations (newest
-	// first; see TranscriptProgress), for progress the frames do not
-	// record.
-	Transcripts []Transcript
-	Now         time.Time
+	// TranscriptItems are the progress items of the newest conversations'
+	// starts (ScanTranscript of each, newest first), for progress the
+	// frames do not record.
+	TranscriptItems [][]protocol.ProgressItem
+	Now             time.Time
 }
 
 var (
@@ -63,7 +63,7 @@ func Build(in Input) protocol.WorkspaceNow {
 		RecentThreads:     threads(in.Sessions),
 		RecentDecisions:   decisions(live),
 		RecentMemories:    memories(live),
-		ProgressItems:     progress(live, in.Transcripts),
+		ProgressItems:     progress(live, in.TranscriptItems),
 		Stats:             protocol.WorkspaceCounts{MemoryCount: in.MemoryCount, SessionCount: len(in.Sessions)},
 		PendingTasks:      []string{},
 		UpcomingSchedules: []string{},
@@ -165,9 +165,9 @@ func decisions(frames []protocol.MemoryFrame) []protocol.DatedText {
 
 // progress is the frames' explicit progress notes ("Task: …"), then what
 // the transcripts show, each text once, at most maxProgress.
-func progress(frames []protocol.MemoryFrame, transcripts []Transcript) []protocol.ProgressItem {
+func progress(frames []protocol.MemoryFrame, transcripts [][]protocol.ProgressItem) []protocol.ProgressItem {
 	out := fromFrames(frames)
-	for _, p := range TranscriptProgress(transcripts) {
+	for _, p := range MergeProgress(transcripts) {
 		if len(out) == maxProgress {
 			break
 		}

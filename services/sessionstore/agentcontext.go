@@ -154,5 +154,5 @@ func (h contextHandlers) workspaceNow(ctx context.Context, req protocol.Workspac
 		count = st.Workspace.FrameCount
 	}
 	return wsnow.Build(wsnow.Input{Workspace: doc.Workspace(), Sessions: sessions, Frames: frames, MemoryCount: count,
-		Transcripts: h.s.transcripts(ctx, req.Workspace, sessions), Now: h.now()}), nil
+		TranscriptItems: h.s.transcriptItems(ctx, req.Workspace, sessions), Now: h.now()}), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,11 +25,13 @@ func (c *countingStore) History(ctx context.Context, req protocol.HistoryRequest
 	return c.Store.History(ctx, req)
 }
 
-// TestTranscriptStartsOfLongSessionsAreReadOnce: Workspace Now reads the
-// start of a conversation of wsnow.MaxTranscriptMessages messages or more
-// once (it cannot change), a shorter one each time (it still grows), and
-// a session created again under the same id anew.
-func TestTranscriptStartsOfLongSessionsAreReadOnce(t *testing.T) {
+// TestTranscriptsAreReadWhenTheyChange: Workspace Now reads and scans a
+// conversation's start again only when it changed — a briefing with
+// nothing new reads no history, a message added to a short session is
+// seen at the next one, a session of wsnow.MaxTranscriptMessages
+// messages or more is not read again as it grows (its start is fixed),
+// and a session created again under the same id is read anew.
+func TestTranscriptsAreReadWhenTheyChange(t *testing.T) {
 	ctx := context.Background()
 	store := &countingStore{Store: NewFiles(t.TempDir(), nil, slog.New(slog.DiscardHandler))}
 	s := &Service{store: store, log: slog.New(slog.DiscardHandler)}
@@ -38,44 +41,58 @@ func TestTranscriptStartsOfLongSessionsAreReadOnce(t *testing.T) {
 	}
 	ws := doc.Workspace().ID
 	base := time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)
+	add := func(session, text string) {
+		base = base.Add(time.Second)
+		msg := protocol.Message{Role: "user", Content: text, Timestamp: protocol.Timestamp(base)}
+		if err := store.Append(ctx, protocol.AppendRequest{SessionRef: protocol.SessionRef{Workspace: ws, Session: session}, Message: &msg}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	say := func(session string, n int) {
 		for i := range n {
-			base = base.Add(time.Second)
-			msg := protocol.Message{Role: "user", Content: fmt.Sprint("message ", i), Timestamp: protocol.Timestamp(base)}
-			if err := store.Append(ctx, protocol.AppendRequest{SessionRef: protocol.SessionRef{Workspace: ws, Session: session}, Message: &msg}); err != nil {
-				t.Fatal(err)
-			}
+			add(session, fmt.Sprint("message ", i))
 		}
 	}
 	say("long", wsnow.MaxTranscriptMessages+5)
 	say("short", 3)
-	list := func() []protocol.SessionInfo {
+	briefing := func() string {
 		sessions, err := store.ListSessions(ctx, protocol.SessionListRequest{Workspace: ws, HideEmpty: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return sessions
+		return fmt.Sprint(wsnow.MergeProgress(s.transcriptItems(ctx, ws, sessions)))
 	}
-	first := s.transcripts(ctx, ws, list())
-	if len(first) != 2 || store.reads.Load() != 2 {
-		t.Fatalf("first briefing: %d transcripts, %d reads", len(first), store.reads.Load())
-	}
-	for _, tr := range first {
-		if tr.Session == "long" && len(tr.Messages) != wsnow.MaxTranscriptMessages {
-			t.Errorf("long session: %d messages read", len(tr.Messages))
+	reads := func(want int32, when string) {
+		t.Helper()
+		if got := store.reads.Swap(0); got != want {
+			t.Errorf("%s: %d history reads, want %d", when, got, want)
 		}
 	}
-	s.transcripts(ctx, ws, list())
-	if got := store.reads.Load(); got != 3 {
-		t.Errorf("second briefing read %d histories, want the short one only", got-2)
+	briefing()
+	reads(2, "first briefing")
+	briefing()
+	reads(0, "nothing changed")
+
+	add("short", "We need to send the pricing memo to finance")
+	if got := briefing(); !strings.Contains(got, "send the pricing memo to finance") {
+		t.Errorf("a task added to a short session is missing: %s", got)
 	}
+	reads(1, "a short session grew")
+
+	add("long", "We need to rewrite the whole onboarding flow")
+	if got := briefing(); strings.Contains(got, "onboarding") {
+		t.Errorf("message %d of a session counted: %s", wsnow.MaxTranscriptMessages+6, got)
+	}
+	reads(0, "a long session grew")
+
 	// Deleted and created again: read anew.
 	if err := store.DeleteSession(ctx, protocol.SessionRef{Workspace: ws, Session: "long"}); err != nil {
 		t.Fatal(err)
 	}
-	say("long", wsnow.MaxTranscriptMessages)
-	s.transcripts(ctx, ws, list())
-	if got := store.reads.Load(); got != 5 {
-		t.Errorf("after the session was created again: %d reads in all, want 5", got)
+	add("long", "We need to plan the launch event for April")
+	say("long", 2)
+	if got := briefing(); !strings.Contains(got, "plan the launch event") {
+		t.Errorf("the new session's task is missing: %s", got)
 	}
+	reads(1, "after the session was created again")
 }

@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/sessionstore/jsonl"
 	"github.com/waggle-os/core/services/sessionstore/mindindex"
 )
 
@@ -271,25 +272,7 @@ func (fm *fileMind) appendRecords(rs ...record) error {
 		buf.Write(b)
 		buf.WriteByte('\n')
 	}
-	if err := os.MkdirAll(filepath.Dir(fm.path), 0o700); err != nil {
-		return fmt.Errorf("frames: create dir of %s: %w", fm.mind.Key(), err)
-	}
-	f, err := os.OpenFile(fm.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("frames: open %s: %w", fm.mind.Key(), err)
-	}
-	data := buf.Bytes()
-	// A torn last line (crash mid-append) must not swallow this one.
-	if st, err := f.Stat(); err == nil && st.Size() > 0 {
-		var last [1]byte
-		if _, err := f.ReadAt(last[:], st.Size()-1); err == nil && last[0] != '\n' {
-			data = append([]byte{'\n'}, data...)
-		}
-	}
-	_, werr := f.Write(data)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
+	if err := jsonl.AppendFile(fm.path, buf.Bytes()); err != nil {
 		fm.loaded = false // the file may hold part of a line: read it again
 		return fmt.Errorf("frames: append %s: %w", fm.mind.Key(), err)
 	}

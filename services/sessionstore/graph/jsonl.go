@@ -16,6 +16,7 @@ import (
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/frames"
+	"github.com/waggle-os/core/services/sessionstore/jsonl"
 )
 
 // File is the name of a mind's graph file, beside its frames
@@ -193,25 +194,7 @@ func (g *fileGraph) write(rs []record) error {
 		buf.Write(b)
 		buf.WriteByte('\n')
 	}
-	if err := os.MkdirAll(filepath.Dir(g.path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(g.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	data := buf.Bytes()
-	// A torn last line must not swallow this one.
-	if st, err := f.Stat(); err == nil && st.Size() > 0 {
-		var last [1]byte
-		if _, err := f.ReadAt(last[:], st.Size()-1); err == nil && last[0] != '\n' {
-			data = append([]byte{'\n'}, data...)
-		}
-	}
-	_, werr := f.Write(data)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
+	if err := jsonl.AppendFile(g.path, buf.Bytes()); err != nil {
 		g.loaded = false // read the file again: it may hold part of a line
 		return err
 	}

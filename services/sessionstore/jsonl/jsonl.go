@@ -131,19 +131,51 @@ func (s *Store) AppendBatch(ws, session string, lines ...any) error {
 		}
 		payload = append(append(meta, '\n'), payload...)
 	}
+	if err := writeTail(f, size, payload); err != nil {
+		return fmt.Errorf("jsonl: append %s/%s: %w", ws, session, err)
+	}
+	return nil
+}
+
+// AppendFile appends payload, whole lines, to the JSONL file at path,
+// creating it and its directory. A torn last line a crash left is cut
+// first, a failed write is cut back, and the lines are fsynced (with the
+// directory, for a new file) before it returns. Callers serialise the
+// appends to one file.
+func AppendFile(path string, payload []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("jsonl: create dir of %s: %w", filepath.Base(path), err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("jsonl: open %s: %w", filepath.Base(path), err)
+	}
+	defer f.Close()
+	size, err := repairTail(f)
+	if err != nil {
+		return fmt.Errorf("jsonl: repair %s: %w", filepath.Base(path), err)
+	}
+	if err := writeTail(f, size, payload); err != nil {
+		return fmt.Errorf("jsonl: append %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// writeTail writes payload at size, f's repaired end, and fsyncs it.
+func writeTail(f *os.File, size int64, payload []byte) error {
 	if _, err := f.WriteAt(payload, size); err != nil {
 		// A write cut short (ENOSPC, EIO) leaves part of a line: cut it
 		// now, so the file never holds a torn line beyond the last, and a
-		// reader never sees half a message the caller was told failed.
+		// reader never sees half a line the caller was told failed.
 		cutTail(f, size)
-		return fmt.Errorf("jsonl: append %s/%s: %w", ws, session, err)
+		return err
 	}
 	if err := f.Sync(); err != nil {
 		cutTail(f, size)
-		return fmt.Errorf("jsonl: fsync %s/%s: %w", ws, session, err)
+		return fmt.Errorf("fsync: %w", err)
 	}
 	if size == 0 {
-		syncDir(filepath.Dir(path))
+		syncDir(filepath.Dir(f.Name()))
 	}
 	return nil
 }

@@ -9,8 +9,9 @@
 // entry explicitly, so coarse file-system timestamps cannot serve a stale
 // entry. Workspace Now lists the sessions on every model turn, where a
 // stat per session is too much: ListIndexed trusts the index instead,
-// reloading only what the store wrote since, and stats every file only
-// when the directory changed or Config.Rescan passed. Search cannot be cached that way (it reads message text), so it
+// reloading only what the store wrote since; when the directory changed
+// (a file created, removed or renamed) it reads the names and loads only
+// the new files, and it stats every file once Config.Rescan passed. Search cannot be cached that way (it reads message text), so it
 // reads files in parallel, decodes only the lines whose raw bytes may hold
 // the query (transcript.SearchData), and fully reads only the sessions that
 // make the result page.
@@ -229,9 +230,10 @@ func (s *Catalog) List(ctx context.Context, ws string, hideEmpty bool) ([]protoc
 }
 
 // ListIndexed is List from the index: only the sessions the store wrote
-// since the last listing are read, and no file is checked unless the
-// sessions directory changed or Config.Rescan passed, so an edit another
-// process made can go unseen that long.
+// since the last listing are read, a changed sessions directory costs a
+// read of its names (new files are loaded), and no file is stat-ed until
+// Config.Rescan passed, so an in-place edit another process made can go
+// unseen that long.
 func (s *Catalog) ListIndexed(ctx context.Context, ws string, hideEmpty bool) ([]protocol.SessionInfo, error) {
 	return s.list(ctx, ws, hideEmpty, true)
 }
@@ -257,11 +259,17 @@ func (s *Catalog) list(ctx context.Context, ws string, hideEmpty, trust bool) ([
 	now := s.now()
 	s.mu.Lock()
 	idx := s.index[ws]
-	trusted := trust && idx != nil && !idx.scanned.IsZero() && now.Sub(idx.scanned) < s.cfg.Rescan && idx.dirMod.Equal(mod)
+	mode := scanFiles
+	if trust && idx != nil && !idx.scanned.IsZero() && now.Sub(idx.scanned) < s.cfg.Rescan {
+		mode = scanNames
+		if idx.dirMod.Equal(mod) {
+			mode = scanIndex
+		}
+	}
 	if idx != nil {
 		startSeq = idx.seq
 	}
-	if trusted {
+	if mode == scanIndex {
 		// Only what the store wrote since is read again.
 		files = make([]sessionFile, 0, len(idx.entries)+len(idx.stale))
 		for id, e := range idx.entries {
@@ -275,18 +283,29 @@ func (s *Catalog) list(ctx context.Context, ws string, hideEmpty, trust bool) ([
 		}
 	}
 	s.mu.Unlock()
-	if !trusted {
-		if files, err = s.sessionFiles(ws); err != nil {
+	if mode != scanIndex {
+		// A changed directory means files were created, removed or
+		// renamed (appends in place do not change it): within Rescan,
+		// the names tell which, and only new or rewritten files are read.
+		if files, err = s.listFiles(ws, mode == scanFiles); err != nil {
 			return nil, err
 		}
 		infos, ok = make([]protocol.SessionInfo, len(files)), make([]bool, len(files))
 		s.mu.Lock()
 		var cached map[string]entry
+		var stale map[string]uint64
 		if idx != nil {
-			cached = idx.entries
+			cached, stale = idx.entries, idx.stale
 		}
 		for i, f := range files {
-			if e, hit := cached[f.id]; hit && e.state == f.state {
+			e, hit := cached[f.id]
+			if mode == scanNames {
+				_, written := stale[f.id]
+				hit = hit && !written
+			} else {
+				hit = hit && e.state == f.state
+			}
+			if hit {
 				infos[i], ok[i] = e.info, true
 			} else {
 				misses = append(misses, i)
@@ -313,7 +332,7 @@ func (s *Catalog) list(ctx context.Context, ws string, hideEmpty, trust bool) ([
 	if err != nil {
 		return nil, err
 	}
-	s.remember(ws, files, ok, fresh, startSeq, trusted, now, mod)
+	s.remember(ws, files, ok, fresh, startSeq, mode, now, mod)
 
 	out := make([]protocol.SessionInfo, 0, len(files))
 	for i := range files {
@@ -331,10 +350,24 @@ func (s *Catalog) list(ctx context.Context, ws string, hideEmpty, trust bool) ([
 	return out, nil
 }
 
+// listMode is how much of the file system a listing checks.
+type listMode int
+
+const (
+	// scanFiles stats every file: a full scan.
+	scanFiles listMode = iota
+	// scanNames reads the directory's names only: the index is fresh but
+	// files were created, removed or renamed since.
+	scanNames
+	// scanIndex trusts the index and reads only what the store wrote.
+	scanIndex
+)
+
 // remember stores what a listing read in the workspace's index. An entry
-// the store wrote since the listing began stays stale; a full scan also
-// drops the entries of files that are gone and records when it began.
-func (s *Catalog) remember(ws string, files []sessionFile, ok []bool, fresh []entry, startSeq uint64, trusted bool, began, mod time.Time) {
+// the store wrote since the listing began stays stale; a listing that read
+// the directory drops the entries of files that are gone, and a full scan
+// also records when it began.
+func (s *Catalog) remember(ws string, files []sessionFile, ok []bool, fresh []entry, startSeq uint64, mode listMode, began, mod time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	idx := s.index[ws]
@@ -342,7 +375,7 @@ func (s *Catalog) remember(ws string, files []sessionFile, ok []bool, fresh []en
 		idx = &wsIndex{entries: map[string]entry{}, stale: map[string]uint64{}}
 		s.index[ws] = idx
 	}
-	if !trusted {
+	if mode != scanIndex {
 		next := make(map[string]entry, len(files))
 		for i, f := range files {
 			if e, hit := idx.entries[f.id]; hit && ok[i] && fresh[i].state.ModTime.IsZero() {
@@ -350,13 +383,16 @@ func (s *Catalog) remember(ws string, files []sessionFile, ok []bool, fresh []en
 			}
 		}
 		idx.entries = next
+		idx.dirMod = mod
+	}
+	if mode == scanFiles {
 		// Writes the scan may have missed stay stale; older ones are in it.
 		for id, seq := range idx.stale {
 			if seq <= startSeq {
 				delete(idx.stale, id)
 			}
 		}
-		idx.scanned, idx.dirMod = began, mod
+		idx.scanned = began
 	}
 	for i, f := range files {
 		if idx.stale[f.id] > startSeq {
@@ -366,7 +402,7 @@ func (s *Catalog) remember(ws string, files []sessionFile, ok []bool, fresh []en
 		case !fresh[i].state.ModTime.IsZero():
 			idx.entries[f.id] = fresh[i]
 			delete(idx.stale, f.id)
-		case trusted && !ok[i]:
+		case mode != scanFiles && !ok[i]:
 			delete(idx.stale, f.id) // gone, or unreadable until written again
 		}
 	}

@@ -215,8 +215,20 @@ func TestListIndexedReadsOnlyWhatChanged(t *testing.T) {
 		got["s09"].ID != "" || got["s03"].Title != "hello 3" {
 		t.Fatalf("listing after the store's writes: %+v", got)
 	}
-	// Another process's file and in-place edit show after a rescan.
+	// Another process's new file moves the directory's mtime: it shows at
+	// once, from the names alone (the in-place edit still does not).
 	write(t, files, "ws", "foreign", time.Time{}, line("user", "dropped in"))
+	// File-system timestamps are coarse (a clock tick): make the move
+	// visible whatever the tick.
+	dir := files.SessionsDir("ws")
+	if err := os.Chtimes(dir, time.Time{}, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	got = list()
+	if len(got) != 21 || got["foreign"].Title != "dropped in" || got["s03"].Title != "hello 3" {
+		t.Fatalf("listing after a foreign create: %+v", got)
+	}
+	// The in-place edit shows after a rescan.
 	clock = clock.Add(s.cfg.Rescan)
 	got = list()
 	if len(got) != 21 || got["s03"].Title != "changed behind the store's back" || got["foreign"].Title != "dropped in" {

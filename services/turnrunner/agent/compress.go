@@ -164,7 +164,7 @@ func contextTokens(history []protocol.Message, tools []protocol.ToolEvent) int {
 		}
 	}
 	for _, ev := range tools {
-		if turns[ev.TurnID] && ev.Name != autoRecallTool {
+		if turns[ev.TurnID] && ev.Name != AutoRecallTool {
 			n += toolTokens(ev)
 		}
 	}

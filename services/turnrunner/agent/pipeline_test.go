@@ -143,7 +143,7 @@ func TestContextTokensCountsReplayedTools(t *testing.T) {
 	}
 	tools := []protocol.ToolEvent{
 		{TurnID: "t1", Name: "read_file", Input: []byte(`{}`), Result: "12345678"}, // 4 + 1 + 2
-		{TurnID: "t1", Name: autoRecallTool, Result: "ignored"},
+		{TurnID: "t1", Name: AutoRecallTool, Result: "ignored"},
 		{TurnID: "t9", Name: "bash", Result: "not in this history"},
 	}
 	if got := contextTokens(h, tools); got != 5+5+7 {

@@ -65,7 +65,7 @@ func (r *run) resume(ctx context.Context) ([]openai.ChatCompletionMessage, error
 	r.content.WriteString(rs.Content)
 	results := map[string][]protocol.ToolEvent{}
 	for _, ev := range rs.Results {
-		if ev.Name == autoRecallTool || ev.Parent != "" {
+		if ev.Name == AutoRecallTool || ev.Parent != "" {
 			// A sub-agent's calls answer its own model, and their ids
 			// may repeat the turn's.
 			continue

@@ -70,8 +70,11 @@ type Recall interface {
 	Search(ctx context.Context, query string) ([]protocol.MemoryFrame, error)
 }
 
+// AutoRecallTool is the name of the tool event that records a turn's
+// auto-recall (not a tool the model can call).
+const AutoRecallTool = "auto_recall"
+
 const (
-	autoRecallTool = "auto_recall"
 	// maxIdenticalCalls is how often one tool may run with the same
 	// arguments in a turn before the call is refused as a loop.
 	maxIdenticalCalls = 3
@@ -340,7 +343,7 @@ func (r *run) record(ev protocol.ToolEvent) {
 func (r *run) recall(ctx context.Context) ([]protocol.MemoryFrame, error) {
 	r.step("Recalling relevant memories...")
 	input, _ := json.Marshal(map[string]string{"query": r.req.Message})
-	r.emit(protocol.EventTool, ToolData{Name: autoRecallTool, Input: input})
+	r.emit(protocol.EventTool, ToolData{Name: AutoRecallTool, Input: input})
 	start := time.Now()
 	memories, err := r.req.Recall.Search(ctx, r.req.Message)
 	if ctx.Err() != nil {
@@ -372,9 +375,9 @@ func (r *run) recall(ctx context.Context) ([]protocol.MemoryFrame, error) {
 		}
 		result = sb.String()
 	}
-	r.emit(protocol.EventToolResult, ToolResultData{Name: autoRecallTool, Result: result, Duration: &ms})
+	r.emit(protocol.EventToolResult, ToolResultData{Name: AutoRecallTool, Result: result, Duration: &ms})
 	r.record(protocol.ToolEvent{
-		TurnID: r.req.TurnID, CallID: "recall-" + protocol.NewUUID(), Name: autoRecallTool,
+		TurnID: r.req.TurnID, CallID: "recall-" + protocol.NewUUID(), Name: AutoRecallTool,
 		Input: input, Result: result, Status: "success", DurationMs: &ms,
 	})
 	return kept, nil

@@ -25,7 +25,7 @@ const (
 func BuildMessages(systemPrompt string, history []protocol.Message, tools []protocol.ToolEvent) []openai.ChatCompletionMessage {
 	byTurn := map[string][]protocol.ToolEvent{}
 	for _, ev := range tools {
-		if ev.TurnID == "" || ev.Name == autoRecallTool || ev.Parent != "" {
+		if ev.TurnID == "" || ev.Name == AutoRecallTool || ev.Parent != "" {
 			// A sub-agent's calls (Parent set) are not the turn's model's:
 			// it saw only their spawn_agent result.
 			continue

@@ -306,14 +306,48 @@ func (t *Turn) filesDir() string {
 	return filepath.Join(t.deps.Config.DataDir, "workspaces", t.req.Workspace, "files")
 }
 
-// persistTool stores a finished (or denied) tool call the moment it ends,
-// so a crash later in the turn loses none.
+// persistTool stores a finished (or denied) tool call before the turn goes
+// on, so a crash later in the turn loses none. The auto-recall's event is
+// the exception: every model turn has one, it records no effect a crash
+// could lose (a resumed turn recalls again), and waiting for its fsync
+// would delay every first token. It is appended in the background; tool
+// events stay in order behind one another, and the reply's persist waits
+// for all of them (awaitTools).
 func (t *Turn) persistTool(ev protocol.ToolEvent) {
 	if _, known := t.deps.Tools.Get(ev.Name); known {
 		// Only registered names: a model inventing tools must not grow the
 		// metric's label set.
 		telemetry.ToolCalls.WithLabelValues(ev.Name, ev.Status).Inc()
 	}
+	t.toolsMu.Lock()
+	prev, done := t.toolsSaved, make(chan struct{})
+	t.toolsSaved = done
+	t.toolsMu.Unlock()
+	go func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		t.appendTool(ev)
+	}()
+	if ev.Name != agent.AutoRecallTool {
+		<-done
+	}
+}
+
+// awaitTools waits until every tool event handed over so far is stored
+// (or failed, which is logged).
+func (t *Turn) awaitTools() {
+	t.toolsMu.Lock()
+	ch := t.toolsSaved
+	t.toolsMu.Unlock()
+	if ch != nil {
+		<-ch
+	}
+}
+
+// appendTool sends one tool event to the session store.
+func (t *Turn) appendTool(ev protocol.ToolEvent) {
 	if t.awaitUser() != nil {
 		return // the turn ends: nothing of it is stored without its message
 	}

@@ -142,7 +142,7 @@ func (t *Turn) endStored(final protocol.Message, lg turnevents.Log, tools []prot
 		res.Usage = agent.Usage{InputTokens: last.InputTokens, OutputTokens: last.OutputTokens}
 	}
 	for _, ev := range tools {
-		if ev.Name != "auto_recall" {
+		if ev.Name != agent.AutoRecallTool {
 			res.ToolsUsed = append(res.ToolsUsed, ev.Name)
 		}
 	}

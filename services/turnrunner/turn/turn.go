@@ -56,6 +56,13 @@ type Turn struct {
 	// began.
 	userSaved chan struct{}
 	userErr   error
+
+	// toolsSaved is closed once every tool event handed over so far is
+	// stored (nil: none was). Tool events are appended in order behind
+	// one another, off the model's path; whatever the turn stores after
+	// them waits (awaitTools), so history keeps the order.
+	toolsMu    sync.Mutex
+	toolsSaved chan struct{}
 }
 
 // Causes of a turn's end that the runner gives (Cancel) or that a resumed
@@ -114,10 +121,12 @@ func (t *Turn) Resume() {
 }
 
 // Close releases what the turn holds once Run or Resume returned: its
-// context, the user message's store request, its event writer.
+// context, the user message's and tool events' store requests, its
+// event writer.
 func (t *Turn) Close() {
 	t.cancel(nil)
 	_ = t.awaitUser()
+	t.awaitTools()
 	t.pub.Close()
 }
 
@@ -432,6 +441,7 @@ func (t *Turn) persist(m protocol.Message) error {
 		if err := t.awaitUser(); err != nil {
 			return fmt.Errorf("turnrunner: persist %s message: %w", m.Role, errUserNotSaved)
 		}
+		t.awaitTools()
 	}
 	return t.store(m)
 }
@@ -457,6 +467,7 @@ func (t *Turn) finish(event string, data any) {
 	if t.awaitUser() != nil {
 		event, data = protocol.EventError, protocol.ErrorData{Message: saveUserText}
 	}
+	t.awaitTools()
 	// Everything the turn keeps is persisted by now: the session is free
 	// before the client sees the end, so a next message sent on `done`
 	// (even with multitask "reject") never finds it busy.

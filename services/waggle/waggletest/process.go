@@ -2,6 +2,7 @@ package waggletest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -41,6 +42,8 @@ type procSpec struct {
 	addr string
 	dir  string
 	wd   string
+	// fromEnv: no --addr or --data-dir flag (see ProcSidecar).
+	fromEnv bool
 }
 
 // ProcArgs adds command-line flags of `waggle serve`.
@@ -63,6 +66,18 @@ func ProcDataDir(dir string) ProcOption { return func(s *procSpec) { s.dir = dir
 // ProcWorkDir sets the process's working directory (default: the test's).
 func ProcWorkDir(dir string) ProcOption { return func(s *procSpec) { s.wd = dir } }
 
+// ProcSidecar starts the process as the desktop app starts its server: no
+// --addr or --data-dir flag, but WAGGLE_HOST=127.0.0.1, WAGGLE_PORT=port
+// and WAGGLE_DATA_DIR=dataDir in its environment.
+func ProcSidecar(port int, dataDir string) ProcOption {
+	return func(s *procSpec) {
+		s.fromEnv = true
+		s.addr = fmt.Sprintf("127.0.0.1:%d", port)
+		s.dir = dataDir
+		s.env = append(s.env, "WAGGLE_HOST=127.0.0.1", fmt.Sprintf("WAGGLE_PORT=%d", port), "WAGGLE_DATA_DIR="+dataDir)
+	}
+}
+
 // StartProc runs `bin serve` with a clean environment (no WAGGLE_* from
 // the developer's shell), a fresh data dir, a free loopback address and an
 // unreachable model server (echo mode) unless opts say otherwise, and waits
@@ -81,7 +96,11 @@ func StartProc(t testing.TB, bin string, opts ...ProcOption) *Proc {
 	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "WAGGLE_LLM_URL=" + unreachableURL(t)}
 	env = append(env, spec.env...)
-	args := append([]string{"serve", "--addr", spec.addr, "--data-dir", spec.dir}, spec.args...)
+	args := []string{"serve"}
+	if !spec.fromEnv {
+		args = append(args, "--addr", spec.addr, "--data-dir", spec.dir)
+	}
+	args = append(args, spec.args...)
 	dataDir := spec.dir
 	if !filepath.IsAbs(dataDir) {
 		dataDir = filepath.Join(spec.wd, dataDir)
@@ -137,6 +156,16 @@ func (p *Proc) DialNATS(t testing.TB, addr string) *nats.Conn {
 	}
 	t.Cleanup(nc.Close)
 	return nc
+}
+
+// Wait waits for the process to exit and returns its exit error.
+func (p *Proc) Wait(ctx context.Context) error {
+	select {
+	case <-p.exited:
+		return p.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Output is what the process has printed so far (stdout and stderr).

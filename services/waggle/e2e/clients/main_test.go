@@ -5,19 +5,15 @@ package clients
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
@@ -108,76 +104,4 @@ func (b *syncBuffer) expect(t *testing.T, from int, text string) int {
 		}
 		return -1
 	})
-}
-
-// waitHealthy polls /health until 200 (the process is starting).
-func waitHealthy(t *testing.T, url string, exited <-chan struct{}, out *syncBuffer) {
-	t.Helper()
-	client := &http.Client{Timeout: time.Second}
-	waitfor.Within(30*time.Second).Every(50*time.Millisecond).NoError(t, url+"/health healthy", func() error {
-		resp, err := client.Get(url + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("status %d", resp.StatusCode)
-		}
-		select {
-		case <-exited:
-			t.Fatalf("waggle exited while starting:\n%s", out.String())
-		default:
-		}
-		return fmt.Errorf("%v; output:\n%s", err, out.String())
-	})
-}
-
-// serveProc is a running `waggle serve`.
-type serveProc struct {
-	cmd    *exec.Cmd
-	out    *syncBuffer
-	exited chan struct{}
-	err    error
-}
-
-func startServe(t *testing.T, env []string, args ...string) *serveProc {
-	t.Helper()
-	p := &serveProc{out: newSyncBuffer(), exited: make(chan struct{})}
-	p.cmd = exec.Command(waggleBin, append([]string{"serve"}, args...)...)
-	p.cmd.Env = env
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() { p.stop(t) })
-	return p
-}
-
-func (p *serveProc) stop(t *testing.T) {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-p.exited:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		t.Errorf("waggle serve did not stop on SIGINT:\n%s", p.out.String())
-	}
-}
-
-func (p *serveProc) wait(ctx context.Context) error {
-	select {
-	case <-p.exited:
-		return p.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
 // get fetches url and returns status, content type and body.
@@ -62,13 +64,9 @@ func frontend(t *testing.T) string {
 func TestDesktopSidecar(t *testing.T) {
 	port := freePort(t)
 	dist := frontend(t)
-	srv := startServe(t, baseEnv(t,
-		"WAGGLE_PORT="+strconv.Itoa(port), "WAGGLE_HOST=127.0.0.1",
-		"WAGGLE_DATA_DIR="+t.TempDir(), "WAGGLE_SKIP_LITELLM=1", "WAGGLE_FRONTEND_DIR="+dist,
-		"WAGGLE_LLM_URL="+unreachableLLM(t), "WAGGLE_LOG_LEVEL=warn",
-	))
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	waitHealthy(t, base, srv.exited, srv.out)
+	srv := waggletest.StartProc(t, waggleBin, waggletest.ProcSidecar(port, t.TempDir()),
+		waggletest.ProcEnv("WAGGLE_SKIP_LITELLM=1", "WAGGLE_FRONTEND_DIR="+dist, "WAGGLE_LOG_LEVEL=warn"))
+	base := srv.URL
 
 	index, _ := os.ReadFile(filepath.Join(dist, "index.html"))
 	jsonNotFound := `{"error":"Not found"}` + "\n"
@@ -143,11 +141,11 @@ func TestDesktopSidecar(t *testing.T) {
 		t.Fatalf("second server output does not contain the original's message:\n%s", out)
 	}
 
-	srv.stop(t)
+	srv.Stop(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := srv.wait(ctx); err != nil {
-		t.Fatalf("waggle serve exit: %v\n%s", err, srv.out.String())
+	if err := srv.Wait(ctx); err != nil {
+		t.Fatalf("waggle serve exit: %v\n%s", err, srv.Output())
 	}
 }
 
@@ -155,10 +153,8 @@ func TestDesktopSidecar(t *testing.T) {
 // SPA fallback is off (unknown paths are the API's JSON 404).
 func TestWebChatAtRoot(t *testing.T) {
 	port := freePort(t)
-	srv := startServe(t, baseEnv(t, "WAGGLE_PORT="+strconv.Itoa(port),
-		"WAGGLE_DATA_DIR="+t.TempDir(), "WAGGLE_LLM_URL="+unreachableLLM(t), "WAGGLE_LOG_LEVEL=warn"))
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	waitHealthy(t, base, srv.exited, srv.out)
+	srv := waggletest.StartProc(t, waggleBin, waggletest.ProcSidecar(port, t.TempDir()), waggletest.ProcEnv("WAGGLE_LOG_LEVEL=warn"))
+	base := srv.URL
 	for _, path := range []string{"/", "/chat/"} {
 		status, ctype, body := get(t, "GET", base+path)
 		if status != 200 || !strings.HasPrefix(ctype, "text/html") || !strings.Contains(body, `src="/chat/main.js"`) {
