@@ -1,7 +1,8 @@
-// Package turnrunner runs chat turns: it takes a turn over NATS, loads and
-// persists history through the session store, chooses echo mode, a slash
-// command or the agent loop, and publishes the turn's events to JetStream
-// for any gateway to relay.
+// Package turnrunner is the turn-runner service: it takes chat turns over
+// NATS (admission, ownership, control messages, followers' presence) and
+// runs each with package turn, whose events any gateway relays from
+// JetStream; it also serves retrieval runs, turn look-ups, workspace
+// files and profile analyses.
 package turnrunner
 
 import (
