@@ -66,6 +66,8 @@ func shorten(s string, n int) string {
 // to answer it.
 type approvalNotifier struct{ t *Turn }
 
+// Emit publishes one event of the gate, and notifies the user when it
+// asks for an approval that no client is there to answer.
 func (a approvalNotifier) Emit(event string, data any) error {
 	err := a.t.pub.Emit(event, data)
 	if d, ok := data.(protocol.ApprovalRequiredData); ok && event == protocol.EventApprovalRequired && a.t.alone() {
