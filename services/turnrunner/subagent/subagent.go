@@ -1,10 +1,14 @@
-package turnrunner
+// Package subagent runs a turn's sub-agents (spawn_agent) within their
+// limits, and keeps the list of those running on every runner (GET
+// /api/agents/active).
+package subagent
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -16,23 +20,24 @@ import (
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
+	"github.com/waggle-os/core/services/turnrunner/agentcontext"
 	"github.com/waggle-os/core/services/turnrunner/tools"
 )
 
-// Defaults of SubAgentLimits.
+// Defaults of Limits.
 const (
-	DefaultSubAgentsPerTurn = 4
-	DefaultSubAgentTimeout  = 10 * time.Minute
-	DefaultSubAgentMaxSteps = 25
+	DefaultPerTurn  = 4
+	DefaultTimeout  = 10 * time.Minute
+	DefaultMaxSteps = 25
 )
 
 // maxSubAgentReply caps the reply a sub-agent hands its parent's model:
 // the start is kept, as a model reads a summary from its top.
 const maxSubAgentReply = 64 << 10
 
-// SubAgentLimits bound spawn_agent. A sub-agent cannot spawn sub-agents
-// (its tools never include spawn_agent), so the depth is always one.
-type SubAgentLimits struct {
+// Limits bound spawn_agent. A sub-agent cannot spawn sub-agents (its
+// tools never include spawn_agent), so the depth is always one.
+type Limits struct {
 	// PerTurn (--subagents-per-turn) is how many sub-agents one turn may
 	// start; a further spawn_agent call gets an error result. Default 4.
 	PerTurn int
@@ -44,38 +49,58 @@ type SubAgentLimits struct {
 	MaxSteps int
 }
 
-func (l SubAgentLimits) withDefaults() SubAgentLimits {
+// WithDefaults is l with every unset limit at its default.
+func (l Limits) WithDefaults() Limits {
 	if l.PerTurn <= 0 {
-		l.PerTurn = DefaultSubAgentsPerTurn
+		l.PerTurn = DefaultPerTurn
 	}
 	if l.Timeout <= 0 {
-		l.Timeout = DefaultSubAgentTimeout
+		l.Timeout = DefaultTimeout
 	}
 	if l.MaxSteps <= 0 {
-		l.MaxSteps = DefaultSubAgentMaxSteps
+		l.MaxSteps = DefaultMaxSteps
 	}
 	return l
 }
 
-// subAgents runs one turn's sub-agents (tools.SubAgents). Its fields
-// after t are set by runAgent once the turn's tools and gate exist, before
-// the agent runs; Spawn is only called from inside that run.
-type subAgents struct {
-	t *turn
-	// offered are the tools the turn's model is offered (policy, persona
+// Spawner runs one turn's sub-agents (tools.SubAgents). The turn makes it
+// with what it knows from its start; the fields from Offered on are set
+// once the turn's tools and gate exist, before the agent runs. Spawn is
+// only called from inside that run.
+type Spawner struct {
+	// Turn is the parent turn's request.
+	Turn protocol.TurnRequest
+	// Agent runs the sub-agent's loop; Limits bound it.
+	Agent  *agent.Agent
+	Limits Limits
+	// List records the running sub-agents.
+	List *List
+	// Persona resolves a persona a spawn asks for.
+	Persona func(ctx context.Context, id string) agentcontext.Persona
+	// Sink is the parent turn's event sink.
+	Sink agent.Sink
+	// PersistTool stores a finished tool call of the sub-agent;
+	// RecordUsage adds its tokens to the usage ledger.
+	PersistTool func(protocol.ToolEvent)
+	RecordUsage func(agent.Result)
+	// Log is the parent turn's logger.
+	Log *slog.Logger
+
+	// Offered are the tools the turn's model is offered (policy, persona
 	// and MCP applied): a sub-agent gets a subset, never more.
-	offered []agent.Tool
-	blocked []string
-	// wrapGate wraps each sub-agent's own approval gate as the turn's is
-	// wrapped (MCP servers' trust).
-	wrapGate func(agent.Gate) agent.Gate
-	model    agent.ModelChoice
-	prices   map[string]agent.Price
-	apiKeys  []string
-	// readOnly is the turn's persona's: a sub-agent of a read-only turn is
+	Offered []agent.Tool
+	Blocked []string
+	// OpenGate opens an approval gate of its own for one sub-agent, on
+	// the turn's stream and autonomy and wrapped as the turn's is (MCP
+	// servers' trust); closing it withdraws what it still waits for.
+	OpenGate func() (gate agent.Gate, close func())
+	Model    agent.ModelChoice
+	Prices   map[string]agent.Price
+	APIKeys  []string
+	// ReadOnly is the turn's persona's: a sub-agent of a read-only turn is
 	// told so too (its tools already are).
-	readOnly bool
-	teamID   string
+	ReadOnly bool
+	TeamID   string
 	started  atomic.Int32
 }
 
@@ -83,63 +108,62 @@ type subAgents struct {
 // turn's gate (so approvals are asked in the turn's stream, at the turn's
 // autonomy), its steps and tool events reach the turn's stream, and its
 // finished calls are stored with the spawn_agent call as their parent.
-func (s *subAgents) Spawn(ctx context.Context, req tools.SpawnRequest) (string, error) {
-	t := s.t
-	limits := t.svc.cfg.SubAgents
+func (s *Spawner) Spawn(ctx context.Context, req tools.SpawnRequest) (string, error) {
+	limits := s.Limits
 	if n := s.started.Add(1); int(n) > limits.PerTurn {
 		return "", fmt.Errorf("this turn already started %d sub-agents, the limit; do the rest yourself", limits.PerTurn)
 	}
-	persona := personaInfo{}
+	persona := agentcontext.Persona{}
 	if req.Persona != "" {
-		persona = t.resolvePersona(ctx, req.Persona)
+		persona = s.Persona(ctx, req.Persona)
 	}
 	offered, err := s.subset(req, persona)
 	if err != nil {
 		return "", err
 	}
 	info := protocol.SubAgent{
-		ID: protocol.NewUUID(), Name: req.Name, Role: req.Role, Persona: persona.id,
+		ID: protocol.NewUUID(), Name: req.Name, Role: req.Role, Persona: persona.ID,
 		Task: preview(req.Task, protocol.SubAgentTaskPreview), Tools: toolNames(offered),
-		ParentTurnID: t.req.TurnID, ParentCallID: agent.CallID(ctx),
-		Workspace: t.req.Workspace, Session: t.req.Session, TeamID: s.teamID,
+		ParentTurnID: s.Turn.TurnID, ParentCallID: agent.CallID(ctx),
+		Workspace: s.Turn.Workspace, Session: s.Turn.Session, TeamID: s.TeamID,
 		Status: protocol.JobRunning, StartedAt: protocol.Timestamp(time.Now()),
 	}
-	t.svc.announceSubAgent(info)
-	defer t.svc.retireSubAgent(info.ID)
+	s.List.Announce(info)
+	defer s.List.Retire(info.ID)
 
 	// Its own gate, on the turn's stream and autonomy: closing it when the
 	// sub-agent ends withdraws what it still waited for (its time ran out,
 	// or it stopped while a check was with the approval service), while
 	// the turn goes on. The turn itself waits in this call meanwhile, so
 	// the turn's approvals Close withdraws are all the sub-agent's.
-	gate := t.openGate()
-	defer t.closeGate(gate)
-	sink := subAgentSink{parent: &turnSink{t: t}, name: req.Name}
-	watch := &stoppedGate{inner: s.wrapGate(gate)}
+	gate, closeGate := s.OpenGate()
+	defer closeGate()
+	sink := subAgentSink{parent: s.Sink, name: req.Name}
+	watch := &stoppedGate{inner: gate}
 
 	runCtx, cancel := context.WithTimeout(ctx, limits.Timeout)
 	defer cancel()
-	choice := s.model
+	choice := s.Model
 	choice.SwitchReason = "" // the turn announced any switch already
-	res, runErr := t.svc.agent.Run(runCtx, agent.Request{
-		TurnID:       t.req.TurnID,
+	res, runErr := s.Agent.Run(runCtx, agent.Request{
+		TurnID:       s.Turn.TurnID,
 		Model:        choice,
-		Prices:       s.prices,
-		SystemPrompt: subAgentPrompt(req, persona, s.readOnly || persona.readOnly),
+		Prices:       s.Prices,
+		SystemPrompt: subAgentPrompt(req, persona, s.ReadOnly || persona.ReadOnly),
 		Message:      req.Task,
 		Tools:        offered,
-		Blocked:      s.blocked,
+		Blocked:      s.Blocked,
 		Gate:         watch,
 		Sink:         sink,
 		OnToolEvent: func(ev protocol.ToolEvent) {
 			ev.Parent = info.ParentCallID
-			t.persistTool(ev)
+			s.PersistTool(ev)
 		},
-		APIKeys:  s.apiKeys,
+		APIKeys:  s.APIKeys,
 		MaxSteps: limits.MaxSteps,
-		Log:      t.logger().With("subagent", info.ID),
+		Log:      s.Log.With("subagent", info.ID),
 	})
-	t.recordUsage(res)
+	s.RecordUsage(res)
 	switch {
 	case ctx.Err() != nil:
 		return "", ctx.Err() // the turn was cancelled: so is its sub-agent
@@ -151,7 +175,7 @@ func (s *subAgents) Spawn(ctx context.Context, req tools.SpawnRequest) (string, 
 		return "", fmt.Errorf("sub-agent %q stopped at its time limit of %v; what it said so far: %s",
 			req.Name, limits.Timeout, orNothing(res.Content))
 	case runErr != nil:
-		t.logger().Warn("sub-agent failed", "subagent", info.ID, "err", runErr)
+		s.Log.Warn("sub-agent failed", "subagent", info.ID, "err", runErr)
 		return "", fmt.Errorf("sub-agent %q failed: %s", req.Name, agent.FriendlyError(runErr))
 	}
 	return preview(orNothing(res.Content), maxSubAgentReply), nil
@@ -161,17 +185,17 @@ func (s *subAgents) Spawn(ctx context.Context, req tools.SpawnRequest) (string, 
 // offers and the persona allows. A custom list naming a tool the turn does
 // not offer is refused (a model cannot grant its sub-agent more than it
 // has); a role preset just lacks the tools this turn does not have.
-func (s *subAgents) subset(req tools.SpawnRequest, persona personaInfo) ([]agent.Tool, error) {
+func (s *Spawner) subset(req tools.SpawnRequest, persona agentcontext.Persona) ([]agent.Tool, error) {
 	var out []agent.Tool
 	var missing []string
 	for _, name := range req.Tools {
-		i := slices.IndexFunc(s.offered, func(t agent.Tool) bool { return t.Name() == name })
+		i := slices.IndexFunc(s.Offered, func(t agent.Tool) bool { return t.Name() == name })
 		switch {
 		case name == spawnAgentTool || i < 0:
 			missing = append(missing, name)
-		case !persona.allows(name) || slices.ContainsFunc(out, func(t agent.Tool) bool { return t.Name() == name }):
+		case !persona.Allows(name) || slices.ContainsFunc(out, func(t agent.Tool) bool { return t.Name() == name }):
 		default:
-			out = append(out, s.offered[i])
+			out = append(out, s.Offered[i])
 		}
 	}
 	if len(missing) > 0 && req.Role == tools.RoleCustom {
@@ -185,11 +209,11 @@ const spawnAgentTool = "spawn_agent"
 
 // subAgentPrompt is the sub-agent's system prompt (the original's, with
 // the persona's section when one was asked for).
-func subAgentPrompt(req tools.SpawnRequest, persona personaInfo, readOnly bool) string {
+func subAgentPrompt(req tools.SpawnRequest, persona agentcontext.Persona, readOnly bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Sub-Agent: %s\nRole: %s\nTask: Complete the following task and return a comprehensive result.\n\n", req.Name, req.Role)
-	if persona.prompt != "" {
-		b.WriteString(persona.prompt)
+	if persona.Prompt != "" {
+		b.WriteString(persona.Prompt)
 		b.WriteString("\n\n")
 	}
 	if req.Context != "" {
@@ -264,33 +288,41 @@ func (k subAgentSink) Emit(event string, data any) {
 	}
 }
 
-// announceSubAgent records a running sub-agent for GET /api/agents/active.
+// List is the running sub-agents of every runner, in
+// protocol.BucketSubAgents.
+type List struct {
+	kv      jetstream.KeyValue
+	timeout time.Duration
+	log     *slog.Logger
+}
+
+// Announce records a running sub-agent for GET /api/agents/active.
 // The list is informational: a failed write is logged, the sub-agent runs.
-func (s *Service) announceSubAgent(a protocol.SubAgent) {
+func (s *List) Announce(a protocol.SubAgent) {
 	body, _ := json.Marshal(a)
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.StoreTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
-	if _, err := s.subagents.Put(ctx, a.ID, body); err != nil {
+	if _, err := s.kv.Put(ctx, a.ID, body); err != nil {
 		s.log.Warn("record a running sub-agent", "subagent", a.ID, "err", err)
 	}
 }
 
-// retireSubAgent removes a finished sub-agent from the list.
-func (s *Service) retireSubAgent(id string) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.StoreTimeout)
+// Retire removes a finished sub-agent from the list.
+func (s *List) Retire(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
-	if err := s.subagents.Purge(ctx, id); err != nil {
+	if err := s.kv.Purge(ctx, id); err != nil {
 		s.log.Warn("remove a finished sub-agent", "subagent", id, "err", err)
 	}
 }
 
-// listSubAgents answers protocol.ListSubAgents from BucketSubAgents: the
+// Running answers protocol.ListSubAgents from BucketSubAgents: the
 // running sub-agents of every runner, oldest first.
-func (s *Service) listSubAgents(ctx context.Context, _ protocol.Empty) (protocol.SubAgentList, error) {
+func (s *List) Running(ctx context.Context, _ protocol.Empty) (protocol.SubAgentList, error) {
 	out := protocol.SubAgentList{SubAgents: []protocol.SubAgent{}}
-	lister, err := s.subagents.ListKeys(ctx)
+	lister, err := s.kv.ListKeys(ctx)
 	if err != nil {
-		return out, fmt.Errorf("turnrunner: list sub-agents: %w", err)
+		return out, fmt.Errorf("subagent: list sub-agents: %w", err)
 	}
 	var keys []string
 	for k := range lister.Keys() {
@@ -298,12 +330,12 @@ func (s *Service) listSubAgents(ctx context.Context, _ protocol.Empty) (protocol
 	}
 	_ = lister.Stop() // already finished; Stop only releases it
 	for _, k := range keys {
-		e, err := s.subagents.Get(ctx, k)
+		e, err := s.kv.Get(ctx, k)
 		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 			continue // ended while listed
 		}
 		if err != nil {
-			return out, fmt.Errorf("turnrunner: read sub-agent %s: %w", k, err)
+			return out, fmt.Errorf("subagent: read sub-agent %s: %w", k, err)
 		}
 		var a protocol.SubAgent
 		if json.Unmarshal(e.Value(), &a) == nil && a.ID == k {
@@ -314,23 +346,23 @@ func (s *Service) listSubAgents(ctx context.Context, _ protocol.Empty) (protocol
 	return out, nil
 }
 
-// ensureSubAgentBucket creates BucketSubAgents: in memory (the list only
-// describes what runs now), entries expiring a minute after the
-// sub-agents' time limit so a crashed runner's entries go too.
-func (s *Service) ensureSubAgentBucket(ctx context.Context) error {
-	kv, err := bus.EnsureKeyValue(ctx, s.js, jetstream.KeyValueConfig{
+// OpenList creates BucketSubAgents: in memory (the list only describes
+// what runs now), entries expiring a minute after the sub-agents' time
+// limit so a crashed runner's entries go too. Each write is bounded by
+// timeout.
+func OpenList(ctx context.Context, js jetstream.JetStream, limits Limits, replicas int, timeout time.Duration, log *slog.Logger) (*List, error) {
+	kv, err := bus.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      protocol.BucketSubAgents,
 		Description: "One entry per running sub-agent (spawn_agent), deleted when it ends",
 		History:     1,
-		TTL:         s.cfg.SubAgents.Timeout + time.Minute,
+		TTL:         limits.Timeout + time.Minute,
 		Storage:     jetstream.MemoryStorage,
-		Replicas:    max(s.cfg.Stream.Replicas, 1),
+		Replicas:    max(replicas, 1),
 	})
 	if err != nil {
-		return fmt.Errorf("turnrunner: bucket %s: %w", protocol.BucketSubAgents, err)
+		return nil, fmt.Errorf("subagent: bucket %s: %w", protocol.BucketSubAgents, err)
 	}
-	s.subagents = kv
-	return nil
+	return &List{kv: kv, timeout: timeout, log: log}, nil
 }
 
 func toolNames(ts []agent.Tool) []string {
