@@ -1,4 +1,4 @@
-package turnrunner
+package settings
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 )
 
-// policyCache holds the teams service's tool policies per (user,
+// Policies holds the teams service's tool policies per (user,
 // workspace) for a short while: a policy is asked for on every turn of a
 // team user, and a change reaches every runner through
 // protocol.PolicyChanges (entries of that team are dropped) or,
 // failing that, within the TTL.
-type policyCache struct {
+type Policies struct {
 	nc      *nats.Conn
 	ttl     time.Duration
 	timeout time.Duration
@@ -36,13 +36,15 @@ type policyEntry struct {
 	at     time.Time
 }
 
-func newPolicyCache(nc *nats.Conn, ttl, timeout time.Duration) *policyCache {
-	return &policyCache{nc: nc, ttl: ttl, timeout: timeout, entries: map[policyKey]policyEntry{}}
+// NewPolicies returns a cache that asks the teams service over nc, keeps
+// an answer for ttl and waits at most timeout for one.
+func NewPolicies(nc *nats.Conn, ttl, timeout time.Duration) *Policies {
+	return &Policies{nc: nc, ttl: ttl, timeout: timeout, entries: map[policyKey]policyEntry{}}
 }
 
-// get returns the tools blocked for user in workspace. An error means the
-// teams service did not answer: the caller must not run tools then.
-func (c *policyCache) get(ctx context.Context, user, workspace string, now time.Time) (protocol.ToolPolicy, error) {
+// Policy returns the tools blocked for user in workspace. An error means
+// the teams service did not answer: the caller must not run tools then.
+func (c *Policies) Policy(ctx context.Context, user, workspace string, now time.Time) (protocol.ToolPolicy, error) {
 	k := policyKey{user, workspace}
 	c.mu.Lock()
 	e, ok := c.entries[k]
@@ -56,7 +58,7 @@ func (c *policyCache) get(ctx context.Context, user, workspace string, now time.
 	p, err := bus.Call(rctx, c.nc, protocol.GetToolPolicy,
 		protocol.ToolPolicyRequest{User: user, Workspace: workspace})
 	if err != nil {
-		return protocol.ToolPolicy{}, fmt.Errorf("turnrunner: tool policy of %s in %s: %w", user, workspace, err)
+		return protocol.ToolPolicy{}, fmt.Errorf("settings: tool policy of %s in %s: %w", user, workspace, err)
 	}
 	c.mu.Lock()
 	if c.gen == gen {
@@ -67,7 +69,7 @@ func (c *policyCache) get(ctx context.Context, user, workspace string, now time.
 }
 
 // changed drops the cached policies of a team ("" drops everything).
-func (c *policyCache) changed(team string) {
+func (c *Policies) changed(team string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
@@ -80,30 +82,7 @@ func (c *policyCache) changed(team string) {
 	}
 }
 
-func (c *policyCache) onChanged(ev protocol.TeamPolicyChanged) {
+// OnChanged handles protocol.PolicyChanges: the team's cached policies go.
+func (c *Policies) OnChanged(ev protocol.TeamPolicyChanged) {
 	c.changed(ev.Team)
-}
-
-// capAutonomy holds the turn to its team's autonomy cap: whoever sends a
-// chat may ask for any level, but a team's turn runs at most at the level
-// its admins set (protocol.Team.MaxAutonomy), and a lowered turn says so.
-// A resumed turn is lowered again (its request is the original) but not
-// told twice.
-func (t *turn) capAutonomy(policy protocol.ToolPolicy, resumed bool) {
-	max, capped := policy.AutonomyCap()
-	if !capped {
-		return
-	}
-	a, lowered := t.req.Autonomy.Capped(max, time.Now())
-	if !lowered {
-		return
-	}
-	t.logger().Info("autonomy lowered by team policy", "asked", t.req.Autonomy.Level, "max", max, "team", policy.Team)
-	t.req.Autonomy = a
-	if resumed {
-		return
-	}
-	if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: protocol.AutonomyLoweredText(max)}); err != nil {
-		t.logger().Error("publish step", "err", err)
-	}
 }

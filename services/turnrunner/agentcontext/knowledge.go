@@ -1,4 +1,4 @@
-package turnrunner
+package agentcontext
 
 import (
 	"context"
@@ -14,24 +14,24 @@ import (
 const keyKnowledgeEntities = 12
 
 // Query implements tools.Knowledge over the session store.
-func (m busMemory) Query(ctx context.Context, workspace, query, entityType string, limit int) (protocol.KnowledgeGraph, error) {
-	g, err := bus.Call(ctx, m.s.nc, protocol.GetKnowledgeGraph, protocol.KnowledgeGraphRequest{
-		MemoryOwner: protocol.MemoryOwner{Workspace: workspace, User: m.user}, Scope: protocol.KnowledgeScopeAll,
+func (m Memory) Query(ctx context.Context, workspace, query, entityType string, limit int) (protocol.KnowledgeGraph, error) {
+	g, err := bus.Call(ctx, m.Conn, protocol.GetKnowledgeGraph, protocol.KnowledgeGraphRequest{
+		MemoryOwner: protocol.MemoryOwner{Workspace: workspace, User: m.User}, Scope: protocol.KnowledgeScopeAll,
 		Query: query, Type: entityType, Limit: limit,
-	}, bus.Within(m.s.cfg.StoreTimeout))
+	}, m.within())
 	if err != nil {
-		return protocol.KnowledgeGraph{}, fmt.Errorf("turnrunner: query knowledge of %s: %w", workspace, err)
+		return protocol.KnowledgeGraph{}, fmt.Errorf("agentcontext: query knowledge of %s: %w", workspace, err)
 	}
 	return g, nil
 }
 
 // Correct implements tools.Knowledge over the session store.
-func (m busMemory) Correct(ctx context.Context, workspace, id, reason string) (protocol.KnowledgeGraph, error) {
-	g, err := bus.Call(ctx, m.s.nc, protocol.CorrectKnowledge, protocol.KnowledgeCorrectRequest{
-		MemoryOwner: protocol.MemoryOwner{Workspace: workspace, User: m.user}, ID: id, Reason: reason,
-	}, bus.Within(m.s.cfg.StoreTimeout))
+func (m Memory) Correct(ctx context.Context, workspace, id, reason string) (protocol.KnowledgeGraph, error) {
+	g, err := bus.Call(ctx, m.Conn, protocol.CorrectKnowledge, protocol.KnowledgeCorrectRequest{
+		MemoryOwner: protocol.MemoryOwner{Workspace: workspace, User: m.User}, ID: id, Reason: reason,
+	}, m.within())
 	if err != nil {
-		return protocol.KnowledgeGraph{}, fmt.Errorf("turnrunner: correct knowledge of %s: %w", workspace, err)
+		return protocol.KnowledgeGraph{}, fmt.Errorf("agentcontext: correct knowledge of %s: %w", workspace, err)
 	}
 	return g, nil
 }
@@ -40,10 +40,10 @@ func (m busMemory) Correct(ctx context.Context, workspace, id, reason string) (p
 // prompt: its most mentioned entities and the relations between them, or
 // "" when the graph is empty or unreachable (a prompt part is never worth
 // failing a turn for). The system prompt's builder calls it once per turn.
-func (m busMemory) KeyKnowledge(ctx context.Context, workspace string) string {
-	g, err := bus.Call(ctx, m.s.nc, protocol.GetKnowledgeGraph, protocol.KnowledgeGraphRequest{
-		MemoryOwner: protocol.MemoryOwner{Workspace: workspace, User: m.user}, Limit: keyKnowledgeEntities,
-	}, bus.Within(m.s.cfg.StoreTimeout))
+func (m Memory) KeyKnowledge(ctx context.Context, workspace string) string {
+	g, err := bus.Call(ctx, m.Conn, protocol.GetKnowledgeGraph, protocol.KnowledgeGraphRequest{
+		MemoryOwner: protocol.MemoryOwner{Workspace: workspace, User: m.User}, Limit: keyKnowledgeEntities,
+	}, m.within())
 	if err != nil || len(g.Entities) == 0 {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package turnrunner
+package presence
 
 import (
 	"testing"
@@ -38,7 +38,7 @@ func TestPresence(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fired := -1.0
 			var now float64
-			p := newPresence(tc.grace, func() {
+			p := New(tc.grace, func() {
 				if fired >= 0 {
 					t.Fatal("cancelled twice")
 				}
@@ -48,11 +48,11 @@ func TestPresence(t *testing.T) {
 				now = o.at
 				switch o.kind {
 				case "attach":
-					p.attach(o.client, at(o.at))
+					p.Attach(o.client, at(o.at))
 				case "detach":
-					p.detach(o.client, at(o.at))
+					p.Detach(o.client, at(o.at))
 				case "tick":
-					p.tick(at(o.at))
+					p.Tick(at(o.at))
 				}
 			}
 			if fired != tc.firedAt {

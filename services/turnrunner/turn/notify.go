@@ -1,4 +1,4 @@
-package turnrunner
+package turn
 
 import (
 	"time"
@@ -22,24 +22,24 @@ const (
 // alone reports whether the turn had a client once and has none now: the
 // user walked away (a turn no one ever followed, such as a group member's,
 // is not announced).
-func (t *turn) alone() bool {
-	return t.presence != nil && t.presence.wasFollowed() && t.presence.followerCount() == 0
+func (t *Turn) alone() bool {
+	return t.followers != nil && t.followers.Followed() && t.followers.Count() == 0
 }
 
 // notify publishes one notification for the turn's user.
-func (t *turn) notify(category, title, body string) {
+func (t *Turn) notify(category, title, body string) {
 	n := protocol.Notification{
 		ID: protocol.NewUUID(), Type: "notification", Title: title, Body: shorten(body, notifyBodyMaxRune),
 		Category: category, Timestamp: protocol.Timestamp(time.Now()), Workspace: t.req.Workspace,
 		Session: t.req.Session, User: t.req.User,
 	}
-	if err := bus.Publish(t.svc.nc, protocol.Notifications, n); err != nil {
-		t.svc.log.Warn("publish notification", "turn", t.req.TurnID, "err", err)
+	if err := bus.Publish(t.deps.Conn, protocol.Notifications, n); err != nil {
+		t.deps.Log.Warn("publish notification", "turn", t.req.TurnID, "err", err)
 	}
 }
 
 // notifyFinished announces a turn that ended while no client watched it.
-func (t *turn) notifyFinished(data any) {
+func (t *Turn) notifyFinished(data any) {
 	if !t.alone() || t.ctx.Err() != nil {
 		// Watched, or cancelled (the user left with no resume grace, or
 		// stopped it): nothing to announce.
@@ -64,8 +64,10 @@ func shorten(s string, n int) string {
 // approvalNotifier is the approval gate's emitter: the turn's publisher,
 // plus a notification when an approval waits and no client is attached
 // to answer it.
-type approvalNotifier struct{ t *turn }
+type approvalNotifier struct{ t *Turn }
 
+// Emit publishes one event of the gate, and notifies the user when it
+// asks for an approval that no client is there to answer.
 func (a approvalNotifier) Emit(event string, data any) error {
 	err := a.t.pub.Emit(event, data)
 	if d, ok := data.(protocol.ApprovalRequiredData); ok && event == protocol.EventApprovalRequired && a.t.alone() {

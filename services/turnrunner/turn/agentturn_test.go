@@ -1,4 +1,4 @@
-package turnrunner
+package turn
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
+	"github.com/waggle-os/core/services/turnrunner/agentcontext"
 )
 
 // namedTool is an agent.Tool with a name only.
@@ -28,17 +29,17 @@ func TestPersonaTools(t *testing.T) {
 		namedTool("save_memory"), namedTool("search_memory"), namedTool("create_plan"), namedTool("spawn_agent"),
 		namedTool("mcp__gh__create_issue")}
 	const nBuiltIn = 7
-	coord, _ := builtInPersona("coordinator")
-	planner, _ := builtInPersona("planner")
-	writer, _ := builtInPersona("writer")
-	critic := customPersona(protocol.CustomPersona{ID: "critic", Name: "Critic", SystemPrompt: "x", Tools: []string{"spawn_agent", "read_file"}})
+	coord, _ := agentcontext.BuiltInPersona("coordinator")
+	planner, _ := agentcontext.BuiltInPersona("planner")
+	writer, _ := agentcontext.BuiltInPersona("writer")
+	critic := agentcontext.CustomPersona(protocol.CustomPersona{ID: "critic", Name: "Critic", SystemPrompt: "x", Tools: []string{"spawn_agent", "read_file"}})
 	all := toolNames(pool)
 	cases := []struct {
 		name            string
-		p               personaInfo
+		p               agentcontext.Persona
 		offered, worker []string
 	}{
-		{"none", personaInfo{}, all, all},
+		{"none", agentcontext.Persona{}, all, all},
 		{"coordinator", coord, []string{"save_memory", "search_memory", "create_plan", "spawn_agent"}, all},
 		{"read-only", planner, []string{"read_file", "search_memory"}, []string{"read_file", "search_memory"}},
 		{"allowlist keeps MCP", writer, []string{"read_file", "write_file", "save_memory", "search_memory", "mcp__gh__create_issue"},
@@ -55,4 +56,12 @@ func TestPersonaTools(t *testing.T) {
 			t.Errorf("%s: workers draw from %v, want %v", tc.name, got, tc.worker)
 		}
 	}
+}
+
+func toolNames(ts []agent.Tool) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Name()
+	}
+	return out
 }

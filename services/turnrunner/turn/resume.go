@@ -1,4 +1,4 @@
-package turnrunner
+package turn
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/turnrunner/agent"
+	"github.com/waggle-os/core/services/turnrunner/agentcontext"
 	"github.com/waggle-os/core/services/turnrunner/ownership"
 	"github.com/waggle-os/core/services/turnrunner/turnevents"
 )
@@ -18,11 +19,11 @@ import (
 // already has, the agent's step and exec checkpoints) and the session
 // store (the user message, finished tool calls, a final message the other
 // runner stored just before it stopped).
-func (t *turn) resume() {
+func (t *Turn) resume() {
 	log := t.logger()
 	telemetry.TurnsStarted.WithLabelValues("resume").Inc()
 	ctx, cancel := context.WithTimeout(t.ctx, 10*time.Second)
-	lg, err := turnevents.ReadLog(ctx, t.svc.js, t.req.TurnID)
+	lg, err := turnevents.ReadLog(ctx, t.deps.JS, t.req.TurnID)
 	if err == nil {
 		err = t.own.Place(ctx)
 	}
@@ -55,7 +56,7 @@ func (t *turn) resume() {
 	}
 	if !t.own.Placed() {
 		// No place in the queue (see Place): it joins again, at the end.
-		ctx, cancel := kvCtx()
+		ctx, cancel := context.WithTimeout(context.Background(), joinWait)
 		_, err := t.own.Join(ctx, ownership.Behind)
 		cancel()
 		if err != nil {
@@ -107,7 +108,7 @@ func (t *turn) resume() {
 
 // waitQuietly waits for the session like a queued turn (the client saw
 // the waiting step already).
-func (t *turn) waitQuietly() bool {
+func (t *Turn) waitQuietly() bool {
 	if t.own.Wait(t.ctx) == nil {
 		return true
 	}
@@ -119,10 +120,10 @@ func (t *turn) waitQuietly() bool {
 
 // endStored finishes a turn whose final message the other runner stored
 // before it stopped, without its terminal event.
-func (t *turn) endStored(final protocol.Message, lg turnevents.Log, tools []protocol.ToolEvent) {
+func (t *Turn) endStored(final protocol.Message, lg turnevents.Log, tools []protocol.ToolEvent) {
 	if final.Error != "" {
 		msg := final.Error
-		for _, cause := range []error{errClientGone, errCancelled, errAborted, errInterrupted, errShutdown} {
+		for _, cause := range []error{ErrClientGone, ErrCancelled, ErrAborted, ErrInterrupted, ErrShutdown} {
 			if final.Error == cause.Error() {
 				msg = "The turn was cancelled."
 			}
@@ -153,25 +154,25 @@ func (t *turn) endStored(final protocol.Message, lg turnevents.Log, tools []prot
 const historyResendAfter = 2 * time.Second
 
 // turnHistory reads this turn's messages and tool events.
-func (t *turn) turnHistory() ([]protocol.Message, []protocol.ToolEvent, error) {
+func (t *Turn) turnHistory() ([]protocol.Message, []protocol.ToolEvent, error) {
 	// A read: sent again when unanswered (a request lost with a dying
 	// cluster node, a store reconnecting to another node) instead of
 	// failing the claimed turn after the whole store timeout.
-	ctx, cancel := context.WithTimeout(t.ctx, t.svc.cfg.StoreTimeout)
+	ctx, cancel := context.WithTimeout(t.ctx, t.deps.Config.StoreTimeout)
 	defer cancel()
-	rep, err := bus.CallResending(ctx, t.svc.nc, protocol.ReadHistory,
+	rep, err := bus.CallResending(ctx, t.deps.Conn, protocol.ReadHistory,
 		protocol.HistoryRequest{SessionRef: t.ref(), Tools: true}, bus.Resending{After: historyResendAfter, Unanswered: historyResendAfter})
 	if err != nil {
 		return nil, nil, err
 	}
-	msgs, tools := ofTurn(rep.Messages, rep.Tools, t.req.TurnID)
+	msgs, tools := agentcontext.OfTurn(rep.Messages, rep.Tools, t.req.TurnID)
 	return msgs, tools, nil
 }
 
 // cancelApprovals cancels whatever approval of this turn is still pending.
-func (t *turn) cancelApprovals() {
-	_, err := bus.Call(context.Background(), t.svc.nc, protocol.CancelTurnApprovals,
-		protocol.ApprovalCancelTurnRequest{TurnID: t.req.TurnID}, bus.Within(t.svc.cfg.StoreTimeout))
+func (t *Turn) cancelApprovals() {
+	_, err := bus.Call(context.Background(), t.deps.Conn, protocol.CancelTurnApprovals,
+		protocol.ApprovalCancelTurnRequest{TurnID: t.req.TurnID}, bus.Within(t.deps.Config.StoreTimeout))
 	if err != nil && !errors.Is(err, protocol.ErrUnavailable) {
 		t.logger().Warn("cancel the approvals of a claimed turn", "err", err)
 	}

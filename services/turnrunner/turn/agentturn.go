@@ -1,12 +1,10 @@
-package turnrunner
+package turn
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,25 +12,16 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/turnrunner/agent"
+	"github.com/waggle-os/core/services/turnrunner/agentcontext"
 	"github.com/waggle-os/core/services/turnrunner/approvalgate"
+	"github.com/waggle-os/core/services/turnrunner/epilogue"
 	"github.com/waggle-os/core/services/turnrunner/mcp"
+	"github.com/waggle-os/core/services/turnrunner/subagent"
 	"github.com/waggle-os/core/services/turnrunner/tools"
 )
 
 // errPublish cancels a turn whose events can no longer be published.
 var errPublish = errors.New("turn events could not be published")
-
-// agentInputs is what a turn loads before the model is called.
-type agentInputs struct {
-	history   []protocol.Message
-	toolEvs   []protocol.ToolEvent
-	workspace protocol.Workspace
-	spent     float64
-	// turnTools are this turn's own tool events (a resumed turn's finished calls).
-	turnTools []protocol.ToolEvent
-	// context is the profile, preloaded frames and Workspace Now.
-	context turnContext
-}
 
 // governanceText is shown when a team user's tool policy cannot be read:
 // the turn does not run tools it cannot vouch for.
@@ -41,22 +30,25 @@ const governanceText = "Could not check your team's tool policy. Try again in a 
 // runAgent runs the agent loop for message (the user's text, or the prompt
 // a slash command rerouted to the model) and ends the turn. resume, when
 // set, continues from another runner's checkpoint.
-func (t *turn) runAgent(message string, resume *agent.Resume) {
+func (t *Turn) runAgent(message string, resume *agent.Resume) {
 	log := t.logger()
 	mc, in, policy, ok := t.prepareAgent(log, resume)
 	if !ok {
 		return
 	}
 	if mc.DefaultModel == "" {
-		mc.DefaultModel = t.svc.fallbackModel()
+		mc.DefaultModel = t.deps.FallbackModel()
 	}
-	choice := agent.ResolveModel(mc, t.req.Model, in.workspace.Model, message, in.spent)
-	persona := t.resolvePersona(t.ctx, firstNonEmpty(t.req.Persona, in.workspace.Persona))
-	mem := busMemory{s: t.svc, user: t.req.User}
-	sub := &subAgents{t: t, model: choice, prices: mc.Prices, readOnly: persona.readOnly, teamID: in.workspace.TeamID}
+	choice := agent.ResolveModel(mc, t.req.Model, in.Workspace.Model, message, in.Spent)
+	ctxl := t.contextLoader()
+	persona := ctxl.Persona(t.ctx, firstNonEmpty(t.req.Persona, in.Workspace.Persona))
+	mem := agentcontext.Memory{Store: ctxl.Store, User: t.req.User}
+	sub := &subagent.Spawner{Turn: t.req, Agent: t.deps.Agent, Limits: t.deps.Config.SubAgents, List: t.deps.SubAgents,
+		Persona: ctxl.Persona, Sink: &turnSink{t: t}, PersistTool: t.persistTool, RecordUsage: t.recordUsage, Log: log,
+		Model: choice, Prices: mc.Prices, ReadOnly: persona.ReadOnly, TeamID: in.Workspace.TeamID}
 	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem,
-		WebSearch: t.webSearch(mc.WebSearch, in.workspace.TeamID), Plan: tools.ReplayPlan(in.toolEvs, in.turnTools),
-		Knowledge: mem, Mind: busMind{s: t.svc, workspace: t.req.Workspace, user: t.req.User}, SubAgents: sub}
+		WebSearch: t.webSearch(mc.WebSearch, in.Workspace.TeamID), Plan: tools.ReplayPlan(in.HistoryTools, in.TurnTools),
+		Knowledge: mem, Mind: agentcontext.Mind{Store: ctxl.Store, Workspace: t.req.Workspace, User: t.req.User}, SubAgents: sub}
 	mcpSet, agentTools, workerTools, blocked := t.agentTools(env, persona, policy)
 	gate := t.openGate()
 	defer t.closeGate(gate)
@@ -65,27 +57,31 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 		TurnID:       t.req.TurnID,
 		Model:        choice,
 		Prices:       mc.Prices,
-		BuildPrompt:  t.buildPrompt(in.context, in.workspace, persona, message, len(in.history), t.vague(message, in.history)),
-		History:      in.history,
-		HistoryTools: in.toolEvs,
+		BuildPrompt:  ctxl.Prompt(t.deps.Config.PromptBudget, in.Context, in.Workspace, persona, message, len(in.History), t.vague(message, in.History)),
+		History:      in.History,
+		HistoryTools: in.HistoryTools,
 		Message:      message,
 		Tools:        agentTools,
 		Blocked:      blocked,
 		Gate:         mcpSet.Gate(gate),
-		Recall:       recaller{mem: mem, workspace: t.req.Workspace},
+		Recall:       agentcontext.Recaller{Memory: mem, Workspace: t.req.Workspace},
 		Sink:         &turnSink{t: t},
 		OnToolEvent:  t.persistTool,
 		Checkpoint:   turnCheckpoint{t: t},
 		Resume:       resume,
 		Log:          log,
 	}
-	t.loopOptions(&areq, mc, in.history, message)
-	sub.offered, sub.blocked, sub.gate, sub.apiKeys = workerTools, blocked, areq.Gate, areq.APIKeys
-	res, err := t.svc.agent.Run(t.ctx, areq)
+	t.loopOptions(&areq, mc, in.History, message)
+	sub.Offered, sub.Blocked, sub.APIKeys = workerTools, blocked, areq.APIKeys
+	sub.OpenGate = func() (agent.Gate, func()) {
+		g := t.openGate()
+		return mcpSet.Gate(g), func() { t.closeGate(g) }
+	}
+	res, err := t.deps.Agent.Run(t.ctx, areq)
 	if t.silent() {
 		return
 	}
-	t.endAgentTurn(log, message, persona.id, res, err)
+	t.endAgentTurn(log, message, persona.ID, res, err)
 }
 
 // prepareAgent loads what the agent needs before the model is called: the
@@ -93,7 +89,7 @@ func (t *turn) runAgent(message string, resume *agent.Resume) {
 // autonomy. It ends the turn itself and
 // reports !ok when either cannot be read; a resumed turn gets the finished
 // calls of its checkpoint, a fresh one the workspace budget warning.
-func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.ModelConfig, agentInputs, protocol.ToolPolicy, bool) {
+func (t *Turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.ModelConfig, agentcontext.Inputs, protocol.ToolPolicy, bool) {
 	var policy protocol.ToolPolicy
 	mc, in, err := t.agentInputs()
 	if err != nil {
@@ -106,7 +102,7 @@ func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.Model
 		return mc, in, policy, false
 	}
 	if t.req.User != "" {
-		policy, err = t.svc.policies.get(t.ctx, t.req.User, t.req.Workspace, time.Now())
+		policy, err = t.deps.Policies.Policy(t.ctx, t.req.User, t.req.Workspace, time.Now())
 		if err != nil {
 			if t.ctx.Err() != nil {
 				t.abortWith(t.resumedText(resume))
@@ -120,9 +116,9 @@ func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.Model
 		t.capAutonomy(policy, resume != nil)
 	}
 	if resume != nil {
-		resume.Results = in.turnTools
+		resume.Results = in.TurnTools
 	} else {
-		t.warnWorkspaceBudget(in.workspace)
+		t.warnWorkspaceBudget(in.Workspace)
 	}
 	return mc, in, policy, true
 }
@@ -134,8 +130,8 @@ func (t *turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.Model
 // delegating persona the tools before its filter (policy still applied),
 // as its workers do the work it does not; blocked is what the model is
 // told it may not use.
-func (t *turn) agentTools(env tools.Env, persona personaInfo, policy protocol.ToolPolicy) (set *mcp.ToolSet, offered, workers []agent.Tool, blocked []string) {
-	bound := t.svc.tools.Bind(env, nil)
+func (t *Turn) agentTools(env tools.Env, persona agentcontext.Persona, policy protocol.ToolPolicy) (set *mcp.ToolSet, offered, workers []agent.Tool, blocked []string) {
+	bound := t.deps.Tools.Bind(env, nil)
 	builtIns := make([]agent.Tool, 0, len(bound))
 	for _, b := range bound {
 		if !policy.Blocks(b.Name()) {
@@ -152,18 +148,18 @@ func (t *turn) agentTools(env tools.Env, persona personaInfo, policy protocol.To
 
 // personaTools splits pool — nBuiltIn built-ins, then MCP tools — into
 // what persona's turn is offered and what its sub-agents draw from.
-func personaTools(pool []agent.Tool, nBuiltIn int, persona personaInfo) (offered, workers []agent.Tool) {
-	strict := persona.readOnly || persona.delegates
+func personaTools(pool []agent.Tool, nBuiltIn int, persona agentcontext.Persona) (offered, workers []agent.Tool) {
+	strict := persona.ReadOnly || persona.Delegates
 	offered = make([]agent.Tool, 0, len(pool))
 	for i, tool := range pool {
 		// The persona's lists name built-ins only, so they do not filter
 		// MCP tools; a strict persona gets none.
 		builtIn := i < nBuiltIn
-		if builtIn && persona.allows(tool.Name()) || !builtIn && !strict {
+		if builtIn && persona.Allows(tool.Name()) || !builtIn && !strict {
 			offered = append(offered, tool)
 		}
 	}
-	if persona.delegates && !persona.readOnly {
+	if persona.Delegates && !persona.ReadOnly {
 		return offered, pool
 	}
 	return offered, offered
@@ -175,15 +171,15 @@ func personaTools(pool []agent.Tool, nBuiltIn int, persona personaInfo) (offered
 // Tavily and Brave whose key the vault holds (the desktop app's Settings >
 // Vault). The key goes to the provider only: never logged, never in a
 // result.
-func (t *turn) webSearch(cfg tools.WebSearchConfig, team string) tools.WebSearchConfig {
+func (t *Turn) webSearch(cfg tools.WebSearchConfig, team string) tools.WebSearchConfig {
 	if cfg.Provider != "" {
 		if cfg.APIKey == "" && protocol.VaultSearchKeyNames(cfg.Provider) != nil {
-			cfg.APIKey = t.svc.models.SearchKey(t.ctx, team, cfg.Provider)
+			cfg.APIKey = t.deps.Settings.SearchKey(t.ctx, team, cfg.Provider)
 		}
 		return cfg
 	}
 	for _, p := range []string{tools.SearchTavily, tools.SearchBrave} {
-		if key := t.svc.models.SearchKey(t.ctx, team, p); key != "" {
+		if key := t.deps.Settings.SearchKey(t.ctx, team, p); key != "" {
 			return tools.WebSearchConfig{Provider: p, APIKey: key}
 		}
 	}
@@ -191,31 +187,30 @@ func (t *turn) webSearch(cfg tools.WebSearchConfig, team string) tools.WebSearch
 }
 
 // openGate is the turn's approval gate.
-func (t *turn) openGate() *approvalgate.Gate {
-	s := t.svc
-	gateCfg := s.cfg.Approval
+func (t *Turn) openGate() *approvalgate.Gate {
+	gateCfg := t.deps.Config.Approval
 	if gateCfg.Logger == nil {
-		gateCfg.Logger = s.log
+		gateCfg.Logger = t.deps.Log
 	}
-	return approvalgate.New(s.nc, approvalgate.Turn{
+	return approvalgate.New(t.deps.Conn, approvalgate.Turn{
 		TurnID: t.req.TurnID, Workspace: t.req.Workspace, Session: t.req.Session, Autonomy: t.req.Autonomy,
 	}, approvalNotifier{t}, gateCfg)
 }
 
 // closeGate denies the gate's pending approvals, unless the turn goes on
 // elsewhere: then its approvals are not ours to deny.
-func (t *turn) closeGate(gate *approvalgate.Gate) {
+func (t *Turn) closeGate(gate *approvalgate.Gate) {
 	if t.silent() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), t.svc.cfg.StoreTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), t.deps.Config.StoreTimeout)
 	defer cancel()
 	gate.Close(ctx)
 }
 
 // endAgentTurn records the run's usage and ends the turn by its outcome:
 // aborted, failed, or done with the reply persisted first.
-func (t *turn) endAgentTurn(log *slog.Logger, message, persona string, res agent.Result, err error) {
+func (t *Turn) endAgentTurn(log *slog.Logger, message, persona string, res agent.Result, err error) {
 	// The usage ledger's write overlaps the reply's; both are on disk
 	// before the turn's last event, so a client that reads its cost after
 	// done finds this turn in it.
@@ -235,7 +230,7 @@ func (t *turn) endAgentTurn(log *slog.Logger, message, persona string, res agent
 		t.failPersisted(res.Content, agent.FriendlyError(err))
 	default:
 		t.captureWorkflow(res)
-		res.Content = finalContent(persona, res)
+		res.Content = epilogue.Final(persona, res.Content, res.ToolsUsed)
 		perr := t.persist(protocol.Message{Role: protocol.RoleAssistant, Content: res.Content})
 		<-usage
 		if perr != nil {
@@ -249,7 +244,7 @@ func (t *turn) endAgentTurn(log *slog.Logger, message, persona string, res agent
 }
 
 // resumedText is the reply text a resumed turn already streamed.
-func (t *turn) resumedText(resume *agent.Resume) string {
+func (t *Turn) resumedText(resume *agent.Resume) string {
 	if resume == nil {
 		return ""
 	}
@@ -257,7 +252,7 @@ func (t *turn) resumedText(resume *agent.Resume) string {
 }
 
 // turnCheckpoint makes the agent's checkpoints durable in the turn stream.
-type turnCheckpoint struct{ t *turn }
+type turnCheckpoint struct{ t *Turn }
 
 // Step stores a model step's tool calls before any of them runs.
 func (c turnCheckpoint) Step(_ context.Context, cp protocol.StepCheckpoint) error {
@@ -269,135 +264,50 @@ func (c turnCheckpoint) Executing(_ context.Context, cp protocol.ExecCheckpoint)
 	return c.t.pub.Mark(protocol.EventCheckpointExec, cp)
 }
 
-// loadAgentInputs reads the session's history, the workspace's config and
-// (only when a daily budget can switch models) today's spend, concurrently.
-// Only the history is required; the rest degrades to "none".
 // prefetched is an agent turn's inputs loaded ahead of time.
 type prefetched struct {
 	mc  agent.ModelConfig
-	in  agentInputs
+	in  agentcontext.Inputs
 	err error
 }
 
 // prefetchInputs starts loading the agent's inputs. The channel is
 // buffered: the load finishes (bounded by StoreTimeout) even if the turn
 // takes another path and never reads it.
-func (t *turn) prefetchInputs() <-chan prefetched {
+func (t *Turn) prefetchInputs() <-chan prefetched {
 	ch := make(chan prefetched, 1)
-	mc := t.svc.models.Get()
+	mc := t.deps.Settings.Get()
 	go func() {
-		in, err := t.loadAgentInputs(mc)
+		in, err := t.contextLoader().Inputs(t.ctx, mc)
 		ch <- prefetched{mc, in, err}
 	}()
 	return ch
 }
 
 // agentInputs returns the prefetched inputs, or loads them now.
-func (t *turn) agentInputs() (agent.ModelConfig, agentInputs, error) {
+func (t *Turn) agentInputs() (agent.ModelConfig, agentcontext.Inputs, error) {
 	if t.prefetch != nil {
 		p := <-t.prefetch
 		t.prefetch = nil
 		return p.mc, p.in, p.err
 	}
-	mc := t.svc.models.Get()
-	in, err := t.loadAgentInputs(mc)
+	mc := t.deps.Settings.Get()
+	in, err := t.contextLoader().Inputs(t.ctx, mc)
 	return mc, in, err
 }
 
-func (t *turn) loadAgentInputs(mc agent.ModelConfig) (agentInputs, error) {
-	s := t.svc
-	var (
-		in      agentInputs
-		histErr error
-		wg      sync.WaitGroup
-	)
-	wg.Go(func() {
-		rep, err := bus.Call(t.ctx, s.nc, protocol.ReadHistory,
-			protocol.HistoryRequest{SessionRef: t.ref(), Tools: true}, bus.Within(s.cfg.StoreTimeout))
-		if err != nil {
-			histErr = fmt.Errorf("turnrunner: history of %s/%s: %w", t.req.Workspace, t.req.Session, err)
-			return
-		}
-		in.history, in.toolEvs = withoutTurn(rep.Messages, rep.Tools, t.req.TurnID)
-		_, in.turnTools = ofTurn(rep.Messages, rep.Tools, t.req.TurnID)
-	})
-	wg.Go(func() {
-		ws, err := bus.Call(t.ctx, s.nc, protocol.GetWorkspace,
-			protocol.WorkspaceRequest{Workspace: t.req.Workspace}, bus.Within(s.cfg.StoreTimeout))
-		switch {
-		case err == nil:
-			in.workspace = ws
-		case errors.Is(err, protocol.ErrUnavailable) || protocol.KindOf(err) == protocol.NotFound:
-		default:
-			s.log.Warn("workspace config unavailable; using defaults", "workspace", t.req.Workspace, "err", err)
-		}
-	})
-	wg.Go(func() { in.context = t.loadContext(t.ctx) })
-	if mc.DailyBudget > 0 && mc.BudgetModel != "" {
-		wg.Go(func() {
-			sum, err := bus.Call(t.ctx, s.nc, protocol.SummarizeUsage,
-				protocol.UsageSummaryRequest{Since: startOfDayUTC(time.Now()).Format(time.RFC3339)}, bus.Within(s.cfg.StoreTimeout))
-			if err != nil {
-				if !errors.Is(err, protocol.ErrUnavailable) {
-					s.log.Warn("usage summary unavailable; assuming nothing spent today", "err", err)
-				}
-				return
-			}
-			in.spent = sum.EstimatedCost
-		})
-	}
-	wg.Wait()
-	return in, histErr
-}
-
-// withoutTurn drops the messages and tool events of turn turnID: the user
-// message of the running turn is already on disk (persisted first) but is
-// passed to the agent separately.
-func withoutTurn(msgs []protocol.Message, evs []protocol.ToolEvent, turnID string) ([]protocol.Message, []protocol.ToolEvent) {
-	outM := make([]protocol.Message, 0, len(msgs))
-	for _, m := range msgs {
-		if m.TurnID != turnID {
-			outM = append(outM, m)
-		}
-	}
-	var outT []protocol.ToolEvent
-	for _, ev := range evs {
-		if ev.TurnID != turnID {
-			outT = append(outT, ev)
-		}
-	}
-	return outM, outT
-}
-
-// ofTurn keeps only the messages and tool events of turn turnID.
-func ofTurn(msgs []protocol.Message, evs []protocol.ToolEvent, turnID string) ([]protocol.Message, []protocol.ToolEvent) {
-	var outM []protocol.Message
-	for _, m := range msgs {
-		if m.TurnID == turnID {
-			outM = append(outM, m)
-		}
-	}
-	var outT []protocol.ToolEvent
-	for _, ev := range evs {
-		if ev.TurnID == turnID {
-			outT = append(outT, ev)
-		}
-	}
-	return outM, outT
-}
-
-func startOfDayUTC(now time.Time) time.Time {
-	y, m, d := now.UTC().Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+// contextLoader reads the turn's context from the session store.
+func (t *Turn) contextLoader() agentcontext.Loader {
+	return agentcontext.Loader{Store: agentcontext.Store{Conn: t.deps.Conn, Timeout: t.deps.Config.StoreTimeout}, Req: t.req, Log: t.logger()}
 }
 
 // filesDir is the directory the turn's tools are confined to: the
 // gateway-validated workspace path, else the workspace's files directory.
-func (t *turn) filesDir() string {
+func (t *Turn) filesDir() string {
 	if t.req.WorkspacePath != "" {
 		return t.req.WorkspacePath
 	}
-	return filepath.Join(t.svc.cfg.DataDir, "workspaces", t.req.Workspace, "files")
+	return filepath.Join(t.deps.Config.DataDir, "workspaces", t.req.Workspace, "files")
 }
 
 // persistTool stores a finished (or denied) tool call before the turn goes
@@ -407,8 +317,8 @@ func (t *turn) filesDir() string {
 // would delay every first token. It is appended in the background; tool
 // events stay in order behind one another, and the reply's persist waits
 // for all of them (awaitTools).
-func (t *turn) persistTool(ev protocol.ToolEvent) {
-	if _, known := t.svc.tools.Get(ev.Name); known {
+func (t *Turn) persistTool(ev protocol.ToolEvent) {
+	if _, known := t.deps.Tools.Get(ev.Name); known {
 		// Only registered names: a model inventing tools must not grow the
 		// metric's label set.
 		telemetry.ToolCalls.WithLabelValues(ev.Name, ev.Status).Inc()
@@ -431,7 +341,7 @@ func (t *turn) persistTool(ev protocol.ToolEvent) {
 
 // awaitTools waits until every tool event handed over so far is stored
 // (or failed, which is logged).
-func (t *turn) awaitTools() {
+func (t *Turn) awaitTools() {
 	t.toolsMu.Lock()
 	ch := t.toolsSaved
 	t.toolsMu.Unlock()
@@ -441,38 +351,38 @@ func (t *turn) awaitTools() {
 }
 
 // appendTool sends one tool event to the session store.
-func (t *turn) appendTool(ev protocol.ToolEvent) {
+func (t *Turn) appendTool(ev protocol.ToolEvent) {
 	if t.awaitUser() != nil {
 		return // the turn ends: nothing of it is stored without its message
 	}
-	_, err := bus.Call(context.Background(), t.svc.nc, protocol.AppendToSession, protocol.AppendRequest{SessionRef: t.ref(), Tool: &ev}, bus.Within(t.svc.cfg.StoreTimeout))
+	_, err := bus.Call(context.Background(), t.deps.Conn, protocol.AppendToSession, protocol.AppendRequest{SessionRef: t.ref(), Tool: &ev}, bus.Within(t.deps.Config.StoreTimeout))
 	if err != nil {
-		t.svc.log.Error("persist tool event", "turn", t.req.TurnID, "tool", ev.Name, "err", err)
+		t.deps.Log.Error("persist tool event", "turn", t.req.TurnID, "tool", ev.Name, "err", err)
 	}
 }
 
 // recordUsage adds the turn's tokens to the usage ledger. The ledger is
 // bookkeeping: a failure is logged, never shown to the user.
-func (t *turn) recordUsage(res agent.Result) {
+func (t *Turn) recordUsage(res agent.Result) {
 	if res.Usage.InputTokens == 0 && res.Usage.OutputTokens == 0 {
 		return
 	}
-	_, err := bus.Call(context.Background(), t.svc.nc, protocol.RecordUsage, protocol.UsageRecord{
+	_, err := bus.Call(context.Background(), t.deps.Conn, protocol.RecordUsage, protocol.UsageRecord{
 		Workspace: t.req.Workspace, Session: t.req.Session, TurnID: t.req.TurnID, Model: res.Model,
 		InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, Cost: res.Cost,
 		Timestamp: protocol.Timestamp(time.Now()),
-	}, bus.Within(t.svc.cfg.StoreTimeout))
+	}, bus.Within(t.deps.Config.StoreTimeout))
 	if err != nil && !errors.Is(err, protocol.ErrUnavailable) {
-		t.svc.log.Warn("record usage", "turn", t.req.TurnID, "err", err)
+		t.deps.Log.Warn("record usage", "turn", t.req.TurnID, "err", err)
 	}
 }
 
 // failPersisted ends a failed turn: what the assistant produced is stored
 // with the user-facing reason (so the next turn's history stays valid and
 // nothing is lost), then the error event ends the stream.
-func (t *turn) failPersisted(content, message string) {
+func (t *Turn) failPersisted(content, message string) {
 	if err := t.persist(protocol.Message{Role: protocol.RoleAssistant, Content: content, Error: message}); err != nil {
-		t.svc.log.Error("persist failed reply", "turn", t.req.TurnID, "err", err)
+		t.deps.Log.Error("persist failed reply", "turn", t.req.TurnID, "err", err)
 	}
 	t.finishError(message)
 }
@@ -482,14 +392,14 @@ func (t *turn) failPersisted(content, message string) {
 // no one can see the turn any more, so the turn is cancelled (and what it
 // produced is persisted).
 type turnSink struct {
-	t      *turn
+	t      *Turn
 	failed atomic.Bool
 }
 
 // Emit publishes one event.
 func (k *turnSink) Emit(event string, data any) {
 	if err := k.t.pub.Emit(event, data); err != nil && k.failed.CompareAndSwap(false, true) {
-		k.t.svc.log.Error("publish event", "turn", k.t.req.TurnID, "event", event, "err", err)
+		k.t.deps.Log.Error("publish event", "turn", k.t.req.TurnID, "event", event, "err", err)
 		k.t.cancel(errPublish)
 	}
 }
@@ -501,4 +411,52 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// capAutonomy holds the turn to its team's autonomy cap: whoever sends a
+// chat may ask for any level, but a team's turn runs at most at the level
+// its admins set (protocol.Team.MaxAutonomy), and a lowered turn says so.
+// A resumed turn is lowered again (its request is the original) but not
+// told twice.
+func (t *Turn) capAutonomy(policy protocol.ToolPolicy, resumed bool) {
+	max, capped := policy.AutonomyCap()
+	if !capped {
+		return
+	}
+	a, lowered := t.req.Autonomy.Capped(max, time.Now())
+	if !lowered {
+		return
+	}
+	t.logger().Info("autonomy lowered by team policy", "asked", t.req.Autonomy.Level, "max", max, "team", policy.Team)
+	t.req.Autonomy = a
+	if resumed {
+		return
+	}
+	if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: protocol.AutonomyLoweredText(max)}); err != nil {
+		t.logger().Error("publish step", "err", err)
+	}
+}
+
+// mcpTools binds the MCP tools of the turn's workspace and adds them to
+// the agent's tools, leaving out those the team policy blocks (by tool or
+// by server), which are added to blocked so a call to one reads as a
+// governance block.
+func (t *Turn) mcpTools(tools []agent.Tool, blocked []string, policy protocol.ToolPolicy) (*mcp.ToolSet, []agent.Tool, []string) {
+	set := t.deps.MCP.Bind(t.ctx, t.req.Workspace, t.mcpStep)
+	for _, mt := range set.Tools() {
+		if policy.BlocksMCP(mt.Name()) {
+			blocked = append(blocked, mt.Name())
+			continue
+		}
+		tools = append(tools, mt)
+	}
+	return set, tools, blocked
+}
+
+// mcpStep shows an MCP server's trouble (it stopped and is restarted) as a
+// step of the turn.
+func (t *Turn) mcpStep(text string) {
+	if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: text}); err != nil {
+		t.deps.Log.Warn("publish step", "turn", t.req.TurnID, "err", err)
+	}
 }

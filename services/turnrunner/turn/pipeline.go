@@ -1,14 +1,16 @@
-package turnrunner
+package turn
 
 import (
 	"errors"
 	"fmt"
-	"regexp"
-	"strings"
+	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
+	"github.com/waggle-os/core/services/turnrunner/autosave"
 )
 
 // The parts of a turn around the agent loop (reference §1.9 (4)–(9)):
@@ -20,12 +22,12 @@ import (
 // the session's first user message only, never on a slash command or the
 // prompt a command rerouted to the model (message differs from what the
 // user typed).
-func (t *turn) loopOptions(req *agent.Request, mc agent.ModelConfig, history []protocol.Message, message string) {
+func (t *Turn) loopOptions(req *agent.Request, mc agent.ModelConfig, history []protocol.Message, message string) {
 	req.APIKeys = mc.APIKeys
-	if len(req.APIKeys) == 0 && t.svc.cfg.LLMAPIKey == "" {
+	if len(req.APIKeys) == 0 && t.deps.Config.LLMAPIKey == "" {
 		// No key configured: the one saved in the app's vault, if any
 		// (asked per turn, cached briefly; a new key applies at once).
-		if key := t.svc.models.ModelKey(t.ctx, t.req.Workspace, req.Model.Model); key != "" {
+		if key := t.deps.Settings.ModelKey(t.ctx, t.req.Workspace, req.Model.Model); key != "" {
 			req.APIKeys = []string{key}
 		}
 	}
@@ -77,12 +79,12 @@ const workflowMinSteps = 3
 // captureWorkflow reports the turn's tool sequence to the session store
 // and announces a pattern it completed for the first time. Capture is a
 // suggestion: a failure is logged, never shown.
-func (t *turn) captureWorkflow(res agent.Result) {
+func (t *Turn) captureWorkflow(res agent.Result) {
 	if len(res.ToolsUsed) < workflowMinSteps {
 		return
 	}
-	rep, err := bus.Call(t.ctx, t.svc.nc, protocol.ObserveWorkflow,
-		protocol.WorkflowObserveRequest{Workspace: t.req.Workspace, Session: t.req.Session, Tools: res.ToolsUsed}, bus.Within(t.svc.cfg.StoreTimeout))
+	rep, err := bus.Call(t.ctx, t.deps.Conn, protocol.ObserveWorkflow,
+		protocol.WorkflowObserveRequest{Workspace: t.req.Workspace, Session: t.req.Session, Tools: res.ToolsUsed}, bus.Within(t.deps.Config.StoreTimeout))
 	if err != nil {
 		if !errors.Is(err, protocol.ErrUnavailable) {
 			t.logger().Warn("workflow capture", "err", err)
@@ -100,81 +102,9 @@ func (t *turn) captureWorkflow(res agent.Result) {
 	t.notify(protocol.NotifyWorkflow, workflowCapturedTitle, workflowCapturedMessage(rep.Pattern.Name))
 }
 
-// Regulated personas get a disclaimer under replies that are about their
-// domain (reference §1.9 (9); keyword lists from the original).
-var (
-	regulatedKeywords = map[string][]string{
-		"hr-manager":         {"policy", "employment", "termination", "onboarding", "compliance", "leave", "compensation", "benefits", "grievance", "disciplinary"},
-		"legal-professional": {"contract", "clause", "liability", "jurisdiction", "compliance", "regulation", "statute", "litigation", "agreement", "indemnity"},
-		"finance-owner":      {"budget", "revenue", "forecast", "invoice", "tax", "profit", "loss", "roi", "valuation", "investment", "cash flow"},
-	}
-	regulatedDisclaimers = map[string]string{
-		"hr-manager":         "\n\n---\n*This is general HR guidance, not legal advice. Consult your legal team for binding decisions.*",
-		"legal-professional": "\n\n---\n*This is AI-assisted legal analysis, not legal advice. This does not create an attorney-client relationship. Consult a licensed attorney for binding legal guidance.*",
-		"finance-owner":      "\n\n---\n*Financial figures are estimates based on available data. Verify with your accountant or financial advisor before making decisions.*",
-	}
-	disclaimerPhrases = []string{"not legal advice", "attorney-client", "verify with your accountant", "financial advisor", "legal team"}
-	recurringWork     = regexp.MustCompile(`(?i)\b(every\s+day|daily|weekly|every\s+week|each\s+morning|every\s+morning|regularly|recurring|scheduled?|every\s+month|monthly)\b`)
-)
-
-// scheduleHint is appended to replies about recurring work.
-const scheduleHint = "\n\n💡 *Want this to run automatically? Use /schedule or ask me to set up a recurring task.*"
-
-// Disclaimer is the text appended to content for persona: its disclaimer
-// when at least two of its domain keywords occur (case-insensitive
-// substrings) and the content carries no disclaimer already; else "".
-func Disclaimer(persona, content string) string {
-	keywords, ok := regulatedKeywords[persona]
-	if !ok || content == "" {
-		return ""
-	}
-	lower := strings.ToLower(content)
-	hits := 0
-	for _, k := range keywords {
-		if strings.Contains(lower, k) {
-			hits++
-		}
-	}
-	if hits < 2 {
-		return ""
-	}
-	for _, p := range disclaimerPhrases {
-		if strings.Contains(lower, p) {
-			return ""
-		}
-	}
-	return regulatedDisclaimers[persona]
-}
-
-// ScheduleHint is the text appended to content that talks about recurring
-// work when no scheduling tool was used this turn; else "".
-func ScheduleHint(content string, toolsUsed []string) string {
-	if content == "" {
-		return ""
-	}
-	for _, t := range toolsUsed {
-		if strings.Contains(t, "schedule") || strings.Contains(t, "cron") {
-			return ""
-		}
-	}
-	if recurringWork.MatchString(content) {
-		return scheduleHint
-	}
-	return ""
-}
-
-// finalContent is the reply as stored and sent in done: what the model
-// streamed, then the persona's disclaimer, then the schedule hint. They
-// are not streamed as tokens (as in the original).
-func finalContent(persona string, res agent.Result) string {
-	c := res.Content
-	c += Disclaimer(persona, c)
-	return c + ScheduleHint(c, res.ToolsUsed)
-}
-
 // recordExtraUsage adds the turn's helper calls (GEPA, compression) to the
 // usage ledger, each under its own model.
-func (t *turn) recordExtraUsage(res agent.Result) {
+func (t *Turn) recordExtraUsage(res agent.Result) {
 	for _, x := range res.Extra {
 		t.recordUsage(agent.Result{Model: x.Model, Usage: agent.Usage{InputTokens: x.InputTokens, OutputTokens: x.OutputTokens}, Cost: x.Cost})
 	}
@@ -192,12 +122,12 @@ func BudgetWarning(spent, budget float64) string {
 // warnWorkspaceBudget tells the user when the workspace's recorded spend
 // (the usage ledger since the last cost reset) reached its workspace.json
 // budget. The turn still runs; an unreadable ledger warns no one.
-func (t *turn) warnWorkspaceBudget(ws protocol.Workspace) {
+func (t *Turn) warnWorkspaceBudget(ws protocol.Workspace) {
 	if t.req.Workspace == "default" || ws.Budget <= 0 {
 		return
 	}
-	sum, err := bus.Call(t.ctx, t.svc.nc, protocol.SummarizeUsage,
-		protocol.UsageSummaryRequest{Workspace: t.req.Workspace}, bus.Within(t.svc.cfg.StoreTimeout))
+	sum, err := bus.Call(t.ctx, t.deps.Conn, protocol.SummarizeUsage,
+		protocol.UsageSummaryRequest{Workspace: t.req.Workspace}, bus.Within(t.deps.Config.StoreTimeout))
 	if err != nil {
 		if !errors.Is(err, protocol.ErrUnavailable) {
 			t.logger().Warn("workspace spend unavailable; no budget warning", "err", err)
@@ -207,6 +137,49 @@ func (t *turn) warnWorkspaceBudget(ws protocol.Workspace) {
 	if text := BudgetWarning(sum.EstimatedCost, ws.Budget); text != "" {
 		if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: text}); err != nil {
 			t.logger().Error("publish step", "err", err)
+		}
+	}
+}
+
+// vague reports whether message is a vague first message (the ambiguity
+// guard's case; GEPA may still expand it).
+func (t *Turn) vague(message string, history []protocol.Message) bool {
+	return message == t.req.Message && !protocol.IsSlashCommand(message) && !hasUserMessage(history) && agent.IsVague(message)
+}
+
+// autoSave keeps what an agent turn that did not call save_memory said
+// worth keeping (autosave.Extract) and reports it in a step before done.
+// Saving is one store append per fact, in parallel; the store embeds them
+// in the background, so the turn waits for no model. Failures are logged,
+// never the turn's.
+func (t *Turn) autoSave(message string, res agent.Result) {
+	if slices.Contains(res.ToolsUsed, "save_memory") || !t.deps.Settings.AutoSaveOn(t.req.Workspace) {
+		return
+	}
+	facts := autosave.Extract(message, res.Content)
+	if len(facts) == 0 {
+		return
+	}
+	var saved atomic.Int32
+	var wg sync.WaitGroup
+	for _, f := range facts {
+		wg.Go(func() {
+			rep, err := bus.Call(t.ctx, t.deps.Conn, protocol.SaveMemory, protocol.MemorySaveRequest{
+				Workspace: t.req.Workspace, User: t.req.User, Content: f.Content, Importance: f.Importance,
+				Source: protocol.SourceAgentInferred, Personal: f.Personal,
+			}, bus.Within(t.deps.Config.StoreTimeout))
+			switch {
+			case err != nil:
+				t.logger().Warn("auto-save memory", "err", err)
+			case !rep.Duplicate:
+				saved.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := int(saved.Load()); n > 0 {
+		if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: autosave.Step(n)}); err != nil {
+			t.logger().Warn("publish auto-save step", "err", err)
 		}
 	}
 }

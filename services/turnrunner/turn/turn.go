@@ -1,4 +1,10 @@
-package turnrunner
+// Package turn runs one chat turn, from its request to its terminal
+// event: it waits for its session, stores the user's message, takes the
+// echo, command or agent path (or resumes a turn claimed from another
+// runner from its checkpoint), stores the reply and ends the turn's
+// stream. It reaches the runner only through Deps, its ownership through
+// Ownership and its event writer through a turnevents.Publisher.
+package turn
 
 import (
 	"context"
@@ -12,17 +18,18 @@ import (
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
+	"github.com/waggle-os/core/services/turnrunner/turnevents"
 )
 
-// turn is one running chat turn, owned by the goroutine that runs it.
-type turn struct {
-	svc *Service
+// Turn is one running chat turn, owned by the goroutine that runs it.
+type Turn struct {
+	deps *Deps
 	// own is the turn's lease and place in its session's queue.
-	own     turnOwnership
+	own     Ownership
 	req     protocol.TurnRequest
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
-	pub     turnEvents
+	pub     events
 	started time.Time
 	// path is the turn's path for metrics (set once it is known).
 	path string
@@ -30,7 +37,9 @@ type turn struct {
 	resumed bool
 	// finished is set once the terminal event is stored.
 	finished bool
-	presence *presence
+	// followers is who follows the turn's stream (for notifications and
+	// a handover's lease).
+	followers Followers
 
 	firstToken sync.Once
 
@@ -56,26 +65,91 @@ type turn struct {
 	toolsSaved chan struct{}
 }
 
+// Causes of a turn's end that the runner gives (Cancel) or that a resumed
+// turn finds stored with a partial reply.
+var (
+	ErrShutdown    = errors.New("runner shutting down")
+	ErrClientGone  = errors.New("client disconnected")
+	ErrCancelled   = errors.New("cancelled")
+	ErrAborted     = errors.New("aborted")
+	ErrInterrupted = errors.New("interrupted by a newer message")
+)
+
+// New builds one turn of req, owned through own and followed as followers
+// tells (nothing runs yet): Run runs a new turn, Resume one claimed from
+// another runner; Close follows either.
+func New(d *Deps, req protocol.TurnRequest, own Ownership, followers Followers) *Turn {
+	t := newTurn(d, req, own, followers)
+	t.pub = turnevents.New(d.JS, req.TurnID, t.onToken)
+	return t
+}
+
+// newTurn is New without its event writer.
+func newTurn(d *Deps, req protocol.TurnRequest, own Ownership, followers Followers) *Turn {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &Turn{deps: d, own: own, req: req, ctx: ctx, cancel: cancel, started: time.Now(), followers: followers}
+}
+
+// Request is the turn's request.
+func (t *Turn) Request() protocol.TurnRequest { return t.req }
+
+// Cancel stops the turn for cause (one of the Err values above): it
+// persists what it produced and ends its stream, except after
+// ErrHandover or ErrLeaseLost, when another runner goes on with it.
+func (t *Turn) Cancel(cause error) { t.cancel(cause) }
+
+// MarkStarted publishes the start marker that makes the turn followable.
+// It is not waited for: it is stored before anything else the turn
+// publishes, and the lease (which is durable) is what makes the turn
+// resumable; a round trip here would be added to every turn's time to
+// first token.
+func (t *Turn) MarkStarted(runner string) error {
+	return t.pub.Note(protocol.EventStart, protocol.StartMarker{Runner: runner, Workspace: t.req.Workspace})
+}
+
+// Run runs a newly accepted turn to its end.
+func (t *Turn) Run() {
+	t.run()
+	t.end()
+}
+
+// Resume runs a turn claimed from another runner to its end.
+func (t *Turn) Resume() {
+	t.resumed = true
+	t.resume()
+	t.end()
+}
+
+// Close releases what the turn holds once Run or Resume returned: its
+// context, the user message's and tool events' store requests, its
+// event writer.
+func (t *Turn) Close() {
+	t.cancel(nil)
+	_ = t.awaitUser()
+	t.awaitTools()
+	t.pub.Close()
+}
+
 // errUserNotSaved cancels a turn whose user message could not be stored.
 var errUserNotSaved = errors.New("the user message could not be stored")
 
 // saveUserText is the error a client gets when its message was not stored.
 const saveUserText = "Could not save your message. Try sending it again."
 
-func (t *turn) ref() protocol.SessionRef {
+func (t *Turn) ref() protocol.SessionRef {
 	return protocol.SessionRef{Workspace: t.req.Workspace, Session: t.req.Session}
 }
 
-func (t *turn) logger() *slog.Logger {
-	return t.svc.log.With("turn", t.req.TurnID, "workspace", t.req.Workspace, "session", t.req.Session)
+func (t *Turn) logger() *slog.Logger {
+	return t.deps.Log.With("turn", t.req.TurnID, "workspace", t.req.Workspace, "session", t.req.Session)
 }
 
 // silent reports whether the turn stopped because it is not this runner's
 // any more (handed over, or its lease taken): it then writes nothing — no
 // persisted partial reply, no terminal event — since the new owner goes on.
-func (t *turn) silent() bool {
+func (t *Turn) silent() bool {
 	c := context.Cause(t.ctx)
-	return errors.Is(c, errHandover) || errors.Is(c, errLeaseLost) || errors.Is(c, errCheckpointUnread)
+	return errors.Is(c, ErrHandover) || errors.Is(c, ErrLeaseLost) || errors.Is(c, errCheckpointUnread)
 }
 
 // errCheckpointUnread stops a claimed turn whose checkpoint could not be
@@ -83,7 +157,7 @@ func (t *turn) silent() bool {
 var errCheckpointUnread = errors.New("the turn's checkpoint could not be read")
 
 // run runs a newly accepted turn.
-func (t *turn) run() {
+func (t *Turn) run() {
 	log := t.logger()
 	if !t.own.Holds() && !t.queue() {
 		return
@@ -102,7 +176,7 @@ func (t *turn) run() {
 	// A model turn reads its history while the user message is stored:
 	// history excludes this turn's own lines anyway, and the two store
 	// round trips overlap instead of adding up before the first token.
-	if t.svc.probe.Last().Reachable {
+	if t.deps.ModelServer.Last().Reachable {
 		t.prefetch = t.prefetchInputs()
 	}
 	t.saveUser()
@@ -116,7 +190,7 @@ func (t *turn) run() {
 // happens next, the user's words are not lost, and the model's first
 // token costs no fsync. If it cannot be stored, what was held is dropped
 // and the turn ends with saveUserText.
-func (t *turn) saveUser() {
+func (t *Turn) saveUser() {
 	t.pub.Hold()
 	t.userSaved = make(chan struct{})
 	go func() {
@@ -134,7 +208,7 @@ func (t *turn) saveUser() {
 
 // awaitUser waits until the user's message is stored and reports whether
 // that failed.
-func (t *turn) awaitUser() error {
+func (t *Turn) awaitUser() error {
 	if t.userSaved == nil {
 		return nil
 	}
@@ -145,7 +219,7 @@ func (t *turn) awaitUser() error {
 // queue waits for the session's earlier turn to end. A turn cancelled
 // while it waits ends without touching the session: its message was never
 // taken up.
-func (t *turn) queue() bool {
+func (t *Turn) queue() bool {
 	if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: protocol.StepWaitingForSession}); err != nil {
 		t.logger().Error("publish step", "err", err)
 	}
@@ -160,16 +234,16 @@ func (t *turn) queue() bool {
 
 // decide takes the turn down its path: slash command, echo mode or the
 // agent loop.
-func (t *turn) decide() {
-	if t.svc.cfg.LLMAPIKey == "" && !t.svc.probe.Last().Reachable {
+func (t *Turn) decide() {
+	if t.deps.Config.LLMAPIKey == "" && !t.deps.ModelServer.Last().Reachable {
 		// A model server that wants a key answers the probe only with one:
 		// look up the vault's before probing (the probe sends the last
 		// key found in the local vault).
-		t.svc.models.ModelKey(t.ctx, t.req.Workspace, t.req.Model)
+		t.deps.Settings.ModelKey(t.ctx, t.req.Workspace, t.req.Model)
 	}
-	llm := t.svc.probe.Available(t.ctx)
-	if !llm && t.svc.cfg.LLMAPIKey == "" && t.svc.probe.Last().WantsKey() &&
-		t.svc.models.ModelKey(t.ctx, t.req.Workspace, t.req.Model) != "" {
+	llm := t.deps.ModelServer.Available(t.ctx)
+	if !llm && t.deps.Config.LLMAPIKey == "" && t.deps.ModelServer.Last().WantsKey() &&
+		t.deps.Settings.ModelKey(t.ctx, t.req.Workspace, t.req.Model) != "" {
 		// The server refused the probe's key (the local vault's, or none)
 		// but this turn's team has one: the turn uses it (loopOptions),
 		// and a wrong one is the model server's error, not echo mode.
@@ -195,7 +269,7 @@ func (t *turn) decide() {
 }
 
 // setPath records the turn's path for metrics.
-func (t *turn) setPath(path string) {
+func (t *Turn) setPath(path string) {
 	t.path = path
 	if !t.resumed {
 		telemetry.TurnsStarted.WithLabelValues(path).Inc()
@@ -206,7 +280,7 @@ func (t *turn) setPath(path string) {
 // the stream stores it before every later event of the turn, so waiting
 // for it would only add a round trip before the first token. A turn that
 // cannot publish it is ended (it could not be resumed).
-func (t *turn) markPath(cp protocol.PathCheckpoint) bool {
+func (t *Turn) markPath(cp protocol.PathCheckpoint) bool {
 	if err := t.pub.Note(protocol.EventPath, cp); err != nil {
 		t.logger().Error("publish path checkpoint", "err", err)
 		t.finishError("Something went wrong. Try sending your message again.")
@@ -218,7 +292,7 @@ func (t *turn) markPath(cp protocol.PathCheckpoint) bool {
 // reply streams a fixed reply (echo mode, a command's result) after its
 // checkpoint, skipping the first skip pieces (already streamed by the
 // runner this turn was taken from).
-func (t *turn) reply(path, text string, skip int) {
+func (t *Turn) reply(path, text string, skip int) {
 	t.setPath(path)
 	if skip == 0 && !t.markPath(protocol.PathCheckpoint{Path: path, Text: text}) {
 		return
@@ -230,14 +304,14 @@ func (t *turn) reply(path, text string, skip int) {
 // session to the next turn and drops its lease; a handed-over one releases
 // the lease for another runner (once every event it published is stored);
 // one whose lease was taken touches nothing.
-func (t *turn) end() {
+func (t *Turn) end() {
 	switch {
 	case t.finished || !t.silent():
 		t.own.Leave()
 		t.own.Drop()
-	case errors.Is(context.Cause(t.ctx), errHandover):
+	case errors.Is(context.Cause(t.ctx), ErrHandover):
 		t.pub.Drain(2 * time.Second)
-		t.own.Release(t.presence.wasFollowed())
+		t.own.Release(t.followers.Followed())
 		telemetry.TurnsFinished.WithLabelValues("handover").Inc()
 	case errors.Is(context.Cause(t.ctx), errCheckpointUnread):
 		t.own.Abandon()
@@ -255,15 +329,15 @@ func echoText(message string) string { return protocol.EchoText(message) }
 // service answered (prompt is the message itself), or the command
 // rerouted to the model and one is available (prompt is the rewritten
 // request; the disk keeps the original slash text).
-func (t *turn) runCommand(llm bool) (prompt string, handled bool) {
-	rep, err := bus.Call(context.Background(), t.svc.nc, protocol.ExecuteCommand, protocol.CommandRequest{
+func (t *Turn) runCommand(llm bool) (prompt string, handled bool) {
+	rep, err := bus.Call(context.Background(), t.deps.Conn, protocol.ExecuteCommand, protocol.CommandRequest{
 		Command: t.req.Message, Workspace: t.req.Workspace, Session: t.req.Session, LLMAvailable: llm,
-	}, bus.Within(t.svc.cfg.StoreTimeout))
+	}, bus.Within(t.deps.Config.StoreTimeout))
 	if err != nil {
 		if errors.Is(err, protocol.ErrUnavailable) {
 			return t.req.Message, false
 		}
-		t.svc.log.Error("command failed", "turn", t.req.TurnID, "err", err)
+		t.deps.Log.Error("command failed", "turn", t.req.TurnID, "err", err)
 		t.setPath(protocol.TurnPathCommand)
 		t.finishError("Something went wrong. Try sending your message again.")
 		return "", true
@@ -275,7 +349,7 @@ func (t *turn) runCommand(llm bool) (prompt string, handled bool) {
 		}
 		name := strings.TrimPrefix(strings.Fields(strings.TrimSpace(t.req.Message))[0], "/")
 		if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: "Processing /" + name + " via AI..."}); err != nil {
-			t.svc.log.Error("publish step", "turn", t.req.TurnID, "err", err)
+			t.deps.Log.Error("publish step", "turn", t.req.TurnID, "err", err)
 		}
 		return rest, false
 	}
@@ -292,18 +366,18 @@ func requiresAIText(message string) string {
 // single spaces, one token per piece with its trailing space, EchoDelay
 // apart; then persists it and finishes with the zero-usage done. The first
 // skip pieces are not streamed again (a resumed turn).
-func (t *turn) streamReply(text string, skip int) {
+func (t *Turn) streamReply(text string, skip int) {
 	pieces := strings.Split(text, " ")
 	for _, p := range pieces[:min(skip, len(pieces))] {
 		t.produced.WriteString(p + " ")
 	}
 	var timer *time.Timer
 	for i := skip; i < len(pieces); i++ {
-		if i > 0 && t.svc.cfg.EchoDelay > 0 {
+		if i > 0 && t.deps.Config.EchoDelay > 0 {
 			if timer == nil {
-				timer = time.NewTimer(t.svc.cfg.EchoDelay)
+				timer = time.NewTimer(t.deps.Config.EchoDelay)
 			} else {
-				timer.Reset(t.svc.cfg.EchoDelay)
+				timer.Reset(t.deps.Config.EchoDelay)
 			}
 			select {
 			case <-timer.C:
@@ -317,14 +391,14 @@ func (t *turn) streamReply(text string, skip int) {
 		}
 		tok := pieces[i] + " "
 		if err := t.pub.Emit(protocol.EventToken, protocol.TokenData{Content: tok}); err != nil {
-			t.svc.log.Error("publish token", "turn", t.req.TurnID, "err", err)
+			t.deps.Log.Error("publish token", "turn", t.req.TurnID, "err", err)
 			t.abort()
 			return
 		}
 		t.produced.WriteString(tok)
 	}
 	if err := t.persist(protocol.Message{Role: protocol.RoleAssistant, Content: text}); err != nil {
-		t.svc.log.Error("persist assistant message", "turn", t.req.TurnID, "err", err)
+		t.deps.Log.Error("persist assistant message", "turn", t.req.TurnID, "err", err)
 		t.finishError("Your reply could not be saved. Try sending your message again.")
 		return
 	}
@@ -335,12 +409,12 @@ func (t *turn) streamReply(text string, skip int) {
 const busReturnWait = 15 * time.Second
 
 // abort ends a streamed reply that was cancelled (or could not publish).
-func (t *turn) abort() { t.abortWith(strings.TrimSuffix(t.produced.String(), " ")) }
+func (t *Turn) abort() { t.abortWith(strings.TrimSuffix(t.produced.String(), " ")) }
 
 // abortWith ends a cancelled turn: content (what was produced) is
 // persisted with the reason, and the stream gets a terminal error so every
 // follower stops.
-func (t *turn) abortWith(content string) {
+func (t *Turn) abortWith(content string) {
 	if t.silent() {
 		return
 	}
@@ -348,21 +422,21 @@ func (t *turn) abortWith(content string) {
 	// (bounded): its partial reply, session lock, lease and terminal event
 	// all go over the bus, and a lease left behind would look alive.
 	wctx, wcancel := context.WithTimeout(context.Background(), busReturnWait)
-	_ = bus.WaitConnected(wctx, t.svc.nc)
+	_ = bus.WaitConnected(wctx, t.deps.Conn)
 	wcancel()
 	cause := context.Cause(t.ctx)
 	if cause == nil {
-		cause = errCancelled
+		cause = ErrCancelled
 	}
 	msg := protocol.Message{Role: protocol.RoleAssistant, Content: content, Error: cause.Error()}
 	if err := t.persist(msg); err != nil {
-		t.svc.log.Error("persist partial reply", "turn", t.req.TurnID, "err", err)
+		t.deps.Log.Error("persist partial reply", "turn", t.req.TurnID, "err", err)
 	}
 	t.finishError("The turn was cancelled.")
 }
 
 // persist stores a message of the turn, after the user's message.
-func (t *turn) persist(m protocol.Message) error {
+func (t *Turn) persist(m protocol.Message) error {
 	if m.Role != protocol.RoleUser {
 		if err := t.awaitUser(); err != nil {
 			return fmt.Errorf("turnrunner: persist %s message: %w", m.Role, errUserNotSaved)
@@ -373,20 +447,20 @@ func (t *turn) persist(m protocol.Message) error {
 }
 
 // store sends one message of the turn to the session store.
-func (t *turn) store(m protocol.Message) error {
+func (t *Turn) store(m protocol.Message) error {
 	m.TurnID = t.req.TurnID
-	_, err := bus.Call(context.Background(), t.svc.nc, protocol.AppendToSession, protocol.AppendRequest{SessionRef: t.ref(), Message: &m}, bus.Within(t.svc.cfg.StoreTimeout))
+	_, err := bus.Call(context.Background(), t.deps.Conn, protocol.AppendToSession, protocol.AppendRequest{SessionRef: t.ref(), Message: &m}, bus.Within(t.deps.Config.StoreTimeout))
 	if err != nil {
 		return fmt.Errorf("turnrunner: persist %s message: %w", m.Role, err)
 	}
 	return nil
 }
 
-func (t *turn) finishError(message string) {
+func (t *Turn) finishError(message string) {
 	t.finish(protocol.EventError, protocol.ErrorData{Message: message})
 }
 
-func (t *turn) finish(event string, data any) {
+func (t *Turn) finish(event string, data any) {
 	if t.silent() {
 		return
 	}
@@ -399,7 +473,7 @@ func (t *turn) finish(event string, data any) {
 	// (even with multitask "reject") never finds it busy.
 	t.own.Leave()
 	if err := t.pub.Finish(event, data); err != nil {
-		t.svc.log.Error("publish terminal event", "turn", t.req.TurnID, "event", event, "err", err)
+		t.deps.Log.Error("publish terminal event", "turn", t.req.TurnID, "event", event, "err", err)
 		return
 	}
 	t.finished = true
@@ -417,7 +491,7 @@ func (t *turn) finish(event string, data any) {
 }
 
 // onToken is told of every token event published.
-func (t *turn) onToken() {
+func (t *Turn) onToken() {
 	telemetry.TokensPublished.Inc()
 	t.firstToken.Do(func() {
 		if !t.resumed {

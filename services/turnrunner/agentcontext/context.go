@@ -1,15 +1,24 @@
-package turnrunner
+// Package agentcontext gathers what an agent turn knows besides the user's
+// message — its history, the workspace's settings, today's spend, the
+// user's profile, memory frames, Workspace Now, the minds' identity and
+// awareness, key knowledge, the persona — from the session store over the
+// bus, builds the system prompt from it, and gives the turn's memory tools
+// their bus backends.
+package agentcontext
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/injection"
@@ -27,8 +36,27 @@ import (
 // mind together) the preloaded sections are chosen from.
 const preloadFrames = 200
 
-// turnContext is what the prompt is built from besides the recall.
-type turnContext struct {
+// Store reaches the session store over the bus, each request bounded by
+// Timeout.
+type Store struct {
+	Conn    *nats.Conn
+	Timeout time.Duration
+}
+
+// within bounds one request to the store.
+func (s Store) within() bus.CallOption { return bus.Within(s.Timeout) }
+
+// Loader reads one turn's context from the session store.
+type Loader struct {
+	Store
+	// Req is the turn's request: its workspace, session and user.
+	Req protocol.TurnRequest
+	// Log is the turn's logger.
+	Log *slog.Logger
+}
+
+// Context is what the prompt is built from besides the recall.
+type Context struct {
 	profile *protocol.Profile
 	now     string
 	recent  []protocol.MemoryFrame
@@ -41,50 +69,49 @@ type turnContext struct {
 	knowledge string
 }
 
-// loadContext reads the profile, the newest frames and Workspace Now
+// Context reads the profile, the newest frames and Workspace Now
 // concurrently.
-func (t *turn) loadContext(ctx context.Context) turnContext {
-	s := t.svc
+func (l Loader) Context(ctx context.Context) Context {
 	var (
-		out turnContext
+		out Context
 		wg  sync.WaitGroup
 	)
-	within := bus.Within(s.cfg.StoreTimeout)
+	within := l.within()
 	wg.Go(func() {
-		p, err := bus.Call(ctx, s.nc, protocol.GetProfile, protocol.ProfileRequest{User: t.req.User}, within)
-		if t.optional("profile", err) {
+		p, err := bus.Call(ctx, l.Conn, protocol.GetProfile, protocol.ProfileRequest{User: l.Req.User}, within)
+		if l.optional(ctx, "profile", err) {
 			out.profile = &p
 		}
 	})
 	wg.Go(func() {
-		rep, err := bus.Call(ctx, s.nc, protocol.ListFrames, protocol.MemoryFramesRequest{
-			MemoryOwner: protocol.MemoryOwner{Workspace: t.req.Workspace, User: t.req.User}, Limit: preloadFrames,
+		rep, err := bus.Call(ctx, l.Conn, protocol.ListFrames, protocol.MemoryFramesRequest{
+			MemoryOwner: protocol.MemoryOwner{Workspace: l.Req.Workspace, User: l.Req.User}, Limit: preloadFrames,
 		}, within)
-		if t.optional("frames", err) {
+		if l.optional(ctx, "frames", err) {
 			out.recent, out.prefs, out.fixes = preload(rep.Frames)
 		}
 	})
 	wg.Go(func() {
-		n, err := bus.Call(ctx, s.nc, protocol.GetWorkspaceNow, protocol.WorkspaceNowRequest{Workspace: t.req.Workspace, ExceptSession: t.req.Session}, within)
-		if t.optional("workspace now", err) {
+		n, err := bus.Call(ctx, l.Conn, protocol.GetWorkspaceNow, protocol.WorkspaceNowRequest{Workspace: l.Req.Workspace, ExceptSession: l.Req.Session}, within)
+		if l.optional(ctx, "workspace now", err) {
 			out.now = wsnow.Format(n)
 		}
 	})
-	mind := busMind{s: s, workspace: t.req.Workspace, user: t.req.User}
+	mind := Mind{Store: l.Store, Workspace: l.Req.Workspace, User: l.Req.User}
 	wg.Go(func() {
 		text, err := mind.Identity(ctx)
-		if t.optional("identity", err) {
+		if l.optional(ctx, "identity", err) {
 			out.identity = text
 		}
 	})
 	wg.Go(func() {
 		items, err := mind.items(ctx)
-		if t.optional("awareness", err) && len(items) > 0 {
+		if l.optional(ctx, "awareness", err) && len(items) > 0 {
 			out.awareness = protocol.AwarenessContext(items)
 		}
 	})
 	wg.Go(func() {
-		out.knowledge = busMemory{s: s, user: t.req.User}.KeyKnowledge(ctx, t.req.Workspace)
+		out.knowledge = Memory{Store: l.Store, User: l.Req.User}.KeyKnowledge(ctx, l.Req.Workspace)
 	})
 	wg.Wait()
 	return out
@@ -92,12 +119,12 @@ func (t *turn) loadContext(ctx context.Context) turnContext {
 
 // optional reports whether err is nil; a store without the endpoint or a
 // missing workspace is silent, anything else is logged.
-func (t *turn) optional(what string, err error) bool {
+func (l Loader) optional(ctx context.Context, what string, err error) bool {
 	if err == nil {
 		return true
 	}
-	if !errors.Is(err, protocol.ErrUnavailable) && protocol.KindOf(err) != protocol.NotFound && t.ctx.Err() == nil {
-		t.logger().Warn("turn context unavailable; prompt built without it", "part", what, "err", err)
+	if !errors.Is(err, protocol.ErrUnavailable) && protocol.KindOf(err) != protocol.NotFound && ctx.Err() == nil {
+		l.Log.Warn("turn context unavailable; prompt built without it", "part", what, "err", err)
 	}
 	return false
 }
@@ -146,9 +173,9 @@ const (
 // recallFrames is the auto-recall: up to prompt.RecallPerMind frames of
 // each mind for query, or for a catch-up the workspace's important and
 // decision frames plus its newest, and the 2 best personal hits.
-func (m busMemory) recallFrames(ctx context.Context, workspace, query string) ([]protocol.MemoryFrame, error) {
-	owner := protocol.MemoryOwner{Workspace: workspace, User: m.user}
-	within := bus.Within(m.s.cfg.StoreTimeout)
+func (m Memory) recallFrames(ctx context.Context, workspace, query string) ([]protocol.MemoryFrame, error) {
+	owner := protocol.MemoryOwner{Workspace: workspace, User: m.User}
+	within := m.within()
 	var (
 		ws, personal []protocol.MemoryFrame
 		wsErr, pErr  error
@@ -160,17 +187,17 @@ func (m busMemory) recallFrames(ctx context.Context, workspace, query string) ([
 		personalLimit = catchUpPersonal
 	}
 	wg.Go(func() {
-		rep, err := bus.Call(ctx, m.s.nc, protocol.QueryMemory, protocol.MemoryQueryRequest{
+		rep, err := bus.Call(ctx, m.Conn, protocol.QueryMemory, protocol.MemoryQueryRequest{
 			MemoryOwner: owner, Query: query, Scope: protocol.MindPersonal, Limit: personalLimit}, within)
 		personal, pErr = rep.Frames, err
 	})
 	wg.Go(func() {
 		if catching {
-			rep, err := bus.Call(ctx, m.s.nc, protocol.ListFrames, protocol.MemoryFramesRequest{MemoryOwner: owner, Limit: preloadFrames}, within)
+			rep, err := bus.Call(ctx, m.Conn, protocol.ListFrames, protocol.MemoryFramesRequest{MemoryOwner: owner, Limit: preloadFrames}, within)
 			ws, wsErr = catchUpFrames(rep.Frames), err
 			return
 		}
-		rep, err := bus.Call(ctx, m.s.nc, protocol.QueryMemory, protocol.MemoryQueryRequest{
+		rep, err := bus.Call(ctx, m.Conn, protocol.QueryMemory, protocol.MemoryQueryRequest{
 			MemoryOwner: owner, Query: query, Scope: protocol.MindWorkspace, Limit: prompt.RecallPerMind}, within)
 		ws, wsErr = rep.Frames, err
 	})
@@ -226,51 +253,53 @@ func catchUpFrames(frames []protocol.MemoryFrame) []protocol.MemoryFrame {
 	return out
 }
 
-// buildPrompt returns the agent's prompt builder for this turn.
-func (t *turn) buildPrompt(tc turnContext, ws protocol.Workspace, persona personaInfo, message string, history int, vague bool) func([]protocol.MemoryFrame, bool) string {
+// Prompt returns the agent's prompt builder for this turn: budget is the
+// prompt's most estimated tokens, history the length of the turn's
+// history, vague whether message is a vague first message.
+func (l Loader) Prompt(budget int, tc Context, ws protocol.Workspace, persona Persona, message string, history int, vague bool) func([]protocol.MemoryFrame, bool) string {
 	return func(recalled []protocol.MemoryFrame, expanded bool) string {
-		a := prompt.Assembler{Budget: t.svc.cfg.PromptBudget}
+		a := prompt.Assembler{Budget: budget}
 		if tc.knowledge != "" {
 			a.Extra = []prompt.Part{{Name: "key-knowledge", Build: func(prompt.Input) string { return tc.knowledge }}}
 		}
 		p := a.Assemble(prompt.Input{
-			Now: time.Now(), Workspace: t.req.Workspace, WorkspaceName: ws.Name, WorkspaceDir: t.req.WorkspacePath,
-			Persona: persona.prompt, ReadOnly: persona.readOnly, Tone: ws.Tone,
+			Now: time.Now(), Workspace: l.Req.Workspace, WorkspaceName: ws.Name, WorkspaceDir: l.Req.WorkspacePath,
+			Persona: persona.Prompt, ReadOnly: persona.ReadOnly, Tone: ws.Tone,
 			Profile: tc.profile, WorkspaceNow: tc.now, AgentIdentity: tc.identity, Awareness: tc.awareness,
 			Recent: tc.recent, Preferences: tc.prefs, Corrections: tc.fixes,
 			Recalled: recalled, CatchUp: IsCatchUp(message),
 			Vague: vague && !expanded, HistoryLength: history,
 		})
 		if len(p.Trimmed) > 0 {
-			t.logger().Info("system prompt trimmed to its budget", "tokens", p.Tokens, "trimmed", p.Trimmed)
+			l.Log.Info("system prompt trimmed to its budget", "tokens", p.Tokens, "trimmed", p.Trimmed)
 		}
 		return p.Text
 	}
 }
 
-// busMind is the identity and awareness of a turn's workspace mind and
-// its user's personal mind, kept by the session store. It implements
+// Mind is the identity and awareness of a turn's workspace mind and its
+// user's personal mind, kept by the session store. It implements
 // tools.Mind.
-type busMind struct {
-	s               *Service
-	workspace, user string
+type Mind struct {
+	Store
+	Workspace, User string
 }
 
-func (m busMind) refs() (ws, personal protocol.MindRef) {
-	return protocol.MindRef{Workspace: m.workspace}, protocol.MindRef{User: m.user}
+func (m Mind) refs() (ws, personal protocol.MindRef) {
+	return protocol.MindRef{Workspace: m.Workspace}, protocol.MindRef{User: m.User}
 }
 
 // Identity is the workspace's identity when it has one, else the user's.
 // Both are asked at once: the prompt waits for the slower, not the sum.
-func (m busMind) Identity(ctx context.Context) (string, error) {
+func (m Mind) Identity(ctx context.Context) (string, error) {
 	var ids [2]protocol.Identity
 	err := m.both(ctx, func(i int, ref protocol.MindRef) error {
-		id, err := bus.Call(ctx, m.s.nc, protocol.GetIdentity, ref, bus.Within(m.s.cfg.StoreTimeout))
+		id, err := bus.Call(ctx, m.Conn, protocol.GetIdentity, ref, m.within())
 		ids[i] = id
 		return err
 	})
 	if err != nil {
-		return "", fmt.Errorf("turnrunner: identity: %w", err)
+		return "", fmt.Errorf("agentcontext: identity: %w", err)
 	}
 	for _, id := range ids {
 		if text := id.IdentityContext(); text != "" {
@@ -281,22 +310,22 @@ func (m busMind) Identity(ctx context.Context) (string, error) {
 }
 
 // items are the live awareness items of the workspace, then the user's.
-func (m busMind) items(ctx context.Context) ([]protocol.AwarenessItem, error) {
+func (m Mind) items(ctx context.Context) ([]protocol.AwarenessItem, error) {
 	var lists [2][]protocol.AwarenessItem
 	err := m.both(ctx, func(i int, ref protocol.MindRef) error {
-		l, err := bus.Call(ctx, m.s.nc, protocol.GetAwareness, ref, bus.Within(m.s.cfg.StoreTimeout))
+		l, err := bus.Call(ctx, m.Conn, protocol.GetAwareness, ref, m.within())
 		lists[i] = l.Items
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("turnrunner: awareness: %w", err)
+		return nil, fmt.Errorf("agentcontext: awareness: %w", err)
 	}
 	return append(lists[0], lists[1]...), nil
 }
 
 // both runs ask for the workspace mind (0) and the personal mind (1)
 // concurrently; the first error wins.
-func (m busMind) both(ctx context.Context, ask func(i int, ref protocol.MindRef) error) error {
+func (m Mind) both(ctx context.Context, ask func(i int, ref protocol.MindRef) error) error {
 	ws, personal := m.refs()
 	var errs [2]error
 	var wg sync.WaitGroup
@@ -308,7 +337,7 @@ func (m busMind) both(ctx context.Context, ask func(i int, ref protocol.MindRef)
 }
 
 // Awareness is the items as the original's text.
-func (m busMind) Awareness(ctx context.Context) (string, error) {
+func (m Mind) Awareness(ctx context.Context) (string, error) {
 	items, err := m.items(ctx)
 	if err != nil {
 		return "", err
@@ -317,12 +346,12 @@ func (m busMind) Awareness(ctx context.Context) (string, error) {
 }
 
 // AddTask adds a task to the workspace's awareness.
-func (m busMind) AddTask(ctx context.Context, content string, priority int) (string, int, error) {
-	it, err := bus.Call(ctx, m.s.nc, protocol.AddAwareness, protocol.AwarenessAddRequest{
-		MindRef: protocol.MindRef{Workspace: m.workspace}, Category: protocol.AwarenessTask, Content: content, Priority: priority,
-	}, bus.Within(m.s.cfg.StoreTimeout))
+func (m Mind) AddTask(ctx context.Context, content string, priority int) (string, int, error) {
+	it, err := bus.Call(ctx, m.Conn, protocol.AddAwareness, protocol.AwarenessAddRequest{
+		MindRef: protocol.MindRef{Workspace: m.Workspace}, Category: protocol.AwarenessTask, Content: content, Priority: priority,
+	}, m.within())
 	if err != nil {
-		return "", 0, fmt.Errorf("turnrunner: add task: %w", err)
+		return "", 0, fmt.Errorf("agentcontext: add task: %w", err)
 	}
 	return it.Content, it.Priority, nil
 }

@@ -1,4 +1,4 @@
-package turnrunner
+package agentcontext
 
 import (
 	"reflect"
@@ -44,28 +44,5 @@ func TestStartOfDayUTC(t *testing.T) {
 	in := time.Date(2026, 1, 1, 1, 0, 0, 0, time.FixedZone("ahead", 3*3600)) // 31 Dec 22:00 UTC
 	if got := startOfDayUTC(in).Format(time.RFC3339); got != "2025-12-31T00:00:00Z" {
 		t.Errorf("start of day %s", got)
-	}
-}
-
-func TestConfigDefaults(t *testing.T) {
-	c := Config{DataDir: t.TempDir()}
-	if err := c.prepare(); err != nil {
-		t.Fatal(err)
-	}
-	tc := c.toolsConfig()
-	if !tc.EnableBash || tc.BashTimeout != 30*time.Second || tc.BashOutputLimit != 64<<10 || tc.ReadLimit != 256<<10 {
-		t.Errorf("tools config %+v", tc)
-	}
-	ac := c.agentConfig()
-	if ac.MaxSteps != 200 || ac.MaxRetries != 3 || ac.RetryBackoff != time.Second || ac.BaseURL != "http://localhost:4000/v1" {
-		t.Errorf("agent config %+v", ac)
-	}
-	off := Config{DataDir: t.TempDir(), EnableBash: BashOff, BashTimeout: time.Hour, BashMaxTimeout: time.Minute}
-	if err := off.prepare(); err == nil {
-		t.Errorf("bash timeout above its cap accepted")
-	}
-	off.BashMaxTimeout = 2 * time.Hour
-	if err := off.prepare(); err != nil || off.toolsConfig().EnableBash {
-		t.Errorf("disable bash: err %v, config %+v", err, off.toolsConfig())
 	}
 }

@@ -1,4 +1,4 @@
-package turnrunner
+package settings
 
 import (
 	"context"
@@ -47,37 +47,37 @@ func TestPolicyCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = teams.Flush()
-	c := newPolicyCache(runner, 5*time.Second, time.Second)
+	c := NewPolicies(runner, 5*time.Second, time.Second)
 	ctx := context.Background()
 	now := time.Now()
 
-	p, err := c.get(ctx, "alice", "ws", now)
+	p, err := c.Policy(ctx, "alice", "ws", now)
 	if err != nil || !p.Blocks("bash") || asked.Load() != 1 {
 		t.Fatalf("first get: %+v %v asked=%d", p, err, asked.Load())
 	}
 	// Cached within the TTL, per (user, workspace).
-	if _, err := c.get(ctx, "alice", "ws", now.Add(4*time.Second)); err != nil || asked.Load() != 1 {
+	if _, err := c.Policy(ctx, "alice", "ws", now.Add(4*time.Second)); err != nil || asked.Load() != 1 {
 		t.Fatalf("cached get asked again: %d %v", asked.Load(), err)
 	}
-	if _, err := c.get(ctx, "bob", "ws", now); err != nil || asked.Load() != 2 {
+	if _, err := c.Policy(ctx, "bob", "ws", now); err != nil || asked.Load() != 2 {
 		t.Fatalf("another user must be asked: %d", asked.Load())
 	}
 	// A change of the team drops its entries at once.
 	blocked.Store([]string{"web_fetch"})
 	c.changed("acme")
-	p, err = c.get(ctx, "alice", "ws", now.Add(time.Second))
+	p, err = c.Policy(ctx, "alice", "ws", now.Add(time.Second))
 	if err != nil || p.Blocks("bash") || !p.Blocks("web_fetch") {
 		t.Fatalf("after change: %+v %v", p, err)
 	}
 	// Expired entries are asked again.
 	before := asked.Load()
-	if _, err := c.get(ctx, "alice", "ws", now.Add(10*time.Second)); err != nil || asked.Load() != before+1 {
+	if _, err := c.Policy(ctx, "alice", "ws", now.Add(10*time.Second)); err != nil || asked.Load() != before+1 {
 		t.Fatalf("expired entry not refreshed")
 	}
 	// No teams service: an error (the turn fails closed), not an empty policy.
 	_ = sub.Unsubscribe()
 	_ = teams.Flush()
-	if _, err := c.get(ctx, "carol", "ws", now); err == nil || !errors.Is(err, protocol.ErrUnavailable) {
+	if _, err := c.Policy(ctx, "carol", "ws", now); err == nil || !errors.Is(err, protocol.ErrUnavailable) {
 		t.Fatalf("no teams service: %v", err)
 	}
 }

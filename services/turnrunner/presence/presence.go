@@ -1,4 +1,6 @@
-package turnrunner
+// Package presence tracks who follows one turn's stream and says when the
+// turn has been without a follower for the disconnect grace.
+package presence
 
 import (
 	"sync"
@@ -11,14 +13,14 @@ import (
 // as gone: it missed two attach heartbeats (its gateway died).
 const followerTimeout = 2 * protocol.AttachInterval
 
-// presence tracks who follows one turn's stream and decides when the turn
+// Tracker tracks who follows one turn's stream and decides when the turn
 // has been without followers for the disconnect grace. Gateways send
 // attach when a relay starts and every protocol.AttachInterval while it
 // streams, and detach when the client goes away.
 //
 // A turn no one ever followed (an agent-group member turn, read straight
 // from the stream) is never cancelled for lack of followers.
-type presence struct {
+type Tracker struct {
 	grace  time.Duration
 	cancel func() // called once when the grace ran out
 
@@ -29,12 +31,14 @@ type presence struct {
 	fired     bool
 }
 
-func newPresence(grace time.Duration, cancel func()) *presence {
-	return &presence{grace: grace, cancel: cancel, followers: map[string]time.Time{}}
+// New returns a tracker of a turn that nobody followed yet; cancel is
+// called once, when the turn has had no follower for grace.
+func New(grace time.Duration, cancel func()) *Tracker {
+	return &Tracker{grace: grace, cancel: cancel, followers: map[string]time.Time{}}
 }
 
-// attach records a follower's (repeated) attach.
-func (p *presence) attach(client string, now time.Time) {
+// Attach records a follower's (repeated) attach.
+func (p *Tracker) Attach(client string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.followers[client] = now
@@ -42,9 +46,9 @@ func (p *presence) attach(client string, now time.Time) {
 	p.goneSince = time.Time{}
 }
 
-// detach records a follower leaving; with no grace the turn stops at once
+// Detach records a follower leaving; with no grace the turn stops at once
 // when it was the last.
-func (p *presence) detach(client string, now time.Time) {
+func (p *Tracker) Detach(client string, now time.Time) {
 	p.mu.Lock()
 	delete(p.followers, client)
 	if p.followed && len(p.followers) == 0 && p.goneSince.IsZero() {
@@ -57,8 +61,8 @@ func (p *presence) detach(client string, now time.Time) {
 	}
 }
 
-// tick expires silent followers and fires the grace when it ran out.
-func (p *presence) tick(now time.Time) {
+// Tick expires silent followers and fires the grace when it ran out.
+func (p *Tracker) Tick(now time.Time) {
 	p.mu.Lock()
 	for c, last := range p.followers {
 		if now.Sub(last) > followerTimeout {
@@ -78,7 +82,7 @@ func (p *presence) tick(now time.Time) {
 
 // due reports (once) that the turn has had no follower for the grace.
 // Called with mu held.
-func (p *presence) due(now time.Time) bool {
+func (p *Tracker) due(now time.Time) bool {
 	if p.fired || !p.followed || len(p.followers) > 0 || p.goneSince.IsZero() || now.Sub(p.goneSince) < p.grace {
 		return false
 	}
@@ -86,14 +90,15 @@ func (p *presence) due(now time.Time) bool {
 	return true
 }
 
-func (p *presence) wasFollowed() bool {
+// Followed reports whether a client ever followed the turn.
+func (p *Tracker) Followed() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.followed
 }
 
-// followerCount is how many clients follow the turn now.
-func (p *presence) followerCount() int {
+// Count is how many clients follow the turn now.
+func (p *Tracker) Count() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.followers)

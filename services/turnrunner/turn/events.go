@@ -1,11 +1,11 @@
-package turnrunner
+package turn
 
 import "time"
 
-// turnEvents is what a turn needs of its event writer
+// events is what a turn needs of its event writer
 // (turnevents.Publisher): publish its events in order, end it, say how far
 // the numbering got, and flush.
-type turnEvents interface {
+type events interface {
 	// Emit publishes an event (a token is coalesced while the bus is
 	// behind) without waiting; Note does the same for an internal marker.
 	Emit(event string, data any) error
