@@ -143,6 +143,10 @@ func (s *Service) decide(ctx context.Context, req protocol.ApprovalDecideRequest
 		expired = false
 		withGrant = req.Approved && req.Always && !rules.IsCriticalNeverAutopass(e.ToolName, decodeArgs(e.Input))
 		switch {
+		case e.State == protocol.ApprovalStateCancelled || e.State == protocol.ApprovalStateTimedOut:
+			// Withdrawn by its turn or sub-agent, or timed out: nobody
+			// decided it, and it is not pending any more.
+			return false, errNoPending
 		case e.State != protocol.ApprovalStatePending:
 			return false, errAlreadyDecided
 		case now >= e.Deadline:

@@ -327,8 +327,8 @@ func TestSweeperTimesOutWithoutARunner(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Fatal("not timed out within 5s")
 	}
-	if _, err := e.decide(id, true, false, nil); protocol.KindOf(err) != protocol.Conflict {
-		t.Fatalf("decide after timeout: %v, want 409", err)
+	if _, err := e.decide(id, true, false, nil); protocol.KindOf(err) != protocol.NotFound {
+		t.Fatalf("decide after timeout: %v, want 404 (no longer pending)", err)
 	}
 	pend, _ := request(e, protocol.ListPendingApprovals, protocol.Empty{})
 	if len(pend.Pending) != 0 {
@@ -396,8 +396,8 @@ func TestCancelTurnOnlyTouchesThatTurn(t *testing.T) {
 			t.Errorf("%s: state %q, want %q", id, st, want)
 		}
 	}
-	if _, err := e.decide(a1, true, false, nil); protocol.KindOf(err) != protocol.Conflict {
-		t.Fatalf("decide a cancelled approval: %v", err)
+	if _, err := e.decide(a1, true, false, nil); protocol.KindOf(err) != protocol.NotFound {
+		t.Fatalf("decide a cancelled approval: %v, want 404 (no longer pending)", err)
 	}
 }
 

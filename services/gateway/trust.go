@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/gateway/internal/filesapi"
 	"github.com/waggle-os/core/services/gateway/internal/input"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
+	"github.com/waggle-os/core/services/gateway/internal/routematch"
 )
 
 // The trust boundary's request rules (DESIGN §11), applied before any
@@ -89,7 +91,9 @@ func (s *Service) originCheck(next http.Handler) http.Handler {
 
 // jsonBody refuses, on every method but GET, HEAD and OPTIONS, a request
 // whose Content-Type is not JSON (application/json or any +json type), or
-// that carries a body and no Content-Type. A request with no body and no
+// that carries a body and no Content-Type. The one exception is the file
+// upload route, which also takes multipart/form-data under a stricter
+// origin rule (formFromOwnPage). A request with no body and no
 // Content-Type (curl -X POST) passes; an empty body with the JSON type is
 // read as {} by the handlers (DESIGN §9). The rule is what makes a
 // browser's cross-origin POST need a CORS preflight.
@@ -113,12 +117,52 @@ func (s *Service) jsonBody(next http.Handler) http.Handler {
 			return
 		}
 		mt, _, err := mime.ParseMediaType(ct)
+		if err == nil && mt == "multipart/form-data" && formRoute(r) {
+			if !s.formFromOwnPage(r) {
+				s.log.Warn("form upload refused: not from an allowed page", "method", r.Method, "path", r.URL.Path,
+					"sec_fetch_site", r.Header.Get("Sec-Fetch-Site"), "remote", r.RemoteAddr)
+				respond.Fail(w, protocol.Forbidden, OriginNotAllowed, "Cross-origin request refused")
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
 			unsupported(w, mediaTypeForMessage(mt))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// formRoute reports whether r is for the one route that also takes
+// multipart/form-data: the workspace file upload, which the original app
+// sends as a form (filesapi.FormRoute).
+func formRoute(r *http.Request) bool {
+	if r.Method != http.MethodPost {
+		return false
+	}
+	pattern, _ := routematch.Match(r)
+	return pattern == filesapi.FormRoute
+}
+
+// formFromOwnPage is the stricter origin rule of a form body. A form is a
+// body browsers send cross-origin without a CORS preflight, so the JSON
+// type cannot be what keeps another page out: the request must carry an
+// allowed Origin (originCheck has refused any other), or no Origin and a
+// Sec-Fetch-Site that says it is not from another site's page ("none",
+// "same-origin", or absent: not a browser). Every current browser sends
+// Origin on a POST; "same-site" without one (another port of this host)
+// is refused too.
+func (s *Service) formFromOwnPage(r *http.Request) bool {
+	if _, ok := r.Header["Origin"]; ok {
+		return true // checked by originCheck, which runs first
+	}
+	switch strings.ToLower(r.Header.Get("Sec-Fetch-Site")) {
+	case "", "none", "same-origin":
+		return true
+	}
+	return false
 }
 
 // mediaTypeForMessage is the parsed media type for the error message, cut

@@ -35,9 +35,9 @@ type contextHandlers struct {
 func (s *Service) registerContext(pool *pgxpool.Pool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	docs, err := userdocs.New(ctx, s.cfg.DataDir, pool)
+	docs, err := s.openDocs(ctx, pool)
 	if err != nil {
-		return fmt.Errorf("sessionstore: %w", err)
+		return err
 	}
 	s.docs = docs
 	h := contextHandlers{s: s, docs: docs, now: time.Now}
@@ -55,6 +55,33 @@ func (s *Service) registerContext(pool *pgxpool.Pool) error {
 		bus.Handle(s.svc, protocol.GetAwareness, h.awarenessGet),
 		bus.Handle(s.svc, protocol.AddAwareness, h.awarenessAdd),
 	)
+}
+
+// openDocs opens the documents store: PostgreSQL when every workspace
+// lives there, files without a pool, and with PostgreSQL for team
+// workspaces only, both behind docsRouter (docroute.go), after moving
+// what an older version left on the wrong side.
+func (s *Service) openDocs(ctx context.Context, pool *pgxpool.Pool) (userdocs.Store, error) {
+	if pool == nil || s.cfg.Store == StorePostgres {
+		docs, err := userdocs.New(ctx, s.cfg.DataDir, pool)
+		if err != nil {
+			return nil, fmt.Errorf("sessionstore: %w", err)
+		}
+		return docs, nil
+	}
+	files, err := userdocs.New(ctx, s.cfg.DataDir, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sessionstore: %w", err)
+	}
+	team, err := userdocs.New(ctx, "", pool)
+	if err != nil {
+		return nil, fmt.Errorf("sessionstore: %w", err)
+	}
+	r := &docsRouter{placement: placement{isTeam: s.pg.WorkspaceExists}, files: files, team: team}
+	if err := movePersonalDocs(ctx, pool, r, s.workspaceExists, s.log); err != nil {
+		return nil, fmt.Errorf("sessionstore: move personal documents out of PostgreSQL: %w", err)
+	}
+	return r, nil
 }
 
 // profileKey is where user's profile lives: the data dir's profile.json

@@ -47,6 +47,12 @@ type Service struct {
 	lifecycle *lifecycle.Worker
 	// frames is the minds' backend (the lifecycle worker's too).
 	frames frames.Backend
+	// settings is the one reader and writer of config.json: the bus
+	// endpoints, knowledge extraction and the embedding model read it.
+	settings *settings.Store
+	// vault keeps the API keys saved from the app (each team's on a team
+	// server).
+	vault *vault.Vault
 	// docs keeps profiles, custom personas, identities and awareness
 	// (set by registerContext).
 	docs userdocs.Store
@@ -84,6 +90,12 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := settings.CheckFile(s.cfg.DataDir); err != nil {
 		return fmt.Errorf("sessionstore: %w", err)
 	}
+	st, err := settings.New(settings.Config{DataDir: s.cfg.DataDir, Log: s.log,
+		Changed: func() { s.publishSettingsChange(false) }})
+	if err != nil {
+		return fmt.Errorf("sessionstore: %w", err)
+	}
+	s.settings = st
 	files := NewFiles(s.cfg.DataDir, s.cfg.Location, s.log)
 	var team Store
 	if s.cfg.PostgresURL != "" {
@@ -146,10 +158,10 @@ func (s *Service) Start(ctx context.Context) error {
 		err := teams.Register(ctx, s.svc, teams.Config{Pool: s.pg.Pool(), Conn: s.nc,
 			Workspaces:       teams.WorkspaceTeamsFunc(s.workspaceTeam),
 			DefaultWorkspace: s.createTeamWorkspace,
-			// A deleted team's shared personas go with it: a team
-			// created later under the same id starts without them.
+			// A deleted team's shared personas and vault go with it: a
+			// team created later under the same id starts without them.
 			Deleted: func(ctx context.Context, team string) error {
-				return s.docs.Delete(ctx, personasKey("", team))
+				return errors.Join(s.docs.Delete(ctx, personasKey("", team)), s.vault.DeleteTeam(ctx, team))
 			}}, s.log)
 		if err != nil {
 			s.Stop(ctx)
@@ -235,6 +247,12 @@ func (s *Service) register(ctx context.Context) error {
 	if s.pg != nil {
 		pool = s.pg.Pool()
 	}
+	v, err := vault.New(vault.Config{DataDir: s.cfg.DataDir, Pool: pool, AllInPool: s.cfg.Store == StorePostgres,
+		WorkspaceTeam: s.workspaceTeam, Changed: func() { s.publishSettingsChange(true) }})
+	if err != nil {
+		return err
+	}
+	s.vault = v
 	return errors.Join(
 		bus.Handle(s.svc, protocol.ReadHistory, s.history),
 		bus.Handle(s.svc, protocol.AppendToSession, s.append),
@@ -259,13 +277,22 @@ func (s *Service) register(ctx context.Context) error {
 		bus.Handle(s.svc, protocol.SummarizeSession, s.sessionSummary),
 		ledger.Register(s.svc, ledger.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
 		groups.Register(s.svc, groups.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
-		workflows.Register(s.svc, workflows.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
+		workflows.Register(s.svc, s.workflowsConfig(pool), s.log),
 		s.registerContext(pool),
-		settings.Register(s.svc, settings.Config{DataDir: s.cfg.DataDir, Log: s.log,
-			Changed: func() { s.publishSettingsChange(false) }}),
-		vault.Register(ctx, s.svc, vault.Config{DataDir: s.cfg.DataDir, Pool: pool, AllInPool: s.cfg.Store == StorePostgres,
-			WorkspaceTeam: s.workspaceTeam, Changed: func() { s.publishSettingsChange(true) }}, s.log),
+		settings.Register(s.svc, s.settings),
+		vault.Register(ctx, s.svc, s.vault, s.log),
 	)
+}
+
+// workflowsConfig places the captured workflows as the workspaces: with
+// PostgreSQL for team workspaces only, a personal workspace's stay in its
+// directory (docroute.go's rule).
+func (s *Service) workflowsConfig(pool *pgxpool.Pool) workflows.Config {
+	cfg := workflows.Config{DataDir: s.cfg.DataDir, Pool: pool}
+	if pool != nil && s.cfg.Store != StorePostgres {
+		cfg.IsTeam, cfg.Personal = s.pg.WorkspaceExists, s.personalWorkspace
+	}
+	return cfg
 }
 
 // workspaceTeam is the team of workspace id ("" for none).
@@ -341,13 +368,13 @@ func (s *Service) openMinds(ctx context.Context) error {
 	}
 	var model knowledge.Extractor
 	if s.cfg.LLMURL != "" {
-		// The budget model (config.json) adds typed relations when set.
-		model = knowledge.NewModelExtractor(s.cfg.LLMURL, s.cfg.LLMAPIKey, s.cfg.DataDir)
+		// The budget model (the settings) adds typed relations when set.
+		model = knowledge.NewModelExtractor(s.cfg.LLMURL, s.cfg.LLMAPIKey, s.settings.Value)
 	}
 	s.knowledge = knowledge.New(knowledge.Config{Backend: kg, Model: model, Logger: s.log})
 	s.knowledge.Start(ctx)
 	s.frames = backend
-	s.minds = frames.New(frames.Config{DataDir: s.cfg.DataDir, Backend: backend, Embedder: emb,
+	s.minds = frames.New(frames.Config{Setting: s.settings.Value, Backend: backend, Embedder: emb,
 		RetryInterval: s.cfg.EmbedRetry, Logger: s.log, Knowledge: s.knowledge})
 	s.minds.Start(ctx)
 	return nil

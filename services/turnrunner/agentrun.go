@@ -1,6 +1,7 @@
 package turnrunner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -68,7 +69,7 @@ func (s *Service) startAgentRun(rctx context.Context, req protocol.AgentRunReque
 		defer pub.Close()
 		emit := runEmitter{pub}
 		if req.Model == "" {
-			req.Model = firstNonEmpty(s.models.Get().DefaultModel, s.fallbackModel())
+			req.Model = cmp.Or(s.models.Get().DefaultModel, s.fallbackModel())
 		}
 		err := s.retrieval.Run(ctx, req, retrieval.NewBusSearcher(s.nc, s.cfg.StoreTimeout).ForUser(req.User), emit)
 		if err != nil && !errors.Is(err, context.Canceled) {

@@ -19,6 +19,7 @@ import (
 	"github.com/waggle-os/core/services/turnrunner/chatstream"
 	"github.com/waggle-os/core/services/turnrunner/mcp"
 	"github.com/waggle-os/core/services/turnrunner/prompt"
+	"github.com/waggle-os/core/services/turnrunner/subagent"
 	"github.com/waggle-os/core/services/turnrunner/tools"
 )
 
@@ -113,7 +114,7 @@ type Config struct {
 	// agent turn. Default agent.DefaultMaxSteps (200).
 	AgentMaxSteps int
 	// SubAgents bounds the sub-agents a turn's spawn_agent runs.
-	SubAgents SubAgentLimits
+	SubAgents subagent.Limits
 	// PromptBudget (--prompt-budget) is the most estimated tokens of the
 	// agent's system prompt; over it, parts are trimmed in the order
 	// docs/agent.md states. Default prompt.DefaultBudget.
@@ -178,8 +179,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	flagext.EnumVar(fs, &c.BashSandbox, "bash-sandbox", Auto, "run bash under bubblewrap (bwrap): on, off, or auto (on with --auth=required)", SandboxOn, SandboxOff, Auto)
 	fs.BoolVar(&c.WebFetchAllowPrivate, "web-fetch-allow-private", false, "team servers: let web_fetch reach loopback, link-local, private or metadata addresses after an approval (refused by default; a desktop always asks)")
 	flagext.IntVar(fs, &c.AgentMaxSteps, "agent-max-steps", agent.DefaultMaxSteps, "model calls one agent turn may make")
-	flagext.IntVar(fs, &c.SubAgents.PerTurn, "subagents-per-turn", DefaultSubAgentsPerTurn, "sub-agents one turn's spawn_agent may start")
-	flagext.DurationVar(fs, &c.SubAgents.Timeout, "subagent-timeout", DefaultSubAgentTimeout, "time limit of one sub-agent, its approvals included")
+	flagext.IntVar(fs, &c.SubAgents.PerTurn, "subagents-per-turn", subagent.DefaultPerTurn, "sub-agents one turn's spawn_agent may start")
+	flagext.DurationVar(fs, &c.SubAgents.Timeout, "subagent-timeout", subagent.DefaultTimeout, "time limit of one sub-agent, its approvals included")
 	flagext.IntVar(fs, &c.PromptBudget, "prompt-budget", prompt.DefaultBudget, "estimated tokens of the agent's system prompt; parts over it are trimmed (docs/agent.md)")
 	c.MCP.RegisterFlags(fs)
 }
@@ -270,7 +271,7 @@ func (c Config) withDefaults() Config {
 	if c.AgentMaxSteps <= 0 {
 		c.AgentMaxSteps = agent.DefaultMaxSteps
 	}
-	c.SubAgents = c.SubAgents.withDefaults()
+	c.SubAgents = c.SubAgents.WithDefaults()
 	if c.ModelRetries <= 0 {
 		c.ModelRetries = agent.DefaultMaxRetries
 	}
@@ -391,4 +392,14 @@ func (c *Config) agentConfig() agent.Config {
 	return agent.Config{
 		Model: c.model(), MaxSteps: c.AgentMaxSteps, MaxRetries: c.ModelRetries, RetryBackoff: c.ModelRetryBackoff,
 	}
+}
+
+// mcpConfig is the MCP manager's configuration: c.MCP with the runner's
+// data directory and name, and the data directory hidden from sandboxed
+// servers as it is from bash.
+func (c *Config) mcpConfig() mcp.Config {
+	mc := c.MCP
+	mc.DataDir, mc.RunnerID, mc.TeamServer = c.DataDir, c.RunnerID, c.TeamServer
+	mc.SandboxHide = append(mc.SandboxHide, c.DataDir)
+	return mc
 }

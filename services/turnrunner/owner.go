@@ -2,44 +2,12 @@ package turnrunner
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/ownership"
+	"github.com/waggle-os/core/services/turnrunner/turn"
 )
-
-// turnOwnership is what a turn needs of its ownership (an
-// ownership.Ticket): its place in its session's queue and its lease.
-type turnOwnership interface {
-	// Join puts the turn in its session's queue and reports the turn
-	// holding the session when that is another.
-	Join(ctx context.Context, mode ownership.Mode) (holder string, err error)
-	// Place finds a claimed turn's place in its session's queue; Placed
-	// reports whether it has one, Holds whether it holds the session.
-	Place(ctx context.Context) error
-	Placed() bool
-	Holds() bool
-	// Wait waits until the turn holds its session.
-	Wait(ctx context.Context) error
-	// Leave gives the session (or the turn's place) up.
-	Leave()
-	// Renew keeps the lease alive, Drop deletes it once the turn ended,
-	// Release hands the turn to another runner.
-	Renew(ctx context.Context, followed bool)
-	Drop()
-	Release(followed bool)
-	// Abandon lets go of the turn here, its lease left for this runner
-	// to take back later.
-	Abandon()
-}
-
-// errLeaseLost cancels a turn whose lease another runner took: this
-// runner must not touch the turn any more.
-var errLeaseLost = errors.New("turn lease lost")
-
-// errHandover cancels a turn this runner gives to another on shutdown.
-var errHandover = errors.New("turn handed over")
 
 // kvCtx bounds one write of a turn's ownership on its way to start.
 func kvCtx() (context.Context, context.CancelFunc) {
@@ -61,10 +29,10 @@ func (h ownerHost) Runs(turnID string) bool {
 // Lost stops a turn of this runner whose lease another runner took.
 func (h ownerHost) Lost(turnID string) {
 	h.s.mu.Lock()
-	t := h.s.turns[turnID]
+	rt := h.s.turns[turnID]
 	h.s.mu.Unlock()
-	if t != nil {
-		t.cancel(errLeaseLost)
+	if rt != nil {
+		rt.t.Cancel(turn.ErrLeaseLost)
 	}
 }
 
@@ -83,14 +51,13 @@ func (h ownerHost) Unreserve() { <-h.s.slots }
 
 // Resume runs a turn claimed from another runner from its checkpoint.
 func (h ownerHost) Resume(tk *ownership.Ticket) bool {
-	t := h.s.newTurn(tk.Request(), tk)
-	t.resumed = true
+	rt := h.s.newTurn(tk.Request(), tk)
 	if tk.Followed() {
 		// Its followers' attaches reach this runner within one interval;
 		// until then a stand-in keeps the grace from starting.
-		t.presence.attach("_claimed", time.Now())
+		rt.presence.Attach("_claimed", time.Now())
 	}
-	return h.s.launch(t, t.resume)
+	return h.s.launch(rt, rt.t.Resume)
 }
 
 // heartbeatLoop renews the leases that changed and runs the presence
@@ -103,23 +70,23 @@ func (s *Service) heartbeatLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			for _, t := range s.running() {
+			for _, rt := range s.running() {
 				rctx, cancel := context.WithTimeout(ctx, ownership.Heartbeat)
-				t.own.Renew(rctx, t.presence.wasFollowed())
+				rt.own.Renew(rctx, rt.presence.Followed())
 				cancel()
-				t.presence.tick(now)
+				rt.presence.Tick(now)
 			}
 		}
 	}
 }
 
 // running lists the turns this runner runs.
-func (s *Service) running() []*turn {
+func (s *Service) running() []*runningTurn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*turn, 0, len(s.turns))
-	for _, t := range s.turns {
-		out = append(out, t)
+	out := make([]*runningTurn, 0, len(s.turns))
+	for _, rt := range s.turns {
+		out = append(out, rt)
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package turnrunner
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -32,7 +33,7 @@ func (s *Service) analyzeProfile(ctx context.Context, req protocol.ProfileAnalys
 	ctx, cancel := context.WithTimeout(ctx, analysisTimeout)
 	defer cancel()
 	mc := s.models.Get()
-	model := firstNonEmpty(mc.BudgetModel, mc.DefaultModel, s.fallbackModel())
+	model := cmp.Or(mc.BudgetModel, mc.DefaultModel, s.fallbackModel())
 	out, err := s.profileAI.Analyze(ctx, model, req)
 	if err != nil && protocol.KindOf(err) != protocol.Invalid {
 		s.log.Warn("profile analysis failed", "kind", req.Kind, "model", model, "err", err)

@@ -1,7 +1,8 @@
-// Package turnrunner runs chat turns: it takes a turn over NATS, loads and
-// persists history through the session store, chooses echo mode, a slash
-// command or the agent loop, and publishes the turn's events to JetStream
-// for any gateway to relay.
+// Package turnrunner is the turn-runner service: it takes chat turns over
+// NATS (admission, ownership, control messages, followers' presence) and
+// runs each with package turn, whose events any gateway relays from
+// JetStream; it also serves retrieval runs, turn look-ups, workspace
+// files and profile analyses.
 package turnrunner
 
 import (
@@ -25,9 +26,13 @@ import (
 	"github.com/waggle-os/core/services/turnrunner/agent"
 	"github.com/waggle-os/core/services/turnrunner/mcp"
 	"github.com/waggle-os/core/services/turnrunner/ownership"
+	"github.com/waggle-os/core/services/turnrunner/presence"
 	"github.com/waggle-os/core/services/turnrunner/profileai"
 	"github.com/waggle-os/core/services/turnrunner/retrieval"
+	"github.com/waggle-os/core/services/turnrunner/settings"
+	"github.com/waggle-os/core/services/turnrunner/subagent"
 	"github.com/waggle-os/core/services/turnrunner/tools"
+	"github.com/waggle-os/core/services/turnrunner/turn"
 	"github.com/waggle-os/core/services/turnrunner/turnevents"
 )
 
@@ -47,14 +52,14 @@ type Service struct {
 	// claims the turns other runners left (package ownership).
 	own *ownership.Owner
 	// subagents lists the running sub-agents (protocol.BucketSubAgents).
-	subagents jetstream.KeyValue
+	subagents *subagent.List
 	svc       *bus.Service
 	subs      []*nats.Subscription
 	probe     *llmprobe.Prober
 	agent     *agent.Agent
 	tools     *tools.Registry
-	models    *settingsCache
-	policies  *policyCache
+	models    *settings.Cache
+	policies  *settings.Policies
 	mcp       *mcp.Manager
 
 	// loops is the heartbeat loop (lease renewal, presence), stopped by
@@ -63,8 +68,12 @@ type Service struct {
 	stopLoops context.CancelFunc
 	stopping  atomic.Bool
 
+	// deps is what every turn of this runner needs of it, built once the
+	// runner is connected.
+	deps *turn.Deps
+
 	mu    sync.Mutex
-	turns map[string]*turn
+	turns map[string]*runningTurn
 	// starting counts the starts of each turn under way here: their lease
 	// may be written before the turn runs, and the ownership claim loop
 	// must not take it for one this runner lost track of (ownerHost.Runs).
@@ -85,7 +94,7 @@ func New(cfg Config, dial bus.Dialer, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{cfg: cfg, dial: dial, log: log.With("service", "turn-runner"), turns: map[string]*turn{}, starting: map[string]int{}, runs: map[string]context.CancelCauseFunc{}}
+	return &Service{cfg: cfg, dial: dial, log: log.With("service", "turn-runner"), turns: map[string]*runningTurn{}, starting: map[string]int{}, runs: map[string]context.CancelCauseFunc{}}
 }
 
 func defaultRunnerID() string {
@@ -141,11 +150,11 @@ func (s *Service) build() error {
 	s.own = ownership.NewOwner(ownership.OwnerConfig{
 		Runner: s.id, Replicas: s.cfg.Stream.Replicas, OrphanAfter: s.cfg.orphanAfter, Logger: s.log,
 	}, ownerHost{s})
-	s.models = newSettingsCache(s.cfg.ModelConfigCheck, s.cfg.StoreTimeout, s.log)
+	s.models = settings.New(s.cfg.ModelConfigCheck, s.cfg.StoreTimeout, s.log)
 	probe := s.cfg.Probe
 	probe.OnChange = s.reportModelServer
 	if probe.APIKey == "" {
-		probe.KeyFunc = s.models.probeKey
+		probe.KeyFunc = s.models.ProbeKey
 	}
 	s.probe = llmprobe.New(probe)
 	ag, err := agent.New(s.cfg.agentConfig())
@@ -170,8 +179,8 @@ func (s *Service) connect(ctx context.Context) error {
 		return err
 	}
 	s.nc = nc
-	s.models.connect(nc)
-	s.policies = newPolicyCache(nc, s.cfg.PolicyTTL, s.cfg.PolicyTimeout)
+	s.models.Connect(nc)
+	s.policies = settings.NewPolicies(nc, s.cfg.PolicyTTL, s.cfg.PolicyTimeout)
 	s.mcp = mcp.New(s.cfg.mcpConfig(), nc, s.log)
 	if err := s.mcp.Start(ctx); err != nil {
 		return fmt.Errorf("turnrunner: %w", err)
@@ -199,7 +208,25 @@ func (s *Service) connect(ctx context.Context) error {
 	if err := s.own.Open(ctx, js); err != nil {
 		return clusterError(fmt.Errorf("turnrunner: %w", err))
 	}
-	return s.ensureSubAgentBucket(ctx)
+	if s.subagents, err = subagent.OpenList(ctx, s.js, s.cfg.SubAgents, s.cfg.Stream.Replicas, s.cfg.StoreTimeout, s.log); err != nil {
+		return err
+	}
+	s.deps = s.turnDeps()
+	return nil
+}
+
+// turnDeps is what the runner's turns need of it.
+func (s *Service) turnDeps() *turn.Deps {
+	c := s.cfg
+	return &turn.Deps{
+		Conn: s.nc, JS: s.js, Log: s.log,
+		Config: turn.Config{
+			DataDir: c.DataDir, LLMAPIKey: c.LLMAPIKey, EchoDelay: c.EchoDelay, StoreTimeout: c.StoreTimeout,
+			PromptBudget: c.PromptBudget, SubAgents: c.SubAgents, Approval: c.Approval,
+		},
+		ModelServer: s.probe, Settings: s.models, Policies: s.policies, FallbackModel: s.fallbackModel,
+		Agent: s.agent, Tools: s.tools, MCP: s.mcp, SubAgents: s.subagents,
+	}
 }
 
 // clusterWait bounds the set-up of the runner's stream and buckets.
@@ -227,7 +254,7 @@ func (s *Service) subscribe(context.Context) error {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
 	s.subs = append(s.subs, aborts)
-	policies, err := bus.Subscribe(s.nc, protocol.PolicyChanges, s.policies.onChanged)
+	policies, err := bus.Subscribe(s.nc, protocol.PolicyChanges, s.policies.OnChanged)
 	if err != nil {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
@@ -269,6 +296,12 @@ func (s *Service) serve(context.Context) error {
 	)
 }
 
+// listSubAgents answers protocol.ListSubAgents: the running sub-agents of
+// every runner (subagent.List.Running).
+func (s *Service) listSubAgents(ctx context.Context, req protocol.Empty) (protocol.SubAgentList, error) {
+	return s.subagents.Running(ctx, req)
+}
+
 // Stop takes no new turns and claims none, lets running turns finish
 // until HandoverMargin before ctx's deadline, then hands the rest to other
 // runners (their leases are released, so a survivor claims them at once
@@ -297,17 +330,17 @@ func (s *Service) Stop(ctx context.Context) error {
 		turns := s.running()
 		// With no other runner to take them (a desktop app quitting), the
 		// turns end here, persisting what they produced.
-		cause := errShutdown
+		cause := turn.ErrShutdown
 		if len(turns) > 0 && s.othersAlive() {
-			cause = errHandover
+			cause = turn.ErrHandover
 			s.log.Info("handing unfinished turns to other runners", "turns", len(turns))
 		}
-		for _, t := range turns {
-			t.cancel(cause)
+		for _, rt := range turns {
+			rt.t.Cancel(cause)
 		}
 		s.mu.Lock()
 		for _, cancel := range s.runs {
-			cancel(errShutdown) // a run is not handed over: its client gets done
+			cancel(turn.ErrShutdown) // a run is not handed over: its client gets done
 		}
 		s.mu.Unlock()
 		<-done
@@ -346,14 +379,6 @@ func (s *Service) othersAlive() bool {
 	_, err = sub.NextMsg(300 * time.Millisecond)
 	return err == nil
 }
-
-var (
-	errShutdown    = errors.New("runner shutting down")
-	errClientGone  = errors.New("client disconnected")
-	errCancelled   = errors.New("cancelled")
-	errAborted     = errors.New("aborted")
-	errInterrupted = errors.New("interrupted by a newer message")
-)
 
 func (s *Service) startTurn(ctx context.Context, req protocol.TurnRequest) (protocol.TurnStarted, error) {
 	if req.TurnID == "" {
@@ -403,7 +428,7 @@ func (s *Service) startTurn(ctx context.Context, req protocol.TurnRequest) (prot
 		}
 		return protocol.TurnStarted{}, storageError(fmt.Errorf("turnrunner: %w", err))
 	}
-	t := s.newTurn(req, tk)
+	rt := s.newTurn(req, tk)
 	fail := func(err error) (protocol.TurnStarted, error) {
 		tk.Leave()
 		tk.Drop()
@@ -424,14 +449,10 @@ func (s *Service) startTurn(ctx context.Context, req protocol.TurnRequest) (prot
 			s.publishControl(holder, protocol.TurnControlMsg{Action: protocol.ControlCancel, Reason: "interrupted"})
 		}
 	}
-	// The marker makes the turn followable. It is not waited for: it is
-	// stored before anything else the turn publishes, and the lease (which
-	// is durable) is what makes the turn resumable; a round trip here would
-	// be added to every turn's time to first token.
-	if err := t.pub.Note(protocol.EventStart, protocol.StartMarker{Runner: s.id, Workspace: req.Workspace}); err != nil {
+	if err := rt.t.MarkStarted(s.id); err != nil {
 		return fail(err)
 	}
-	if !s.launch(t, t.run) {
+	if !s.launch(rt, rt.t.Run) {
 		return fail(protocol.Errorf(protocol.Conflict, "turn %s already exists", req.TurnID))
 	}
 	return protocol.TurnStarted{TurnID: req.TurnID}, nil
@@ -463,26 +484,37 @@ func (s *Service) turnStored(ctx context.Context, turnID string) bool {
 	return stored || err != nil
 }
 
-// newTurn builds the state of one turn, owned through own (nothing runs
-// yet).
-func (s *Service) newTurn(req protocol.TurnRequest, own turnOwnership) *turn {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	t := &turn{svc: s, own: own, req: req, ctx: ctx, cancel: cancel, started: time.Now()}
-	t.pub = turnevents.New(s.js, req.TurnID, t.onToken)
-	t.presence = newPresence(s.cfg.DisconnectGrace, func() { t.cancel(errClientGone) })
-	return t
+// runningTurn is a turn of this runner with what the runner keeps of it:
+// its ownership, renewed by the heartbeat, and its followers, told by
+// control messages.
+type runningTurn struct {
+	t        *turn.Turn
+	own      *ownership.Ticket
+	presence *presence.Tracker
 }
 
-// launch registers t and runs fn on its own goroutine, which owns the
-// slot the caller took. It reports false if the turn already runs here.
-func (s *Service) launch(t *turn, fn func()) bool {
-	id := t.req.TurnID
+// newTurn builds the state of one turn, owned through tk (nothing runs
+// yet).
+func (s *Service) newTurn(req protocol.TurnRequest, tk *ownership.Ticket) *runningTurn {
+	var t *turn.Turn
+	// p calls back only once the turn is launched (a tick or a detach),
+	// and t is set by then.
+	p := presence.New(s.cfg.DisconnectGrace, func() { t.Cancel(turn.ErrClientGone) })
+	t = turn.New(s.deps, req, tk, p)
+	return &runningTurn{t: t, own: tk, presence: p}
+}
+
+// launch registers rt and runs fn (its Run or Resume) on its own
+// goroutine, which owns the slot the caller took. It reports false if the
+// turn already runs here.
+func (s *Service) launch(rt *runningTurn, fn func()) bool {
+	id := rt.t.Request().TurnID
 	s.mu.Lock()
 	if _, dup := s.turns[id]; dup {
 		s.mu.Unlock()
 		return false
 	}
-	s.turns[id] = t
+	s.turns[id] = rt
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go func() {
@@ -490,15 +522,11 @@ func (s *Service) launch(t *turn, fn func()) bool {
 			s.mu.Lock()
 			delete(s.turns, id)
 			s.mu.Unlock()
-			t.cancel(nil)
-			_ = t.awaitUser()
-			t.awaitTools()
-			t.pub.Close()
+			rt.t.Close()
 			<-s.slots
 			s.wg.Done()
 		}()
 		fn()
-		t.end()
 	}()
 	return true
 }
@@ -510,13 +538,13 @@ func (s *Service) onControl(m *nats.Msg) {
 		return
 	}
 	s.mu.Lock()
-	t := s.turns[id]
+	rt := s.turns[id]
 	s.mu.Unlock()
-	if t == nil {
+	if rt == nil {
 		// A retrieval run has no presence grace: its client leaving (or a
 		// cancel) stops it, as the original's run ended with its request.
 		if ctl.Action == protocol.ControlCancel || ctl.Action == protocol.ControlDetach {
-			s.cancelRun(id, errClientGone)
+			s.cancelRun(id, turn.ErrClientGone)
 		}
 		return
 	}
@@ -527,14 +555,14 @@ func (s *Service) onControl(m *nats.Msg) {
 		}
 	case protocol.ControlCancel:
 		if ctl.Reason == "interrupted" {
-			t.cancel(errInterrupted)
+			rt.t.Cancel(turn.ErrInterrupted)
 		} else {
-			t.cancel(errCancelled)
+			rt.t.Cancel(turn.ErrCancelled)
 		}
 	case protocol.ControlAttach:
-		t.presence.attach(ctl.Client, time.Now())
+		rt.presence.Attach(ctl.Client, time.Now())
 	case protocol.ControlDetach:
-		t.presence.detach(ctl.Client, time.Now())
+		rt.presence.Detach(ctl.Client, time.Now())
 	}
 }
 
@@ -543,9 +571,9 @@ func (s *Service) onAbort(a protocol.AbortWorkspace) {
 	if a.Workspace == "" {
 		return
 	}
-	for _, t := range s.running() {
-		if t.req.Workspace == a.Workspace {
-			t.cancel(errAborted)
+	for _, rt := range s.running() {
+		if rt.t.Request().Workspace == a.Workspace {
+			rt.t.Cancel(turn.ErrAborted)
 		}
 	}
 }

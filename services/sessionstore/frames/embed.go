@@ -3,13 +3,7 @@ package frames
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sync"
-	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -57,54 +51,22 @@ func (e *OpenAIEmbedder) Embed(ctx context.Context, model string, texts []string
 	return out, nil
 }
 
-// memoryConfig is the memory part of <data-dir>/config.json, re-read when
-// the file changes (checked at most once a second).
-type memoryConfig struct {
-	path string
-
-	mu      sync.Mutex
-	checked time.Time
-	mod     time.Time
-	size    int64
-	model   string
-}
-
-func newMemoryConfig(dataDir string) *memoryConfig {
-	return &memoryConfig{path: filepath.Join(dataDir, "config.json"), model: DefaultEmbeddingModel}
+// embeddingModel reads the embedding model from the settings:
+// embeddingModel, DefaultEmbeddingModel when absent, "" (vectors off)
+// when set so. A value that is not a string keeps the default.
+type embeddingModel struct {
+	setting func(key string) json.RawMessage
 }
 
 // Model is the current embedding model ("" when vectors are off).
-func (c *memoryConfig) Model() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := time.Now()
-	if !c.checked.IsZero() && now.Sub(c.checked) < time.Second {
-		return c.model
+func (c embeddingModel) Model() string {
+	if c.setting == nil {
+		return DefaultEmbeddingModel
 	}
-	c.checked = now
-	fi, err := os.Stat(c.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		c.model, c.mod, c.size = DefaultEmbeddingModel, time.Time{}, 0
-		return c.model
+	raw := c.setting("embeddingModel")
+	var model string
+	if raw == nil || string(raw) == "null" || json.Unmarshal(raw, &model) != nil {
+		return DefaultEmbeddingModel
 	}
-	if err != nil || fi.ModTime().Equal(c.mod) && fi.Size() == c.size {
-		return c.model
-	}
-	data, err := os.ReadFile(c.path)
-	if err != nil {
-		return c.model
-	}
-	var f struct {
-		EmbeddingModel *string `json:"embeddingModel"`
-	}
-	// A half-saved edit keeps the last model.
-	if json.Unmarshal(data, &f) != nil {
-		return c.model
-	}
-	c.mod, c.size = fi.ModTime(), fi.Size()
-	c.model = DefaultEmbeddingModel
-	if f.EmbeddingModel != nil {
-		c.model = *f.EmbeddingModel
-	}
-	return c.model
+	return model
 }

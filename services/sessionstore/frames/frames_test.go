@@ -20,6 +20,7 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/sessionstore/frames"
+	"github.com/waggle-os/core/services/sessionstore/settings"
 )
 
 var ctx = context.Background()
@@ -84,7 +85,11 @@ type fixture struct {
 // start opens minds over b; llm nil means no embedder.
 func start(t *testing.T, b frames.Backend, llm *llmtest.Server, dir string, clk *clock) *frames.Minds {
 	t.Helper()
-	cfg := frames.Config{DataDir: dir, Backend: b, Now: clk.now, RetryInterval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
+	st, err := settings.New(settings.Config{DataDir: dir, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := frames.Config{Setting: st.Value, Backend: b, Now: clk.now, RetryInterval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
 	if llm != nil {
 		cfg.Embedder = frames.NewOpenAIEmbedder(llm.URL(), "")
 	}

@@ -3,6 +3,7 @@ package frames
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,8 +33,10 @@ const (
 
 // Config configures Minds.
 type Config struct {
-	// DataDir holds config.json (embeddingModel). Required.
-	DataDir string
+	// Setting returns a top-level field of the settings (config.json,
+	// whose one reader is sessionstore/settings): embeddingModel. Nil: no
+	// settings, the default model.
+	Setting func(key string) json.RawMessage
 	// Backend stores the frames. Required.
 	Backend Backend
 	// Embedder requests vectors; nil: keyword search only.
@@ -75,7 +78,7 @@ type Knowledge interface {
 type Minds struct {
 	cfg   Config
 	log   *slog.Logger
-	model *memoryConfig
+	model embeddingModel
 
 	kick chan struct{}
 	stop context.CancelFunc
@@ -105,7 +108,7 @@ func New(cfg Config) *Minds {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Minds{cfg: cfg, log: cfg.Logger.With("component", "minds"), model: newMemoryConfig(cfg.DataDir),
+	return &Minds{cfg: cfg, log: cfg.Logger.With("component", "minds"), model: embeddingModel{setting: cfg.Setting},
 		kick: make(chan struct{}, 1), queryVecs: map[string][]float32{}}
 }
 

@@ -118,7 +118,7 @@ func writeLines(path string, n int, line func(i int) any) error {
 func BenchmarkConnectedSearch100k(b *testing.B) {
 	dir := scaleMind(b)
 	k := knowledge.New(knowledge.Config{Backend: graph.NewJSONL(dir)})
-	m := frames.New(frames.Config{DataDir: dir, Backend: frames.NewJSONL(dir), Knowledge: k})
+	m := frames.New(frames.Config{Backend: frames.NewJSONL(dir), Knowledge: k})
 	rng := rand.New(rand.NewPCG(3, 5))
 	query := func() string {
 		return scale.words[rng.IntN(200)] + " " + scale.words[rng.IntN(5000)] + " " + strings.ToLower(entityName(rng.IntN(scaleEntities)))

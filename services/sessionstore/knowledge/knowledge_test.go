@@ -2,8 +2,10 @@ package knowledge_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +24,7 @@ import (
 	"github.com/waggle-os/core/services/sessionstore/frames"
 	"github.com/waggle-os/core/services/sessionstore/graph"
 	"github.com/waggle-os/core/services/sessionstore/knowledge"
+	"github.com/waggle-os/core/services/sessionstore/settings"
 )
 
 // The extraction worker is a goroutine Knowledge owns: Stop must end it.
@@ -153,7 +156,7 @@ func TestModelExtractor(t *testing.T) {
 	llm.Start()
 	t.Cleanup(llm.Close)
 	dir := t.TempDir()
-	x := knowledge.NewModelExtractor(llm.URL(), "", dir)
+	x := knowledge.NewModelExtractor(llm.URL(), "", settingsIn(t, dir))
 
 	// Off unless config.json asks for it: no call at all.
 	write := func(s string) {
@@ -212,7 +215,7 @@ func TestStopMidExtractionKeepsTheWork(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"budgetModel":"cheap-1","knowledgeExtraction":"model"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	x := knowledge.NewModelExtractor(llm.URL(), "", dir)
+	x := knowledge.NewModelExtractor(llm.URL(), "", settingsIn(t, dir))
 	graphDir := t.TempDir()
 	run := func() *knowledge.Knowledge {
 		k := knowledge.New(knowledge.Config{Backend: graph.NewJSONL(graphDir), Model: x})
@@ -280,4 +283,15 @@ func TestStopMidExtractionKeepsTheWork(t *testing.T) {
 		info, err := st.Info(ctx)
 		return err == nil && info.State.Msgs == 0
 	})
+}
+
+// settingsIn is the settings of the data dir dir (its config.json), as
+// the session store hands them to the extractor.
+func settingsIn(t *testing.T, dir string) func(string) json.RawMessage {
+	t.Helper()
+	st, err := settings.New(settings.Config{DataDir: dir, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Value
 }

@@ -76,12 +76,8 @@ func New(cfg Config) (*Store, error) {
 	return &Store{cfg: cfg, path: filepath.Join(cfg.DataDir, FileName)}, nil
 }
 
-// Register adds the settings endpoints to svc.
-func Register(svc *bus.Service, cfg Config) error {
-	s, err := New(cfg)
-	if err != nil {
-		return err
-	}
+// Register adds s's endpoints to svc.
+func Register(svc *bus.Service, s *Store) error {
 	return errors.Join(
 		bus.Handle(svc, protocol.GetSettings, func(context.Context, protocol.Empty) (protocol.SettingsDoc, error) {
 			return s.Get()
@@ -100,6 +96,21 @@ func (s *Store) Get() (protocol.SettingsDoc, error) {
 		return protocol.SettingsDoc{}, err
 	}
 	return s.doc()
+}
+
+// Value is the current value of top-level field key (nil when the file
+// has none): what Get would answer, without encoding the whole document.
+// The store's own components (knowledge extraction, the embedding model)
+// read their fields here, so the file has one reader and a change through
+// Patch is seen by the next call. A file that cannot be stat'ed keeps the
+// last good value.
+func (s *Store) Value(key string) json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.refresh(); err != nil {
+		s.cfg.Log.Warn("settings file unreadable; keeping the last good one", "path", s.path, "err", err)
+	}
+	return s.good[key]
 }
 
 // Patch applies p and rewrites the file.

@@ -144,6 +144,33 @@ type pgStore struct {
 	pool *pgxpool.Pool
 }
 
+// Keys lists the keys of the documents in PostgreSQL (pool, migrated) for
+// which keep is true: a store that splits documents between PostgreSQL
+// and files finds those an older version put on the wrong side.
+func Keys(ctx context.Context, pool *pgxpool.Pool, keep func(Key) bool) ([]Key, error) {
+	if err := schema.Migrate(ctx, pool); err != nil {
+		return nil, fmt.Errorf("userdocs: migrate: %w", err)
+	}
+	rows, err := pool.Query(ctx, `SELECT kind, scope, owner FROM user_docs WHERE doc <> 'null' ORDER BY kind, scope, owner`)
+	if err != nil {
+		return nil, fmt.Errorf("userdocs: list: %w", err)
+	}
+	var (
+		k   Key
+		out []Key
+	)
+	_, err = pgx.ForEachRow(rows, []any{&k.Kind, &k.Scope, &k.Owner}, func() error {
+		if keep(k) {
+			out = append(out, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("userdocs: list: %w", err)
+	}
+	return out, nil
+}
+
 func (p *pgStore) Get(ctx context.Context, k Key) ([]byte, bool, error) {
 	if err := k.check(); err != nil {
 		return nil, false, err

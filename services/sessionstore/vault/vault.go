@@ -131,15 +131,15 @@ func New(cfg Config) (*Vault, error) {
 	return v, nil
 }
 
-// Register migrates the vault's table (with a pool) and adds its
-// endpoints to svc.
-func Register(ctx context.Context, svc *bus.Service, cfg Config, _ *slog.Logger) error {
-	v, err := New(cfg)
-	if err != nil {
-		return err
-	}
-	if cfg.Pool != nil {
-		if err := Migrate(ctx, cfg.Pool); err != nil {
+// Register migrates v's table and moves an older version's team secrets
+// out of vault.json (with a pool, ImportFile), then adds v's endpoints to
+// svc.
+func Register(ctx context.Context, svc *bus.Service, v *Vault, log *slog.Logger) error {
+	if v.pg != nil {
+		if err := Migrate(ctx, v.pg.pool); err != nil {
+			return err
+		}
+		if _, err := v.ImportFile(ctx, log); err != nil {
 			return err
 		}
 	}
@@ -235,6 +235,36 @@ func (v *Vault) Delete(ctx context.Context, team, name string) (protocol.Deleted
 	}
 	v.changed()
 	return protocol.DeletedReply{Deleted: true}, nil
+}
+
+// DeleteTeam removes every secret of team: a deleted team's keys must not
+// pass to a team created later under the same id.
+func (v *Vault) DeleteTeam(ctx context.Context, team string) error {
+	if team == "" {
+		return errors.New("vault: DeleteTeam needs a team")
+	}
+	var err error
+	if v.pg != nil {
+		_, err = v.pg.pool.Exec(ctx, `DELETE FROM vault_secrets WHERE team = $1`, team)
+		if err != nil {
+			err = fmt.Errorf("vault: delete team %s: %w", team, err)
+		}
+	}
+	// An older version's file may still hold entries of the team (ones
+	// that did not open and so were not moved).
+	b := v.files
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f, ferr := b.read()
+	if ferr == nil && len(f.Teams[team]) > 0 {
+		delete(f.Teams, team)
+		ferr = b.write(f)
+	}
+	if err = errors.Join(err, ferr); err != nil {
+		return err
+	}
+	v.changed()
+	return nil
 }
 
 // Reveal opens one secret.

@@ -43,6 +43,14 @@ type Config struct {
 	DataDir string
 	// Pool, when set, keeps the state in PostgreSQL instead of files.
 	Pool *pgxpool.Pool
+	// IsTeam, with Pool and DataDir, splits the state by the store's rule
+	// (team workspaces in PostgreSQL, personal ones in files): it reports
+	// whether a workspace lives in PostgreSQL. Nil: all in Pool.
+	IsTeam func(ctx context.Context, workspace string) (bool, error)
+	// Personal, with IsTeam, reports whether a workspace whose state an
+	// older version kept in PostgreSQL is a personal workspace that
+	// exists: Open moves such state into its file.
+	Personal func(ctx context.Context, workspace string) (bool, error)
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -73,7 +81,17 @@ func Open(cfg Config) (*Patterns, error) {
 		if _, err := pgmigrate.Up(ctx, cfg.Pool, pgmigrate.Set{FS: pgmigrate.Sub(migrations, "migrations"), Table: schemaTable, LockID: migrationLockID}); err != nil {
 			return nil, fmt.Errorf("workflows: migrate: %w", err)
 		}
-		return &Patterns{cfg: cfg, b: &pgBackend{pool: cfg.Pool}}, nil
+		pg := &pgBackend{pool: cfg.Pool}
+		if cfg.IsTeam == nil || cfg.DataDir == "" {
+			return &Patterns{cfg: cfg, b: pg}, nil
+		}
+		r := &router{isTeam: cfg.IsTeam, files: &fileBackend{dir: cfg.DataDir}, team: pg}
+		if cfg.Personal != nil {
+			if err := r.movePersonal(ctx, cfg.Personal); err != nil {
+				return nil, err
+			}
+		}
+		return &Patterns{cfg: cfg, b: r}, nil
 	}
 	if cfg.DataDir == "" {
 		return nil, errors.New("workflows: DataDir is required")
@@ -264,4 +282,81 @@ func (p *pgBackend) update(ctx context.Context, workspace string, fn func(*state
 		}
 		return nil
 	})
+}
+
+// router keeps a team workspace's state in PostgreSQL and a personal
+// one's in its file, as the session store places the workspaces.
+type router struct {
+	isTeam      func(ctx context.Context, workspace string) (bool, error)
+	files, team backend
+}
+
+func (r *router) pick(ctx context.Context, workspace string) (backend, error) {
+	team, err := r.isTeam(ctx, workspace)
+	if err != nil {
+		return nil, fmt.Errorf("workflows: where %s lives: %w", workspace, err)
+	}
+	if team {
+		return r.team, nil
+	}
+	return r.files, nil
+}
+
+func (r *router) read(ctx context.Context, workspace string) (state, error) {
+	b, err := r.pick(ctx, workspace)
+	if err != nil {
+		return state{}, err
+	}
+	return b.read(ctx, workspace)
+}
+
+func (r *router) update(ctx context.Context, workspace string, fn func(*state)) error {
+	b, err := r.pick(ctx, workspace)
+	if err != nil {
+		return err
+	}
+	return b.update(ctx, workspace, fn)
+}
+
+// movePersonal moves the state an older version kept in PostgreSQL for
+// personal workspaces (it kept every workspace's there) into their files,
+// which it replaces (PostgreSQL held the newer state), then deletes the
+// rows. A crash in between writes the same file again at the next start.
+func (r *router) movePersonal(ctx context.Context, personal func(context.Context, string) (bool, error)) error {
+	pg := r.team.(*pgBackend)
+	rows, err := pg.pool.Query(ctx, `SELECT workspace FROM workflow_state ORDER BY workspace`)
+	if err != nil {
+		return fmt.Errorf("workflows: list: %w", err)
+	}
+	wss, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("workflows: list: %w", err)
+	}
+	files := r.files.(*fileBackend)
+	for _, ws := range wss {
+		if !protocol.ValidID(ws) {
+			continue
+		}
+		ok, err := personal(ctx, ws)
+		if err != nil {
+			return fmt.Errorf("workflows: where %s lives: %w", ws, err)
+		}
+		if !ok {
+			continue
+		}
+		st, err := pg.read(ctx, ws)
+		if err != nil {
+			return err
+		}
+		files.mu.Lock()
+		err = files.save(ws, st)
+		files.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if _, err := pg.pool.Exec(ctx, `DELETE FROM workflow_state WHERE workspace = $1`, ws); err != nil {
+			return fmt.Errorf("workflows: move %s: %w", ws, err)
+		}
+	}
+	return nil
 }

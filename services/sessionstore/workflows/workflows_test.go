@@ -2,12 +2,16 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/waggle-os/core/libs/pgtest"
@@ -186,5 +190,49 @@ func TestObserveRejects(t *testing.T) {
 		if _, err := s.Observe(context.Background(), r); protocol.KindOf(err) != protocol.Invalid {
 			t.Errorf("Observe(%+v) = %v, want 400", r, err)
 		}
+	}
+}
+
+// TestPersonalStateMovesOutOfPostgres: split by workspace, a personal
+// workspace's state an older version kept in PostgreSQL moves into its
+// file at open (its row goes), a team workspace's stays, and one of a
+// workspace that is neither (deleted) is left alone.
+func TestPersonalStateMovesOutOfPostgres(t *testing.T) {
+	pool, err := pgxpool.New(context.Background(), pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	ctx := context.Background()
+	seq := []string{"read_file", "search_files", "write_file"}
+	old := mustOpen(t, Config{Pool: pool})
+	for _, ws := range []string{"mine", "ours", "gone"} {
+		for i := range 3 {
+			if _, err := old.Observe(ctx, protocol.WorkflowObserveRequest{Workspace: ws, Session: fmt.Sprint("s", i), Tools: seq}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	dir := t.TempDir()
+	isTeam := func(_ context.Context, ws string) (bool, error) { return ws == "ours", nil }
+	personal := func(_ context.Context, ws string) (bool, error) { return ws == "mine", nil }
+	split := mustOpen(t, Config{DataDir: dir, Pool: pool, IsTeam: isTeam, Personal: personal})
+	for _, ws := range []string{"mine", "ours"} {
+		if l, err := split.List(ctx, ws); err != nil || len(l.Workflows) != 1 {
+			t.Errorf("%s after the move: %+v %v", ws, l, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "workspaces", "mine", FileName)); err != nil {
+		t.Errorf("the personal workspace's file: %v", err)
+	}
+	r, _ := pool.Query(ctx, `SELECT workspace FROM workflow_state ORDER BY workspace`)
+	rows, err := pgx.CollectRows(r, pgx.RowTo[string])
+	if err != nil || fmt.Sprint(rows) != "[gone ours]" {
+		t.Errorf("rows after the move = %v %v, want [gone ours]", rows, err)
+	}
+	// Again: nothing moves, the file is read.
+	again := mustOpen(t, Config{DataDir: dir, Pool: pool, IsTeam: isTeam, Personal: personal})
+	if l, err := again.List(ctx, "mine"); err != nil || len(l.Workflows) != 1 {
+		t.Errorf("mine after a second open: %+v %v", l, err)
 	}
 }

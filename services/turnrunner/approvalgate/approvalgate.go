@@ -222,6 +222,12 @@ func (g *Gate) ask(ctx context.Context, req protocol.ApprovalCheckRequest) (prot
 			return rep, nil
 		}
 		if ctx.Err() != nil {
+			// The service may have created the entry of the check we
+			// stopped waiting for: Close must withdraw it, or it waits,
+			// listed and approvable, for a call that will never run.
+			g.mu.Lock()
+			g.unsure = true
+			g.mu.Unlock()
 			return rep, ctx.Err()
 		}
 		if !errors.Is(err, protocol.ErrUnavailable) || time.Now().After(giveUp) {

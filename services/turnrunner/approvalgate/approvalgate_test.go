@@ -15,6 +15,7 @@ import (
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/natstest"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/turnrunner/agent"
 )
 
@@ -42,6 +43,9 @@ type fakeService struct {
 	// onMissing, when set, runs in each state request for an entry the
 	// bucket does not have.
 	onMissing func(id string)
+	// onCheck, when set, runs in each check before the entry is created.
+	onCheck func()
+	created []string // ids of the entries checks created
 }
 
 type env struct {
@@ -116,9 +120,12 @@ func (f *fakeService) set(reply protocol.ApprovalCheckReply) {
 
 func (f *fakeService) check(ctx context.Context, req protocol.ApprovalCheckRequest) (protocol.ApprovalCheckReply, error) {
 	f.mu.Lock()
-	rep, d := f.reply, f.deadline
+	rep, d, onCheck := f.reply, f.deadline, f.onCheck
 	f.checks = append(f.checks, req)
 	f.mu.Unlock()
+	if onCheck != nil {
+		onCheck()
+	}
 	if rep.Action != protocol.ApprovalAsk {
 		return rep, nil
 	}
@@ -134,7 +141,16 @@ func (f *fakeService) check(ctx context.Context, req protocol.ApprovalCheckReque
 	if _, err := f.kv.Create(ctx, e.RequestID, data); err != nil {
 		return protocol.ApprovalCheckReply{}, err
 	}
+	f.mu.Lock()
+	f.created = append(f.created, e.RequestID)
+	f.mu.Unlock()
 	return rep, nil
+}
+
+func (f *fakeService) createdIDs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.created...)
 }
 
 // setState is a compare-and-set of a non-final entry to state, announced
@@ -507,6 +523,42 @@ func TestCancelledTurnStopsWaitingAndCancelsTheEntry(t *testing.T) {
 	g.Close(ctx)
 	if got := e.fake.cancelledTurns(); len(got) != 1 || got[0] != "turn-1" {
 		t.Fatalf("cancelled turns %q", got)
+	}
+}
+
+// TestCancelDuringCheckLeavesNothingPending: a turn (or a sub-agent) that
+// stops while its check is still with the approval service, which then
+// creates the pending entry, leaves nothing a user could approve: Close
+// withdraws the entry whose id the gate never learnt.
+func TestCancelDuringCheckLeavesNothingPending(t *testing.T) {
+	e := newEnv(t)
+	e.fake.set(protocol.ApprovalCheckReply{Action: protocol.ApprovalAsk})
+	checking, release := make(chan struct{}), make(chan struct{})
+	e.fake.mu.Lock()
+	e.fake.onCheck = func() { close(checking); <-release }
+	e.fake.mu.Unlock()
+	rec := newRecorder()
+	g := newGate(e, rec, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := checkAsync(g, ctx)
+	select {
+	case <-checking:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the check never reached the service")
+	}
+	cancel()
+	if r := await(t, ch); !errors.Is(r.err, context.Canceled) || r.v.Allow {
+		t.Fatalf("verdict %+v %v, want context.Canceled", r.v, r.err)
+	}
+	close(release) // the service goes on and creates the entry
+	waitfor.True(t, "the service created the entry", func() bool { return len(e.fake.createdIDs()) == 1 })
+	g.Close(ctx)
+	id := e.fake.createdIDs()[0]
+	if st := e.fake.entry(context.Background(), id).State; st != protocol.ApprovalStateCancelled {
+		t.Fatalf("entry of the abandoned check: state %q, want cancelled", st)
+	}
+	if log := rec.log(); len(log) != 0 {
+		t.Errorf("events of the abandoned check: %q", log)
 	}
 }
 

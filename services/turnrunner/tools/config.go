@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/waggle-os/core/services/turnrunner/tools/pdftext"
 )
 
 // Config tunes the built-in tools. Zero numeric fields take their defaults.
@@ -52,6 +54,10 @@ type Config struct {
 	// WebFetchMaxBytes is the most of a response body web_fetch reads; the
 	// rest is not downloaded. Default 2 MiB.
 	WebFetchMaxBytes int64
+	// DocumentTimeout bounds read_document's reading of one PDF (in a
+	// worker process, killed at the limit). Default pdftext.DefaultTimeout
+	// (1m).
+	DocumentTimeout time.Duration
 
 	// webFetchIsPublic and webFetchLookup replace netguard.IsPublic and
 	// the DNS resolver in tests, so loopback servers can play public ones.
@@ -92,6 +98,7 @@ func (c Config) Validate() error {
 	neg("SearchMaxFileSize", c.SearchMaxFileSize)
 	neg("WebFetchTimeout", int64(c.WebFetchTimeout))
 	neg("WebFetchMaxBytes", c.WebFetchMaxBytes)
+	neg("DocumentTimeout", int64(c.DocumentTimeout))
 	d := c.withDefaults()
 	if d.BashTimeout > d.BashMaxTimeout {
 		errs = append(errs, fmt.Errorf("tools: config: BashTimeout %v exceeds BashMaxTimeout %v", d.BashTimeout, d.BashMaxTimeout))
@@ -127,6 +134,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WebFetchMaxBytes <= 0 {
 		c.WebFetchMaxBytes = DefaultWebFetchMaxBytes
+	}
+	if c.DocumentTimeout <= 0 {
+		c.DocumentTimeout = pdftext.DefaultTimeout
 	}
 	return c
 }

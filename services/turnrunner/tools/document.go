@@ -10,12 +10,11 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ledongthuc/pdf"
+	"github.com/waggle-os/core/services/turnrunner/tools/pdftext"
 )
 
 // read_document limits.
@@ -29,18 +28,12 @@ const (
 	// the parts of a DOCX, XLSX or PPTX together, the page content and
 	// font maps of a PDF's pages (a stream shared by many pages counts for
 	// each). Past it the call is an error, not a runner out of memory.
-	docInflateMaxBytes = 64 << 20
+	docInflateMaxBytes = pdftext.MaxInflateBytes
 	// docMaxEntries bounds the files of an Office package.
 	docMaxEntries = 10_000
 	// docMaxCells bounds the cells of a workbook's selected sheets, the
 	// empty ones a cell's column reference skips included.
 	docMaxCells = 2_000_000
-	// pdfMaxObjects bounds a PDF's objects (its cross-reference sizes and
-	// object streams' counts, read before the PDF is parsed: the reader
-	// allocates by them).
-	pdfMaxObjects = 500_000
-	// pdfMaxPages bounds the pages read.
-	pdfMaxPages = 5_000
 	// docMaxParts bounds how many slides or sheets are read.
 	docMaxParts = 500
 	// defaultDocChars and maxDocChars bound the text returned.
@@ -48,7 +41,9 @@ const (
 	maxDocChars     = 200_000
 )
 
-type readDocumentTool struct{}
+// readDocumentTool reads documents; a PDF is read by a pdftext worker
+// process under pdf's time limit.
+type readDocumentTool struct{ pdf pdftext.Config }
 
 func (readDocumentTool) Name() string { return "read_document" }
 
@@ -85,8 +80,8 @@ func (in *readDocumentInput) validate() error {
 	return nil
 }
 
-func (readDocumentTool) Decode(input json.RawMessage) (Call, error) {
-	return decodeCall(input, func(_ context.Context, env Env, in *readDocumentInput) (string, error) {
+func (t readDocumentTool) Decode(input json.RawMessage) (Call, error) {
+	return decodeCall(input, func(ctx context.Context, env Env, in *readDocumentInput) (string, error) {
 		data, rel, err := readWorkspaceFile(env, in.Path, DocumentMaxBytes)
 		if err != nil {
 			return "", err
@@ -95,7 +90,12 @@ func (readDocumentTool) Decode(input json.RawMessage) (Call, error) {
 		var text string
 		switch ext := strings.ToLower(path.Ext(rel)); ext {
 		case ".pdf":
-			text, err = pdfText(data, pages)
+			// Text past 4× the most characters returned is not
+			// extracted.
+			text, err = pdftext.Text(ctx, t.pdf, data, pages, 4*maxDocChars)
+			if ctx.Err() != nil {
+				return "", ctx.Err()
+			}
 		case ".docx":
 			text, err = docxText(data)
 		case ".xlsx":
@@ -198,103 +198,7 @@ func parsePages(spec string) (pageSet, error) {
 
 // errInflate is the error of a document that decompresses past
 // docInflateMaxBytes: a zip or PDF bomb, or just too big to read.
-var errInflate = fmt.Errorf("the document decompresses to more than %d MiB; read_document stops there", docInflateMaxBytes>>20)
-
-// pdfText extracts the selected pages' text. The PDF reader panics on
-// malformed files; that is an error here, not a crash. Before parsing,
-// the object counts the reader would allocate by are checked; each page's
-// content and font maps are decompressed once into a count against
-// docInflateMaxBytes before the reader interprets them; text past
-// maxDocChars is not extracted.
-func pdfText(data []byte, pages pageSet) (text string, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			text, err = "", errors.New("the PDF is damaged or uses features that cannot be read")
-		}
-	}()
-	if err := checkPDFObjects(data); err != nil {
-		return "", err
-	}
-	r, err := pdf.NewReader(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		if strings.Contains(err.Error(), "encrypt") {
-			return "", errors.New("the PDF is encrypted")
-		}
-		return "", errors.New("not a readable PDF")
-	}
-	var b strings.Builder
-	total := r.NumPage()
-	fmt.Fprintf(&b, "[PDF, %d pages]\n", total)
-	budget := int64(docInflateMaxBytes)
-	for i := 1; i <= min(total, pdfMaxPages) && b.Len() <= 4*maxDocChars; i++ {
-		if !pages.has(i) {
-			continue
-		}
-		p := r.Page(i)
-		if p.V.IsNull() {
-			continue
-		}
-		if budget -= pageInflation(p, budget); budget < 0 {
-			return "", errInflate
-		}
-		t, err := p.GetPlainText(nil)
-		if err != nil {
-			return "", fmt.Errorf("page %d cannot be read", i)
-		}
-		fmt.Fprintf(&b, "\n## Page %d\n\n%s\n", i, strings.TrimSpace(t))
-	}
-	if total > pdfMaxPages {
-		fmt.Fprintf(&b, "\n[read_document reads the first %d pages]\n", pdfMaxPages)
-	}
-	return b.String(), nil
-}
-
-// pdfCounts finds the counts a PDF declares: /Size of its
-// cross-reference tables and streams, /N of its object streams.
-var pdfCounts = regexp.MustCompile(`/(?:Size|N)\s+(\d+)`)
-
-// checkPDFObjects refuses a PDF declaring more than pdfMaxObjects objects
-// anywhere (the dictionaries holding the counts are never compressed).
-func checkPDFObjects(data []byte) error {
-	for _, m := range pdfCounts.FindAllSubmatch(data, -1) {
-		if n, err := strconv.Atoi(string(m[1])); err != nil || n > pdfMaxObjects {
-			return fmt.Errorf("the PDF declares more than %d objects; read_document does not open it", pdfMaxObjects)
-		}
-	}
-	return nil
-}
-
-// pageInflation is how many bytes page p's content streams and its fonts'
-// ToUnicode maps decompress to (what the text extraction reads), counted
-// up to limit+1.
-func pageInflation(p pdf.Page, limit int64) int64 {
-	var n int64
-	count := func(v pdf.Value) {
-		if v.Kind() != pdf.Stream || n > limit {
-			return
-		}
-		rc := v.Reader()
-		defer rc.Close()
-		c, _ := io.Copy(io.Discard, io.LimitReader(rc, limit-n+1))
-		n += c
-	}
-	contents := p.V.Key("Contents")
-	if contents.Kind() == pdf.Array {
-		for i := 0; i < contents.Len() && i < docMaxEntries; i++ {
-			count(contents.Index(i))
-		}
-	} else {
-		count(contents)
-	}
-	fonts := p.Resources().Key("Font")
-	for i, name := range fonts.Keys() {
-		if i >= docMaxEntries {
-			break
-		}
-		count(fonts.Key(name).Key("ToUnicode"))
-	}
-	return n
-}
+var errInflate = pdftext.ErrInflate
 
 // ooxml is an opened DOCX, XLSX or PPTX package.
 type ooxml struct {

@@ -4,12 +4,16 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/zlib"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waggle-os/core/libs/waitfor"
 )
 
 // testPDF builds a PDF with one page per text, in Helvetica, the way a
@@ -297,4 +301,112 @@ func TestReadDocumentBombs(t *testing.T) {
 	if out, err := call(t, env, "read_document", map[string]any{"path": "ok.xlsx"}); err != nil || !strings.Contains(out, "\t\tTRUE") {
 		t.Errorf("read_document ok.xlsx = %q, %v", out, err)
 	}
+}
+
+// loopingPDF is a hostile PDF whose page tree contains itself: the PDF
+// reader looking for page 1 descends into the same node forever, using
+// no memory and never returning.
+func loopingPDF() []byte {
+	return pdfFile([]string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [2 0 R] /Count 1 >>",
+	})
+}
+
+// readInBackground runs read_document on path and returns the channel its
+// outcome arrives on.
+func readInBackground(t *testing.T, ctx context.Context, cfg Config, env Env, path string) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := callCtx(t, ctx, cfg, env, "read_document", map[string]any{"path": path})
+		done <- err
+	}()
+	return done
+}
+
+// ended waits for a read to end. The bound is not a speed requirement: a
+// read that never ends (the old in-process reader on a looping PDF) fails
+// here rather than hanging the test binary.
+func ended(t *testing.T, done <-chan error, what string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("%s: read_document still reading after 2 minutes", what)
+		return nil
+	}
+}
+
+// workers are the PDF workers this test binary started that still run
+// (/proc: Linux).
+func workers(t *testing.T) []string {
+	t.Helper()
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []string
+	for _, s := range stats {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			continue // ended while listed
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
+		_, rest, _ := bytes.Cut(b, []byte(") "))
+		if f := strings.Fields(string(rest)); len(f) > 1 && f[1] == fmt.Sprint(os.Getpid()) && isPDFWorker(filepath.Dir(s)) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestReadDocumentHostilePDFIsStopped: a PDF whose page tree loops
+// forever costs a turn at most read_document's time limit, after which
+// the call is an error naming it; a turn cancelled while such a PDF is
+// read stops waiting at once, and no worker is left running either way.
+func TestReadDocumentHostilePDFIsStopped(t *testing.T) {
+	env := newEnv(t)
+	writeBytes(t, env, "loop.pdf", loopingPDF())
+
+	t.Run("time limit", func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.DocumentTimeout = 2 * time.Second
+		err := ended(t, readInBackground(t, context.Background(), cfg, env, "loop.pdf"), "time limit")
+		if err == nil || !strings.Contains(err.Error(), "took longer than 2s") {
+			t.Fatalf("read_document loop.pdf: %v, want the time limit's error", err)
+		}
+		if w := workers(t); len(w) != 0 {
+			t.Errorf("workers left running: %v", w)
+		}
+	})
+
+	t.Run("cancelled", func(t *testing.T) {
+		if _, err := os.Stat("/proc/self/stat"); err != nil {
+			t.Skip("needs /proc to see the worker")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		// The default limit (a minute): only the cancel can end this read.
+		done := readInBackground(t, ctx, DefaultConfig(), env, "loop.pdf")
+		waitfor.True(t, "the PDF worker runs", func() bool { return len(workers(t)) == 1 })
+		cancel()
+		if err := ended(t, done, "cancelled"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled read_document: %v, want context.Canceled", err)
+		}
+		if w := workers(t); len(w) != 0 {
+			t.Errorf("the cancelled read left its worker running: %v", w)
+		}
+	})
+
+	// A sound PDF still reads, through the worker.
+	writeBytes(t, env, "ok.pdf", testPDF("still readable"))
+	if out := mustCall(t, env, "read_document", map[string]any{"path": "ok.pdf"}); !strings.Contains(out, "still readable") {
+		t.Errorf("read_document ok.pdf = %q", out)
+	}
+}
+
+// isPDFWorker reports whether the process of /proc directory dir is a
+// read_document PDF worker (its environment marks it).
+func isPDFWorker(dir string) bool {
+	env, err := os.ReadFile(filepath.Join(dir, "environ"))
+	return err == nil && bytes.Contains(env, []byte("WAGGLE_PDFTEXT_WORKER=1"))
 }

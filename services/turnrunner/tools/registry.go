@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/tools/pdftext"
 )
 
 // Memory stores and recalls a workspace's memories. The turn runner
@@ -135,7 +136,7 @@ func NewRegistry(cfg Config) *Registry {
 	}
 	builtins = append(builtins, saveMemoryTool{}, searchMemoryTool{}, generateDocxTool{}, webFetchTool{cfg: cfg})
 	builtins = append(builtins, gitStatusTool{cfg}, gitDiffTool{cfg}, gitLogTool{cfg}, gitCommitTool{cfg}, gitBranchTool{cfg})
-	builtins = append(builtins, webSearchTool{}, readDocumentTool{}, generateXlsxTool{})
+	builtins = append(builtins, webSearchTool{}, readDocumentTool{pdf: pdftext.Config{Timeout: cfg.DocumentTimeout}}, generateXlsxTool{})
 	builtins = append(builtins, createPlanTool{}, addPlanStepTool{}, executeStepTool{}, showPlanTool{})
 	builtins = append(builtins, queryKnowledgeTool{}, correctKnowledgeTool{})
 	builtins = append(builtins, getIdentityTool{}, getAwarenessTool{}, addTaskTool{})

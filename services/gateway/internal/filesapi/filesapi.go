@@ -18,6 +18,8 @@ import (
 	"net/http"
 	"path"
 	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/go-chi/chi/v5"
 
@@ -27,6 +29,11 @@ import (
 	"github.com/waggle-os/core/services/gateway/internal/respond"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
 )
+
+// FormRoute is the route pattern of the upload, the one route whose body
+// may be multipart/form-data as well as JSON (the gateway's media-type
+// rule lets a form through to it alone).
+const FormRoute = "/api/workspaces/{id}/files/upload"
 
 // uploadBodyLimit admits a MaxFileTransfer file base64-encoded in JSON.
 const uploadBodyLimit = protocol.MaxFileTransfer/3*4 + 64<<10
@@ -45,7 +52,7 @@ func Mount(r chi.Router, d forward.Deps) {
 	h := handlers{d: d}
 	r.Get("/workspaces/{id}/files/list", h.list)
 	r.Get("/workspaces/{id}/files/download", h.download)
-	r.Post("/workspaces/{id}/files/upload", h.upload)
+	r.Post(strings.TrimPrefix(FormRoute, "/api"), h.upload)
 	r.Post("/workspaces/{id}/files/mkdir", h.mkdir)
 	r.Post("/workspaces/{id}/files/delete", h.remove)
 	r.Post("/workspaces/{id}/files/move", h.move)
@@ -118,12 +125,17 @@ func (h handlers) download(w http.ResponseWriter, r *http.Request) {
 }
 
 // upload is JSON {path, name, data}: data is the file in base64, written
-// to path/name (multipart is not accepted).
+// to path/name; or a multipart form, as the original app sends it
+// (uploadForm).
 //
 // A body that cannot hold a file of MaxFileTransfer bytes or less is
 // refused with the original's 413 text: by its Content-Length before a
 // byte of it is read, or (sent chunked) once reading passes the limit.
 func (h handlers) upload(w http.ResponseWriter, r *http.Request) {
+	if mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "multipart/form-data" {
+		h.uploadForm(w, r, params["boundary"])
+		return
+	}
 	if r.ContentLength > uploadBodyLimit {
 		respond.Error(w, h.d.Log, errTooLarge)
 		return
@@ -144,8 +156,8 @@ func (h handlers) upload(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, h.d.Log, protocol.Errorf(protocol.Invalid, "Provide {path, name, data} as JSON (data in base64)"))
 		return
 	}
-	if name != path.Base(name) || name == "." || name == ".." {
-		respond.Error(w, h.d.Log, protocol.Errorf(protocol.Invalid, "name must be a file name, not a path"))
+	if err := checkFileName(name); err != nil {
+		respond.Error(w, h.d.Log, err)
 		return
 	}
 	raw, err := base64.StdEncoding.DecodeString(data)
@@ -162,6 +174,19 @@ func (h handlers) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	respond.JSON(w, http.StatusCreated, rep.Entry)
+}
+
+// checkFileName refuses a name that is not one path segment: the
+// directory comes from the path field, and the runner confines the
+// joined path to the workspace. A backslash (a Windows path, as old
+// browsers sent a form's filename) and control characters are refused
+// too rather than written into a name.
+func checkFileName(name string) error {
+	if name == "" || name != path.Base(name) || name == "." || name == ".." ||
+		strings.Contains(name, `\`) || strings.ContainsFunc(name, unicode.IsControl) {
+		return protocol.Errorf(protocol.Invalid, "name must be a file name, not a path")
+	}
+	return nil
 }
 
 // pathBody reads {"path": "…"}.

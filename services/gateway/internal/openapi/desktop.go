@@ -107,7 +107,7 @@ func desktopRoutes() []op {
 			params: []Parameter{wsParam, query("path", "the file (required)", str())},
 			errs:   []int{bad, forbidden, notFound, http.StatusRequestEntityTooLarge}, subjects: filesSubject},
 		{method: post, path: "/api/workspaces/{id}/files/upload", id: "uploadFile", tag: "desktop",
-			summary: "Write a file (JSON, data in base64, at most 5 MiB); not for viewers", params: []Parameter{wsParam}, status: http.StatusCreated,
+			summary: "Write a file (JSON, data in base64, at most 5 MiB; or multipart/form-data: file parts and a path field, from an allowed origin, answering an array for several files); not for viewers", params: []Parameter{wsParam}, status: http.StatusCreated,
 			body: object(req("path", strDesc("the directory")), req("name", strDesc("the file name")), req("data", strDesc("base64"))),
 			ok:   fileEntry, errs: []int{bad, forbidden, notFound, http.StatusRequestEntityTooLarge}, subjects: filesSubject},
 		{method: post, path: "/api/workspaces/{id}/files/mkdir", id: "makeDirectory", tag: "desktop",

@@ -20,6 +20,7 @@ import (
 
 	"github.com/waggle-os/core/libs/embednats"
 	"github.com/waggle-os/core/services/gateway"
+	"github.com/waggle-os/core/services/turnrunner/tools/pdftext"
 	"github.com/waggle-os/core/services/waggle/app"
 	"github.com/waggle-os/core/services/waggle/chatcli"
 )
@@ -38,7 +39,12 @@ Commands:
   version   print the version
 `
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	// Started as read_document's PDF worker, the process reads one PDF and
+	// exits here, before any flag or service (see pdftext).
+	pdftext.Main()
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {

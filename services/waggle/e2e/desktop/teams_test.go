@@ -1,9 +1,14 @@
 package desktop
 
 import (
+	"bytes"
+	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +16,7 @@ import (
 	"github.com/waggle-os/core/libs/llmtest"
 	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/sessionstore/vault"
 	"github.com/waggle-os/core/services/waggle/app"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
@@ -76,6 +82,21 @@ func TestTeamServerScopesVaultAndFiles(t *testing.T) {
 	}
 	if code := srv.JSON("POST", files+"upload", upload, nil, bearer(vic)...); code != http.StatusForbidden {
 		t.Errorf("a viewer uploads: %d, want 403", code)
+	}
+	// The same as a form (the original app's upload): a member writes, a
+	// viewer is refused before anything is written.
+	ctype, form1 := form(t, formPart{field: "file", filename: "form.txt", data: []byte("by form")}, formPart{field: "path", data: []byte("/")})
+	if code, out := postForm(t, srv.URL+files+"upload", ctype, bytes.NewReader(form1), bearer(vic)...); code != http.StatusForbidden {
+		t.Errorf("a viewer uploads a form: %d %s, want 403", code, out)
+	}
+	if b := body(t, srv.Do("GET", files+"download?path=/form.txt", nil, bearer(alice)...)); b == "by form" {
+		t.Error("a viewer's form was written")
+	}
+	if code, out := postForm(t, srv.URL+files+"upload", ctype, bytes.NewReader(form1), bearer(alice)...); code != http.StatusCreated {
+		t.Errorf("alice uploads a form: %d %s", code, out)
+	}
+	if b := body(t, srv.Do("GET", files+"download?path=/form.txt", nil, bearer(vic)...)); b != "by form" {
+		t.Errorf("a viewer downloads alice's form upload: %q", b)
 	}
 	if b := body(t, srv.Do("GET", files+"download?path=/plan.txt", nil, bearer(vic)...)); b != "acme plan" {
 		t.Errorf("a viewer downloads: %q", b)
@@ -228,5 +249,103 @@ func TestTeamVaultKeysReachOnlyTheirTeamsTurns(t *testing.T) {
 		if files := filesHolding(t, srv.DataDir, secret); len(files) > 0 {
 			t.Errorf("a team key is in clear in %v", files)
 		}
+	}
+}
+
+// TestOldTeamVaultFileMovesIntoPostgres: a team server of the previous
+// version kept the teams' vaults in <data-dir>/vault.json. Started on that
+// data dir, this version moves them into PostgreSQL: the team's admin
+// lists the key, the team's turn sends it to the model, the file no
+// longer holds it (the local vault's entry stays there), and a restart
+// changes nothing.
+func TestOldTeamVaultFileMovesIntoPostgres(t *testing.T) {
+	dir := t.TempDir()
+	old, err := vault.New(vault.Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const acmeKey, localKey = "sk-acme-from-the-old-file-01", "sk-local-from-the-old-file-02"
+	for _, s := range []protocol.VaultSetRequest{{Team: "acme", Name: "openai", Value: acmeKey}, {Name: "tavily", Value: localKey}} {
+		if _, err := old.Set(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	llm := newLLM(t, llmtest.WithDefault(llmtest.Reply("team reply")))
+	llm.SetModelsStatus(http.StatusUnauthorized)
+	srv := waggletest.Start(t, waggletest.WithLLM(llm.URL()), waggletest.WithDataDir(dir), waggletest.WithConfig(func(c *app.Config) {
+		c.SessionStore.PostgresURL = pgtest.URL(t)
+		c.Gateway.Auth = "required"
+		c.NATSListen = waggletest.FreeAddr(t)
+	}))
+	nc := srv.DialNATS()
+	defer nc.Close()
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "alice"})
+	alice := waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: "alice"}).Token
+	var ws map[string]any
+	if code := srv.JSON("POST", "/api/workspaces", map[string]any{"name": "Acme Ops", "teamId": "acme"}, &ws, bearer(alice)...); code/100 != 2 {
+		t.Fatalf("workspace: %d", code)
+	}
+	check := func(when string) {
+		t.Helper()
+		var list struct{ Secrets []struct{ Name string } }
+		if code := srv.JSON("GET", "/api/vault?team=acme", nil, &list, bearer(alice)...); code != http.StatusOK || len(list.Secrets) != 1 || list.Secrets[0].Name != "openai" {
+			t.Fatalf("%s: acme's vault = %d %+v", when, code, list)
+		}
+		before := len(llm.ChatRequests())
+		st := srv.Chat(map[string]any{"message": "hello", "workspace": fmt.Sprint(ws["id"]), "session": "s1"}, bearer(alice)...)
+		names := waggletest.Names(st.All(t))
+		st.Close()
+		reqs := llm.ChatRequests()[before:]
+		if len(reqs) == 0 || reqs[0].Header.Get("Authorization") != "Bearer "+acmeKey {
+			t.Fatalf("%s: acme's turn (%v) did not send the moved key", when, names)
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, vault.SecretsFile))
+		if err != nil {
+			t.Fatalf("%s: the local vault's file: %v", when, err)
+		}
+		var f struct {
+			Teams map[string]map[string]json.RawMessage `json:"teams"`
+		}
+		if err := json.Unmarshal(raw, &f); err != nil || len(f.Teams) != 1 || len(f.Teams[""]) != 1 {
+			t.Fatalf("%s: vault.json = %s, want the local entry only", when, raw)
+		}
+	}
+	check("after the start")
+	srv.Restart()
+	check("after a restart")
+}
+
+// TestDeletedTeamsVaultIsNotInherited: a team's vault goes with the team,
+// so whoever creates a team under the same id later finds none of its
+// keys.
+func TestDeletedTeamsVaultIsNotInherited(t *testing.T) {
+	srv := waggletest.Start(t, waggletest.WithConfig(func(c *app.Config) {
+		c.SessionStore.PostgresURL = pgtest.URL(t)
+		c.Gateway.Auth = "required"
+		c.NATSListen = waggletest.FreeAddr(t)
+	}))
+	nc := srv.DialNATS()
+	defer nc.Close()
+	token := func(user string) string {
+		return waggletest.Operate(t, nc, protocol.CreateToken, protocol.TokenCreateRequest{User: user}).Token
+	}
+	alice, mal := token("alice"), token("mal")
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "alice"})
+	const secret = "sk-acme-before-the-delete-01"
+	if code := srv.JSON("POST", "/api/vault?team=acme", map[string]any{"name": "openai", "value": secret}, nil, bearer(alice)...); code != http.StatusOK {
+		t.Fatalf("alice saves acme's key: %d", code)
+	}
+	if resp := srv.Do("DELETE", "/api/teams/acme", nil, bearer(alice)...); resp.StatusCode != http.StatusOK {
+		t.Fatalf("alice deletes acme: %d %s", resp.StatusCode, body(t, resp))
+	}
+	waggletest.Operate(t, nc, protocol.CreateTeam, protocol.TeamCreateRequest{ID: "acme", Owner: "mal"})
+	var list struct{ Secrets []struct{ Name string } }
+	if code := srv.JSON("GET", "/api/vault?team=acme", nil, &list, bearer(mal)...); code != http.StatusOK || len(list.Secrets) != 0 {
+		t.Errorf("the new acme's vault = %d %+v, want empty", code, list)
+	}
+	resp := srv.Do("POST", "/api/vault/openai/reveal?team=acme", nil, bearer(mal)...)
+	if b := body(t, resp); resp.StatusCode != http.StatusNotFound || strings.Contains(b, secret) {
+		t.Errorf("the new acme reveals the old key: %d %s", resp.StatusCode, b)
 	}
 }

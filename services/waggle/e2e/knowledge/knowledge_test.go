@@ -6,6 +6,7 @@ package knowledge
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -280,5 +281,64 @@ func TestModelExtraction(t *testing.T) {
 	g := waitRelation(t, srv, "workspace=w1", "Project Falcon", "depends_on", "Acme Corp")
 	if r := relation(g, "Ada Lovelace", "leads", "Project Falcon"); r == nil || r["confidence"] != 0.95 {
 		t.Errorf("leads = %v", r)
+	}
+}
+
+// TestExtractionModelFollowsTheSettings: the budget model that extracts
+// the graph is the settings' — the one the app saves through PUT
+// /api/settings is the next extraction's, and a broken hand edit of
+// config.json keeps the last good settings in force for extraction as
+// for everything else (the settings have one reader), instead of turning
+// extraction off.
+func TestExtractionModelFollowsTheSettings(t *testing.T) {
+	const marker = "You extract a knowledge graph"
+	llm := llmtest.New(llmtest.WithHandler(func(r *llmtest.Request) llmtest.Response {
+		if !strings.Contains(string(r.RawBody), marker) {
+			return llmtest.Reply("Understood.")
+		}
+		return llmtest.Reply(`{"entities":[],"relations":[]}`)
+	}))
+	llm.Start()
+	t.Cleanup(llm.Close)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"budgetModel":"first-extractor","knowledgeExtraction":"model","gepa":false}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := waggletest.Start(t, waggletest.WithLLM(llm.URL()), waggletest.WithDataDir(dir))
+	// extractedBy waits for the extraction of the text holding word and
+	// returns the model it asked.
+	extractedBy := func(word string) string {
+		t.Helper()
+		var model string
+		waitfor.True(t, "the extraction of "+word, func() bool {
+			for _, r := range llm.ChatRequests() {
+				if body := string(r.RawBody); strings.Contains(body, marker) && strings.Contains(body, word) {
+					model = r.Chat.Model
+					return true
+				}
+			}
+			return false
+		})
+		return model
+	}
+
+	chatDone(t, srv, "w1", "Ada Lovelace has been steering Project Falcon.")
+	if m := extractedBy("Falcon"); m != "first-extractor" {
+		t.Fatalf("first extraction by %q", m)
+	}
+	if code := srv.JSON("PUT", "/api/settings", obj{"budgetModel": "second-extractor"}, nil); code != http.StatusOK {
+		t.Fatalf("put settings: %d", code)
+	}
+	chatDone(t, srv, "w1", "Grace Hopper has been steering Project Heron.")
+	if m := extractedBy("Heron"); m != "second-extractor" {
+		t.Fatalf("after PUT /api/settings the extraction used %q", m)
+	}
+	// A half-saved hand edit: the settings keep their last good version.
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte("{\"budgetModel\":\"third\",\"knowledgeExtraction\":\"model\",\n  oops\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chatDone(t, srv, "w1", "Linus Torvalds has been steering Project Kestrel.")
+	if m := extractedBy("Kestrel"); m != "second-extractor" {
+		t.Fatalf("after a broken edit the extraction used %q, want the last good settings' model", m)
 	}
 }

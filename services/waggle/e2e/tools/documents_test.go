@@ -5,12 +5,16 @@ import (
 	"bytes"
 	"compress/zlib"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
@@ -227,4 +231,75 @@ func TestReadDocumentBombIsAnError(t *testing.T) {
 	if !strings.Contains(res[2], "still reading") {
 		t.Errorf("the sound PDF after the bombs: %q", res[2])
 	}
+}
+
+// pdfWorkers are the running PDF workers whose parent is pid (/proc).
+func pdfWorkers(pid int) []string {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []string
+	for _, s := range stats {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			continue // ended while listed
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
+		_, rest, _ := bytes.Cut(b, []byte(") "))
+		if f := strings.Fields(string(rest)); len(f) > 1 && f[1] == strconv.Itoa(pid) && isPDFWorker(filepath.Dir(s)) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestCancelledTurnStopsHostilePDF: the model reads a PDF whose page tree
+// contains itself (the PDF reader loops forever on it). The user stops the
+// turn: it ends without waiting for read_document's one-minute limit, no
+// result reaches the model, and the process that was reading is gone.
+func TestCancelledTurnStopsHostilePDF(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc to see the reader's process")
+	}
+	llm := callerModel(t)
+	p := waggletest.StartProc(t, waggleBin, waggletest.ProcEnv("WAGGLE_LLM_URL="+llm.URL()))
+	dir := filepath.Join(p.DataDir, "workspaces", "docs", "files")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	loop := pdfFile([]string{"<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [2 0 R] /Count 1 >>"})
+	if err := os.WriteFile(filepath.Join(dir, "loop.pdf"), loop, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	resp := p.Do(t, "POST", "/api/chat", callChat("docs", "read_document", map[string]any{"path": "loop.pdf"}))
+	turnID := resp.Header.Get("X-Waggle-Turn-Id")
+	st := waggletest.NewStream(resp)
+	defer st.Close()
+	evs := st.Until(t, protocol.EventTool, protocol.EventDone, protocol.EventError)
+	if last := evs[len(evs)-1]; last.Name != protocol.EventTool {
+		t.Fatalf("read_document did not start: %v", waggletest.Names(evs))
+	}
+	waitfor.True(t, "the PDF is read by a worker process", func() bool { return len(pdfWorkers(p.Pid())) == 1 })
+
+	cancel := p.Do(t, "POST", "/api/chat/turns/"+turnID+"/cancel", nil)
+	cancel.Body.Close()
+	if cancel.StatusCode != http.StatusOK && cancel.StatusCode != http.StatusAccepted {
+		t.Fatalf("cancel: %d", cancel.StatusCode)
+	}
+	rest := st.All(t)
+	if end := rest[len(rest)-1]; end.Name == protocol.EventDone {
+		t.Fatalf("cancelled turn ended with done: %s", end.Data)
+	}
+	if w := pdfWorkers(p.Pid()); len(w) != 0 {
+		t.Errorf("the cancelled turn's PDF worker still runs: %v", w)
+	}
+	if res := toolResults(llm); len(res) != 0 {
+		t.Errorf("the model got a result of the cancelled read: %q", res)
+	}
+}
+
+// isPDFWorker reports whether the process of /proc directory dir is a
+// read_document PDF worker (its environment marks it).
+func isPDFWorker(dir string) bool {
+	env, err := os.ReadFile(filepath.Join(dir, "environ"))
+	return err == nil && bytes.Contains(env, []byte("WAGGLE_PDFTEXT_WORKER=1"))
 }

@@ -240,8 +240,12 @@ func TestCancelledTurnCancelsSubAgent(t *testing.T) {
 		t.Fatalf("cancelled turn ended with done: %s", end.Data)
 	}
 	waitfor.True(t, "the cancelled sub-agent leaves the active list", func() bool { return len(activeSubAgents(t, p)) == 0 })
-	// A late approval of the dead request runs nothing.
-	p.Do(t, "POST", "/api/approval/"+a.RequestID, map[string]any{"approved": true}).Body.Close()
+	// A late approval of the dead request is refused and runs nothing.
+	late404 := p.Do(t, "POST", "/api/approval/"+a.RequestID, map[string]any{"approved": true})
+	late404.Body.Close()
+	if late404.StatusCode != http.StatusNotFound {
+		t.Errorf("approving the cancelled sub-agent's approval: %d, want 404 (no longer pending)", late404.StatusCode)
+	}
 	if _, err := os.Stat(late); !os.IsNotExist(err) {
 		t.Fatalf("the cancelled sub-agent wrote late.md (%v)", err)
 	}
@@ -406,4 +410,84 @@ func TestSubAgentBounds(t *testing.T) {
 			t.Errorf("timed-out sub-agent still listed: %+v", subs)
 		}
 	})
+}
+
+// TestTimedOutSubAgentWithdrawsItsApproval: a sub-agent whose time runs
+// out while its write_file waits for an approval leaves nothing to
+// approve while its turn goes on (here to an approval of the turn's own):
+// the stream says its approval was withdrawn, the pending list holds
+// only the turn's, approving the sub-agent's answers 404 "No pending
+// approval" (nobody decided it) and writes nothing, and the turn's own
+// approval still works.
+func TestTimedOutSubAgentWithdrawsItsApproval(t *testing.T) {
+	llm := llmtest.New(llmtest.WithHandler(func(r *llmtest.Request) llmtest.Response {
+		msgs := r.Chat.Messages
+		last := msgs[len(msgs)-1]
+		switch {
+		case isSubAgent(r) && last.Role == "tool":
+			return llmtest.Reply("sub-agent done")
+		case isSubAgent(r):
+			return llmtest.Response{Steps: llmtest.ToolCall(0, "call_1", "write_file", `{"path":"sub.md","content":"late\n"}`, 2)}
+		case last.Role == "tool" && strings.Contains(last.Content, "time limit"):
+			return llmtest.Response{Steps: llmtest.ToolCall(0, "call_2", "write_file", `{"path":"parent.md","content":"mine\n"}`, 2)}
+		case last.Role == "tool":
+			return llmtest.Reply("parent got: " + last.Content)
+		}
+		return llmtest.Response{Steps: llmtest.ToolCall(0, "call_1", "spawn_agent", `{"name":"Scribe","task":"write","tools":["write_file"]}`, 2)}
+	}))
+	llm.Start()
+	t.Cleanup(llm.Close)
+	p := waggletest.StartProc(t, waggleBin, waggletest.ProcEnv("WAGGLE_LLM_URL="+llm.URL(), "WAGGLE_SUBAGENT_TIMEOUT=2s"))
+	files := filepath.Join(p.DataDir, "workspaces", "w", "files")
+
+	st := waggletest.NewStream(p.Do(t, "POST", "/api/chat", map[string]any{"message": "DELEGATE", "workspace": "w"}))
+	defer st.Close()
+	evs := st.Until(t, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
+	if evs[len(evs)-1].Name != protocol.EventApprovalRequired {
+		t.Fatalf("the sub-agent asked no approval: %v", waggletest.Names(evs))
+	}
+	var sub approval
+	evs[len(evs)-1].Decode(t, &sub)
+	// Nobody answers: the sub-agent's time runs out, and the turn's model
+	// writes a file of its own.
+	evs = st.Until(t, protocol.EventApprovalRequired, protocol.EventDone, protocol.EventError)
+	if evs[len(evs)-1].Name != protocol.EventApprovalRequired {
+		t.Fatalf("the turn asked no approval after its sub-agent stopped: %v", waggletest.Names(evs))
+	}
+	var own approval
+	evs[len(evs)-1].Decode(t, &own)
+	if !strings.Contains(string(own.Input), "parent.md") {
+		t.Fatalf("second approval is for %s, want the turn's parent.md", own.Input)
+	}
+	want := `[Scribe] ✖ write_file approval withdrawn: the sub-agent stopped at its time limit of 2s`
+	if steps := waggletest.Steps(evs); !slices.Contains(steps, want) {
+		t.Errorf("steps %q lack %q", steps, want)
+	}
+
+	resp := p.Do(t, "GET", "/api/approval/pending", nil)
+	var pending struct {
+		Pending []approval `json:"pending"`
+	}
+	err := json.NewDecoder(resp.Body).Decode(&pending)
+	resp.Body.Close()
+	if err != nil || len(pending.Pending) != 1 || pending.Pending[0].RequestID != own.RequestID {
+		t.Errorf("pending approvals %+v (%v), want only the turn's %s", pending.Pending, err, own.RequestID)
+	}
+	resp = p.Do(t, "POST", "/api/approval/"+sub.RequestID, map[string]any{"approved": true})
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "No pending approval with that ID") {
+		t.Errorf("approving the withdrawn approval: %d %s, want 404 No pending approval", resp.StatusCode, body)
+	}
+
+	p.Do(t, "POST", "/api/approval/"+own.RequestID, map[string]any{"approved": true}).Body.Close()
+	if rest := st.All(t); rest[len(rest)-1].Name != protocol.EventDone {
+		t.Fatalf("turn ended with %s", rest[len(rest)-1].Name)
+	}
+	if _, err := os.Stat(filepath.Join(files, "sub.md")); !os.IsNotExist(err) {
+		t.Errorf("the withdrawn approval's file was written (%v)", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(files, "parent.md")); err != nil || string(b) != "mine\n" {
+		t.Errorf("parent.md %q, %v", b, err)
+	}
 }

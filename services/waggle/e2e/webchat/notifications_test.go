@@ -25,7 +25,7 @@ func TestNotifications(t *testing.T) {
 	srv := start(t, llm, func(c *app.Config) { c.NATSListen = waggletest.FreeAddr(t) })
 
 	// A runner announces a turn that finished with nobody watching (as
-	// services/turnrunner/notify.go does, here with hostile text): the
+	// services/turnrunner/turn/notify.go does, here with hostile text): the
 	// page shows it as text, and its Open button shows that session.
 	t.Run("ServerNotification", func(t *testing.T) {
 		var s struct{ ID string }
