@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/ownership/sessionqueue"
 )
@@ -133,13 +134,15 @@ func (o *Owner) Incarnation() string { return o.incarnation }
 // queues.
 func (o *Owner) Open(ctx context.Context, js jetstream.JetStream) error {
 	replicas := max(o.cfg.Replicas, 1)
-	// No bucket or stream of ownership costs an fsync per write (DESIGN
-	// §11: a turn's only fsyncs are the session store's). On one node they
-	// are file streams in the asynchronous persist mode: a runner's crash
-	// loses nothing (NATS keeps them), a full restart finds them on disk
-	// but for NATS's last flush window (~8 ms), and what that window may
-	// lose is the recovery rule in docs/architecture.md ("Recovery after
-	// a crash"). Replicated, their raft log is their durability.
+	// The heartbeats and the session queues cost no fsync per write: each
+	// heartbeat is rewritten a second later, and a lost queue entry is
+	// joined again by its turn's lease. The leases are fsynced: after a
+	// crash of NATS itself they are what says which accepted turns to run
+	// again (the recovery rule in docs/architecture.md). Until the session
+	// store can say it instead, a lease acknowledged and lost in NATS's
+	// flush window would lose its turn (TestSessionFIFOAcrossFullRestart
+	// lost the last accepted turn when they were not). Replicated, all of
+	// them are the raft log's.
 	runners, err := EnsureBucket(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      BucketRunners,
 		Description: "One entry per live turn runner, rewritten every second: it keeps the runner's leases alive",
@@ -151,19 +154,14 @@ func (o *Owner) Open(ctx context.Context, js jetstream.JetStream) error {
 	if err != nil {
 		return fmt.Errorf("ownership: bucket %s: %w", BucketRunners, err)
 	}
-	// A lease bucket an older version made with an fsync per write is
-	// made again without it (its leases kept) when no other runner is
-	// alive: a desktop's first start after an upgrade. Beside live
-	// runners it is kept, and replaced at a later start that finds
-	// itself alone.
-	leases, err := EnsureBucket(ctx, js, jetstream.KeyValueConfig{
+	leases, err := bus.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      BucketLeases,
 		Description: "One lease per running turn: the request, its runner, renewed every second",
 		History:     1,
 		TTL:         LeaseMaxAge,
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
-	}, o.log, func(ctx context.Context) (bool, error) { return o.alone(ctx, runners) })
+	})
 	if err != nil {
 		return fmt.Errorf("ownership: bucket %s: %w", BucketLeases, err)
 	}
@@ -178,55 +176,6 @@ func (o *Owner) Open(ctx context.Context, js jetstream.JetStream) error {
 	}
 	o.js, o.leases, o.queue, o.runners = js, leases, queue, runners
 	return nil
-}
-
-// alone reports whether no other runner is alive: runners holds no entry
-// of another runner, or none of them changes for StaleAfter (their
-// runners stopped within RunnerMaxAge; a runner id is new for every
-// process). It is asked once, at the first start after an upgrade, so the
-// wait does not recur.
-func (o *Owner) alone(ctx context.Context, runners jetstream.KeyValue) (bool, error) {
-	others := func() (map[string]uint64, error) {
-		keys, err := runners.ListKeys(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("list runners: %w", err)
-		}
-		revs := map[string]uint64{}
-		for key := range keys.Keys() {
-			if key == o.cfg.Runner {
-				continue
-			}
-			e, err := runners.Get(ctx, key)
-			switch {
-			case errors.Is(err, jetstream.ErrKeyNotFound):
-			case err != nil:
-				return nil, fmt.Errorf("read runner %s: %w", key, err)
-			default:
-				revs[key] = e.Revision()
-			}
-		}
-		return revs, nil
-	}
-	before, err := others()
-	if err != nil || len(before) == 0 {
-		return err == nil, err
-	}
-	o.log.Info("waiting to see whether the other runners that beat within a minute are alive", "runners", len(before), "wait", o.cfg.StaleAfter)
-	select {
-	case <-ctx.Done():
-		return false, ctx.Err()
-	case <-time.After(o.cfg.StaleAfter):
-	}
-	after, err := others()
-	if err != nil {
-		return false, err
-	}
-	for key, rev := range after {
-		if before[key] != rev {
-			return false, nil
-		}
-	}
-	return true, nil
 }
 
 // Start starts the heartbeat and the claim loop; Stop ends them.

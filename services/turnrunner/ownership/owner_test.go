@@ -388,24 +388,27 @@ func TestRefusedClaimIsReleased(t *testing.T) {
 	}
 }
 
-// TestCoordinationCostsNoFsync: on one node, none of ownership's state —
-// the leases, the runners' heartbeats, the session queues — is fsynced
-// per write (DESIGN §11: a turn's only fsyncs are the session store's
-// user message and reply). Each is a file stream in the asynchronous
-// persist mode, so it survives a runner's crash and, but for NATS's last
-// flush window, a full restart (the recovery rule in
-// docs/architecture.md).
-func TestCoordinationCostsNoFsync(t *testing.T) {
+// TestOnlyLeasesAreFsynced: on one node, the runners' heartbeats and the
+// session queues are file streams without an fsync per write (a lost
+// heartbeat is rewritten a second later, a lost queue entry joined again
+// by its turn's lease), while the leases are fsynced: after a crash of
+// NATS itself they are the record of which accepted turns to run again
+// (the recovery rule in docs/architecture.md).
+func TestOnlyLeasesAreFsynced(t *testing.T) {
 	e := newEnv(t)
 	o, _ := e.owner("r1", newHost(1), 0)
 	ctx := ctxT(t)
-	for _, name := range []string{"KV_" + BucketLeases, "KV_" + BucketRunners, sessionqueue.StreamName} {
+	for name, want := range map[string]jetstream.PersistModeType{
+		"KV_" + BucketLeases:    jetstream.DefaultPersistMode,
+		"KV_" + BucketRunners:   jetstream.AsyncPersistMode,
+		sessionqueue.StreamName: jetstream.AsyncPersistMode,
+	} {
 		st, err := o.js.Stream(ctx, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg := st.CachedInfo().Config; cfg.Storage != jetstream.FileStorage || cfg.PersistMode != jetstream.AsyncPersistMode {
-			t.Errorf("%s: storage %v, persist mode %v; want file storage without an fsync per write (async)", name, cfg.Storage, cfg.PersistMode)
+		if cfg := st.CachedInfo().Config; cfg.Storage != jetstream.FileStorage || cfg.PersistMode != want {
+			t.Errorf("%s: storage %v, persist mode %v; want file storage, persist mode %v", name, cfg.Storage, cfg.PersistMode, want)
 		}
 	}
 }
@@ -471,95 +474,6 @@ func TestLeaseLostByTheBusIsPutBack(t *testing.T) {
 	}
 	if lost := h.lostTurns(); len(lost) != 0 {
 		t.Fatalf("the runner stopped turns it still owns: %v", lost)
-	}
-}
-
-// oldLeaseBucket makes the lease bucket as an older version did (the
-// default persist mode: an fsync per write) holding one lease of a runner
-// that is gone.
-func oldLeaseBucket(t *testing.T, e *env, turnID string) jetstream.JetStream {
-	t.Helper()
-	js, err := jetstream.New(e.srv.Conn("old-version"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := ctxT(t)
-	_ = js.DeleteKeyValue(ctx, BucketLeases)
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: BucketLeases, History: 1, TTL: LeaseMaxAge, Storage: jetstream.FileStorage})
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := json.Marshal(Lease{Request: request(turnID), Runner: "gone", Incarnation: "old", Accepted: 1, Heartbeat: 1})
-	if _, err := kv.Create(ctx, turnID, body); err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
-
-func leaseMode(t *testing.T, js jetstream.JetStream) jetstream.PersistModeType {
-	t.Helper()
-	st, err := js.Stream(ctxT(t), "KV_"+BucketLeases)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.CachedInfo().Config.PersistMode
-}
-
-// TestUpgradeDropsTheLeaseFsync: a desktop upgraded from a version whose
-// lease bucket fsynced every write gets the bucket without the fsync at
-// its first start (a bucket's persist mode cannot change in place, so it
-// is made again), and the lease of the turn its old process left is kept:
-// the turn is claimed and resumed with its request.
-func TestUpgradeDropsTheLeaseFsync(t *testing.T) {
-	e := newEnv(t)
-	js := oldLeaseBucket(t, e, "left")
-	h := newHost(1)
-	e.owner("r1", h, 0)
-	if pm := leaseMode(t, js); pm != jetstream.AsyncPersistMode {
-		t.Fatalf("lease bucket after the upgrade: persist mode %v, want async (no fsync per write)", pm)
-	}
-	tk := awaitResumed(t, h)
-	if req := tk.Request(); req.TurnID != "left" || req.Session != "s1" || req.Message != "hi" {
-		t.Fatalf("the kept lease's turn: %+v", req)
-	}
-}
-
-// TestUpgradeKeepsTheLeaseBucketBesideLiveRunners: while another runner
-// may still use the older lease bucket (its entry in the runners bucket
-// changes), it is kept as it is, with its leases: replacing it would
-// lose what that runner writes meanwhile.
-func TestUpgradeKeepsTheLeaseBucketBesideLiveRunners(t *testing.T) {
-	e := newEnv(t)
-	e.owner("r2", newHost(0), 0) // alive: it beats every testBeat
-	js := oldLeaseBucket(t, e, "left")
-	o, _ := e.owner("r1", newHost(0), 0)
-	if pm := leaseMode(t, js); pm != jetstream.DefaultPersistMode {
-		t.Fatalf("lease bucket beside another runner: persist mode %v, want the older one kept", pm)
-	}
-	if l, ok, err := o.Lookup(ctxT(t), "left"); err != nil || !ok || l.Runner != "gone" {
-		t.Fatalf("the older bucket's lease: %+v %v %v", l, ok, err)
-	}
-}
-
-// TestUpgradeAfterAnotherRunnerStopped: a runner that stopped a moment
-// ago (the desktop's previous process: its entry stays for RunnerMaxAge,
-// under another id) does not keep the older lease bucket: its entry does
-// not change, and the bucket is made again without the fsync.
-func TestUpgradeAfterAnotherRunnerStopped(t *testing.T) {
-	e := newEnv(t)
-	r2, stop := e.owner("r2", newHost(0), 0)
-	waitfor.NoError(t, "r2's heartbeat", func() error {
-		_, err := r2.runners.Get(ctxT(t), "r2")
-		return err
-	})
-	stop()
-	js := oldLeaseBucket(t, e, "left")
-	o, _ := e.owner("r1", newHost(0), 0)
-	if pm := leaseMode(t, js); pm != jetstream.AsyncPersistMode {
-		t.Fatalf("lease bucket after the other runner stopped: persist mode %v, want async", pm)
-	}
-	if l, ok, err := o.Lookup(ctxT(t), "left"); err != nil || !ok || l.Runner != "gone" {
-		t.Fatalf("the kept lease: %+v %v %v", l, ok, err)
 	}
 }
 
