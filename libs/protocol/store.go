@@ -1,6 +1,9 @@
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Message roles.
 const (
@@ -78,11 +81,34 @@ type AppendRequest struct {
 	SessionRef
 	Message *Message   `json:"message,omitempty"`
 	Tool    *ToolEvent `json:"tool,omitempty"`
+	// Key, when set, makes the append idempotent: a second append of the
+	// same key to the same session (a resend whose first answer was
+	// lost, a claimed turn storing again what its first runner stored)
+	// appends nothing and answers like the first. The sender derives it
+	// from what identifies the line (AppendKey), never from its content.
+	Key string `json:"key,omitempty"`
 }
 
 // AppendReply confirms a durable append (fsync done).
 type AppendReply struct {
+	// Timestamp is the stored line's: for a duplicate, the first one's.
 	Timestamp string `json:"timestamp"`
+	// Duplicate reports an append whose key was stored already: nothing
+	// was appended.
+	Duplicate bool `json:"duplicate,omitempty"`
+}
+
+// MaxAppendKey is the longest AppendRequest.Key the store accepts.
+const MaxAppendKey = 512
+
+// AppendKey is the key of one line a turn stores: the turn's id and what
+// names the line within it (its role, or its tool call), so every send of
+// the same line carries the same key and two lines never share one.
+func AppendKey(turnID string, parts ...string) string {
+	if turnID == "" {
+		return ""
+	}
+	return turnID + "/" + strings.Join(parts, "/")
 }
 
 // ClearRequest evicts every cached copy of a session (the file stays).

@@ -57,7 +57,7 @@ func (s *Service) sessionBranch(ctx context.Context, req protocol.SessionBranchR
 				if t.Timestamp == "" {
 					t.Timestamp = now
 				}
-				if err := s.store.Append(ctx, protocol.AppendRequest{SessionRef: ref, Tool: &t}); err != nil {
+				if _, err := s.store.Append(ctx, protocol.AppendRequest{SessionRef: ref, Tool: &t}); err != nil {
 					return protocol.SessionInfo{}, fmt.Errorf("sessionstore: branch %s/%s: %w", req.Workspace, req.Session, err)
 				}
 			}
@@ -66,7 +66,7 @@ func (s *Service) sessionBranch(ctx context.Context, req protocol.SessionBranchR
 		if m.Timestamp == "" {
 			m.Timestamp = now
 		}
-		if err := s.store.Append(ctx, protocol.AppendRequest{SessionRef: ref, Message: &m}); err != nil {
+		if _, err := s.store.Append(ctx, protocol.AppendRequest{SessionRef: ref, Message: &m}); err != nil {
 			return protocol.SessionInfo{}, fmt.Errorf("sessionstore: branch %s/%s: %w", req.Workspace, req.Session, err)
 		}
 	}

@@ -63,7 +63,7 @@ func TestDamagedSessionLines(t *testing.T) {
 			if n := strings.Count(logs.String(), "lines that are not JSON"); n != 1 {
 				t.Fatalf("damage logged %d times, want once:\n%s", n, logs.String())
 			}
-			if err := f.Append(ctx, protocol.AppendRequest{SessionRef: ref, Message: &protocol.Message{Role: "user", Content: "c", Timestamp: "2026-01-01T00:00:03.000Z"}}); err != nil {
+			if _, err := f.Append(ctx, protocol.AppendRequest{SessionRef: ref, Message: &protocol.Message{Role: "user", Content: "c", Timestamp: "2026-01-01T00:00:03.000Z"}}); err != nil {
 				t.Fatalf("append: %v", err)
 			}
 			if err := f.RenameSession(ctx, ref, "Renamed"); err != nil {

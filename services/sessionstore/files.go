@@ -214,19 +214,24 @@ func historyReply(f transcript.File, tools bool) protocol.HistoryReply {
 }
 
 // Append implements Store.
-func (f *Files) Append(ctx context.Context, req protocol.AppendRequest) error {
+func (f *Files) Append(ctx context.Context, req protocol.AppendRequest) (protocol.AppendReply, error) {
 	if err := checkDeadline(ctx); err != nil {
-		return err
+		return protocol.AppendReply{}, err
 	}
-	var line any = req.Message
+	ts := ""
 	if req.Tool != nil {
-		line = jsonl.NewToolLine(*req.Tool)
+		ts = req.Tool.Timestamp
+	} else if req.Message != nil {
+		ts = req.Message.Timestamp
 	}
-	if err := f.files.Append(req.Workspace, req.Session, line); err != nil {
-		return fmt.Errorf("sessionstore: append %s/%s: %w", req.Workspace, req.Session, err)
+	stored, dup, err := f.files.AppendKeyed(req.Workspace, req.Session, req.Key, ts, jsonl.LineOf(req))
+	if err != nil {
+		return protocol.AppendReply{}, fmt.Errorf("sessionstore: append %s/%s: %w", req.Workspace, req.Session, err)
 	}
-	f.sess.Invalidate(req.Workspace, req.Session)
-	return nil
+	if !dup {
+		f.sess.Invalidate(req.Workspace, req.Session)
+	}
+	return protocol.AppendReply{Timestamp: stored, Duplicate: dup}, nil
 }
 
 // checkDeadline refuses a write whose caller has given up: the bus hands

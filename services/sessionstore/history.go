@@ -39,15 +39,19 @@ func (s *Service) append(ctx context.Context, req protocol.AppendRequest) (proto
 	default:
 		return protocol.AppendReply{}, protocol.Errorf(protocol.Invalid, "exactly one of message or tool is required")
 	}
-	if err := s.store.Append(ctx, req); err != nil {
+	if len(req.Key) > protocol.MaxAppendKey {
+		return protocol.AppendReply{}, protocol.Errorf(protocol.Invalid, "append key is too long")
+	}
+	rep, err := s.store.Append(ctx, req)
+	if err != nil {
 		return protocol.AppendReply{}, err
 	}
-	if req.Message != nil {
+	if req.Message != nil && !rep.Duplicate {
 		// Knowledge extraction runs in the background: the turn's done
 		// never waits for it.
 		s.knowledge.ObserveMessage(req.Workspace, *req.Message)
 	}
-	return protocol.AppendReply{Timestamp: now}, nil
+	return rep, nil
 }
 
 func (s *Service) clear(_ context.Context, req protocol.ClearRequest) (protocol.ClearReply, error) {

@@ -44,7 +44,7 @@ func TestTranscriptsAreReadWhenTheyChange(t *testing.T) {
 	add := func(session, text string) {
 		base = base.Add(time.Second)
 		msg := protocol.Message{Role: "user", Content: text, Timestamp: protocol.Timestamp(base)}
-		if err := store.Append(ctx, protocol.AppendRequest{SessionRef: protocol.SessionRef{Workspace: ws, Session: session}, Message: &msg}); err != nil {
+		if _, err := store.Append(ctx, protocol.AppendRequest{SessionRef: protocol.SessionRef{Workspace: ws, Session: session}, Message: &msg}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -287,10 +287,10 @@ func (r *Router) History(ctx context.Context, req protocol.HistoryRequest) (prot
 }
 
 // Append implements Store.
-func (r *Router) Append(ctx context.Context, req protocol.AppendRequest) error {
+func (r *Router) Append(ctx context.Context, req protocol.AppendRequest) (protocol.AppendReply, error) {
 	s, err := r.pick(ctx, req.Workspace)
 	if err != nil {
-		return err
+		return protocol.AppendReply{}, err
 	}
 	return s.Append(ctx, req)
 }

@@ -83,13 +83,13 @@ func TestRouterPlacement(t *testing.T) {
 		t.Fatalf("merged list = %v", ids)
 	}
 	m := protocol.Message{Role: "user", Content: "hello team"}
-	if err := r.Append(ctx, protocol.AppendRequest{SessionRef: protocol.SessionRef{Workspace: "acme", Session: "s"}, Message: &m}); err != nil {
+	if _, err := r.Append(ctx, protocol.AppendRequest{SessionRef: protocol.SessionRef{Workspace: "acme", Session: "s"}, Message: &m}); err != nil {
 		t.Fatal(err)
 	}
 	if h, _ := team.History(ctx, protocol.HistoryRequest{SessionRef: protocol.SessionRef{Workspace: "acme", Session: "s"}}); len(h.Messages) != 1 {
 		t.Fatalf("team store history = %+v", h)
 	}
-	if err := r.Append(ctx, protocol.AppendRequest{SessionRef: protocol.SessionRef{Workspace: "acme-2", Session: "s"}, Message: &m}); err != nil {
+	if _, err := r.Append(ctx, protocol.AppendRequest{SessionRef: protocol.SessionRef{Workspace: "acme-2", Session: "s"}, Message: &m}); err != nil {
 		t.Fatal(err)
 	}
 	// "acme" < "acme-2": the team store's copy is found first.
@@ -98,7 +98,7 @@ func TestRouterPlacement(t *testing.T) {
 		t.Fatalf("locate = %+v %v", ref, err)
 	}
 	// Ad-hoc workspaces (no config anywhere) are personal.
-	if err := r.Append(ctx, protocol.AppendRequest{SessionRef: protocol.SessionRef{Workspace: "adhoc", Session: "x"}, Message: &m}); err != nil {
+	if _, err := r.Append(ctx, protocol.AppendRequest{SessionRef: protocol.SessionRef{Workspace: "adhoc", Session: "x"}, Message: &m}); err != nil {
 		t.Fatal(err)
 	}
 	if h, _ := personal.History(ctx, protocol.HistoryRequest{SessionRef: protocol.SessionRef{Workspace: "adhoc", Session: "x"}}); len(h.Messages) != 1 {

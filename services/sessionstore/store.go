@@ -72,5 +72,7 @@ type Store interface {
 	History(ctx context.Context, req protocol.HistoryRequest) (protocol.HistoryReply, error)
 	// Append durably appends exactly one message or tool event (its
 	// timestamp already set), creating the session when it does not exist.
-	Append(ctx context.Context, req protocol.AppendRequest) error
+	// A request with a Key that the session holds a line of already
+	// appends nothing and answers that line's timestamp, Duplicate set.
+	Append(ctx context.Context, req protocol.AppendRequest) (protocol.AppendReply, error)
 }

@@ -32,6 +32,9 @@ type Store struct {
 
 	mu    sync.Mutex
 	locks map[string]*fileLock
+	// keys is the latest append keys of recently appended sessions
+	// (AppendKeyed).
+	keys keyCache
 }
 
 type fileLock struct {
@@ -379,6 +382,8 @@ func syncDir(dir string) {
 type ToolLine struct {
 	Type string `json:"type"`
 	protocol.ToolEvent
+	// AppendKey is the key it was appended under (AppendKeyed), if any.
+	AppendKey string `json:"appendKey,omitempty"`
 }
 
 // NewToolLine returns the stored line of a tool event.

@@ -187,3 +187,35 @@ func TestRewriteQuietKeepsMtime(t *testing.T) {
 		t.Fatalf("missing: %v", err)
 	}
 }
+
+// TestAppendKeyedAfterReload: the keys are read back from the file, so a
+// resend reaching a restarted store (or one whose file another write
+// changed) still finds the first send's line.
+func TestAppendKeyedAfterReload(t *testing.T) {
+	dir := t.TempDir()
+	first := New(dir)
+	msg := func(ts string) any {
+		return LineOf(protocol.AppendRequest{Message: &protocol.Message{Role: "user", Content: "hi", Timestamp: ts}, Key: "t1/user"})
+	}
+	if _, dup, err := first.AppendKeyed("w", "s", "t1/user", "ts1", msg("ts1")); err != nil || dup {
+		t.Fatalf("first append: dup %v, %v", dup, err)
+	}
+	// A line without a key from another writer in between.
+	if err := first.Append("w", "s", protocol.Message{Role: "assistant", Content: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if ts, dup, err := first.AppendKeyed("w", "s", "t1/user", "ts2", msg("ts2")); err != nil || !dup || ts != "ts1" {
+		t.Fatalf("resend after another write: %q dup %v, %v", ts, dup, err)
+	}
+	restarted := New(dir)
+	if ts, dup, err := restarted.AppendKeyed("w", "s", "t1/user", "ts3", msg("ts3")); err != nil || !dup || ts != "ts1" {
+		t.Fatalf("resend to a restarted store: %q dup %v, %v", ts, dup, err)
+	}
+	data, _, err := restarted.Read("w", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(data, []byte(`"appendKey":"t1/user"`)); n != 1 {
+		t.Fatalf("%d lines carry the key, want 1:\n%s", n, data)
+	}
+}

@@ -38,7 +38,7 @@ func TestMigrationsTwiceHarmless(t *testing.T) {
 	url := pgtest.URL(t)
 	first := open(t, url)
 	m := protocol.Message{Role: "user", Content: "kept across restarts"}
-	if err := first.Append(ctx, protocol.AppendRequest{SessionRef: protocol.SessionRef{Workspace: "w", Session: "s"}, Message: &m}); err != nil {
+	if _, err := first.Append(ctx, protocol.AppendRequest{SessionRef: protocol.SessionRef{Workspace: "w", Session: "s"}, Message: &m}); err != nil {
 		t.Fatal(err)
 	}
 	first.Close()

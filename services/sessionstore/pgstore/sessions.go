@@ -128,30 +128,35 @@ func (s *Store) History(ctx context.Context, req protocol.HistoryRequest) (proto
 
 // Append adds one message or tool event, creating the session (with a
 // fresh meta line) when it does not exist. The upsert of the sessions row
-// locks it, so concurrent appends get consecutive positions.
-func (s *Store) Append(ctx context.Context, req protocol.AppendRequest) error {
-	var line []byte
-	var err error
-	isMsg := req.Message != nil
-	if isMsg {
-		line, err = jsonl.EncodeLine(req.Message)
-	} else {
-		line, err = jsonl.EncodeLine(jsonl.NewToolLine(*req.Tool))
-	}
+// locks it, so concurrent appends get consecutive positions. A request
+// with a key the session holds a line of already (the unique index on
+// append_key) is rolled back, counters and all, and answers that line.
+func (s *Store) Append(ctx context.Context, req protocol.AppendRequest) (protocol.AppendReply, error) {
+	line, err := jsonl.EncodeLine(jsonl.LineOf(req))
 	if err != nil {
-		return fmt.Errorf("pgstore: encode line for %s/%s: %w", req.Workspace, req.Session, err)
+		return protocol.AppendReply{}, fmt.Errorf("pgstore: encode line for %s/%s: %w", req.Workspace, req.Session, err)
+	}
+	isMsg := req.Message != nil
+	ts := ""
+	if isMsg {
+		ts = req.Message.Timestamp
+	} else {
+		ts = req.Tool.Timestamp
 	}
 	now := s.now()
 	meta, err := jsonl.EncodeMeta(now)
 	if err != nil {
-		return fmt.Errorf("pgstore: encode meta: %w", err)
+		return protocol.AppendReply{}, fmt.Errorf("pgstore: encode meta: %w", err)
 	}
 	var msgInc int
-	var first, lcontent *string
+	var first, lcontent, key *string
 	if isMsg {
 		msgInc = 1
 		l, c := string(line), strings.ToLower(req.Message.Content)
 		first, lcontent = &l, &c
+	}
+	if req.Key != "" {
+		key = &req.Key
 	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		var seq, mcount int
@@ -171,14 +176,49 @@ func (s *Store) Append(ctx context.Context, req protocol.AppendRequest) error {
 		if isMsg {
 			mline = &mcount
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO session_lines (workspace, session, seq, mline, lcontent, line) VALUES ($1, $2, $3, $4, $5, $6)`,
-			req.Workspace, req.Session, seq, mline, lcontent, string(line))
-		return err
+		tag, err := tx.Exec(ctx, `INSERT INTO session_lines (workspace, session, seq, mline, lcontent, line, append_key) VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (workspace, session, append_key) WHERE append_key IS NOT NULL DO NOTHING`,
+			req.Workspace, req.Session, seq, mline, lcontent, string(line), key)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return errDuplicateKey // undoes the counters
+		}
+		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("pgstore: append %s/%s: %w", req.Workspace, req.Session, err)
+	if errors.Is(err, errDuplicateKey) {
+		stored, err := s.keyedTimestamp(ctx, req)
+		if err != nil {
+			return protocol.AppendReply{}, fmt.Errorf("pgstore: append %s/%s: %w", req.Workspace, req.Session, err)
+		}
+		return protocol.AppendReply{Timestamp: stored, Duplicate: true}, nil
 	}
-	return nil
+	if err != nil {
+		return protocol.AppendReply{}, fmt.Errorf("pgstore: append %s/%s: %w", req.Workspace, req.Session, err)
+	}
+	return protocol.AppendReply{Timestamp: ts}, nil
+}
+
+// errDuplicateKey rolls back an append whose key is stored already.
+var errDuplicateKey = errors.New("pgstore: append key stored already")
+
+// keyedTimestamp is the timestamp of the line a session holds under
+// req.Key.
+func (s *Store) keyedTimestamp(ctx context.Context, req protocol.AppendRequest) (string, error) {
+	var line string
+	err := s.pool.QueryRow(ctx, `SELECT line FROM session_lines WHERE workspace = $1 AND session = $2 AND append_key = $3`,
+		req.Workspace, req.Session, req.Key).Scan(&line)
+	if err != nil {
+		return "", err
+	}
+	var l struct {
+		Timestamp string `json:"timestamp"`
+	}
+	if err := json.Unmarshal([]byte(line), &l); err != nil {
+		return "", err
+	}
+	return l.Timestamp, nil
 }
 
 // RecentSessions is ListSessions: the database is the only writer, so

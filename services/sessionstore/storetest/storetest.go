@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) sessionstore.Store) {
 		{"WorkspaceDelete", testWorkspaceDelete},
 		{"SessionCreate", testSessionCreate},
 		{"AppendAndHistory", testAppendAndHistory},
+		{"KeyedAppendsAreStoredOnce", testKeyedAppends},
 		{"ListOrderAndTitles", testListOrderAndTitles},
 		{"LazySummary", testLazySummary},
 		{"SessionDigestsReadOnly", testSessionDigests},
@@ -111,7 +112,7 @@ func ref(ws, id string) protocol.SessionRef { return protocol.SessionRef{Workspa
 func appendMsg(t *testing.T, s sessionstore.Store, ws, id, role, content string) {
 	t.Helper()
 	m := protocol.Message{Role: role, Content: content, Timestamp: protocol.Timestamp(time.Now())}
-	if err := s.Append(ctx, protocol.AppendRequest{SessionRef: ref(ws, id), Message: &m}); err != nil {
+	if _, err := s.Append(ctx, protocol.AppendRequest{SessionRef: ref(ws, id), Message: &m}); err != nil {
 		t.Fatalf("append to %s/%s: %v", ws, id, err)
 	}
 }
@@ -121,7 +122,7 @@ func appendTool(t *testing.T, s sessionstore.Store, ws, id string, ev protocol.T
 	if ev.Timestamp == "" {
 		ev.Timestamp = protocol.Timestamp(time.Now())
 	}
-	if err := s.Append(ctx, protocol.AppendRequest{SessionRef: ref(ws, id), Tool: &ev}); err != nil {
+	if _, err := s.Append(ctx, protocol.AppendRequest{SessionRef: ref(ws, id), Tool: &ev}); err != nil {
 		t.Fatalf("append tool to %s/%s: %v", ws, id, err)
 	}
 }
@@ -334,7 +335,7 @@ func testAppendAndHistory(t *testing.T, s sessionstore.Store) {
 	d := int64(12)
 	appendTool(t, s, ws, "s1", protocol.ToolEvent{TurnID: "t1", CallID: "c1", Name: "web_search", Input: json.RawMessage(`{"q":"x"}`), Result: "found", Status: "success", DurationMs: &d})
 	m := protocol.Message{Role: "assistant", Content: "partial", TurnID: "t1", Error: "cancelled", Timestamp: "2026-01-01T00:00:00.000Z"}
-	if err := s.Append(ctx, protocol.AppendRequest{SessionRef: ref(ws, "s1"), Message: &m}); err != nil {
+	if _, err := s.Append(ctx, protocol.AppendRequest{SessionRef: ref(ws, "s1"), Message: &m}); err != nil {
 		t.Fatal(err)
 	}
 	h := must(s.History(ctx, protocol.HistoryRequest{SessionRef: ref(ws, "s1")}))(t)
@@ -348,6 +349,89 @@ func testAppendAndHistory(t *testing.T, s sessionstore.Store) {
 	// Tool events are not messages.
 	if i, _ := find(list(t, s, ws), "s1"); i.MessageCount != 2 {
 		t.Errorf("messageCount = %d, want 2", i.MessageCount)
+	}
+}
+
+// testKeyedAppends: an append resent with the same key (its first answer
+// lost) stores nothing more and answers the first one's timestamp, also
+// when the sends race and after the session was rewritten; another key
+// appends again, even with the same content.
+func testKeyedAppends(t *testing.T, s sessionstore.Store) {
+	ws := newWorkspace(t, s, "Keys")
+	send := func(key string, m protocol.Message) protocol.AppendReply {
+		t.Helper()
+		return must(s.Append(ctx, protocol.AppendRequest{SessionRef: ref(ws, "s1"), Message: &m, Key: key}))(t)
+	}
+	first := protocol.Message{Role: "user", Content: "hello", TurnID: "t1", Timestamp: "2026-01-01T00:00:01.000Z"}
+	if rep := send("t1/user", first); rep.Duplicate || rep.Timestamp != first.Timestamp {
+		t.Fatalf("first append = %+v", rep)
+	}
+	again := first
+	again.Timestamp = "2026-01-01T00:00:02.000Z"
+	if rep := send("t1/user", again); !rep.Duplicate || rep.Timestamp != first.Timestamp {
+		t.Fatalf("the same key again = %+v, want a duplicate of %s", rep, first.Timestamp)
+	}
+	// Another turn saying the same words is another message.
+	other := protocol.Message{Role: "user", Content: "hello", TurnID: "t2", Timestamp: "2026-01-01T00:00:03.000Z"}
+	if rep := send("t2/user", other); rep.Duplicate {
+		t.Fatalf("another key = %+v", rep)
+	}
+	ev := protocol.ToolEvent{TurnID: "t2", CallID: "c1", Name: "read_file", Input: json.RawMessage(`{}`), Result: "x", Status: "success", Timestamp: "2026-01-01T00:00:04.000Z"}
+	for range 2 {
+		if _, err := s.Append(ctx, protocol.AppendRequest{SessionRef: ref(ws, "s1"), Tool: &ev, Key: "t2/tool/1/c1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Sends racing one another store one line.
+	var wg sync.WaitGroup
+	dups := make(chan bool, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := protocol.Message{Role: "assistant", Content: "reply", TurnID: "t2", Timestamp: fmt.Sprintf("2026-01-01T00:00:%02d.000Z", 10+i)}
+			rep, err := s.Append(ctx, protocol.AppendRequest{SessionRef: ref(ws, "s1"), Message: &m, Key: "t2/assistant"})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			dups <- rep.Duplicate
+		}()
+	}
+	wg.Wait()
+	close(dups)
+	fresh := 0
+	for d := range dups {
+		if !d {
+			fresh++
+		}
+	}
+	if fresh != 1 {
+		t.Errorf("%d of 8 racing sends of one key appended, want 1", fresh)
+	}
+	// A rewrite of the session (a rename) keeps the keys.
+	if err := s.RenameSession(ctx, ref(ws, "s1"), "Renamed"); err != nil {
+		t.Fatal(err)
+	}
+	if rep := send("t1/user", again); !rep.Duplicate || rep.Timestamp != first.Timestamp {
+		t.Fatalf("the same key after a rename = %+v", rep)
+	}
+	h := must(s.History(ctx, protocol.HistoryRequest{SessionRef: ref(ws, "s1"), Tools: true}))(t)
+	var got []string
+	for _, m := range h.Messages {
+		got = append(got, m.TurnID+":"+m.Role+":"+m.Content)
+	}
+	if want := []string{"t1:user:hello", "t2:user:hello", "t2:assistant:reply"}; !slices.Equal(got, want) {
+		t.Errorf("history = %q, want %q", got, want)
+	}
+	if len(h.Tools) != 1 {
+		t.Errorf("%d tool events, want 1", len(h.Tools))
+	}
+	if h.Messages[0] != first {
+		t.Errorf("stored message = %+v, want %+v (the key is not part of it)", h.Messages[0], first)
+	}
+	if i, _ := find(list(t, s, ws), "s1"); i.MessageCount != 3 {
+		t.Errorf("messageCount = %d, want 3", i.MessageCount)
 	}
 }
 
@@ -701,7 +785,7 @@ func testConcurrentWriters(t *testing.T, s sessionstore.Store) {
 			wg.Go(func() {
 				for i := range appendsEach {
 					m := protocol.Message{Role: "user", Content: fmt.Sprintf("append %d-%d", a, i)}
-					if err := s.Append(ctx, protocol.AppendRequest{SessionRef: ref(ws, id), Message: &m}); err != nil {
+					if _, err := s.Append(ctx, protocol.AppendRequest{SessionRef: ref(ws, id), Message: &m}); err != nil {
 						t.Errorf("append: %v", err)
 					}
 				}
@@ -798,7 +882,7 @@ func testWritesAfterTheDeadline(t *testing.T, s sessionstore.Store) {
 	}
 	ws := newWorkspace(t, s, "Deadline")
 	m := protocol.Message{Role: "user", Content: "late", Timestamp: protocol.Timestamp(time.Now())}
-	if err := s.Append(late, protocol.AppendRequest{SessionRef: ref(ws, "s1"), Message: &m}); err == nil {
+	if _, err := s.Append(late, protocol.AppendRequest{SessionRef: ref(ws, "s1"), Message: &m}); err == nil {
 		t.Error("a message was appended after the deadline")
 	}
 	if h := must(s.History(ctx, protocol.HistoryRequest{SessionRef: ref(ws, "s1")}))(t); len(h.Messages) != 0 {
