@@ -42,6 +42,10 @@ type ToolEvent struct {
 	// Parent is the CallID of the spawn_agent call this call ran under.
 	Parent    string `json:"parent,omitempty"`
 	Timestamp string `json:"timestamp"`
+	// Key names the event within its turn (the agent's step and call, and
+	// a sub-agent's parent call) for the append key it is stored under;
+	// it is not stored itself.
+	Key string `json:"-"`
 }
 
 // SessionMeta is the first line of a session file.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -173,7 +174,7 @@ func (r *run) execute(ctx context.Context, pc *chatstream.ToolCall) (string, err
 				return "", fmt.Errorf("agent: checkpoint %s: %w", pc.Name, err)
 			}
 		}
-		out, err := callTool(withCallID(ctx, pc.ID), run)
+		out, err := callTool(withCall(ctx, r.steps, pc.ID), run)
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
@@ -279,18 +280,42 @@ func walkJSON(dec *json.Decoder) error {
 	return nil
 }
 
-// callIDKey is the context key of the running call's id.
-type callIDKey struct{}
+// callKey is the context key of the running call.
+type callKey struct{}
 
-func withCallID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, callIDKey{}, id)
+// runningCall is the call a tool's ctx belongs to: its id and step.
+type runningCall struct {
+	id   string
+	step int
+}
+
+func withCall(ctx context.Context, step int, id string) context.Context {
+	return context.WithValue(ctx, callKey{}, runningCall{id: id, step: step})
 }
 
 // CallID is the id of the tool call whose run ctx belongs to ("" outside
 // one): spawn_agent tags its sub-agent's calls with it (ToolEvent.Parent).
 func CallID(ctx context.Context) string {
-	id, _ := ctx.Value(callIDKey{}).(string)
-	return id
+	c, _ := ctx.Value(callKey{}).(runningCall)
+	return c.id
+}
+
+// CallKey names the tool call whose run ctx belongs to within its turn
+// ("" outside one), as EventKey does.
+func CallKey(ctx context.Context) string {
+	c, ok := ctx.Value(callKey{}).(runningCall)
+	if !ok {
+		return ""
+	}
+	return EventKey(c.step, c.id)
+}
+
+// EventKey names the event of a call within its agent's run: its step and
+// its id. A model may reuse an id in a later step (the ids are its own),
+// never within one; a resumed run numbers its steps as the first did, so
+// an event it stores again is named as before.
+func EventKey(step int, callID string) string {
+	return strconv.Itoa(step) + "/" + callID
 }
 
 // callTool runs a decoded call, turning a panic into an error so one
@@ -332,6 +357,7 @@ func (r *run) record(ev protocol.ToolEvent) {
 	ev.Timestamp = protocol.Timestamp(time.Now())
 	r.res.Tools = append(r.res.Tools, ev)
 	if r.req.OnToolEvent != nil {
+		ev.Key = EventKey(r.steps, ev.CallID)
 		r.req.OnToolEvent(ev)
 	}
 }

@@ -128,6 +128,7 @@ func (s *Spawner) Spawn(ctx context.Context, req tools.SpawnRequest) (string, er
 		Workspace: s.Turn.Workspace, Session: s.Turn.Session, TeamID: s.TeamID,
 		Status: protocol.JobRunning, StartedAt: protocol.Timestamp(time.Now()),
 	}
+	parentKey := agent.CallKey(ctx)
 	s.List.Announce(info)
 	defer s.List.Retire(info.ID)
 
@@ -157,6 +158,9 @@ func (s *Spawner) Spawn(ctx context.Context, req tools.SpawnRequest) (string, er
 		Sink:         sink,
 		OnToolEvent: func(ev protocol.ToolEvent) {
 			ev.Parent = info.ParentCallID
+			// Under the spawn_agent call's own name: sub-agents number
+			// their steps and (scripted) calls alike.
+			ev.Key = "sub/" + parentKey + "/" + ev.Key
 			s.PersistTool(ev)
 		},
 		APIKeys:  s.APIKeys,

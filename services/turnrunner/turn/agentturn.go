@@ -355,7 +355,11 @@ func (t *Turn) appendTool(ev protocol.ToolEvent) {
 	if t.awaitUser() != nil {
 		return // the turn ends: nothing of it is stored without its message
 	}
-	_, err := bus.Call(context.Background(), t.deps.Conn, protocol.AppendToSession, protocol.AppendRequest{SessionRef: t.ref(), Tool: &ev}, bus.Within(t.deps.Config.StoreTimeout))
+	var key string
+	if ev.Key != "" {
+		key = protocol.AppendKey(t.req.TurnID, "tool", ev.Key)
+	}
+	err := t.appendToStore(protocol.AppendRequest{SessionRef: t.ref(), Tool: &ev, Key: key})
 	if err != nil {
 		t.deps.Log.Error("persist tool event", "turn", t.req.TurnID, "tool", ev.Name, "err", err)
 	}

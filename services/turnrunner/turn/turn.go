@@ -446,14 +446,35 @@ func (t *Turn) persist(m protocol.Message) error {
 	return t.store(m)
 }
 
-// store sends one message of the turn to the session store.
+// store sends one message of the turn to the session store. A turn
+// stores one message per role, so the turn's id and the role name it
+// (a claimed turn storing the user message again finds the first
+// runner's).
 func (t *Turn) store(m protocol.Message) error {
 	m.TurnID = t.req.TurnID
-	_, err := bus.Call(context.Background(), t.deps.Conn, protocol.AppendToSession, protocol.AppendRequest{SessionRef: t.ref(), Message: &m}, bus.Within(t.deps.Config.StoreTimeout))
+	err := t.appendToStore(protocol.AppendRequest{SessionRef: t.ref(), Message: &m, Key: protocol.AppendKey(t.req.TurnID, m.Role)})
 	if err != nil {
 		return fmt.Errorf("turnrunner: persist %s message: %w", m.Role, err)
 	}
 	return nil
+}
+
+// appendResendAfter is how long an append waits for its answer before it
+// is sent again (an append answers in milliseconds, an fsync on a busy
+// disk in a few hundred).
+const appendResendAfter = time.Second
+
+// appendToStore sends one append of the turn, again while it is
+// unanswered, until the store timeout: its key makes the store keep one
+// copy however many sends arrive, so an answer lost while a cluster
+// elects (or a store reconnecting to another node) costs a resend, not
+// the turn.
+func (t *Turn) appendToStore(req protocol.AppendRequest) error {
+	ctx, cancel := context.WithTimeout(context.Background(), t.deps.Config.StoreTimeout)
+	defer cancel()
+	_, err := bus.CallResending(ctx, t.deps.Conn, protocol.AppendToSession, req,
+		bus.Resending{After: appendResendAfter, Unanswered: historyResendAfter})
+	return err
 }
 
 func (t *Turn) finishError(message string) {
