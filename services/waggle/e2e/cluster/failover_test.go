@@ -264,17 +264,47 @@ func TestRollingRestart(t *testing.T) {
 		}
 	}()
 	var pauses []time.Duration
+	// What happened to the cluster when, to tell what a pause waited for.
+	type mark struct {
+		at   time.Time
+		what string
+	}
+	var marks []mark
 	for _, n := range h.nodes {
 		before := completed()
+		var led []string
+		for _, s := range h.streams(js) {
+			if h.leader(js, s) == n {
+				led = append(led, s)
+			}
+		}
 		h.kill(n)
+		marks = append(marks, mark{time.Now(), fmt.Sprintf("killed %s (it led %s)", n.name, strings.Join(led, ", "))})
 		// At least one turn streams with the node down.
 		waitfor.Within(2*time.Minute).Every(100*time.Millisecond).True(t, "two turns ended with "+n.name+" down", func() bool { return completed() > before+1 })
 		h.restart(n)
+		marks = append(marks, mark{time.Now(), "restarted " + n.name})
 		for _, s := range h.streams(js) {
 			h.waitCurrent(js, s)
 		}
+		marks = append(marks, mark{time.Now(), "every replica current"})
 	}
 	halt()
+	// Each pause of a turn, placed among the marks.
+	since := func(at time.Time) string { return fmt.Sprintf("+%.2fs", at.Sub(marks[0].at).Seconds()) }
+	for _, m := range marks {
+		t.Logf("%s %s", since(m.at), m.what)
+	}
+	defer func() {
+		for _, tr := range turns {
+			for i := 1; i < len(tr.evs); i++ {
+				if gap := tr.evs[i].at.Sub(tr.evs[i-1].at); gap > time.Second {
+					t.Logf("%s paused %s from %s to %s, between %s #%d and %s #%d", tr.session, gap.Round(time.Millisecond),
+						since(tr.evs[i-1].at), since(tr.evs[i].at), tr.evs[i-1].Name, tr.evs[i-1].ID, tr.evs[i].Name, tr.evs[i].ID)
+				}
+			}
+		}
+	}()
 
 	mu.Lock()
 	defer mu.Unlock()
