@@ -278,8 +278,9 @@ func TestRollingRestart(t *testing.T) {
 				led = append(led, s)
 			}
 		}
+		meta := h.metaLeader(n)
 		h.kill(n)
-		marks = append(marks, mark{time.Now(), fmt.Sprintf("killed %s (it led %s)", n.name, strings.Join(led, ", "))})
+		marks = append(marks, mark{time.Now(), fmt.Sprintf("killed %s (it led %s; the meta group's leader was %s)", n.name, strings.Join(led, ", "), meta)})
 		// At least one turn streams with the node down.
 		waitfor.Within(2*time.Minute).Every(100*time.Millisecond).True(t, "two turns ended with "+n.name+" down", func() bool { return completed() > before+1 })
 		h.restart(n)
@@ -293,9 +294,10 @@ func TestRollingRestart(t *testing.T) {
 	// Each pause of a turn, placed among the marks.
 	since := func(at time.Time) string { return fmt.Sprintf("+%.2fs", at.Sub(marks[0].at).Seconds()) }
 	for _, m := range marks {
-		t.Logf("%s %s", since(m.at), m.what)
+		t.Logf("%s (%s) %s", since(m.at), m.at.UTC().Format("15:04:05.000"), m.what)
 	}
 	defer func() {
+		h.keepLogs()
 		for _, tr := range turns {
 			for i := 1; i < len(tr.evs); i++ {
 				if gap := tr.evs[i].at.Sub(tr.evs[i-1].at); gap > time.Second {

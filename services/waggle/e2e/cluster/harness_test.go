@@ -40,6 +40,60 @@ var waggleBin string
 // `make test` leaves it to `make test-cluster` (which CI runs).
 const enableEnv = "WAGGLE_TEST_CLUSTER"
 
+// logsEnv names a directory where a test that measures pauses keeps every
+// process's and node's log when set (to find what a pause waited for).
+const logsEnv = "WAGGLE_TEST_CLUSTER_LOGS"
+
+// metaLeader is the node the cluster's meta group is led by, as n's
+// monitoring endpoint says ("" when it cannot say). It only informs logs.
+func (h *harness) metaLeader(n *natsNode) string {
+	client := http.Client{Timeout: 2 * time.Second}
+	resp, err := client.Get("http://" + n.monitor + "/jsz")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var jsz struct {
+		Meta struct {
+			Leader string `json:"leader"`
+		} `json:"meta_cluster"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&jsz) != nil {
+		return ""
+	}
+	return jsz.Meta.Leader
+}
+
+// keepLogs copies every process's output and node's log into $logsEnv/<test>/.
+func (h *harness) keepLogs() {
+	root := os.Getenv(logsEnv)
+	if root == "" {
+		return
+	}
+	dir := filepath.Join(root, h.t.Name())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		h.t.Logf("keep logs: %v", err)
+		return
+	}
+	write := func(name, out string) {
+		if err := os.WriteFile(filepath.Join(dir, name+".log"), []byte(out), 0o644); err != nil {
+			h.t.Logf("keep logs: %v", err)
+		}
+	}
+	for i, g := range h.gateways {
+		write(fmt.Sprintf("gateway-%d", i), g.Output())
+	}
+	for i, r := range h.runners {
+		write(fmt.Sprintf("runner-%d", i), r.Output())
+	}
+	write("services", h.services.Output())
+	for _, n := range h.nodes {
+		b, _ := os.ReadFile(n.log)
+		write(n.name, string(b))
+	}
+	h.t.Logf("logs kept in %s", dir)
+}
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() || os.Getenv(enableEnv) == "" {
