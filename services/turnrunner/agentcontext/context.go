@@ -46,6 +46,36 @@ type Store struct {
 // within bounds one request to the store.
 func (s Store) within() bus.CallOption { return bus.Within(s.Timeout) }
 
+// readResendAfter is how long a read waits for its answer before it is
+// sent again (a read answers in milliseconds).
+const readResendAfter = 2 * time.Second
+
+// read sends a read to the store within s.Timeout, again while it is
+// unanswered: a request lost with a dying cluster node (or sent while the
+// store reconnects to another node) costs a resend, not the whole
+// timeout. A read changes nothing, so a copy served twice costs nothing.
+// A read nobody serves answers protocol.ErrUnavailable at once: what it
+// reads is optional.
+func read[Req, Rep any](ctx context.Context, s Store, ep protocol.Endpoint[Req, Rep], req Req) (Rep, error) {
+	return resendRead(ctx, s, ep, req, 0)
+}
+
+// readRequired is read for what a turn cannot go without (its history):
+// a read nobody serves is sent again for readResendAfter too (a store
+// reconnecting after a node loss).
+func readRequired[Req, Rep any](ctx context.Context, s Store, ep protocol.Endpoint[Req, Rep], req Req) (Rep, error) {
+	return resendRead(ctx, s, ep, req, readResendAfter)
+}
+
+func resendRead[Req, Rep any](ctx context.Context, s Store, ep protocol.Endpoint[Req, Rep], req Req, unanswered time.Duration) (Rep, error) {
+	if s.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.Timeout)
+		defer cancel()
+	}
+	return bus.CallResending(ctx, s.Conn, ep, req, bus.Resending{After: readResendAfter, Unanswered: unanswered})
+}
+
 // Loader reads one turn's context from the session store.
 type Loader struct {
 	Store
@@ -76,23 +106,22 @@ func (l Loader) Context(ctx context.Context) Context {
 		out Context
 		wg  sync.WaitGroup
 	)
-	within := l.within()
 	wg.Go(func() {
-		p, err := bus.Call(ctx, l.Conn, protocol.GetProfile, protocol.ProfileRequest{User: l.Req.User}, within)
+		p, err := read(ctx, l.Store, protocol.GetProfile, protocol.ProfileRequest{User: l.Req.User})
 		if l.optional(ctx, "profile", err) {
 			out.profile = &p
 		}
 	})
 	wg.Go(func() {
-		rep, err := bus.Call(ctx, l.Conn, protocol.ListFrames, protocol.MemoryFramesRequest{
+		rep, err := read(ctx, l.Store, protocol.ListFrames, protocol.MemoryFramesRequest{
 			MemoryOwner: protocol.MemoryOwner{Workspace: l.Req.Workspace, User: l.Req.User}, Limit: preloadFrames,
-		}, within)
+		})
 		if l.optional(ctx, "frames", err) {
 			out.recent, out.prefs, out.fixes = preload(rep.Frames)
 		}
 	})
 	wg.Go(func() {
-		n, err := bus.Call(ctx, l.Conn, protocol.GetWorkspaceNow, protocol.WorkspaceNowRequest{Workspace: l.Req.Workspace, ExceptSession: l.Req.Session}, within)
+		n, err := read(ctx, l.Store, protocol.GetWorkspaceNow, protocol.WorkspaceNowRequest{Workspace: l.Req.Workspace, ExceptSession: l.Req.Session})
 		if l.optional(ctx, "workspace now", err) {
 			out.now = wsnow.Format(n)
 		}
@@ -175,7 +204,6 @@ const (
 // decision frames plus its newest, and the 2 best personal hits.
 func (m Memory) recallFrames(ctx context.Context, workspace, query string) ([]protocol.MemoryFrame, error) {
 	owner := protocol.MemoryOwner{Workspace: workspace, User: m.User}
-	within := m.within()
 	var (
 		ws, personal []protocol.MemoryFrame
 		wsErr, pErr  error
@@ -187,18 +215,18 @@ func (m Memory) recallFrames(ctx context.Context, workspace, query string) ([]pr
 		personalLimit = catchUpPersonal
 	}
 	wg.Go(func() {
-		rep, err := bus.Call(ctx, m.Conn, protocol.QueryMemory, protocol.MemoryQueryRequest{
-			MemoryOwner: owner, Query: query, Scope: protocol.MindPersonal, Limit: personalLimit}, within)
+		rep, err := read(ctx, m.Store, protocol.QueryMemory, protocol.MemoryQueryRequest{
+			MemoryOwner: owner, Query: query, Scope: protocol.MindPersonal, Limit: personalLimit})
 		personal, pErr = rep.Frames, err
 	})
 	wg.Go(func() {
 		if catching {
-			rep, err := bus.Call(ctx, m.Conn, protocol.ListFrames, protocol.MemoryFramesRequest{MemoryOwner: owner, Limit: preloadFrames}, within)
+			rep, err := read(ctx, m.Store, protocol.ListFrames, protocol.MemoryFramesRequest{MemoryOwner: owner, Limit: preloadFrames})
 			ws, wsErr = catchUpFrames(rep.Frames), err
 			return
 		}
-		rep, err := bus.Call(ctx, m.Conn, protocol.QueryMemory, protocol.MemoryQueryRequest{
-			MemoryOwner: owner, Query: query, Scope: protocol.MindWorkspace, Limit: prompt.RecallPerMind}, within)
+		rep, err := read(ctx, m.Store, protocol.QueryMemory, protocol.MemoryQueryRequest{
+			MemoryOwner: owner, Query: query, Scope: protocol.MindWorkspace, Limit: prompt.RecallPerMind})
 		ws, wsErr = rep.Frames, err
 	})
 	wg.Wait()
@@ -294,7 +322,7 @@ func (m Mind) refs() (ws, personal protocol.MindRef) {
 func (m Mind) Identity(ctx context.Context) (string, error) {
 	var ids [2]protocol.Identity
 	err := m.both(ctx, func(i int, ref protocol.MindRef) error {
-		id, err := bus.Call(ctx, m.Conn, protocol.GetIdentity, ref, m.within())
+		id, err := read(ctx, m.Store, protocol.GetIdentity, ref)
 		ids[i] = id
 		return err
 	})
@@ -313,7 +341,7 @@ func (m Mind) Identity(ctx context.Context) (string, error) {
 func (m Mind) items(ctx context.Context) ([]protocol.AwarenessItem, error) {
 	var lists [2][]protocol.AwarenessItem
 	err := m.both(ctx, func(i int, ref protocol.MindRef) error {
-		l, err := bus.Call(ctx, m.Conn, protocol.GetAwareness, ref, m.within())
+		l, err := read(ctx, m.Store, protocol.GetAwareness, ref)
 		lists[i] = l.Items
 		return err
 	})

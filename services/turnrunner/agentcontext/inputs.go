@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
 )
@@ -39,8 +38,8 @@ func (l Loader) Inputs(ctx context.Context, mc agent.ModelConfig) (Inputs, error
 		wg      sync.WaitGroup
 	)
 	wg.Go(func() {
-		rep, err := bus.Call(ctx, l.Conn, protocol.ReadHistory,
-			protocol.HistoryRequest{SessionRef: l.ref(), Tools: true}, l.within())
+		rep, err := readRequired(ctx, l.Store, protocol.ReadHistory,
+			protocol.HistoryRequest{SessionRef: l.ref(), Tools: true})
 		if err != nil {
 			histErr = fmt.Errorf("agentcontext: history of %s/%s: %w", l.Req.Workspace, l.Req.Session, err)
 			return
@@ -49,8 +48,8 @@ func (l Loader) Inputs(ctx context.Context, mc agent.ModelConfig) (Inputs, error
 		_, in.TurnTools = OfTurn(rep.Messages, rep.Tools, l.Req.TurnID)
 	})
 	wg.Go(func() {
-		ws, err := bus.Call(ctx, l.Conn, protocol.GetWorkspace,
-			protocol.WorkspaceRequest{Workspace: l.Req.Workspace}, l.within())
+		ws, err := read(ctx, l.Store, protocol.GetWorkspace,
+			protocol.WorkspaceRequest{Workspace: l.Req.Workspace})
 		switch {
 		case err == nil:
 			in.Workspace = ws
@@ -62,8 +61,8 @@ func (l Loader) Inputs(ctx context.Context, mc agent.ModelConfig) (Inputs, error
 	wg.Go(func() { in.Context = l.Context(ctx) })
 	if mc.DailyBudget > 0 && mc.BudgetModel != "" {
 		wg.Go(func() {
-			sum, err := bus.Call(ctx, l.Conn, protocol.SummarizeUsage,
-				protocol.UsageSummaryRequest{Since: startOfDayUTC(time.Now()).Format(time.RFC3339)}, l.within())
+			sum, err := read(ctx, l.Store, protocol.SummarizeUsage,
+				protocol.UsageSummaryRequest{Since: startOfDayUTC(time.Now()).Format(time.RFC3339)})
 			if err != nil {
 				if !errors.Is(err, protocol.ErrUnavailable) {
 					l.Log.Warn("usage summary unavailable; assuming nothing spent today", "err", err)

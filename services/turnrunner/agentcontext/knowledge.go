@@ -15,10 +15,10 @@ const keyKnowledgeEntities = 12
 
 // Query implements tools.Knowledge over the session store.
 func (m Memory) Query(ctx context.Context, workspace, query, entityType string, limit int) (protocol.KnowledgeGraph, error) {
-	g, err := bus.Call(ctx, m.Conn, protocol.GetKnowledgeGraph, protocol.KnowledgeGraphRequest{
+	g, err := read(ctx, m.Store, protocol.GetKnowledgeGraph, protocol.KnowledgeGraphRequest{
 		MemoryOwner: protocol.MemoryOwner{Workspace: workspace, User: m.User}, Scope: protocol.KnowledgeScopeAll,
 		Query: query, Type: entityType, Limit: limit,
-	}, m.within())
+	})
 	if err != nil {
 		return protocol.KnowledgeGraph{}, fmt.Errorf("agentcontext: query knowledge of %s: %w", workspace, err)
 	}
@@ -41,9 +41,9 @@ func (m Memory) Correct(ctx context.Context, workspace, id, reason string) (prot
 // "" when the graph is empty or unreachable (a prompt part is never worth
 // failing a turn for). The system prompt's builder calls it once per turn.
 func (m Memory) KeyKnowledge(ctx context.Context, workspace string) string {
-	g, err := bus.Call(ctx, m.Conn, protocol.GetKnowledgeGraph, protocol.KnowledgeGraphRequest{
+	g, err := read(ctx, m.Store, protocol.GetKnowledgeGraph, protocol.KnowledgeGraphRequest{
 		MemoryOwner: protocol.MemoryOwner{Workspace: workspace, User: m.User}, Limit: keyKnowledgeEntities,
-	}, m.within())
+	})
 	if err != nil || len(g.Entities) == 0 {
 		return ""
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/personas"
 	"github.com/waggle-os/core/libs/protocol"
 )
@@ -35,7 +34,7 @@ func (l Loader) Persona(ctx context.Context, id string) Persona {
 	if p, ok := BuiltInPersona(id); ok || id == "" {
 		return p
 	}
-	c, err := bus.Call(ctx, l.Conn, protocol.GetCustomPersona, protocol.PersonaRequest{User: l.Req.User, Workspace: l.Req.Workspace, ID: id}, l.within())
+	c, err := read(ctx, l.Store, protocol.GetCustomPersona, protocol.PersonaRequest{User: l.Req.User, Workspace: l.Req.Workspace, ID: id})
 	if err != nil {
 		if !errors.Is(err, protocol.ErrUnavailable) && protocol.KindOf(err) != protocol.NotFound && ctx.Err() == nil {
 			l.Log.Warn("custom persona unavailable; named only", "persona", id, "err", err)
