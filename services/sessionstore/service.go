@@ -277,7 +277,9 @@ func (s *Service) register(ctx context.Context) error {
 		bus.Handle(s.svc, protocol.DeleteSession, s.sessionDelete),
 		bus.Handle(s.svc, protocol.SummarizeSession, s.sessionSummary),
 		ledger.Register(s.svc, s.ledgerConfig(pool), s.log),
-		groups.Register(s.svc, groups.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
+		// A team's agent groups in PostgreSQL, a group of no team (the
+		// local owner's or the operator's) in the data dir.
+		groups.Register(s.svc, groups.Config{DataDir: s.cfg.DataDir, Pool: pool, Split: pool != nil && s.cfg.Store != StorePostgres}, s.log),
 		workflows.Register(s.svc, s.workflowsConfig(pool), s.log),
 		s.registerContext(pool),
 		settings.Register(s.svc, s.settings),
