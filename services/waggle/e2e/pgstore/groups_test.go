@@ -1,15 +1,12 @@
 package pgstore
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/waggle-os/core/services/sessionstore/groups"
 	"github.com/waggle-os/core/services/sessionstore/groups/groupstest"
@@ -69,22 +66,13 @@ func TestGroupsOfNoTeamStayOutOfPostgres(t *testing.T) {
 }
 
 // TestGroupsOfNoTeamMoveOutOfPostgres: a group of no team an older
-// version kept in PostgreSQL (written here as it did, by the roster on the
-// pool alone) is moved to the data dir when the store starts: it is
+// version kept in PostgreSQL (written here as it did, by groupstest.Legacy) is moved to the data dir when the store starts: it is
 // listed, the file holds it, and a store on a fresh data dir no longer
 // finds it.
 func TestGroupsOfNoTeamMoveOutOfPostgres(t *testing.T) {
 	e := start(t, "")
 	e.stopStore(t)
-	pool, err := pgxpool.New(context.Background(), e.pgURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	old, err := groups.New(groups.Config{Pool: pool}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := groupstest.Legacy(t, e.pgURL)
 	for _, body := range []string{`{"name":"team-crew","strategy":"sequential","teamId":"team-1"}`, `{"name":"old-crew","strategy":"sequential"}`} {
 		if _, err := old.Create(groupstest.Fields(t, body)); err != nil {
 			t.Fatal(err)

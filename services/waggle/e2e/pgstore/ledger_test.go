@@ -1,18 +1,17 @@
 package pgstore
 
 import (
-	"context"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/ledger"
+	"github.com/waggle-os/core/services/sessionstore/ledger/ledgertest"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
@@ -89,7 +88,7 @@ func TestPersonalUsageStaysOutOfPostgres(t *testing.T) {
 
 // TestPersonalUsageMovesOutOfPostgres: usage lines an older version kept
 // in PostgreSQL for a personal workspace (it kept every line there; here
-// written as it did, by the ledger on the pool alone) move to the data
+// written as it did by ledgertest.Legacy) move to the data
 // dir when the store starts: the totals are unchanged, the file holds
 // them, and a store on a fresh data dir no longer finds them.
 func TestPersonalUsageMovesOutOfPostgres(t *testing.T) {
@@ -98,15 +97,7 @@ func TestPersonalUsageMovesOutOfPostgres(t *testing.T) {
 	personal := e.createWorkspace(t, map[string]any{"name": "Alpha"})
 	e.stopStore(t)
 
-	pool, err := pgxpool.New(context.Background(), e.pgURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	old, err := ledger.Open(ledger.Config{Pool: pool}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := ledgertest.Legacy(t, e.pgURL)
 	for ws, cost := range map[string]float64{team: 1, personal: 0.5} {
 		if err := old.Record(protocol.UsageRecord{Workspace: ws, Model: "m", InputTokens: 10, Cost: cost}); err != nil {
 			t.Fatal(err)
@@ -126,9 +117,11 @@ func TestPersonalUsageMovesOutOfPostgres(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(dir, ledger.UsageFile)); err != nil || !strings.Contains(string(data), `"workspace":"`+personal+`"`) {
 		t.Errorf("the personal line was not written to the data dir: %q %v", data, err)
 	}
-	var rows int
-	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM ledger_lines WHERE workspace = $1`, personal).Scan(&rows); err != nil || rows != 0 {
-		t.Errorf("personal rows left in PostgreSQL: %d %v", rows, err)
+	if rows := ledgertest.Rows(t, e.pgURL, personal); rows != 0 {
+		t.Errorf("personal rows left in PostgreSQL: %d", rows)
+	}
+	if rows := ledgertest.Rows(t, e.pgURL, team); rows != 1 {
+		t.Errorf("team rows in PostgreSQL: %d, want 1", rows)
 	}
 	// A second start reads the file; nothing is counted twice.
 	e.stopStore(t)
