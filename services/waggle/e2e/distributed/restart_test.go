@@ -29,7 +29,20 @@ type natsProc struct {
 	addr  string
 	store string
 	log   string
-	p     *proc
+	cmd   *exec.Cmd
+	// exited is closed when the current process has exited; err says how.
+	exited chan struct{}
+	err    error
+}
+
+// alive reports whether the current process still runs.
+func (n *natsProc) alive() bool {
+	select {
+	case <-n.exited:
+		return false
+	default:
+		return true
+	}
 }
 
 // startNATS runs `waggle nats` on addr and waits until JetStream answers.
@@ -38,9 +51,9 @@ func (c *cluster) startNATS(addr string) *natsProc {
 	n := &natsProc{c: c, addr: addr, store: filepath.Join(c.dir, "nats"), log: filepath.Join(c.dir, "nats.log")}
 	n.start()
 	c.t.Cleanup(func() {
-		if n.p.alive() {
-			_ = n.p.cmd.Process.Signal(syscall.SIGKILL)
-			<-n.p.exited
+		if n.alive() {
+			_ = n.cmd.Process.Signal(syscall.SIGKILL)
+			<-n.exited
 		}
 		if c.t.Failed() {
 			b, _ := os.ReadFile(n.log)
@@ -61,26 +74,27 @@ func (n *natsProc) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{name: "nats", http: n.addr, logPath: n.log, exited: make(chan struct{})}
-	p.cmd = exec.Command(waggleBin, "nats", "--listen", n.addr, "--store-dir", n.store, "--name", "waggle-nats")
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	if err := p.cmd.Start(); err != nil {
+	cmd := exec.Command(waggleBin, "nats", "--listen", n.addr, "--store-dir", n.store, "--name", "waggle-nats")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
 		t.Fatalf("start nats: %v", err)
 	}
+	exited := make(chan struct{})
+	n.cmd, n.exited = cmd, exited
 	go func() {
-		p.err = p.cmd.Wait()
+		n.err = cmd.Wait()
 		logf.Close()
-		close(p.exited)
+		close(exited)
 	}()
-	n.p = p
 	// On a timeout startNATS's cleanup logs the server's log.
 	waitfor.Within(20*time.Second).Every(50*time.Millisecond).True(t, "nats ready", func() bool {
 		if n.ready() {
 			return true
 		}
-		if !p.alive() {
+		if !n.alive() {
+			<-exited
 			b, _ := os.ReadFile(n.log)
-			t.Fatalf("nats did not become ready (exited: %v, %v):\n%s", !p.alive(), p.err, b)
+			t.Fatalf("nats exited before it was ready (%v):\n%s", n.err, b)
 		}
 		return false
 	})
@@ -113,9 +127,9 @@ func (n *natsProc) nkey() string { return filepath.Join(n.store, embednats.Crede
 // stop shuts the server down (SIGTERM, as a service manager's restart does).
 func (n *natsProc) stop() {
 	n.c.t.Helper()
-	_ = n.p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = n.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-n.p.exited:
+	case <-n.exited:
 	case <-time.After(20 * time.Second):
 		n.c.t.Fatal("nats did not stop within 20s of SIGTERM")
 	}
@@ -267,9 +281,9 @@ func TestNATSRestart(t *testing.T) {
 	if g := c.grants(t); len(g) != 1 || g[0]["id"] != grantsBefore[0]["id"] {
 		t.Errorf("grants after the outage: %v, before: %v", g, grantsBefore)
 	}
-	for _, p := range append(append([]*proc{c.services}, c.runners...), c.gateways...) {
-		if !p.alive() {
-			t.Errorf("%s exited during the outage: %v", p.name, p.err)
+	for _, p := range append(append([]*waggletest.Proc{c.services}, c.runners...), c.gateways...) {
+		if !p.Alive() {
+			t.Errorf("%s exited during the outage: %v", p.Name, p.Err())
 		}
 	}
 }
@@ -310,7 +324,7 @@ func (c *cluster) grants(t *testing.T) []map[string]any {
 func (c *cluster) waitHealth(t *testing.T, gw, status int, within time.Duration) {
 	t.Helper()
 	waitfor.Within(within).Every(100*time.Millisecond).NoError(t, fmt.Sprintf("gateway %d /health answering %d", gw, status), func() error {
-		resp, err := http.Get("http://" + c.gateways[gw].http + "/health")
+		resp, err := http.Get(c.gateways[gw].URL + "/health")
 		if err != nil {
 			return err
 		}
