@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -28,41 +27,16 @@ type natsProc struct {
 	c     *cluster
 	addr  string
 	store string
-	log   string
-	cmd   *exec.Cmd
-	// exited is closed when the current process has exited; err says how.
-	exited chan struct{}
-	err    error
-}
-
-// alive reports whether the current process still runs.
-func (n *natsProc) alive() bool {
-	select {
-	case <-n.exited:
-		return false
-	default:
-		return true
-	}
+	proc  *waggletest.NATSProc
 }
 
 // startNATS runs `waggle nats` on addr and waits until JetStream answers.
 func (c *cluster) startNATS(addr string) *natsProc {
 	c.t.Helper()
-	n := &natsProc{c: c, addr: addr, store: filepath.Join(c.dir, "nats"), log: filepath.Join(c.dir, "nats.log")}
+	n := &natsProc{c: c, addr: addr, store: filepath.Join(c.dir, "nats")}
+	n.proc = waggletest.NewNATSProc(c.t, waggleBin, "nats", filepath.Join(c.dir, "nats.log"),
+		"--listen", n.addr, "--store-dir", n.store, "--name", "waggle-nats")
 	n.start()
-	c.t.Cleanup(func() {
-		if n.alive() {
-			_ = n.cmd.Process.Signal(syscall.SIGKILL)
-			<-n.exited
-		}
-		if c.t.Failed() {
-			b, _ := os.ReadFile(n.log)
-			if len(b) > 4000 {
-				b = b[len(b)-4000:]
-			}
-			c.t.Logf("--- nats log (tail) ---\n%s", b)
-		}
-	})
 	return n
 }
 
@@ -70,31 +44,16 @@ func (c *cluster) startNATS(addr string) *natsProc {
 func (n *natsProc) start() {
 	t := n.c.t
 	t.Helper()
-	logf, err := os.OpenFile(n.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(waggleBin, "nats", "--listen", n.addr, "--store-dir", n.store, "--name", "waggle-nats")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start nats: %v", err)
-	}
-	exited := make(chan struct{})
-	n.cmd, n.exited = cmd, exited
-	go func() {
-		n.err = cmd.Wait()
-		logf.Close()
-		close(exited)
-	}()
+	n.proc.Start()
 	// On a timeout startNATS's cleanup logs the server's log.
 	waitfor.Within(20*time.Second).Every(50*time.Millisecond).True(t, "nats ready", func() bool {
 		if n.ready() {
 			return true
 		}
-		if !n.alive() {
-			<-exited
-			b, _ := os.ReadFile(n.log)
-			t.Fatalf("nats exited before it was ready (%v):\n%s", n.err, b)
+		if !n.proc.Alive() {
+			err := n.proc.Wait()
+			b, _ := os.ReadFile(n.proc.Log)
+			t.Fatalf("nats exited before it was ready (%v):\n%s", err, b)
 		}
 		return false
 	})
@@ -127,9 +86,9 @@ func (n *natsProc) nkey() string { return filepath.Join(n.store, embednats.Crede
 // stop shuts the server down (SIGTERM, as a service manager's restart does).
 func (n *natsProc) stop() {
 	n.c.t.Helper()
-	_ = n.cmd.Process.Signal(syscall.SIGTERM)
+	n.proc.Signal(syscall.SIGTERM)
 	select {
-	case <-n.exited:
+	case <-n.proc.Exited():
 	case <-time.After(20 * time.Second):
 		n.c.t.Fatal("nats did not stop within 20s of SIGTERM")
 	}
