@@ -86,7 +86,7 @@ func (h *harness) keepLogs() {
 	}
 	write("services", h.services.Output())
 	for _, n := range h.nodes {
-		b, _ := os.ReadFile(n.log)
+		b, _ := os.ReadFile(n.proc.Log)
 		write(n.name, string(b))
 	}
 	h.t.Logf("logs kept in %s", dir)
