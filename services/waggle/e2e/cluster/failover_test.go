@@ -207,6 +207,7 @@ func TestRollingRestart(t *testing.T) {
 
 	type turn struct {
 		session string
+		id      string
 		evs     []timedEvent
 		err     error
 	}
@@ -243,7 +244,7 @@ func TestRollingRestart(t *testing.T) {
 			resp, err := h.post(i%2, "/api/chat", map[string]any{"message": "turn " + session, "session": session})
 			if err != nil {
 				mu.Lock()
-				turns = append(turns, turn{session, nil, err})
+				turns = append(turns, turn{session, "", nil, err})
 				mu.Unlock()
 				continue
 			}
@@ -259,7 +260,7 @@ func TestRollingRestart(t *testing.T) {
 				err = fmt.Errorf("%s: %w", describe(session, i%2, resp, began), err)
 			}
 			mu.Lock()
-			turns = append(turns, turn{session, evs, err})
+			turns = append(turns, turn{session, resp.Header.Get("X-Waggle-Turn-Id"), evs, err})
 			mu.Unlock()
 		}
 	}()
@@ -327,6 +328,7 @@ func TestRollingRestart(t *testing.T) {
 		}
 		if slices.ContainsFunc(evs, func(e waggletest.Event) bool { return e.Name == protocol.EventStreamGap }) {
 			t.Errorf("%s: stream_gap", tr.session)
+			h.logStored(js, tr.id)
 		}
 		hist := h.history(0, tr.session)
 		if len(hist) != 2 || hist[0].Content != "turn "+tr.session || hist[1].Content != want {

@@ -27,6 +27,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/llmtest"
+	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
@@ -60,6 +61,41 @@ func (h *harness) metaLeader(n *natsNode) string {
 		return ""
 	}
 	return jsz.Meta.Leader
+}
+
+// logStored logs what the turn stream holds of a turn: each event's
+// sequence, number and message id, to tell a hole the stream has from one
+// a reader made.
+func (h *harness) logStored(js jetstream.JetStream, turnID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cons, err := js.OrderedConsumer(ctx, protocol.StreamTurns, jetstream.OrderedConsumerConfig{FilterSubjects: []string{protocol.TurnEvents(turnID)}})
+	if err != nil {
+		h.t.Logf("stored events of %s: %v", turnID, err)
+		return
+	}
+	var lines []string
+	for {
+		batch, err := cons.FetchNoWait(500)
+		if err != nil {
+			break
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, _ := m.Metadata()
+			var seq uint64
+			if md != nil {
+				seq = md.Sequence.Stream
+			}
+			lines = append(lines, fmt.Sprintf("seq %d num %s %s id %s (%d bytes)", seq, m.Headers().Get(protocol.HeaderEventNum),
+				m.Headers().Get(protocol.HeaderEvent), m.Headers().Get(jetstream.MsgIDHeader), len(m.Data())))
+		}
+		if n == 0 {
+			break
+		}
+	}
+	h.t.Logf("stored events of %s (%d):\n%s", turnID, len(lines), strings.Join(lines, "\n"))
 }
 
 // keepLogs copies every process's output and node's log into $logsEnv/<test>/.
