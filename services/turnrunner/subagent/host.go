@@ -214,7 +214,7 @@ func (h *Host) run(job Job, control <-chan *nats.Msg) {
 		}
 	}
 	send(envelope{Kind: kindResult, Result: &out})
-	log.Info("sub-agent for another runner ended", "err", err)
+	log.Info("sub-agent for another runner ended", "err", out.Error)
 }
 
 // Causes of a placed sub-agent's end that come from its parent.

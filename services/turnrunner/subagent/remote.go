@@ -43,7 +43,7 @@ const (
 	// roomWait is how long the parent waits for other runners to say how
 	// much room they have: a runner that answers later just does not get
 	// the sub-agent.
-	roomWait = 150 * time.Millisecond
+	roomWait = 300 * time.Millisecond
 	// placeWait bounds the hand-over of a sub-agent to the chosen runner.
 	placeWait = 5 * time.Second
 )
@@ -312,13 +312,17 @@ func (r *Remote) control(id, kind string) {
 }
 
 // answerCheck runs one of the child's tool calls through the parent's gate
-// and answers it.
+// and answers it. A check the sub-agent's end interrupted is not answered:
+// the child is being stopped, and an answer could reach it before the
+// cancel and let its loop go on.
 func answerCheck(ctx context.Context, gate agent.Gate, m *nats.Msg) {
 	var c gateCheck
 	var ans gateAnswer
 	if err := json.Unmarshal(m.Data, &c); err != nil {
 		ans.Error = "undecodable check"
-	} else if v, err := gate.Check(ctx, agent.ToolCall{ID: c.ID, Name: c.Name, Input: c.Input}); err != nil {
+	} else if v, err := gate.Check(ctx, agent.ToolCall{ID: c.ID, Name: c.Name, Input: c.Input}); ctx.Err() != nil {
+		return
+	} else if err != nil {
 		ans.Error = err.Error()
 	} else {
 		ans = gateAnswer{Allow: v.Allow, ModelText: v.ModelText, ToolResult: v.ToolResult}
