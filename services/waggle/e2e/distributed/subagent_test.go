@@ -227,3 +227,32 @@ func TestSubAgentRunnerKilled(t *testing.T) {
 		t.Errorf("approving the dead sub-agent's call: %d, want 404", code)
 	}
 }
+
+// TestSubAgentEndsWithItsTurnsRunner: the runner of a turn whose sub-agent
+// runs elsewhere is killed; the sub-agent ends on its own runner within
+// the liveness limit (it does not wait its 10 minutes for an approval no
+// one can give), its model not asked again.
+func TestSubAgentEndsWithItsTurnsRunner(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, clusterOpts{})
+	c.model.set(spawnScript("orphan.md"))
+
+	_, _, _, parent, child := placedSubAgent(t, c, "sub-orphan")
+	killed := time.Now()
+	c.runners[parent].kill(t)
+	childLog := c.runners[child].logPath
+	waitfor.Within(15*time.Second).True(t, "the sub-agent ends on its runner", func() bool {
+		b, _ := os.ReadFile(childLog)
+		return strings.Contains(string(b), "the runner of a sub-agent's turn stopped answering: the sub-agent ends")
+	})
+	t.Logf("the sub-agent ended %v after its turn's runner was killed", time.Since(killed))
+	n := 0
+	for _, call := range c.model.Calls() {
+		if isSubAgentCall(call.req) && call.runner == child {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the orphaned sub-agent's model was asked %d times, want once", n)
+	}
+}
