@@ -179,10 +179,10 @@ func TestCancelledParentCancelsRemoteSubAgent(t *testing.T) {
 	if last(rest).Name == protocol.EventDone {
 		t.Fatalf("cancelled turn ended with done")
 	}
-	childLog := c.runners[child].logPath
+	childRunner := c.runners[child]
 	waitfor.Within(10*time.Second).True(t, "the sub-agent ends on its runner", func() bool {
-		b, _ := os.ReadFile(childLog)
-		return strings.Contains(string(b), "sub-agent for another runner ended") && strings.Contains(string(b), "its turn was cancelled")
+		out := childRunner.Output()
+		return strings.Contains(out, "sub-agent for another runner ended") && strings.Contains(out, "its turn was cancelled")
 	})
 	if code := c.json(1, http.MethodPost, "/api/approval/"+requestID, map[string]any{"approved": true}, nil); code != http.StatusNotFound {
 		t.Errorf("approving the cancelled sub-agent's call: %d, want 404", code)
@@ -212,7 +212,7 @@ func TestSubAgentRunnerKilled(t *testing.T) {
 
 	st, _, requestID, _, child := placedSubAgent(t, c, "sub-killed")
 	killed := time.Now()
-	c.runners[child].kill(t)
+	c.runners[child].Kill()
 	rest := allWithin(t, st, 20*time.Second)
 	if last(rest).Name != protocol.EventDone {
 		t.Fatalf("turn ended with %s %s after its sub-agent's runner died", last(rest).Name, last(rest).Data)
@@ -239,11 +239,10 @@ func TestSubAgentEndsWithItsTurnsRunner(t *testing.T) {
 
 	_, _, _, parent, child := placedSubAgent(t, c, "sub-orphan")
 	killed := time.Now()
-	c.runners[parent].kill(t)
-	childLog := c.runners[child].logPath
+	c.runners[parent].Kill()
+	childRunner := c.runners[child]
 	waitfor.Within(15*time.Second).True(t, "the sub-agent ends on its runner", func() bool {
-		b, _ := os.ReadFile(childLog)
-		return strings.Contains(string(b), "the runner of a sub-agent's turn stopped answering: the sub-agent ends")
+		return strings.Contains(childRunner.Output(), "the runner of a sub-agent's turn stopped answering: the sub-agent ends")
 	})
 	t.Logf("the sub-agent ended %v after its turn's runner was killed", time.Since(killed))
 	n := 0
