@@ -106,6 +106,7 @@ func TestHostRunsOnlyForTheTurnsRunner(t *testing.T) {
 			if e.Result.Runner != "r2" {
 				t.Errorf("result from %q, want r2", e.Result.Runner)
 			}
+			h.Stop() // waits for the job's goroutine
 			if free.Load() != 1 {
 				t.Errorf("free slots after the job: %d, want 1 (its slot given back)", free.Load())
 			}
