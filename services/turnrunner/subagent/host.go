@@ -62,6 +62,10 @@ type Host struct {
 	running sync.WaitGroup
 }
 
+// probeWait bounds the question to a job's turn who runs it: well within
+// the parent's placeWait.
+const probeWait = 2 * time.Second
+
 // errHostStopping ends the sub-agents of a runner that stops.
 var errHostStopping = errors.New("runner shutting down")
 
@@ -175,7 +179,7 @@ func (h *Host) refuse(job Job) string {
 		return "invalid"
 	}
 	body, _ := json.Marshal(protocol.TurnControlMsg{Action: protocol.ControlProbe})
-	rep, err := h.Conn.Request(protocol.TurnControl(t.TurnID).Subject, body, placeWait)
+	rep, err := h.Conn.Request(protocol.TurnControl(t.TurnID).Subject, body, probeWait)
 	if err != nil || string(rep.Data) != job.Parent {
 		return "not the turn's runner"
 	}

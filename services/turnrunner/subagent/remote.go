@@ -224,11 +224,11 @@ func (r *Remote) run(ctx context.Context, job Job, gate agent.Gate, sink agent.S
 	// The gate's checks end with the sub-agent: what it still waits for
 	// is withdrawn by the caller's closing of the gate.
 	gctx, stopChecks := context.WithCancel(ctx)
-	var checks sync.WaitGroup
-	defer checks.Wait()
+	checks := &checkGroup{}
+	defer checks.close()
 	defer stopChecks()
 	gateSub, err := r.Conn.Subscribe(protocol.SubAgentGate(id), func(m *nats.Msg) {
-		checks.Go(func() { answerCheck(gctx, gate, m) })
+		checks.run(func() { answerCheck(gctx, gate, m) })
 	})
 	if err != nil {
 		return "", false, nil
@@ -329,4 +329,30 @@ func answerCheck(ctx context.Context, gate agent.Gate, m *nats.Msg) {
 	}
 	body, _ := json.Marshal(ans)
 	_ = m.Respond(body)
+}
+
+// checkGroup runs the gate checks of one placed sub-agent and waits for
+// them at its end; a check that arrives after the end (a callback still
+// under way when the subscription went) is dropped.
+type checkGroup struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func (g *checkGroup) run(fn func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return
+	}
+	g.wg.Go(fn)
+}
+
+// close takes no more checks and waits for those running.
+func (g *checkGroup) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.wg.Wait()
 }
