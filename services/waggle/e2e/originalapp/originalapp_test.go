@@ -3,9 +3,11 @@
 // Chromium against a whole waggle app and the scripted model server: a new
 // user's first minutes, as the desktop app shows them.
 //
-// The app is not part of this repository: build it from its source and
-// point WAGGLE_TEST_ORIGINAL_APP at the built dist (the directory holding
-// index.html). Without it the test skips loudly.
+// The app's build is a fixture, testdata/app, made from its source by
+// scripts/build-original-app.sh (testdata/PROVENANCE says from which
+// commit, how, and what was left out; testdata/SHA256SUMS lists its
+// files). WAGGLE_TEST_ORIGINAL_APP names another build of the app's dist
+// (the directory holding index.html) to run against instead.
 package originalapp
 
 import (
@@ -25,6 +27,28 @@ import (
 	"github.com/waggle-os/core/services/waggle/app"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
+
+// fixture is the committed build of the original app.
+const fixture = "testdata/app"
+
+// originalApp is the directory of the app's build the test serves:
+// WAGGLE_TEST_ORIGINAL_APP when set, else the fixture. A missing
+// index.html fails the test: the fixture is part of the repository.
+func originalApp(t *testing.T) string {
+	t.Helper()
+	dist := os.Getenv("WAGGLE_TEST_ORIGINAL_APP")
+	if dist == "" {
+		dist = fixture
+	}
+	abs, err := filepath.Abs(dist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(abs, "index.html")); err != nil {
+		t.Fatalf("the original app's build (%s): %v", abs, err)
+	}
+	return abs
+}
 
 func chromium() string {
 	if p := os.Getenv("WAGGLE_CHROMIUM"); p != "" {
@@ -54,6 +78,11 @@ func browser(t *testing.T) context.Context {
 		chromedp.ExecPath(path),
 		chromedp.NoSandbox,
 		chromedp.Flag("disable-dev-shm-usage", true),
+		// The app's stylesheet imports Google Fonts: every name but the
+		// loopback server's fails to resolve at once, so the test never
+		// reaches the internet and never waits on a firewall that drops
+		// packets (CI has no internet).
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
 		chromedp.WindowSize(1400, 900),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -140,10 +169,7 @@ func hasText(s string) string {
 // onboarding wizard (which finds the key and finishes its model step on
 // its own), and is answered by the model in the chat the wizard opens.
 func TestOriginalAppOnboardsWithAVaultKeyAndChats(t *testing.T) {
-	dist := os.Getenv("WAGGLE_TEST_ORIGINAL_APP")
-	if dist == "" {
-		skipLoudly(t, "WAGGLE_TEST_ORIGINAL_APP is not set (the built dist of marolinik/waggle-os apps/web): the original app's browser test did NOT run")
-	}
+	dist := originalApp(t)
 	const secret = "sk-ant-onboarding-0123456789"
 	const answer = "Hello from the scripted model"
 	llm := llmtest.New(llmtest.WithAPIKey(secret), llmtest.WithDefault(llmtest.Reply(answer)))
