@@ -13,13 +13,17 @@ package originalapp
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -158,6 +162,73 @@ func typeInto(placeholder, text string) chromedp.Action {
 	return chromedp.Tasks{chromedp.WaitVisible(sel, chromedp.ByQuery), chromedp.SendKeys(sel, text, chromedp.ByQuery)}
 }
 
+// apiError is one of the app's API requests this core answered with an
+// error status.
+type apiError struct {
+	path   string
+	status int
+}
+
+func (e apiError) String() string { return fmt.Sprintf("%s %d", e.path, e.status) }
+
+// watchAPIErrors records the app's API requests this core answered with
+// 4xx/5xx, once per path and status: a route the app calls and this core
+// lacks shows up here before a user meets it.
+func watchAPIErrors(ctx context.Context) func() []apiError {
+	var mu sync.Mutex
+	seen := map[apiError]bool{}
+	var list []apiError
+	chromedp.ListenTarget(ctx, func(ev any) {
+		e, ok := ev.(*network.EventResponseReceived)
+		if !ok || e.Response.Status < 400 {
+			return
+		}
+		u, err := url.Parse(e.Response.URL)
+		if err != nil || !strings.HasPrefix(u.Path, "/api/") {
+			return
+		}
+		key := apiError{path: u.Path, status: int(e.Response.Status)}
+		mu.Lock()
+		defer mu.Unlock()
+		if !seen[key] {
+			seen[key] = true
+			list = append(list, key)
+		}
+	})
+	return func() []apiError {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]apiError(nil), list...)
+	}
+}
+
+// issueRoutes are the route families this core serves for the desktop app
+// (issue 28: vault, settings, providers, models, notifications, files,
+// jobs, tier): the app must never find one of them missing.
+var issueRoutes = []string{"/api/vault", "/api/settings", "/api/providers", "/api/litellm/",
+	"/api/notifications/", "/api/files/", "/api/jobs/"}
+
+// checkAPIErrors fails on a server error, or on a missing route (404 or
+// 405) among the issue's, and logs the rest (routes of the original this
+// core does not serve, which the app survives).
+func checkAPIErrors(t *testing.T, errs []apiError) {
+	t.Helper()
+	t.Logf("API calls the app made that this core refused: %v", errs)
+	for _, e := range errs {
+		if e.status >= 500 {
+			t.Errorf("the app met a server error: %v", e)
+		}
+		missing := e.status == http.StatusNotFound || e.status == http.StatusMethodNotAllowed
+		isIssueRoute := e.path == "/api/tier"
+		for _, prefix := range issueRoutes {
+			isIssueRoute = isIssueRoute || strings.HasPrefix(e.path, prefix)
+		}
+		if missing && isIssueRoute {
+			t.Errorf("the app called a desktop route this core lacks: %v", e)
+		}
+	}
+}
+
 // hasText is true when the page shows s.
 func hasText(s string) string {
 	return `document.body.innerText.includes(` + fmt.Sprintf("%q", s) + `)`
@@ -179,6 +250,9 @@ func TestOriginalAppOnboardsWithAVaultKeyAndChats(t *testing.T) {
 		c.Gateway.FrontendDir = dist
 	}))
 	ctx := browser(t)
+	// Checked also when a step fails: a missing route is often why.
+	apiErrors := watchAPIErrors(ctx)
+	defer func() { checkAPIErrors(t, apiErrors()) }()
 	// The app talks to http://127.0.0.1:3333 unless told otherwise (the
 	// desktop shell's port); this server is on a free port.
 	run(t, ctx, "open the app", chromedp.Navigate(srv.URL+"/"),
