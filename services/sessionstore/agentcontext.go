@@ -14,6 +14,7 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/wsnow"
 	"github.com/waggle-os/core/services/sessionstore/userdocs"
+	"github.com/waggle-os/core/services/sessionstore/workspaces"
 )
 
 // What the agent knows about the user and the workspace (docs/agent.md):
@@ -45,6 +46,7 @@ func (s *Service) registerContext(pool *pgxpool.Pool) error {
 		bus.Handle(s.svc, protocol.GetProfile, h.profileGet),
 		bus.Handle(s.svc, protocol.UpdateProfile, h.profileUpdate),
 		bus.Handle(s.svc, protocol.GetWorkspaceNow, h.workspaceNow),
+		bus.Handle(s.svc, protocol.LoadTurnContext, h.turnContext),
 		bus.Handle(s.svc, protocol.ListCustomPersonas, h.personaList),
 		bus.Handle(s.svc, protocol.GetCustomPersona, h.personaGet),
 		bus.Handle(s.svc, protocol.CreateCustomPersona, h.personaCreate),
@@ -158,6 +160,11 @@ func (h contextHandlers) workspaceNow(ctx context.Context, req protocol.Workspac
 	if err != nil {
 		return protocol.WorkspaceNow{}, err
 	}
+	return h.nowOf(ctx, doc, req)
+}
+
+// nowOf is Workspace Now of doc, the workspace req names.
+func (h contextHandlers) nowOf(ctx context.Context, doc workspaces.Doc, req protocol.WorkspaceNowRequest) (protocol.WorkspaceNow, error) {
 	sessions, err := h.s.store.RecentSessions(ctx, protocol.SessionListRequest{Workspace: req.Workspace, HideEmpty: true})
 	if err != nil {
 		return protocol.WorkspaceNow{}, err

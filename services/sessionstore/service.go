@@ -59,6 +59,10 @@ type Service struct {
 	// startsCache keeps the starts of long conversations for Workspace
 	// Now's progress (progress.go).
 	startsCache transcriptCache
+	// ledger is the usage ledger (set by register).
+	ledger *ledger.Ledger
+	// teams authorizes users on team workspaces (nil without PostgreSQL).
+	teams *teams.Teams
 
 	nc     *nats.Conn
 	svc    *bus.Service
@@ -155,7 +159,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.pg != nil {
 		// Teams, roles, tokens and policies live next to the team
 		// workspaces; a workspace's team is read from its doc.
-		err := teams.Register(ctx, s.svc, teams.Config{Pool: s.pg.Pool(), Conn: s.nc,
+		tm, err := teams.New(teams.Config{Pool: s.pg.Pool(), Conn: s.nc,
 			Workspaces:       teams.WorkspaceTeamsFunc(s.workspaceTeam),
 			DefaultWorkspace: s.createTeamWorkspace,
 			// A deleted team's shared personas and vault go with it: a
@@ -163,10 +167,17 @@ func (s *Service) Start(ctx context.Context) error {
 			Deleted: func(ctx context.Context, team string) error {
 				return errors.Join(s.docs.Delete(ctx, personasKey("", team)), s.vault.DeleteTeam(ctx, team))
 			}}, s.log)
+		if err == nil {
+			err = teams.Migrate(ctx, s.pg.Pool(), s.log)
+		}
+		if err == nil {
+			err = tm.Register(s.svc)
+		}
 		if err != nil {
 			s.Stop(ctx)
 			return fmt.Errorf("sessionstore: teams: %w", err)
 		}
+		s.teams = tm
 	}
 	if err := s.openBacklog(ctx); err != nil {
 		s.Stop(ctx)
@@ -253,6 +264,10 @@ func (s *Service) register(ctx context.Context) error {
 		return err
 	}
 	s.vault = v
+	s.ledger, err = ledger.Open(ledger.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log)
+	if err != nil {
+		return err
+	}
 	return errors.Join(
 		bus.Handle(s.svc, protocol.ReadHistory, s.history),
 		bus.Handle(s.svc, protocol.AppendToSession, s.append),
@@ -275,7 +290,7 @@ func (s *Service) register(ctx context.Context) error {
 		bus.Handle(s.svc, protocol.RenameSession, s.sessionRename),
 		bus.Handle(s.svc, protocol.DeleteSession, s.sessionDelete),
 		bus.Handle(s.svc, protocol.SummarizeSession, s.sessionSummary),
-		ledger.Register(s.svc, ledger.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
+		s.ledger.Register(s.svc),
 		groups.Register(s.svc, groups.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
 		workflows.Register(s.svc, s.workflowsConfig(pool), s.log),
 		s.registerContext(pool),

@@ -69,64 +69,26 @@ type Context struct {
 	knowledge string
 }
 
-// Context reads the profile, the newest frames and Workspace Now
-// concurrently.
-func (l Loader) Context(ctx context.Context) Context {
-	var (
-		out Context
-		wg  sync.WaitGroup
-	)
-	within := l.within()
-	wg.Go(func() {
-		p, err := bus.Call(ctx, l.Conn, protocol.GetProfile, protocol.ProfileRequest{User: l.Req.User}, within)
-		if l.optional(ctx, "profile", err) {
-			out.profile = &p
-		}
-	})
-	wg.Go(func() {
-		rep, err := bus.Call(ctx, l.Conn, protocol.ListFrames, protocol.MemoryFramesRequest{
-			MemoryOwner: protocol.MemoryOwner{Workspace: l.Req.Workspace, User: l.Req.User}, Limit: preloadFrames,
-		}, within)
-		if l.optional(ctx, "frames", err) {
-			out.recent, out.prefs, out.fixes = preload(rep.Frames)
-		}
-	})
-	wg.Go(func() {
-		n, err := bus.Call(ctx, l.Conn, protocol.GetWorkspaceNow, protocol.WorkspaceNowRequest{Workspace: l.Req.Workspace, ExceptSession: l.Req.Session}, within)
-		if l.optional(ctx, "workspace now", err) {
-			out.now = wsnow.Format(n)
-		}
-	})
-	mind := Mind{Store: l.Store, Workspace: l.Req.Workspace, User: l.Req.User}
-	wg.Go(func() {
-		text, err := mind.Identity(ctx)
-		if l.optional(ctx, "identity", err) {
-			out.identity = text
-		}
-	})
-	wg.Go(func() {
-		items, err := mind.items(ctx)
-		if l.optional(ctx, "awareness", err) && len(items) > 0 {
-			out.awareness = protocol.AwarenessContext(items)
-		}
-	})
-	wg.Go(func() {
-		out.knowledge = Memory{Store: l.Store, User: l.Req.User}.KeyKnowledge(ctx, l.Req.Workspace)
-	})
-	wg.Wait()
+// contextOf builds the prompt's context from the store's answer: the
+// preloaded frames are chosen from the newest, the rest is rendered as
+// the prompt shows it.
+func contextOf(rep protocol.TurnContext) Context {
+	var out Context
+	out.profile = rep.Profile
+	out.recent, out.prefs, out.fixes = preload(rep.Frames)
+	if rep.Now != nil {
+		out.now = wsnow.Format(*rep.Now)
+	}
+	if rep.Identity != nil {
+		out.identity = rep.Identity.IdentityContext()
+	}
+	if len(rep.Awareness) > 0 {
+		out.awareness = protocol.AwarenessContext(rep.Awareness)
+	}
+	if rep.Knowledge != nil && len(rep.Knowledge.Entities) > 0 {
+		out.knowledge = KeyKnowledgeText(*rep.Knowledge)
+	}
 	return out
-}
-
-// optional reports whether err is nil; a store without the endpoint or a
-// missing workspace is silent, anything else is logged.
-func (l Loader) optional(ctx context.Context, what string, err error) bool {
-	if err == nil {
-		return true
-	}
-	if !errors.Is(err, protocol.ErrUnavailable) && protocol.KindOf(err) != protocol.NotFound && ctx.Err() == nil {
-		l.Log.Warn("turn context unavailable; prompt built without it", "part", what, "err", err)
-	}
-	return false
 }
 
 // preload picks, from frames newest first, the workspace's important
@@ -170,45 +132,63 @@ const (
 	catchUpPersonal = 2
 )
 
-// recallFrames is the auto-recall: up to prompt.RecallPerMind frames of
-// each mind for query, or for a catch-up the workspace's important and
-// decision frames plus its newest, and the 2 best personal hits.
+// recallRequest is the auto-recall's searches for query: up to
+// prompt.RecallPerMind frames of each mind, or for a catch-up the 2 best
+// personal hits (the workspace's part is then picked from its newest
+// frames by catchUpFrames).
+func recallRequest(query string) protocol.TurnRecallRequest {
+	if IsCatchUp(query) {
+		return protocol.TurnRecallRequest{Query: query, Personal: catchUpPersonal}
+	}
+	return protocol.TurnRecallRequest{Query: query, Personal: prompt.RecallPerMind, Workspace: prompt.RecallPerMind}
+}
+
+// recalled joins the recall's parts: the workspace mind's frames (for a
+// catch-up, picked from the newest frames), then the personal mind's.
+func recalled(query string, ws, personal, newest []protocol.MemoryFrame) []protocol.MemoryFrame {
+	if IsCatchUp(query) {
+		ws = catchUpFrames(newest)
+	}
+	out := make([]protocol.MemoryFrame, 0, len(ws)+len(personal))
+	out = append(out, ws...)
+	for _, f := range personal {
+		f.Mind = protocol.MindPersonal
+		out = append(out, f)
+	}
+	return out
+}
+
+// recallFrames is the auto-recall of a query the turn's context was not
+// loaded for (a slash command's prompt): the same searches, asked now.
 func (m Memory) recallFrames(ctx context.Context, workspace, query string) ([]protocol.MemoryFrame, error) {
 	owner := protocol.MemoryOwner{Workspace: workspace, User: m.User}
+	r := recallRequest(query)
 	within := m.within()
 	var (
-		ws, personal []protocol.MemoryFrame
-		wsErr, pErr  error
-		wg           sync.WaitGroup
+		ws, personal, newest []protocol.MemoryFrame
+		wsErr, pErr          error
+		wg                   sync.WaitGroup
 	)
-	personalLimit := prompt.RecallPerMind
-	catching := IsCatchUp(query)
-	if catching {
-		personalLimit = catchUpPersonal
-	}
 	wg.Go(func() {
 		rep, err := bus.Call(ctx, m.Conn, protocol.QueryMemory, protocol.MemoryQueryRequest{
-			MemoryOwner: owner, Query: query, Scope: protocol.MindPersonal, Limit: personalLimit}, within)
+			MemoryOwner: owner, Query: query, Scope: protocol.MindPersonal, Limit: r.Personal}, within)
 		personal, pErr = rep.Frames, err
 	})
 	wg.Go(func() {
-		if catching {
+		if r.Workspace == 0 {
 			rep, err := bus.Call(ctx, m.Conn, protocol.ListFrames, protocol.MemoryFramesRequest{MemoryOwner: owner, Limit: preloadFrames}, within)
-			ws, wsErr = catchUpFrames(rep.Frames), err
+			newest, wsErr = rep.Frames, err
 			return
 		}
 		rep, err := bus.Call(ctx, m.Conn, protocol.QueryMemory, protocol.MemoryQueryRequest{
-			MemoryOwner: owner, Query: query, Scope: protocol.MindWorkspace, Limit: prompt.RecallPerMind}, within)
+			MemoryOwner: owner, Query: query, Scope: protocol.MindWorkspace, Limit: r.Workspace}, within)
 		ws, wsErr = rep.Frames, err
 	})
 	wg.Wait()
 	if err := errors.Join(wsErr, pErr); err != nil {
 		return nil, err
 	}
-	for i := range personal {
-		personal[i].Mind = protocol.MindPersonal
-	}
-	return append(ws, personal...), nil
+	return recalled(query, ws, personal, newest), nil
 }
 
 var decisionish = regexp.MustCompile(`(?i)^decision|decided`)

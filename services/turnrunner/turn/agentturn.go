@@ -41,7 +41,7 @@ func (t *Turn) runAgent(message string, resume *agent.Resume) {
 	}
 	choice := agent.ResolveModel(mc, t.req.Model, in.Workspace.Model, message, in.Spent)
 	ctxl := t.contextLoader()
-	persona := ctxl.Persona(t.ctx, firstNonEmpty(t.req.Persona, in.Workspace.Persona))
+	persona := in.Persona
 	mem := agentcontext.Memory{Store: ctxl.Store, User: t.req.User}
 	sub := &subagent.Spawner{Turn: t.req, Agent: t.deps.Agent, Limits: t.deps.Config.SubAgents, List: t.deps.SubAgents,
 		Persona: ctxl.Persona, Sink: &turnSink{t: t}, PersistTool: t.persistTool, RecordUsage: t.recordUsage, Log: log,
@@ -64,7 +64,7 @@ func (t *Turn) runAgent(message string, resume *agent.Resume) {
 		Tools:        agentTools,
 		Blocked:      blocked,
 		Gate:         mcpSet.Gate(gate),
-		Recall:       agentcontext.Recaller{Memory: mem, Workspace: t.req.Workspace},
+		Recall:       agentcontext.Recaller{Memory: mem, Workspace: t.req.Workspace, Loaded: in.Recall},
 		Sink:         &turnSink{t: t},
 		OnToolEvent:  t.persistTool,
 		Checkpoint:   turnCheckpoint{t: t},
