@@ -163,16 +163,25 @@ func (h contextHandlers) workspaceNow(ctx context.Context, req protocol.Workspac
 	return h.nowOf(ctx, doc, req)
 }
 
-// nowOf is Workspace Now of doc, the workspace req names.
+// nowOf is Workspace Now of doc, the workspace req names: the cached
+// briefing while nothing it was built from changed (nowcache.go).
 func (h contextHandlers) nowOf(ctx context.Context, doc workspaces.Doc, req protocol.WorkspaceNowRequest) (protocol.WorkspaceNow, error) {
+	// The workspace's own frames only: the personal mind of whoever asks
+	// is not the workspace's state. The minds' versions are read before
+	// the frames, so a change in between only costs a rebuild.
+	owner := protocol.MemoryOwner{Workspace: req.Workspace}
+	versions, versioned := h.s.minds.Version(ctx, owner)
 	sessions, err := h.s.store.RecentSessions(ctx, protocol.SessionListRequest{Workspace: req.Workspace, HideEmpty: true})
 	if err != nil {
 		return protocol.WorkspaceNow{}, err
 	}
 	sessions = slices.DeleteFunc(sessions, func(s protocol.SessionInfo) bool { return s.ID == req.ExceptSession })
-	// The workspace's own frames only: the personal mind of whoever asks
-	// is not the workspace's state.
-	owner := protocol.MemoryOwner{Workspace: req.Workspace}
+	key, at := nowKey{req.Workspace, req.ExceptSession}, h.now()
+	if versioned {
+		if b, ok := h.s.nows.get(key); ok && b.current(doc, sessions, versions, at) {
+			return b.now, nil
+		}
+	}
 	all, err := h.s.minds.Frames(ctx, protocol.MemoryFramesRequest{MemoryOwner: owner, Limit: nowFrames})
 	if err != nil {
 		return protocol.WorkspaceNow{}, err
@@ -187,6 +196,10 @@ func (h contextHandlers) nowOf(ctx context.Context, doc workspaces.Doc, req prot
 	if st, err := h.s.minds.Stats(ctx, protocol.MemoryStatsRequest{MemoryOwner: owner}); err == nil && st.Workspace != nil {
 		count = st.Workspace.FrameCount
 	}
-	return wsnow.Build(wsnow.Input{Workspace: doc.Workspace(), Sessions: sessions, Frames: frames, MemoryCount: count,
-		TranscriptItems: h.s.transcriptItems(ctx, req.Workspace, sessions), Now: h.now()}), nil
+	n := wsnow.Build(wsnow.Input{Workspace: doc.Workspace(), Sessions: sessions, Frames: frames, MemoryCount: count,
+		TranscriptItems: h.s.transcriptItems(ctx, req.Workspace, sessions), Now: at})
+	if versioned {
+		h.s.nows.put(key, builtNow{doc: doc, sessions: sessions, minds: versions, at: at, now: n})
+	}
+	return n, nil
 }

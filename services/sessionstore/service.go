@@ -59,6 +59,9 @@ type Service struct {
 	// startsCache keeps the starts of long conversations for Workspace
 	// Now's progress (progress.go).
 	startsCache transcriptCache
+	// nows keeps Workspace Now's briefings until what they were built
+	// from changes (nowcache.go).
+	nows nowCache
 	// ledger is the usage ledger (set by register).
 	ledger *ledger.Ledger
 	// teams authorizes users on team workspaces (nil without PostgreSQL).

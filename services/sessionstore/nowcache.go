@@ -1,0 +1,85 @@
+package sessionstore
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/sessionstore/workspaces"
+)
+
+// Workspace Now is part of every agent turn's context, and building it
+// (the newest 200 frames of two minds, their count, the briefing itself)
+// cost more than the rest of the context together. What it is built from
+// changes far less often than turns ask for it: nowCache keeps each
+// briefing with what it was built from — the workspace's record, its
+// session listing, the versions of the minds it read — and a briefing is
+// built again when any of them differs. Minds whose backend cannot tell
+// their version (PostgreSQL, shared by several stores) are not cached.
+// The briefing's only use of the clock is whole days ("3 days ago"): an
+// entry is kept at most nowMaxAge, so a day's boundary shows within it.
+
+// nowMaxAge bounds how long a briefing is reused.
+const nowMaxAge = time.Minute
+
+// maxCachedNows bounds the cache; when full it starts over.
+const maxCachedNows = 1024
+
+// nowKey names one briefing: a workspace without one of its sessions.
+type nowKey struct {
+	workspace, except string
+}
+
+// builtNow is one briefing and what it was built from.
+type builtNow struct {
+	doc      workspaces.Doc
+	sessions []protocol.SessionInfo
+	minds    []uint64
+	at       time.Time
+	now      protocol.WorkspaceNow
+}
+
+// current reports whether b still describes the workspace.
+func (b builtNow) current(doc workspaces.Doc, sessions []protocol.SessionInfo, minds []uint64, now time.Time) bool {
+	age := now.Sub(b.at)
+	return age >= 0 && age < nowMaxAge && slices.Equal(b.minds, minds) &&
+		maps.EqualFunc(b.doc, doc, func(x, y json.RawMessage) bool { return bytes.Equal(x, y) }) &&
+		reflect.DeepEqual(b.sessions, sessions)
+}
+
+type nowCache struct {
+	mu sync.Mutex
+	m  map[nowKey]builtNow
+}
+
+func (c *nowCache) get(k nowKey) (builtNow, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k]
+	return v, ok
+}
+
+func (c *nowCache) put(k nowKey, v builtNow) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedNows {
+		c.m = map[nowKey]builtNow{}
+	}
+	c.m[k] = v
+}
+
+// forget drops a deleted workspace's briefings.
+func (c *nowCache) forget(workspace string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.m {
+		if k.workspace == workspace {
+			delete(c.m, k)
+		}
+	}
+}
