@@ -182,9 +182,30 @@ func (h contextHandlers) nowOf(ctx context.Context, doc workspaces.Doc, req prot
 			return b.now, nil
 		}
 	}
+	mf, ok := h.s.nows.framesOf(req.Workspace, versions)
+	if !versioned || !ok {
+		if mf, err = h.mindFrames(ctx, owner); err != nil {
+			return protocol.WorkspaceNow{}, err
+		}
+		if versioned {
+			mf.minds = versions
+			h.s.nows.putFrames(req.Workspace, mf)
+		}
+	}
+	n := wsnow.Build(wsnow.Input{Workspace: doc.Workspace(), Sessions: sessions, Frames: mf.frames, MemoryCount: mf.count,
+		TranscriptItems: h.s.transcriptItems(ctx, req.Workspace, sessions), Now: at})
+	if versioned {
+		h.s.nows.put(key, builtNow{doc: doc, sessions: sessions, minds: versions, at: at, now: n})
+	}
+	return n, nil
+}
+
+// mindFrames reads the workspace's newest frames (nowFrames of its mind
+// and the personal one together) and its mind's frame count.
+func (h contextHandlers) mindFrames(ctx context.Context, owner protocol.MemoryOwner) (mindFrames, error) {
 	all, err := h.s.minds.Frames(ctx, protocol.MemoryFramesRequest{MemoryOwner: owner, Limit: nowFrames})
 	if err != nil {
-		return protocol.WorkspaceNow{}, err
+		return mindFrames{}, err
 	}
 	frames := make([]protocol.MemoryFrame, 0, len(all))
 	for _, f := range all {
@@ -196,10 +217,5 @@ func (h contextHandlers) nowOf(ctx context.Context, doc workspaces.Doc, req prot
 	if st, err := h.s.minds.Stats(ctx, protocol.MemoryStatsRequest{MemoryOwner: owner}); err == nil && st.Workspace != nil {
 		count = st.Workspace.FrameCount
 	}
-	n := wsnow.Build(wsnow.Input{Workspace: doc.Workspace(), Sessions: sessions, Frames: frames, MemoryCount: count,
-		TranscriptItems: h.s.transcriptItems(ctx, req.Workspace, sessions), Now: at})
-	if versioned {
-		h.s.nows.put(key, builtNow{doc: doc, sessions: sessions, minds: versions, at: at, now: n})
-	}
-	return n, nil
+	return mindFrames{frames: frames, count: count}, nil
 }

@@ -19,7 +19,8 @@ import (
 // changes far less often than turns ask for it: nowCache keeps each
 // briefing with what it was built from — the workspace's record, its
 // session listing, the versions of the minds it read — and a briefing is
-// built again when any of them differs. Minds whose backend cannot tell
+// built again when any of them differs (from the frames kept with the
+// same versions when only the sessions changed). Minds whose backend cannot tell
 // their version (PostgreSQL, shared by several stores) are not cached.
 // The briefing's only use of the clock is whole days ("3 days ago"): an
 // entry is kept at most nowMaxAge, so a day's boundary shows within it.
@@ -52,9 +53,38 @@ func (b builtNow) current(doc workspaces.Doc, sessions []protocol.SessionInfo, m
 		reflect.DeepEqual(b.sessions, sessions)
 }
 
+// mindFrames is the part of a briefing read from the minds: the
+// workspace's newest frames and their count, at the minds' versions.
+type mindFrames struct {
+	minds  []uint64
+	frames []protocol.MemoryFrame
+	count  int
+}
+
 type nowCache struct {
 	mu sync.Mutex
 	m  map[nowKey]builtNow
+	// frames is each workspace's mindFrames: a briefing whose sessions
+	// changed (a turn in another session) is built again without
+	// listing the frames again.
+	frames map[string]mindFrames
+}
+
+// framesOf is workspace's frames read at versions minds.
+func (c *nowCache) framesOf(workspace string, minds []uint64) (mindFrames, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.frames[workspace]
+	return v, ok && slices.Equal(v.minds, minds)
+}
+
+func (c *nowCache) putFrames(workspace string, v mindFrames) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.frames == nil || len(c.frames) >= maxCachedNows {
+		c.frames = map[string]mindFrames{}
+	}
+	c.frames[workspace] = v
 }
 
 func (c *nowCache) get(k nowKey) (builtNow, bool) {
@@ -82,4 +112,5 @@ func (c *nowCache) forget(workspace string) {
 			delete(c.m, k)
 		}
 	}
+	delete(c.frames, workspace)
 }

@@ -78,7 +78,8 @@ func BenchmarkWorkspaceNow(b *testing.B) {
 }
 
 // TestWorkspaceNowCacheSeesEveryChange: a turn's Workspace Now is reused
-// while nothing it is built from changed (no frames are listed again),
+// while nothing it is built from changed (no frames are listed again, nor
+// when only a session changed),
 // and after every kind of change — a frame added, edited, re-ranked by
 // the lifecycle worker, a personal frame, a message, a renamed session, a
 // deleted one, the workspace's record, a day later — it equals a
@@ -140,6 +141,13 @@ func TestWorkspaceNowCacheSeesEveryChange(t *testing.T) {
 	msg := protocol.Message{Role: "user", Content: "We need to call the printer about the posters", Timestamp: protocol.Timestamp(clock)}
 	if err := h.s.store.Append(ctx, protocol.AppendRequest{SessionRef: protocol.SessionRef{Workspace: ws, Session: "s7"}, Message: &msg}); err != nil {
 		t.Fatal(err)
+	}
+	backend.recent.Store(0)
+	if _, err := h.nowOf(ctx, doc, req); err != nil {
+		t.Fatal(err)
+	}
+	if n := backend.recent.Load(); n != 0 {
+		t.Errorf("only a session changed, yet the frames were listed %d times", n)
 	}
 	check("a message added")
 	if err := h.s.store.RenameSession(ctx, protocol.SessionRef{Workspace: ws, Session: "s3"}, "Poster planning"); err != nil {
