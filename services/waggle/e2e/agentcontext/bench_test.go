@@ -79,7 +79,10 @@ func loadSeparately(nc *nats.Conn, ref protocol.SessionRef, query string) error 
 		_, err := bus.Call(ctx, nc, protocol.GetWorkspace, protocol.WorkspaceRequest{Workspace: ref.Workspace}, within)
 		return err
 	})
-	call(2, func() error { _, err := bus.Call(ctx, nc, protocol.GetProfile, protocol.ProfileRequest{}, within); return err })
+	call(2, func() error {
+		_, err := bus.Call(ctx, nc, protocol.GetProfile, protocol.ProfileRequest{}, within)
+		return err
+	})
 	call(3, func() error {
 		_, err := bus.Call(ctx, nc, protocol.ListFrames, protocol.MemoryFramesRequest{MemoryOwner: owner, Limit: 200}, within)
 		return err
