@@ -14,9 +14,10 @@ type TurnContextRequest struct {
 	// User is the turn's user ("" locally): their profile, personal mind
 	// and custom personas.
 	User string `json:"user,omitempty"`
-	// Frames is how many of the newest frames (workspace and personal mind
-	// together) to return.
-	Frames int `json:"frames,omitempty"`
+	// Preload, when set, asks for the prompt's preloaded sections, picked
+	// from the newest frames of the workspace and personal minds
+	// (libs/preload).
+	Preload bool `json:"preload,omitempty"`
 	// Knowledge is how many of the workspace's key entities to return
 	// (0: none).
 	Knowledge int `json:"knowledge,omitempty"`
@@ -31,14 +32,20 @@ type TurnContextRequest struct {
 	UsageSince string `json:"usageSince,omitempty"`
 }
 
-// TurnRecallRequest is the recall part of a TurnContextRequest: up to
-// Personal frames of the personal mind and Workspace of the workspace's
-// mind for Query (Workspace 0: the workspace's part is not searched; a
-// catch-up picks it from the newest frames instead).
+// TurnRecallRequest is the recall part of a TurnContextRequest: the
+// auto-recall for Query, sized as libs/preload says (a catch-up's
+// workspace part is picked from the newest frames).
 type TurnRecallRequest struct {
-	Query     string `json:"query"`
-	Personal  int    `json:"personal"`
-	Workspace int    `json:"workspace,omitempty"`
+	Query string `json:"query"`
+}
+
+// TurnPreload is the preloaded sections of a turn's prompt: the
+// workspace's important frames, the user's preferences and style notes,
+// their corrections (newest first).
+type TurnPreload struct {
+	Recent      []MemoryFrame `json:"recent,omitempty"`
+	Preferences []MemoryFrame `json:"preferences,omitempty"`
+	Corrections []MemoryFrame `json:"corrections,omitempty"`
 }
 
 // TurnContext answers a TurnContextRequest. Only the history is required;
@@ -50,9 +57,8 @@ type TurnContext struct {
 	// Workspace is the workspace's record (nil when it does not exist).
 	Workspace *Workspace `json:"workspace,omitempty"`
 	Profile   *Profile   `json:"profile,omitempty"`
-	// Frames are the newest frames of the workspace and personal minds,
-	// newest first.
-	Frames []MemoryFrame `json:"frames,omitempty"`
+	// Preload is the prompt's preloaded sections.
+	Preload *TurnPreload `json:"preload,omitempty"`
 	// Now is Workspace Now without the turn's own session.
 	Now *WorkspaceNow `json:"now,omitempty"`
 	// Identity is the workspace mind's identity when it is configured,
@@ -63,7 +69,8 @@ type TurnContext struct {
 	Awareness []AwarenessItem `json:"awareness,omitempty"`
 	// Knowledge is the workspace's key knowledge graph.
 	Knowledge *KnowledgeGraph `json:"knowledge,omitempty"`
-	// RecallWorkspace and RecallPersonal are the recall's hits.
+	// RecallWorkspace and RecallPersonal are the recall's hits (the
+	// personal ones marked with their mind).
 	RecallWorkspace []MemoryFrame `json:"recallWorkspace,omitempty"`
 	RecallPersonal  []MemoryFrame `json:"recallPersonal,omitempty"`
 	// Persona is the custom persona the turn runs as (nil for a built-in

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/waggle-os/core/libs/personas"
+	"github.com/waggle-os/core/libs/preload"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/frames"
 	"github.com/waggle-os/core/services/sessionstore/workspaces"
@@ -124,11 +125,25 @@ func (l *turnLoad) start(ctx context.Context, wg *sync.WaitGroup) {
 			out.Profile = &p
 		}
 	})
-	if req.Frames > 0 {
+	// The newest frames are read once for both their uses: the prompt's
+	// preloaded sections and a catch-up's workspace recall. Only the
+	// frames picked are sent.
+	catching := req.Recall != nil && preload.IsCatchUp(req.Recall.Query)
+	if req.Preload || catching {
 		wg.Go(func() {
-			fs, err := h.s.minds.Frames(ctx, protocol.MemoryFramesRequest{MemoryOwner: owner, Limit: req.Frames})
-			if !l.failed(protocol.TurnContextFrames, err) {
-				out.Frames = fs
+			fs, err := h.s.minds.Frames(ctx, protocol.MemoryFramesRequest{MemoryOwner: owner, Limit: preload.Window})
+			if l.failed(protocol.TurnContextFrames, err) {
+				if catching {
+					l.failed(protocol.TurnContextRecall, err)
+				}
+				return
+			}
+			if req.Preload {
+				p := preload.Pick(fs)
+				out.Preload = &p
+			}
+			if catching {
+				out.RecallWorkspace = preload.CatchUp(fs)
 			}
 		})
 	}
@@ -151,7 +166,7 @@ func (l *turnLoad) start(ctx context.Context, wg *sync.WaitGroup) {
 		})
 	}
 	if r := req.Recall; r != nil {
-		l.recall(ctx, wg, owner, *r)
+		l.recall(ctx, wg, owner, r.Query, catching)
 	}
 	if id := l.personaID(); id != "" {
 		wg.Go(func() { l.persona(ctx, id) })
@@ -166,21 +181,30 @@ func (l *turnLoad) start(ctx context.Context, wg *sync.WaitGroup) {
 	}
 }
 
-// recall runs the auto-recall's searches: the personal mind's, and the
-// workspace mind's unless the turn picks that part from the newest frames.
-func (l *turnLoad) recall(ctx context.Context, wg *sync.WaitGroup, owner protocol.MemoryOwner, r protocol.TurnRecallRequest) {
-	query := func(scope string, limit int, into *[]protocol.MemoryFrame) {
+// recall runs the auto-recall's searches for query: the personal mind's
+// (its hits marked as personal), and the workspace mind's unless a
+// catch-up picks that part from the newest frames.
+func (l *turnLoad) recall(ctx context.Context, wg *sync.WaitGroup, owner protocol.MemoryOwner, query string, catching bool) {
+	search := func(scope string, limit int, into *[]protocol.MemoryFrame) {
 		wg.Go(func() {
-			fs, err := l.h.s.minds.Query(ctx, protocol.MemoryQueryRequest{MemoryOwner: owner, Query: r.Query, Scope: scope, Limit: limit}, frames.DefaultQuery)
-			if !l.failed(protocol.TurnContextRecall, err) {
-				*into = fs
+			fs, err := l.h.s.minds.Query(ctx, protocol.MemoryQueryRequest{MemoryOwner: owner, Query: query, Scope: scope, Limit: limit}, frames.DefaultQuery)
+			if l.failed(protocol.TurnContextRecall, err) {
+				return
 			}
+			if scope == protocol.MindPersonal {
+				for i := range fs {
+					fs[i].Mind = protocol.MindPersonal
+				}
+			}
+			*into = fs
 		})
 	}
-	query(protocol.MindPersonal, r.Personal, &l.out.RecallPersonal)
-	if r.Workspace > 0 {
-		query(protocol.MindWorkspace, r.Workspace, &l.out.RecallWorkspace)
+	if catching {
+		search(protocol.MindPersonal, preload.CatchUpPersonal, &l.out.RecallPersonal)
+		return
 	}
+	search(protocol.MindPersonal, preload.RecallPerMind, &l.out.RecallPersonal)
+	search(protocol.MindWorkspace, preload.RecallPerMind, &l.out.RecallWorkspace)
 }
 
 // identity is the workspace mind's identity when it says something, else

@@ -12,16 +12,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/waggle-os/core/libs/bus"
-	"github.com/waggle-os/core/libs/injection"
+	"github.com/waggle-os/core/libs/preload"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/wsnow"
 	"github.com/waggle-os/core/services/turnrunner/prompt"
@@ -31,10 +28,6 @@ import (
 // profile, the preloaded frames and Workspace Now, loaded next to the
 // history; every piece is optional and a failure to read it only leaves
 // its part of the prompt out.
-
-// preloadFrames is how many of the newest frames (workspace and personal
-// mind together) the preloaded sections are chosen from.
-const preloadFrames = 200
 
 // Store reaches the session store over the bus, each request bounded by
 // Timeout.
@@ -75,7 +68,9 @@ type Context struct {
 func contextOf(rep protocol.TurnContext) Context {
 	var out Context
 	out.profile = rep.Profile
-	out.recent, out.prefs, out.fixes = preload(rep.Frames)
+	if p := rep.Preload; p != nil {
+		out.recent, out.prefs, out.fixes = p.Recent, p.Preferences, p.Corrections
+	}
 	if rep.Now != nil {
 		out.now = wsnow.Format(*rep.Now)
 	}
@@ -91,146 +86,50 @@ func contextOf(rep protocol.TurnContext) Context {
 	return out
 }
 
-// preload picks, from frames newest first, the workspace's important
-// frames, the user's preference and style notes and their corrections.
-// Deprecated frames and frames that read as injected instructions are
-// left out: they would reach the system prompt on every turn.
-func preload(frames []protocol.MemoryFrame) (recent, prefs, fixes []protocol.MemoryFrame) {
-	for _, f := range frames {
-		if f.Importance == protocol.ImportanceDeprecated || injection.Scan(f.Content, injection.ToolOutput).Blocked() {
-			continue
-		}
-		c := strings.TrimSpace(f.Content)
-		switch {
-		case strings.HasPrefix(c, prompt.PrefixCorrection):
-			if len(fixes) < prompt.MaxCorrections {
-				fixes = append(fixes, f)
-			}
-		case strings.HasPrefix(c, prompt.PrefixPreference), strings.HasPrefix(c, prompt.PrefixStyle), strings.HasPrefix(c, prompt.PrefixTopic):
-			if len(prefs) < prompt.MaxPreferences {
-				prefs = append(prefs, f)
-			}
-		case f.Mind == protocol.MindWorkspace && (f.Importance == protocol.ImportanceCritical || f.Importance == protocol.ImportanceImportant):
-			if len(recent) < prompt.MaxRecent {
-				recent = append(recent, f)
-			}
-		}
-	}
-	return recent, prefs, fixes
-}
-
-// catchUp matches messages that ask to be brought up to date (the
-// original's list): recall then goes by importance and recency.
-var catchUp = regexp.MustCompile(`(?i)\bcatch me up\b|\bwhere (?:are|were) we\b|\bwhat matters\b|\bwhat did we decide\b|\bwhere did we leave off\b|\bwhat['’]?s the status\b|\bwhat should i do\b|\bwhat['’]?s next\b|\bsummariz|\bbrief me\b|\bget me up to speed\b|\bwhat['’]?s going on\b|\bremind me\b`)
-
-// IsCatchUp reports whether message asks to be caught up.
-func IsCatchUp(message string) bool { return catchUp.MatchString(message) }
-
-// Recall sizes (the original's).
-const (
-	catchUpRecent   = 3
-	catchUpPersonal = 2
-)
-
-// recallRequest is the auto-recall's searches for query: up to
-// prompt.RecallPerMind frames of each mind, or for a catch-up the 2 best
-// personal hits (the workspace's part is then picked from its newest
-// frames by catchUpFrames).
-func recallRequest(query string) protocol.TurnRecallRequest {
-	if IsCatchUp(query) {
-		return protocol.TurnRecallRequest{Query: query, Personal: catchUpPersonal}
-	}
-	return protocol.TurnRecallRequest{Query: query, Personal: prompt.RecallPerMind, Workspace: prompt.RecallPerMind}
-}
-
-// recalled joins the recall's parts: the workspace mind's frames (for a
-// catch-up, picked from the newest frames), then the personal mind's.
-func recalled(query string, ws, personal, newest []protocol.MemoryFrame) []protocol.MemoryFrame {
-	if IsCatchUp(query) {
-		ws = catchUpFrames(newest)
-	}
-	out := make([]protocol.MemoryFrame, 0, len(ws)+len(personal))
-	out = append(out, ws...)
-	for _, f := range personal {
-		f.Mind = protocol.MindPersonal
-		out = append(out, f)
-	}
-	return out
-}
+// IsCatchUp reports whether message asks to be caught up
+// (preload.IsCatchUp).
+func IsCatchUp(message string) bool { return preload.IsCatchUp(message) }
 
 // recallFrames is the auto-recall of a query the turn's context was not
-// loaded for (a slash command's prompt): the same searches, asked now.
+// loaded for (a slash command's prompt), asked now: up to
+// preload.RecallPerMind frames of each mind, or for a catch-up the
+// workspace's important and newest frames and the 2 best personal hits.
 func (m Memory) recallFrames(ctx context.Context, workspace, query string) ([]protocol.MemoryFrame, error) {
 	owner := protocol.MemoryOwner{Workspace: workspace, User: m.User}
-	r := recallRequest(query)
 	within := m.within()
+	catching := IsCatchUp(query)
+	personalLimit := preload.RecallPerMind
+	if catching {
+		personalLimit = preload.CatchUpPersonal
+	}
 	var (
-		ws, personal, newest []protocol.MemoryFrame
-		wsErr, pErr          error
-		wg                   sync.WaitGroup
+		ws, personal []protocol.MemoryFrame
+		wsErr, pErr  error
+		wg           sync.WaitGroup
 	)
 	wg.Go(func() {
 		rep, err := bus.Call(ctx, m.Conn, protocol.QueryMemory, protocol.MemoryQueryRequest{
-			MemoryOwner: owner, Query: query, Scope: protocol.MindPersonal, Limit: r.Personal}, within)
+			MemoryOwner: owner, Query: query, Scope: protocol.MindPersonal, Limit: personalLimit}, within)
 		personal, pErr = rep.Frames, err
 	})
 	wg.Go(func() {
-		if r.Workspace == 0 {
-			rep, err := bus.Call(ctx, m.Conn, protocol.ListFrames, protocol.MemoryFramesRequest{MemoryOwner: owner, Limit: preloadFrames}, within)
-			newest, wsErr = rep.Frames, err
+		if catching {
+			rep, err := bus.Call(ctx, m.Conn, protocol.ListFrames, protocol.MemoryFramesRequest{MemoryOwner: owner, Limit: preload.Window}, within)
+			ws, wsErr = preload.CatchUp(rep.Frames), err
 			return
 		}
 		rep, err := bus.Call(ctx, m.Conn, protocol.QueryMemory, protocol.MemoryQueryRequest{
-			MemoryOwner: owner, Query: query, Scope: protocol.MindWorkspace, Limit: r.Workspace}, within)
+			MemoryOwner: owner, Query: query, Scope: protocol.MindWorkspace, Limit: preload.RecallPerMind}, within)
 		ws, wsErr = rep.Frames, err
 	})
 	wg.Wait()
 	if err := errors.Join(wsErr, pErr); err != nil {
 		return nil, err
 	}
-	return recalled(query, ws, personal, newest), nil
-}
-
-var decisionish = regexp.MustCompile(`(?i)^decision|decided`)
-
-// catchUpFrames picks from frames (newest first) the workspace's critical,
-// important and decision frames, most important first, then its newest
-// non-temporary frames, each once.
-func catchUpFrames(frames []protocol.MemoryFrame) []protocol.MemoryFrame {
-	var key, newest []protocol.MemoryFrame
-	for _, f := range frames {
-		if f.Mind != protocol.MindWorkspace || f.Importance == protocol.ImportanceDeprecated {
-			continue
-		}
-		if f.Importance == protocol.ImportanceCritical || f.Importance == protocol.ImportanceImportant || decisionish.MatchString(f.Content) {
-			key = append(key, f)
-		}
-		if f.Importance != protocol.ImportanceTemporary && len(newest) < catchUpRecent {
-			newest = append(newest, f)
-		}
+	for i := range personal {
+		personal[i].Mind = protocol.MindPersonal
 	}
-	rank := map[string]int{protocol.ImportanceCritical: 0, protocol.ImportanceImportant: 1}
-	slices.SortStableFunc(key, func(a, b protocol.MemoryFrame) int {
-		ra, okA := rank[a.Importance]
-		rb, okB := rank[b.Importance]
-		if !okA {
-			ra = 2
-		}
-		if !okB {
-			rb = 2
-		}
-		return ra - rb
-	})
-	out := key[:min(len(key), prompt.RecallPerMind)]
-	for _, f := range newest {
-		if len(out) == prompt.RecallPerMind {
-			break
-		}
-		if !slices.ContainsFunc(out, func(o protocol.MemoryFrame) bool { return o.ID == f.ID }) {
-			out = append(out, f)
-		}
-	}
-	return out
+	return append(ws, personal...), nil
 }
 
 // Prompt returns the agent's prompt builder for this turn: budget is the

@@ -40,13 +40,12 @@ type Inputs struct {
 // budget can switch models) today's spend. Only the history is required;
 // the rest degrades to "none".
 func (l Loader) Inputs(ctx context.Context, mc agent.ModelConfig) (Inputs, error) {
-	req := protocol.TurnContextRequest{SessionRef: l.ref(), User: l.Req.User, Frames: preloadFrames,
+	req := protocol.TurnContextRequest{SessionRef: l.ref(), User: l.Req.User, Preload: true,
 		Knowledge: keyKnowledgeEntities, Persona: l.Req.Persona}
 	if l.Req.Message != "" && !protocol.IsSlashCommand(l.Req.Message) {
 		// A command's prompt is only known once the command ran: its
 		// recall is asked then.
-		r := recallRequest(l.Req.Message)
-		req.Recall = &r
+		req.Recall = &protocol.TurnRecallRequest{Query: l.Req.Message}
 	}
 	if mc.DailyBudget > 0 && mc.BudgetModel != "" {
 		req.UsageSince = startOfDayUTC(time.Now()).Format(time.RFC3339)
@@ -74,7 +73,7 @@ func (l Loader) Inputs(ctx context.Context, mc agent.ModelConfig) (Inputs, error
 		if rep.Missing(protocol.TurnContextRecall) {
 			in.Recall.Err = errRecall
 		} else {
-			in.Recall.Frames = recalled(req.Recall.Query, rep.RecallWorkspace, rep.RecallPersonal, rep.Frames)
+			in.Recall.Frames = append(rep.RecallWorkspace, rep.RecallPersonal...)
 		}
 	}
 	return in, nil

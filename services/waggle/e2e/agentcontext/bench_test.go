@@ -36,12 +36,12 @@ func BenchmarkTurnContext(b *testing.B) {
 			Content: fmt.Sprintf("Decision %d: the launch uses plan %d", i, i), Importance: protocol.ImportanceImportant})
 	}
 	ref := protocol.SessionRef{Workspace: ws, Session: "s0"}
-	const query = "what did we decide about the launch"
+	const query = "how should we price the launch"
 	b.Run("separate", func(b *testing.B) { timeLoads(b, func() error { return loadSeparately(nc, ref, query) }) })
 	b.Run("one", func(b *testing.B) {
 		timeLoads(b, func() error {
-			_, err := bus.Call(context.Background(), nc, protocol.LoadTurnContext, protocol.TurnContextRequest{SessionRef: ref, Frames: 200, Knowledge: 12,
-				Recall: &protocol.TurnRecallRequest{Query: query, Personal: 5, Workspace: 5}}, bus.Within(10*time.Second))
+			_, err := bus.Call(context.Background(), nc, protocol.LoadTurnContext, protocol.TurnContextRequest{SessionRef: ref, Preload: true, Knowledge: 12,
+				Recall: &protocol.TurnRecallRequest{Query: query}}, bus.Within(10*time.Second))
 			return err
 		})
 	})
@@ -101,7 +101,7 @@ func loadSeparately(nc *nats.Conn, ref protocol.SessionRef, query string) error 
 	})
 	for i, scope := range []string{protocol.MindPersonal, protocol.MindWorkspace} {
 		call(10+i, func() error {
-			_, err := bus.Call(ctx, nc, protocol.QueryMemory, protocol.MemoryQueryRequest{MemoryOwner: owner, Query: query, Scope: scope, Limit: 5}, within)
+			_, err := bus.Call(ctx, nc, protocol.QueryMemory, protocol.MemoryQueryRequest{MemoryOwner: owner, Query: query, Scope: scope, Limit: 10}, within)
 			return err
 		})
 	}

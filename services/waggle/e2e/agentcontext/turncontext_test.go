@@ -42,8 +42,8 @@ func TestTurnContextStaysInItsTeam(t *testing.T) {
 	rivalWS := ts.createWorkspace(t, "Rival Deals", "rival", ts.rita)
 
 	load := func(req protocol.TurnContextRequest) (protocol.TurnContext, error) {
-		req.Frames, req.Knowledge = 200, 12
-		req.Recall = &protocol.TurnRecallRequest{Query: "Zanzibar margin", Personal: 5, Workspace: 5}
+		req.Preload, req.Knowledge = true, 12
+		req.Recall = &protocol.TurnRecallRequest{Query: "Zanzibar margin"}
 		return bus.Call(context.Background(), nc, protocol.LoadTurnContext, req, bus.Within(10*time.Second))
 	}
 	// A member reads it all.
@@ -53,7 +53,8 @@ func TestTurnContextStaysInItsTeam(t *testing.T) {
 	}
 	if len(got.History.Messages) != 2 || got.Persona == nil || got.Persona.ID != "acme-closer" ||
 		got.Identity == nil || !strings.Contains(got.Identity.IdentityContext(), "Acme Secret Bot") ||
-		len(got.Awareness) != 1 || len(got.RecallWorkspace) == 0 || got.Workspace == nil || got.Workspace.TeamID != "acme" {
+		len(got.Awareness) != 1 || len(got.RecallWorkspace) == 0 || got.Workspace == nil || got.Workspace.TeamID != "acme" ||
+		got.Preload == nil || len(got.Preload.Recent) != 1 || got.Preload.Recent[0].Content != secret {
 		t.Errorf("member's context: %+v", got)
 	}
 	// Another team's user asking for the workspace by id: not found.
@@ -69,7 +70,11 @@ func TestTurnContextStaysInItsTeam(t *testing.T) {
 	if len(got.History.Messages) != 0 || got.Persona != nil || got.Identity != nil || len(got.Awareness) != 0 {
 		t.Errorf("rival's own workspace shows acme's context: %+v", got)
 	}
-	for _, f := range slices.Concat(got.Frames, got.RecallWorkspace, got.RecallPersonal) {
+	var preloaded []protocol.MemoryFrame
+	if p := got.Preload; p != nil {
+		preloaded = slices.Concat(p.Recent, p.Preferences, p.Corrections)
+	}
+	for _, f := range slices.Concat(preloaded, got.RecallWorkspace, got.RecallPersonal) {
 		if strings.Contains(f.Content, "Zanzibar") {
 			t.Errorf("rival's context carries acme's frame %q", f.Content)
 		}
