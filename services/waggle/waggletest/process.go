@@ -27,6 +27,7 @@ type Proc struct {
 	URL     string // http://<addr>
 	Addr    string
 	DataDir string
+	Name    string // for messages (ProcName; default "waggle serve")
 	cmd     *exec.Cmd
 	out     *procOutput
 	exited  chan struct{}
@@ -44,6 +45,9 @@ type procSpec struct {
 	wd   string
 	// fromEnv: no --addr or --data-dir flag (see ProcSidecar).
 	fromEnv bool
+	name    string
+	// kill: SIGKILL at cleanup instead of an interrupt and a wait.
+	kill bool
 }
 
 // ProcArgs adds command-line flags of `waggle serve`.
@@ -62,6 +66,14 @@ func ProcAddr(addr string) ProcOption { return func(s *procSpec) { s.addr = addr
 // ProcDataDir sets the data dir (default: a fresh temp dir). A relative
 // one is passed as given, relative to ProcWorkDir.
 func ProcDataDir(dir string) ProcOption { return func(s *procSpec) { s.dir = dir } }
+
+// ProcName names the process in the test's messages.
+func ProcName(name string) ProcOption { return func(s *procSpec) { s.name = name } }
+
+// ProcKillAtCleanup kills the process (SIGKILL) when the test ends instead
+// of interrupting it and waiting for a clean stop: for multi-process tests
+// whose processes' shutdown is not what they test.
+func ProcKillAtCleanup() ProcOption { return func(s *procSpec) { s.kill = true } }
 
 // ProcWorkDir sets the process's working directory (default: the test's).
 func ProcWorkDir(dir string) ProcOption { return func(s *procSpec) { s.wd = dir } }
@@ -105,7 +117,10 @@ func StartProc(t testing.TB, bin string, opts ...ProcOption) *Proc {
 	if !filepath.IsAbs(dataDir) {
 		dataDir = filepath.Join(spec.wd, dataDir)
 	}
-	p := &Proc{URL: "http://" + spec.addr, Addr: spec.addr, DataDir: dataDir, out: &procOutput{}, exited: make(chan struct{})}
+	if spec.name == "" {
+		spec.name = "waggle serve"
+	}
+	p := &Proc{URL: "http://" + spec.addr, Addr: spec.addr, DataDir: dataDir, Name: spec.name, out: &procOutput{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = env
 	p.cmd.Dir = spec.wd
@@ -117,12 +132,18 @@ func StartProc(t testing.TB, bin string, opts ...ProcOption) *Proc {
 		p.err = p.cmd.Wait()
 		close(p.exited)
 	}()
-	t.Cleanup(func() { p.Stop(t) })
+	t.Cleanup(func() {
+		if spec.kill {
+			p.Kill()
+		} else {
+			p.Stop(t)
+		}
+	})
 	client := &http.Client{Timeout: 2 * time.Second}
 	waitfor.Within(60*time.Second).Every(50*time.Millisecond).NoError(t, p.URL+"/health healthy", func() error {
 		select {
 		case <-p.exited:
-			t.Fatalf("waggle serve exited while starting (%v):\n%s", p.err, p.Output())
+			t.Fatalf("%s exited while starting (%v):\n%s", p.Name, p.err, p.Output())
 		default:
 		}
 		resp, err := client.Get(p.URL + "/health")
@@ -168,6 +189,34 @@ func (p *Proc) Wait(ctx context.Context) error {
 	}
 }
 
+// Signal sends sig to the process (SIGTERM, as a service manager's stop).
+func (p *Proc) Signal(sig os.Signal) { _ = p.cmd.Process.Signal(sig) }
+
+// Kill kills the process (SIGKILL, a crash) and waits until it is gone.
+func (p *Proc) Kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// Exited is closed when the process has exited; Err then says how.
+func (p *Proc) Exited() <-chan struct{} { return p.exited }
+
+// Err is the process's exit error, valid once Exited is closed.
+func (p *Proc) Err() error {
+	<-p.exited
+	return p.err
+}
+
+// Alive reports whether the process still runs.
+func (p *Proc) Alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
 // Output is what the process has printed so far (stdout and stderr).
 func (p *Proc) Output() string { return p.out.String() }
 
@@ -185,7 +234,7 @@ func (p *Proc) Stop(t testing.TB) {
 	case <-time.After(20 * time.Second):
 		_ = p.cmd.Process.Kill()
 		<-p.exited
-		t.Errorf("waggle serve did not stop on SIGINT:\n%s", p.Output())
+		t.Errorf("%s did not stop on SIGINT:\n%s", p.Name, p.Output())
 	}
 }
 

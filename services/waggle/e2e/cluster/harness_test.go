@@ -17,11 +17,9 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -59,11 +57,7 @@ type natsNode struct {
 	monitor string // host:port of the monitoring endpoint
 	route   string // host:port of cluster routes
 	conf    string
-	log     string
-
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
+	proc    *waggletest.NATSProc
 }
 
 // harness is one team server on a three-node cluster.
@@ -129,32 +123,17 @@ func bootHarness(t *testing.T, how boot) *harness {
 			route:   waggletest.FreeAddr(t),
 		}
 		n.conf = filepath.Join(h.dir, n.name+".conf")
-		n.log = filepath.Join(h.dir, n.name+".log")
 		h.nodes = append(h.nodes, n)
 	}
 	var urls []string
 	for _, n := range h.nodes {
 		h.writeConf(n)
+		n.proc = waggletest.NewNATSProc(t, waggleBin, n.name, filepath.Join(h.dir, n.name+".log"), "--config", n.conf)
 		urls = append(urls, "nats://"+n.client)
 	}
 	h.urls = strings.Join(urls, ",")
-	t.Cleanup(func() {
-		for _, n := range h.nodes {
-			n.signal(syscall.SIGKILL)
-			n.wait()
-		}
-		if t.Failed() {
-			for _, n := range h.nodes {
-				b, _ := os.ReadFile(n.log)
-				if len(b) > 4000 {
-					b = b[len(b)-4000:]
-				}
-				t.Logf("--- %s log (tail) ---\n%s", n.name, b)
-			}
-		}
-	})
 	for _, n := range h.nodes {
-		h.startNode(n)
+		n.proc.Start()
 	}
 	if how == inWaves {
 		for _, n := range h.nodes {
@@ -271,29 +250,6 @@ cluster {
 	}
 }
 
-// startNode starts (or restarts, on its store) one node.
-func (h *harness) startNode(n *natsNode) {
-	h.t.Helper()
-	logf, err := os.OpenFile(n.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	cmd := exec.Command(waggleBin, "nats", "--config", n.conf)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		h.t.Fatalf("start %s: %v", n.name, err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(exited)
-	}()
-	n.mu.Lock()
-	n.cmd, n.exited = cmd, exited
-	n.mu.Unlock()
-}
-
 // waitNode waits until the node's JetStream is up and part of the
 // cluster (its /healthz answers 200 once a meta leader is known and its
 // assets are current).
@@ -301,8 +257,8 @@ func (h *harness) waitNode(n *natsNode) {
 	h.t.Helper()
 	client := &http.Client{Timeout: 2 * time.Second}
 	waitfor.Within(90*time.Second).Every(100*time.Millisecond).NoError(h.t, n.name+" healthy", func() error {
-		if !n.alive() {
-			b, _ := os.ReadFile(n.log)
+		if !n.proc.Alive() {
+			b, _ := os.ReadFile(n.proc.Log)
 			h.t.Fatalf("%s exited while starting:\n%s", n.name, b)
 		}
 		resp, err := client.Get("http://" + n.monitor + "/healthz")
@@ -318,49 +274,17 @@ func (h *harness) waitNode(n *natsNode) {
 	})
 }
 
-func (n *natsNode) alive() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.exited == nil {
-		return false
-	}
-	select {
-	case <-n.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-func (n *natsNode) signal(sig syscall.Signal) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cmd != nil && n.cmd.Process != nil {
-		_ = n.cmd.Process.Signal(sig)
-	}
-}
-
-func (n *natsNode) wait() {
-	n.mu.Lock()
-	exited := n.exited
-	n.mu.Unlock()
-	if exited != nil {
-		<-exited
-	}
-}
-
 // kill sends SIGKILL to the node and waits until it is gone.
 func (h *harness) kill(n *natsNode) {
 	h.t.Helper()
-	n.signal(syscall.SIGKILL)
-	n.wait()
+	n.proc.Kill()
 	h.t.Logf("killed %s", n.name)
 }
 
 // restart starts a killed node again on its store and waits for it.
 func (h *harness) restart(n *natsNode) {
 	h.t.Helper()
-	h.startNode(n)
+	n.proc.Start()
 	h.waitNode(n)
 }
 

@@ -13,17 +13,14 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/waggle-os/core/libs/embednats"
 	"github.com/waggle-os/core/libs/llmtest"
-	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/waggle/waggletest"
 )
 
@@ -137,48 +134,19 @@ func toolResults(r *llmtest.Request) int {
 	return n
 }
 
-// proc is one waggle process.
-type proc struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	// http is the gateway's address, or the metrics listener's.
-	http   string
-	exited chan struct{}
-	err    error
-}
-
-// alive reports whether the process still runs.
-func (p *proc) alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// kill sends SIGKILL and waits for the process to be gone.
-func (p *proc) kill(t *testing.T) {
-	t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
-}
-
-// terminate sends SIGTERM; wait for exited.
-func (p *proc) terminate() { _ = p.cmd.Process.Signal(syscall.SIGTERM) }
-
 // cluster is one distributed Waggle on loopback.
 type cluster struct {
 	t        *testing.T
 	dir      string
+	data     string // the data dir every process shares
 	natsURL  string
 	natsAuth []string // the flags that authenticate to natsURL
 	model    *model
-	services *proc
-	gateways []*proc
-	runners  []*proc
+	services *waggletest.Proc
+	gateways []*waggletest.Proc
+	runners  []*waggletest.Proc
 	nats     *natsProc // with clusterOpts.externalNATS
+	restarts int       // how many times restart ran
 }
 
 type clusterOpts struct {
@@ -218,7 +186,8 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 	}
 	natsAddr := waggletest.FreeAddr(t)
 	c.natsURL = "nats://" + natsAddr
-	data := filepath.Join(c.dir, "data")
+	c.data = filepath.Join(c.dir, "data")
+	data := c.data
 	if o.config != "" {
 		if err := os.MkdirAll(data, 0o755); err != nil {
 			t.Fatal(err)
@@ -227,7 +196,7 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 			t.Fatal(err)
 		}
 	}
-	common := []string{"--data-dir", data, "--log-format", "text", "--log-level", "debug", "--echo-delay", "1ms"}
+	common := []string{"--log-format", "text", "--log-level", "debug", "--echo-delay", "1ms"}
 	natsArgs := []string{"--nats-listen", natsAddr}
 	// The embedded listener of the services process wants the credentials
 	// it makes in the (shared) data dir at its start; `waggle nats` makes
@@ -251,59 +220,25 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 	return c
 }
 
-// start runs one process and waits for its /health. kind "gateway" serves
-// HTTP on --addr; the others on --metrics-addr.
-func (c *cluster) start(name, kind string, args ...string) *proc {
+// start runs one process on the cluster's data dir and waits for its
+// /health. kind "gateway" serves HTTP on --addr; the others on
+// --metrics-addr. A failed test logs the tail of its output.
+func (c *cluster) start(name, kind string, args ...string) *waggletest.Proc {
 	c.t.Helper()
 	addr := waggletest.FreeAddr(c.t)
-	if kind == "gateway" {
-		args = append(args, "--addr", addr)
-	} else {
+	if kind != "gateway" {
 		args = append(args, "--metrics-addr", addr)
 	}
-	p := &proc{name: name, http: addr, logPath: filepath.Join(c.dir, name+".log"), exited: make(chan struct{})}
-	logf, err := os.Create(p.logPath)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	p.cmd = exec.Command(waggleBin, append([]string{"serve"}, args...)...)
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	if err := p.cmd.Start(); err != nil {
-		c.t.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		logf.Close()
-		close(p.exited)
-	}()
+	p := waggletest.StartProc(c.t, waggleBin, waggletest.ProcName(name), waggletest.ProcAddr(addr),
+		waggletest.ProcDataDir(c.data), waggletest.ProcKillAtCleanup(), waggletest.ProcArgs(args...))
 	c.t.Cleanup(func() {
-		if p.alive() {
-			_ = p.cmd.Process.Signal(syscall.SIGKILL)
-			<-p.exited
-		}
 		if c.t.Failed() {
-			b, _ := os.ReadFile(p.logPath)
-			if len(b) > 6000 {
-				b = b[len(b)-6000:]
+			out := p.Output()
+			if len(out) > 6000 {
+				out = out[len(out)-6000:]
 			}
-			c.t.Logf("--- %s log (tail) ---\n%s", name, b)
+			c.t.Logf("--- %s output (tail) ---\n%s", name, out)
 		}
-	})
-	// On a timeout the cleanup above logs the process's log.
-	waitfor.Within(20*time.Second).Every(50*time.Millisecond).NoError(c.t, name+" healthy", func() error {
-		resp, err := http.Get("http://" + addr + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("status %d", resp.StatusCode)
-		}
-		if !p.alive() {
-			b, _ := os.ReadFile(p.logPath)
-			c.t.Fatalf("%s did not become healthy (exited: %v, %v):\n%s", name, !p.alive(), p.err, b)
-		}
-		return err
 	})
 	return p
 }
@@ -318,7 +253,7 @@ func (c *cluster) pause() *llmtest.Pause {
 // do sends a request to a gateway with an optional JSON body.
 func (c *cluster) do(gw int, method, path string, body any, headers ...string) *http.Response {
 	c.t.Helper()
-	return waggletest.Request(c.t, method, "http://"+c.gateways[gw].http+path, body, headers...)
+	return waggletest.Request(c.t, method, c.gateways[gw].URL+path, body, headers...)
 }
 
 // json sends a request and decodes the JSON answer into out.
@@ -375,11 +310,11 @@ type histMsg struct {
 }
 
 // metric reads one sample of a runner's /metrics (0 when absent).
-func (c *cluster) metric(p *proc, name string) float64 {
+func (c *cluster) metric(p *waggletest.Proc, name string) float64 {
 	c.t.Helper()
-	resp, err := http.Get("http://" + p.http + "/metrics")
+	resp, err := http.Get(p.URL + "/metrics")
 	if err != nil {
-		c.t.Fatalf("metrics of %s: %v", p.name, err)
+		c.t.Fatalf("metrics of %s: %v", p.Name, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)

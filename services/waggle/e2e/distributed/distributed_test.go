@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -229,7 +230,7 @@ func TestRunnerCrashMidTurn(t *testing.T) {
 	if calls[0].runner != victim {
 		t.Fatalf("one turn moved between runners before the crash: %v", describeCalls(calls))
 	}
-	c.runners[victim].kill(t)
+	c.runners[victim].Kill()
 	killed := time.Now()
 	after := allWithin(t, st, 20*time.Second)
 	took := time.Since(killed)
@@ -288,7 +289,7 @@ func TestRunnerCrashDuringTool(t *testing.T) {
 	file := filepath.Join(c.dir, "data", "workspaces", "default", "files", "slow.txt")
 	waitfor.True(t, "the tool ran", func() bool { b, _ := os.ReadFile(file); return len(b) > 0 })
 	victim := c.model.Calls()[0].runner
-	c.runners[victim].kill(t)
+	c.runners[victim].Kill()
 	after := allWithin(t, st, 20*time.Second)
 	evs := append(before, after...)
 	if last(evs).Name != "done" || waggletest.Text(evs) != "checked" {
@@ -339,7 +340,7 @@ func TestGatewayCrashResume(t *testing.T) {
 	st := c.chat(0, map[string]any{"message": "resume me", "session": "gw"})
 	turn := st.Resp.Header.Get("X-Waggle-Turn-Id")
 	before := readUntil(t, st, "the first tokens", func(e waggletest.Event) bool { return e.Name == "token" && e.Content() == "half " })
-	c.gateways[0].kill(t)
+	c.gateways[0].Kill()
 	st.Close()
 	rest := c.follow(1, turn, "Last-Event-ID", strconv.FormatUint(last(before).ID, 10))
 	hold.Release()
@@ -403,7 +404,7 @@ func TestNoRunnerLeft(t *testing.T) {
 	st := c.chat(0, map[string]any{"message": "orphan", "session": "orphan"})
 	before := readUntil(t, st, "the first tokens", func(e waggletest.Event) bool { return e.Name == "token" && e.Content() == "half " })
 	for _, r := range c.runners {
-		r.kill(t)
+		r.Kill()
 	}
 	hold.Release()
 	start := time.Now()
@@ -449,7 +450,7 @@ func TestGracefulShutdownHandsOver(t *testing.T) {
 	st := c.chat(0, map[string]any{"message": "hand me over", "session": "term"})
 	before := readUntil(t, st, "the first tokens", func(e waggletest.Event) bool { return e.Name == "token" && e.Content() == "half " })
 	victim := c.model.Calls()[0].runner
-	c.runners[victim].terminate()
+	c.runners[victim].Signal(syscall.SIGTERM)
 	term := time.Now()
 	after := allWithin(t, st, 15*time.Second)
 	took := time.Since(term)
@@ -464,11 +465,11 @@ func TestGracefulShutdownHandsOver(t *testing.T) {
 		t.Errorf("the turn finished %s after SIGTERM: not handed over at once", took)
 	}
 	select {
-	case <-c.runners[victim].exited:
+	case <-c.runners[victim].Exited():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stopped runner did not exit")
 	}
-	if err := c.runners[victim].err; err != nil {
+	if err := c.runners[victim].Err(); err != nil {
 		t.Fatalf("the stopped runner exited with %v", err)
 	}
 	calls := c.model.Calls()
@@ -487,7 +488,7 @@ func TestGracefulShutdownDrains(t *testing.T) {
 	st := c.chat(0, map[string]any{"message": "drain me", "session": "drain"})
 	readUntil(t, st, "the first tokens", func(e waggletest.Event) bool { return e.Name == "token" && e.Content() == "half " })
 	victim := c.runners[c.model.Calls()[0].runner]
-	victim.terminate()
+	victim.Signal(syscall.SIGTERM)
 	// New turns go elsewhere while it drains.
 	c.model.set(func(int, *llmtest.Request) llmtest.Response { return llmtest.Reply("elsewhere") })
 	if evs := c.chat(1, map[string]any{"message": "meanwhile", "session": "other"}).All(t); last(evs).Name != "done" {
@@ -498,9 +499,9 @@ func TestGracefulShutdownDrains(t *testing.T) {
 	if last(evs).Name != "done" || slices.ContainsFunc(evs, func(e waggletest.Event) bool { return e.Content() == "Resumed on another runner" }) {
 		t.Fatalf("drained turn: %v", waggletest.Names(evs))
 	}
-	<-victim.exited
-	if victim.err != nil {
-		t.Fatalf("runner exit: %v", victim.err)
+	<-victim.Exited()
+	if victim.Err() != nil {
+		t.Fatalf("runner exit: %v", victim.Err())
 	}
 }
 

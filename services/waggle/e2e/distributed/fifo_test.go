@@ -213,8 +213,7 @@ func queuedCalls(calls []modelCall, msgs []string) int {
 func (c *cluster) takeovers(turns []*fifoTurn) []string {
 	var out []string
 	for i, r := range c.runners {
-		b, _ := os.ReadFile(r.logPath)
-		for _, line := range strings.Split(string(b), "\n") {
+		for _, line := range strings.Split(r.Output(), "\n") {
 			if !strings.Contains(line, "took over turn") {
 				continue
 			}
@@ -249,7 +248,7 @@ func TestSessionFIFOAcrossRunnerKill(t *testing.T) {
 		t.Fatalf("%d queued turns called the model while the first held the session: %v", n, describeCalls(c.model.Calls()))
 	}
 	victim := callsFor(c.model.Calls(), msgs[0])[0].runner
-	c.runners[victim].kill(t)
+	c.runners[victim].Kill()
 	// The first turn is taken over and calls the model again; the queued
 	// turns still wait for it.
 	c.model.waitCalls(t, "the first turn's model call after the kill", 20*time.Second, func(cs []modelCall) bool {
@@ -318,7 +317,7 @@ func TestSessionFIFOAcrossRunnerKillManySessions(t *testing.T) {
 			moved = append(moved, m)
 		}
 	}
-	c.runners[victim].kill(t)
+	c.runners[victim].Kill()
 	c.model.waitCalls(t, "the taken-over first turns' model calls", 20*time.Second, func(cs []modelCall) bool {
 		for _, m := range moved {
 			if !slices.ContainsFunc(callsFor(cs, m), func(mc modelCall) bool { return mc.runner != victim }) {
@@ -567,18 +566,18 @@ func turnLines(lines []storedLine, turnID string) (user, reply storedLine, ok bo
 // crash kills -9 every process of the cluster at once.
 func (c *cluster) crash() {
 	c.t.Helper()
-	all := append(append([]*proc{c.services}, c.runners...), c.gateways...)
+	all := append(append([]*waggletest.Proc{c.services}, c.runners...), c.gateways...)
 	for _, p := range all {
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		p.Signal(syscall.SIGKILL)
 	}
 	for _, p := range all {
-		<-p.exited
+		<-p.Exited()
 	}
 }
 
 // restart starts every process again, as startCluster did, on the same
-// data directory and NATS address (each process logs to a new file, so the
-// logs from before the crash stay).
+// data directory and NATS address (the processes from before the crash
+// keep their output, logged apart if the test fails).
 func (c *cluster) restart(o clusterOpts) {
 	c.t.Helper()
 	if o.grace == "" {
@@ -587,17 +586,10 @@ func (c *cluster) restart(o clusterOpts) {
 	if o.shutdown == "" {
 		o.shutdown = "10s"
 	}
-	n := 1
-	for {
-		if _, err := os.Stat(filepath.Join(c.dir, fmt.Sprintf("services-r%d.log", n))); err != nil {
-			break
-		}
-		n++
-	}
-	suffix := fmt.Sprintf("-r%d", n)
+	c.restarts++
+	suffix := fmt.Sprintf("-r%d", c.restarts)
 	natsAddr := strings.TrimPrefix(c.natsURL, "nats://")
-	data := filepath.Join(c.dir, "data")
-	common := []string{"--data-dir", data, "--log-format", "text", "--log-level", "debug", "--echo-delay", "1ms"}
+	common := []string{"--log-format", "text", "--log-level", "debug", "--echo-delay", "1ms"}
 	c.services = c.start("services"+suffix, "", append([]string{"--targets=session-store,approval,command", "--nats-listen", natsAddr,
 		"--llm-url", c.model.llm[0].URL()}, common...)...)
 	for i := range c.runners {

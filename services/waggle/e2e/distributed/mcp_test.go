@@ -39,7 +39,7 @@ func TestRunnerCrashDuringMCPCall(t *testing.T) {
 	}
 	waitfor.True(t, "the MCP call reached the server", func() bool { return started() > 0 })
 	victim := c.model.Calls()[0].runner
-	c.runners[victim].kill(t)
+	c.runners[victim].Kill()
 	after := allWithin(t, st, 20*time.Second)
 	evs := append(before, after...)
 	if last(evs).Name != "done" || waggletest.Text(evs) != "checked" {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -28,28 +27,16 @@ type natsProc struct {
 	c     *cluster
 	addr  string
 	store string
-	log   string
-	p     *proc
+	proc  *waggletest.NATSProc
 }
 
 // startNATS runs `waggle nats` on addr and waits until JetStream answers.
 func (c *cluster) startNATS(addr string) *natsProc {
 	c.t.Helper()
-	n := &natsProc{c: c, addr: addr, store: filepath.Join(c.dir, "nats"), log: filepath.Join(c.dir, "nats.log")}
+	n := &natsProc{c: c, addr: addr, store: filepath.Join(c.dir, "nats")}
+	n.proc = waggletest.NewNATSProc(c.t, waggleBin, "nats", filepath.Join(c.dir, "nats.log"),
+		"--listen", n.addr, "--store-dir", n.store, "--name", "waggle-nats")
 	n.start()
-	c.t.Cleanup(func() {
-		if n.p.alive() {
-			_ = n.p.cmd.Process.Signal(syscall.SIGKILL)
-			<-n.p.exited
-		}
-		if c.t.Failed() {
-			b, _ := os.ReadFile(n.log)
-			if len(b) > 4000 {
-				b = b[len(b)-4000:]
-			}
-			c.t.Logf("--- nats log (tail) ---\n%s", b)
-		}
-	})
 	return n
 }
 
@@ -57,30 +44,16 @@ func (c *cluster) startNATS(addr string) *natsProc {
 func (n *natsProc) start() {
 	t := n.c.t
 	t.Helper()
-	logf, err := os.OpenFile(n.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{name: "nats", http: n.addr, logPath: n.log, exited: make(chan struct{})}
-	p.cmd = exec.Command(waggleBin, "nats", "--listen", n.addr, "--store-dir", n.store, "--name", "waggle-nats")
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start nats: %v", err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		logf.Close()
-		close(p.exited)
-	}()
-	n.p = p
+	n.proc.Start()
 	// On a timeout startNATS's cleanup logs the server's log.
 	waitfor.Within(20*time.Second).Every(50*time.Millisecond).True(t, "nats ready", func() bool {
 		if n.ready() {
 			return true
 		}
-		if !p.alive() {
-			b, _ := os.ReadFile(n.log)
-			t.Fatalf("nats did not become ready (exited: %v, %v):\n%s", !p.alive(), p.err, b)
+		if !n.proc.Alive() {
+			err := n.proc.Wait()
+			b, _ := os.ReadFile(n.proc.Log)
+			t.Fatalf("nats exited before it was ready (%v):\n%s", err, b)
 		}
 		return false
 	})
@@ -113,9 +86,9 @@ func (n *natsProc) nkey() string { return filepath.Join(n.store, embednats.Crede
 // stop shuts the server down (SIGTERM, as a service manager's restart does).
 func (n *natsProc) stop() {
 	n.c.t.Helper()
-	_ = n.p.cmd.Process.Signal(syscall.SIGTERM)
+	n.proc.Signal(syscall.SIGTERM)
 	select {
-	case <-n.p.exited:
+	case <-n.proc.Exited():
 	case <-time.After(20 * time.Second):
 		n.c.t.Fatal("nats did not stop within 20s of SIGTERM")
 	}
@@ -267,9 +240,9 @@ func TestNATSRestart(t *testing.T) {
 	if g := c.grants(t); len(g) != 1 || g[0]["id"] != grantsBefore[0]["id"] {
 		t.Errorf("grants after the outage: %v, before: %v", g, grantsBefore)
 	}
-	for _, p := range append(append([]*proc{c.services}, c.runners...), c.gateways...) {
-		if !p.alive() {
-			t.Errorf("%s exited during the outage: %v", p.name, p.err)
+	for _, p := range append(append([]*waggletest.Proc{c.services}, c.runners...), c.gateways...) {
+		if !p.Alive() {
+			t.Errorf("%s exited during the outage: %v", p.Name, p.Err())
 		}
 	}
 }
@@ -310,7 +283,7 @@ func (c *cluster) grants(t *testing.T) []map[string]any {
 func (c *cluster) waitHealth(t *testing.T, gw, status int, within time.Duration) {
 	t.Helper()
 	waitfor.Within(within).Every(100*time.Millisecond).NoError(t, fmt.Sprintf("gateway %d /health answering %d", gw, status), func() error {
-		resp, err := http.Get("http://" + c.gateways[gw].http + "/health")
+		resp, err := http.Get(c.gateways[gw].URL + "/health")
 		if err != nil {
 			return err
 		}
