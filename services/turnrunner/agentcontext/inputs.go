@@ -3,6 +3,7 @@ package agentcontext
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -51,6 +52,12 @@ func (l Loader) Inputs(ctx context.Context, mc agent.ModelConfig) (Inputs, error
 		req.UsageSince = startOfDayUTC(time.Now()).Format(time.RFC3339)
 	}
 	rep, err := bus.Call(ctx, l.Conn, protocol.LoadTurnContext, req, l.within())
+	if errors.Is(err, protocol.ErrUnavailable) {
+		// No store answers the request: an older store during an
+		// upgrade, or none at all. The history and the workspace's config
+		// keep the turn going (the prompt goes without the rest).
+		rep, err = l.historyOnly(ctx)
+	}
 	if err != nil {
 		return Inputs{}, fmt.Errorf("agentcontext: context of %s/%s: %w", l.Req.Workspace, l.Req.Session, err)
 	}
@@ -77,6 +84,21 @@ func (l Loader) Inputs(ctx context.Context, mc agent.ModelConfig) (Inputs, error
 		}
 	}
 	return in, nil
+}
+
+// historyOnly reads the history and the workspace's config with the
+// separate endpoints, for a store that does not answer LoadTurnContext.
+func (l Loader) historyOnly(ctx context.Context) (protocol.TurnContext, error) {
+	h, err := bus.Call(ctx, l.Conn, protocol.ReadHistory, protocol.HistoryRequest{SessionRef: l.ref(), Tools: true}, l.within())
+	if err != nil {
+		return protocol.TurnContext{}, err
+	}
+	l.Log.Warn("session store does not answer the turn's context; prompt built from the history only")
+	out := protocol.TurnContext{History: h}
+	if ws, err := bus.Call(ctx, l.Conn, protocol.GetWorkspace, protocol.WorkspaceRequest{Workspace: l.Req.Workspace}, l.within()); err == nil {
+		out.Workspace = &ws
+	}
+	return out, nil
 }
 
 // withoutTurn drops the messages and tool events of turn turnID: the user
