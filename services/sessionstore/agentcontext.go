@@ -176,9 +176,9 @@ func (h contextHandlers) nowOf(ctx context.Context, doc workspaces.Doc, req prot
 		return protocol.WorkspaceNow{}, err
 	}
 	sessions = slices.DeleteFunc(sessions, func(s protocol.SessionInfo) bool { return s.ID == req.ExceptSession })
-	key, at := nowKey{req.Workspace, req.ExceptSession}, h.now()
+	key, at, digest := nowKey{req.Workspace, req.ExceptSession}, h.now(), listingDigest(sessions)
 	if versioned {
-		if b, ok := h.s.nows.get(key); ok && b.current(doc, sessions, versions, at) {
+		if b, ok := h.s.nows.get(key); ok && b.current(doc, digest, versions, at) {
 			return b.now, nil
 		}
 	}
@@ -195,7 +195,7 @@ func (h contextHandlers) nowOf(ctx context.Context, doc workspaces.Doc, req prot
 	n := wsnow.Build(wsnow.Input{Workspace: doc.Workspace(), Sessions: sessions, Frames: mf.frames, MemoryCount: mf.count,
 		TranscriptItems: h.s.transcriptItems(ctx, req.Workspace, sessions), Now: at})
 	if versioned {
-		h.s.nows.put(key, builtNow{doc: doc, sessions: sessions, minds: versions, at: at, now: n})
+		h.s.nows.put(key, builtNow{doc: doc, sessions: digest, minds: versions, at: at, now: n})
 	}
 	return n, nil
 }

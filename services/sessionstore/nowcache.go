@@ -2,9 +2,11 @@ package sessionstore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"hash/maphash"
 	"maps"
-	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -36,21 +38,69 @@ type nowKey struct {
 	workspace, except string
 }
 
-// builtNow is one briefing and what it was built from.
+// builtNow is one briefing and what it was built from. The session
+// listing is kept as a digest: a workspace of thousands of sessions
+// would otherwise keep a copy of its listing per session chatted in.
 type builtNow struct {
 	doc      workspaces.Doc
-	sessions []protocol.SessionInfo
+	sessions uint64
 	minds    []uint64
 	at       time.Time
 	now      protocol.WorkspaceNow
 }
 
 // current reports whether b still describes the workspace.
-func (b builtNow) current(doc workspaces.Doc, sessions []protocol.SessionInfo, minds []uint64, now time.Time) bool {
+func (b builtNow) current(doc workspaces.Doc, sessions uint64, minds []uint64, now time.Time) bool {
 	age := now.Sub(b.at)
-	return age >= 0 && age < nowMaxAge && slices.Equal(b.minds, minds) &&
-		maps.EqualFunc(b.doc, doc, func(x, y json.RawMessage) bool { return bytes.Equal(x, y) }) &&
-		reflect.DeepEqual(b.sessions, sessions)
+	return age >= 0 && age < nowMaxAge && slices.Equal(b.minds, minds) && b.sessions == sessions &&
+		maps.EqualFunc(b.doc, doc, func(x, y json.RawMessage) bool { return bytes.Equal(x, y) })
+}
+
+// listingSeed keys listingDigest (per process: digests are never stored).
+var listingSeed = maphash.MakeSeed()
+
+// listingDigest is a 64-bit digest of everything a briefing reads of a
+// session listing.
+func listingDigest(sessions []protocol.SessionInfo) uint64 {
+	var h maphash.Hash
+	h.SetSeed(listingSeed)
+	str := func(v string) {
+		h.WriteString(v)
+		h.WriteByte(0)
+	}
+	num := func(n int) {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(n))
+		h.Write(b[:])
+	}
+	for _, si := range sessions {
+		str(si.ID)
+		str(si.LastActive)
+		str(si.Created)
+		num(si.MessageCount)
+		switch t := si.Title.(type) {
+		case string:
+			str(t)
+		case nil:
+			h.WriteByte(1)
+		default:
+			str(fmt.Sprint(t))
+		}
+		str(deref(si.Summary))
+		if b := si.BranchOf; b != nil {
+			str(b.Session)
+			num(b.At)
+		}
+		h.WriteByte(2)
+	}
+	return h.Sum64()
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "\x00nil"
+	}
+	return *s
 }
 
 // mindFrames is the part of a briefing read from the minds: the
