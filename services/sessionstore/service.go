@@ -256,7 +256,8 @@ func (s *Service) sessionDigests(ctx context.Context, since time.Time) ([]lifecy
 
 func (s *Service) register(ctx context.Context) error {
 	// With PostgreSQL the usage ledger and agent groups live there too, so
-	// every store process of a team server shares them.
+	// every store process of a team server shares them; with personal
+	// workspaces in the data dir, their personal part stays there.
 	var pool *pgxpool.Pool
 	if s.pg != nil {
 		pool = s.pg.Pool()
@@ -267,7 +268,7 @@ func (s *Service) register(ctx context.Context) error {
 		return err
 	}
 	s.vault = v
-	s.ledger, err = ledger.Open(ledger.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log)
+	s.ledger, err = ledger.Open(s.ledgerConfig(pool), s.log)
 	if err != nil {
 		return err
 	}
@@ -294,7 +295,9 @@ func (s *Service) register(ctx context.Context) error {
 		bus.Handle(s.svc, protocol.DeleteSession, s.sessionDelete),
 		bus.Handle(s.svc, protocol.SummarizeSession, s.sessionSummary),
 		s.ledger.Register(s.svc),
-		groups.Register(s.svc, groups.Config{DataDir: s.cfg.DataDir, Pool: pool}, s.log),
+		// A team's agent groups in PostgreSQL, a group of no team (the
+		// local owner's or the operator's) in the data dir.
+		groups.Register(s.svc, groups.Config{DataDir: s.cfg.DataDir, Pool: pool, Split: pool != nil && s.cfg.Store != StorePostgres}, s.log),
 		workflows.Register(s.svc, s.workflowsConfig(pool), s.log),
 		s.registerContext(pool),
 		settings.Register(s.svc, s.settings),
@@ -307,6 +310,17 @@ func (s *Service) register(ctx context.Context) error {
 // directory (docroute.go's rule).
 func (s *Service) workflowsConfig(pool *pgxpool.Pool) workflows.Config {
 	cfg := workflows.Config{DataDir: s.cfg.DataDir, Pool: pool}
+	if pool != nil && s.cfg.Store != StorePostgres {
+		cfg.IsTeam, cfg.Personal = s.pg.WorkspaceExists, s.personalWorkspace
+	}
+	return cfg
+}
+
+// ledgerConfig splits the usage ledger as the workspaces are: with
+// PostgreSQL for team workspaces only, a personal workspace's usage lines
+// stay in the data dir (docroute.go's rule).
+func (s *Service) ledgerConfig(pool *pgxpool.Pool) ledger.Config {
+	cfg := ledger.Config{DataDir: s.cfg.DataDir, Pool: pool}
 	if pool != nil && s.cfg.Store != StorePostgres {
 		cfg.IsTeam, cfg.Personal = s.pg.WorkspaceExists, s.personalWorkspace
 	}

@@ -37,3 +37,19 @@ func TestPostgresConformance(t *testing.T) {
 		return groupstest.Backend{Open: func(t *testing.T) *groups.Roster { return open(t, groups.Config{Pool: pool}) }}
 	})
 }
+
+// TestSplitConformance: split (teams' groups in PostgreSQL, the others in
+// the file) the roster answers as either backend alone.
+func TestSplitConformance(t *testing.T) {
+	groupstest.Run(t, func(t *testing.T) groupstest.Backend {
+		pool, err := pgxpool.New(context.Background(), pgtest.URL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		dir := t.TempDir()
+		return groupstest.Backend{Open: func(t *testing.T) *groups.Roster {
+			return open(t, groups.Config{DataDir: dir, Pool: pool, Split: true})
+		}}
+	})
+}

@@ -8,6 +8,11 @@
 // holding the group's JSON, in creation order; updates lock the row in a
 // transaction. Migrations are embedded and applied by New under their own
 // goose version table (waggle_schema_groups).
+//
+// With both and Config.Split (a team server that keeps personal
+// workspaces in the data dir), a group is kept by its owner (split.go): a
+// team's group in PostgreSQL, a group of no team (the local owner's, or
+// the operator's) in the file.
 package groups
 
 import (
@@ -44,6 +49,11 @@ type Config struct {
 	// Pool, when set, keeps the groups in PostgreSQL (team servers with
 	// WAGGLE_POSTGRES_URL) instead of under DataDir. Default nil: the file.
 	Pool *pgxpool.Pool
+	// Split, with Pool and DataDir, keeps only the teams' groups in
+	// PostgreSQL and a group of no team in the file; New moves such groups
+	// an older version kept in PostgreSQL into the file. Default false:
+	// all in Pool.
+	Split bool
 }
 
 // Validate checks c and fills defaults.
@@ -131,7 +141,16 @@ func New(cfg Config, log *slog.Logger) (*Roster, error) {
 		if err := Migrate(ctx, cfg.Pool); err != nil {
 			return nil, err
 		}
-		s.store = &pgBackend{pool: cfg.Pool}
+		pg := &pgBackend{pool: cfg.Pool}
+		s.store = pg
+		if !cfg.Split || cfg.DataDir == "" {
+			return s, nil
+		}
+		sp := &split{files: &fileBackend{cfg: cfg, log: log, path: filepath.Join(cfg.DataDir, FileName)}, team: pg, log: log}
+		if err := sp.moveTeamless(ctx); err != nil {
+			return nil, err
+		}
+		s.store = sp
 		return s, nil
 	}
 	s.store = &fileBackend{cfg: cfg, log: log, path: filepath.Join(cfg.DataDir, FileName)}

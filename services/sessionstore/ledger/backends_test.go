@@ -37,3 +37,22 @@ func TestPostgresConformance(t *testing.T) {
 		return ledgertest.Backend{Open: func(t *testing.T) *ledger.Ledger { return open(t, ledger.Config{Pool: pool}) }}
 	})
 }
+
+// TestSplitConformance: split as a team server with personal workspaces
+// splits it ("ops" a team workspace in PostgreSQL, every other line in the
+// file), the ledger counts, resets and remembers the model as either
+// backend alone.
+func TestSplitConformance(t *testing.T) {
+	ledgertest.Run(t, func(t *testing.T) ledgertest.Backend {
+		pool, err := pgxpool.New(context.Background(), pgtest.URL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		dir := t.TempDir()
+		isTeam := func(_ context.Context, ws string) (bool, error) { return ws == "ops", nil }
+		return ledgertest.Backend{Open: func(t *testing.T) *ledger.Ledger {
+			return open(t, ledger.Config{DataDir: dir, Pool: pool, IsTeam: isTeam})
+		}}
+	})
+}

@@ -24,6 +24,10 @@ type entry struct {
 	input     int
 	output    int
 	cost      float64
+	// reset says a later reset covers the line although it follows the
+	// file's last reset marker: a line moved from PostgreSQL (split.go)
+	// that PostgreSQL had already reset.
+	reset bool
 }
 
 // fileBackend is the ledger under a data directory: usage.jsonl with sums
@@ -37,6 +41,12 @@ type fileBackend struct {
 	// sinceReset is the index of the first entry after the last reset.
 	sinceReset int
 	current    string
+	// fromPG holds the PostgreSQL seq of every line that came from there
+	// (split.go: moved lines and the copies of PostgreSQL's resets), so a
+	// move repeated after a crash writes none of them twice; resetSeq is
+	// the highest such seq of a reset marker.
+	fromPG   map[int64]bool
+	resetSeq int64
 }
 
 func (f *fileBackend) usagePath() string { return filepath.Join(f.dir, UsageFile) }
@@ -80,21 +90,46 @@ func (f *fileBackend) load() error {
 }
 
 func (f *fileBackend) apply(ln line) {
+	if ln.PGSeq > 0 {
+		if f.fromPG == nil {
+			f.fromPG = map[int64]bool{}
+		}
+		f.fromPG[ln.PGSeq] = true
+	}
 	switch ln.Type {
 	case "reset":
 		f.sinceReset = len(f.entries)
+		f.resetSeq = max(f.resetSeq, ln.PGSeq)
 	case "usage":
 		at, _ := time.Parse(time.RFC3339Nano, ln.Timestamp)
-		f.entries = append(f.entries, entry{at: at, workspace: ln.Workspace, model: ln.Model, input: ln.InputTokens, output: ln.OutputTokens, cost: ln.Cost})
+		f.entries = append(f.entries, entry{at: at, workspace: ln.Workspace, model: ln.Model, input: ln.InputTokens, output: ln.OutputTokens, cost: ln.Cost,
+			reset: ln.PGSeq > 0 && ln.PGSeq < f.resetSeq})
 	}
+}
+
+// hasPG reports whether the line of PostgreSQL seq is in the file.
+func (f *fileBackend) hasPG(seq int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fromPG[seq]
 }
 
 // append writes one line and fsyncs it before the change is applied in
 // memory, so totals never count what a crash could lose.
 func (f *fileBackend) append(_ context.Context, ln line) error {
-	b, err := json.Marshal(ln)
-	if err != nil {
-		return fmt.Errorf("ledger: encode: %w", err)
+	return f.appendAll([]line{ln})
+}
+
+// appendAll writes lns in one write and one fsync, then applies them. A
+// crash leaves a prefix of them (a torn last line is cut at the next load).
+func (f *fileBackend) appendAll(lns []line) error {
+	var buf []byte
+	for _, ln := range lns {
+		b, err := json.Marshal(ln)
+		if err != nil {
+			return fmt.Errorf("ledger: encode: %w", err)
+		}
+		buf = append(append(buf, b...), '\n')
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -102,13 +137,15 @@ func (f *fileBackend) append(_ context.Context, ln line) error {
 	if err != nil {
 		return fmt.Errorf("ledger: open %s: %w", UsageFile, err)
 	}
-	_, werr := fh.Write(append(b, '\n'))
+	_, werr := fh.Write(buf)
 	serr := fh.Sync()
 	cerr := fh.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
 		return fmt.Errorf("ledger: append to %s: %w", UsageFile, err)
 	}
-	f.apply(ln)
+	for _, ln := range lns {
+		f.apply(ln)
+	}
 	return nil
 }
 
@@ -121,7 +158,7 @@ func (f *fileBackend) summary(_ context.Context, from *time.Time, workspace stri
 	}
 	sum := protocol.UsageSummary{ByModel: map[string]protocol.ModelUsage{}}
 	for _, e := range entries {
-		if (from != nil && e.at.Before(*from)) || (workspace != "" && e.workspace != workspace) {
+		if (from != nil && e.at.Before(*from)) || (from == nil && e.reset) || (workspace != "" && e.workspace != workspace) {
 			continue
 		}
 		sum.TotalInputTokens += e.input

@@ -12,6 +12,11 @@
 // a row of ledger_settings; every call reads the database, so several
 // store processes share one ledger. Migrations are embedded and applied by
 // Open under their own goose version table (waggle_schema_ledger).
+//
+// With both and Config.IsTeam (a team server that keeps personal
+// workspaces in the data dir), the ledger is split as the workspaces are
+// (split.go): a team workspace's lines in PostgreSQL, every other line in
+// the file; totals add both, a reset goes to both.
 package ledger
 
 import (
@@ -48,6 +53,16 @@ type Config struct {
 	// servers with WAGGLE_POSTGRES_URL) instead of under DataDir. Default
 	// nil: files.
 	Pool *pgxpool.Pool
+	// IsTeam, with Pool and DataDir, splits the ledger by the store's rule:
+	// it reports whether a workspace lives in PostgreSQL (a team
+	// workspace), whose lines go there; every other line (a personal
+	// workspace's, or one of no workspace) goes to the file. The model
+	// stays in PostgreSQL. Nil: all in Pool.
+	IsTeam func(ctx context.Context, workspace string) (bool, error)
+	// Personal, with IsTeam, reports whether a workspace whose lines an
+	// older version kept in PostgreSQL is a personal workspace that
+	// exists: Open moves such lines into the file.
+	Personal func(ctx context.Context, workspace string) (bool, error)
 }
 
 // Validate checks c and fills defaults.
@@ -98,6 +113,10 @@ func (l *Ledger) Register(svc *bus.Service) error {
 type line struct {
 	Type string `json:"type"` // "usage" or "reset"
 	protocol.UsageRecord
+	// PGSeq, in the file, is the line's seq in ledger_lines when it came
+	// from PostgreSQL (split.go): a personal line an older version kept
+	// there, or the copy of a reset PostgreSQL also holds.
+	PGSeq int64 `json:"pgSeq,omitempty"`
 }
 
 // backend keeps the ledger lines and the current model: the JSONL files
@@ -140,7 +159,20 @@ func Open(cfg Config, log *slog.Logger) (*Ledger, error) {
 		if err := Migrate(ctx, cfg.Pool); err != nil {
 			return nil, err
 		}
-		l.store = &pgBackend{pool: cfg.Pool}
+		pg := &pgBackend{pool: cfg.Pool}
+		l.store = pg
+		if cfg.IsTeam == nil || cfg.DataDir == "" {
+			return l, nil
+		}
+		f := &fileBackend{dir: cfg.DataDir, log: log}
+		if err := f.load(); err != nil {
+			return nil, err
+		}
+		s := &split{isTeam: cfg.IsTeam, files: f, team: pg, log: log}
+		if err := s.movePersonal(ctx, cfg.Personal); err != nil {
+			return nil, err
+		}
+		l.store = s
 		return l, nil
 	}
 	f := &fileBackend{dir: cfg.DataDir, log: log}

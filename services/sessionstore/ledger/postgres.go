@@ -24,16 +24,23 @@ type pgBackend struct {
 }
 
 func (p *pgBackend) append(ctx context.Context, ln line) error {
+	_, err := p.insert(ctx, ln)
+	return err
+}
+
+// insert appends ln and returns its seq.
+func (p *pgBackend) insert(ctx context.Context, ln line) (int64, error) {
 	at, err := time.Parse(time.RFC3339Nano, ln.Timestamp)
 	if err != nil {
-		return fmt.Errorf("ledger: append %s: timestamp %q: %w", ln.Type, ln.Timestamp, err)
+		return 0, fmt.Errorf("ledger: append %s: timestamp %q: %w", ln.Type, ln.Timestamp, err)
 	}
-	_, err = p.pool.Exec(ctx, `INSERT INTO ledger_lines (kind, at, model, input_tokens, output_tokens, cost, workspace)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, ln.Type, at, ln.Model, ln.InputTokens, ln.OutputTokens, ln.Cost, ln.Workspace)
+	var seq int64
+	err = p.pool.QueryRow(ctx, `INSERT INTO ledger_lines (kind, at, model, input_tokens, output_tokens, cost, workspace)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq`, ln.Type, at, ln.Model, ln.InputTokens, ln.OutputTokens, ln.Cost, ln.Workspace).Scan(&seq)
 	if err != nil {
-		return fmt.Errorf("ledger: append %s: %w", ln.Type, err)
+		return 0, fmt.Errorf("ledger: append %s: %w", ln.Type, err)
 	}
-	return nil
+	return seq, nil
 }
 
 func (p *pgBackend) summary(ctx context.Context, from *time.Time, workspace string) (protocol.UsageSummary, error) {

@@ -296,9 +296,30 @@ func (h handlers) runGroup(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// getJob reads a run of the group. On a team server the group's team is
+// not enough: the run worked in its workspace (whose team the job
+// carries), so its task and outputs are that team's, and a member of the
+// group's team who is not in it is told the job does not exist, as GET
+// /api/jobs/{id} does.
 func (h handlers) getJob(w http.ResponseWriter, r *http.Request) {
-	forward.Serve(h.d, w, r, jobRef, protocol.GetGroupJob, http.StatusOK, nil)
+	ref, err := jobRef(w, r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	job, ok := forward.Call(h.d, w, r, protocol.GetGroupJob, ref)
+	if !ok {
+		return
+	}
+	if u, team := teamauth.UserFrom(r.Context()); team && (job.TeamID == "" || u.Role(job.TeamID) == "") {
+		h.fail(w, errJobNotFound)
+		return
+	}
+	respond.JSON(w, http.StatusOK, job)
 }
+
+// errJobNotFound is the answer for a job the caller may not see.
+var errJobNotFound = protocol.Errorf(protocol.NotFound, "Job not found")
 
 func jobRef(w http.ResponseWriter, r *http.Request) (protocol.GroupJobRequest, error) {
 	ref, err := groupRef(w, r)
@@ -307,7 +328,7 @@ func jobRef(w http.ResponseWriter, r *http.Request) (protocol.GroupJobRequest, e
 	}
 	jobID := chi.URLParam(r, "jobId")
 	if !protocol.ValidID(jobID) {
-		return protocol.GroupJobRequest{}, protocol.Errorf(protocol.NotFound, "Job not found")
+		return protocol.GroupJobRequest{}, errJobNotFound
 	}
 	return protocol.GroupJobRequest{GroupID: ref.ID, JobID: jobID}, nil
 }

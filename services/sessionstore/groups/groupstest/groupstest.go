@@ -5,10 +5,13 @@
 package groupstest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/groups"
@@ -118,4 +121,21 @@ func testConcurrentCreates(t *testing.T, st Backend) {
 	if gs, _ := s.List(); len(gs) != n {
 		t.Fatalf("%d groups, want %d", len(gs), n)
 	}
+}
+
+// Legacy opens the roster as versions before the split kept it on a team
+// server — every group in the PostgreSQL at url, those of no team
+// included — so black-box tests can leave what an older version left.
+func Legacy(t *testing.T, url string) *groups.Roster {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s, err := groups.New(groups.Config{Pool: pool}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -6,9 +6,12 @@
 package ledgertest
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/ledger"
@@ -187,4 +190,36 @@ func testWorkspaceSummary(t *testing.T, st Backend) {
 			}
 		}
 	}
+}
+
+// Legacy opens the ledger as versions before the split kept it on a team
+// server — every line in the PostgreSQL at url, personal ones included —
+// so black-box tests can leave what an older version left.
+func Legacy(t *testing.T, url string) *ledger.Ledger {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	l, err := ledger.Open(ledger.Config{Pool: pool}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// Rows counts the ledger rows of workspace in the PostgreSQL at url.
+func Rows(t *testing.T, url, workspace string) int {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM ledger_lines WHERE workspace = $1`, workspace).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
