@@ -586,6 +586,12 @@ func (j *JSONL) Pending(_ context.Context, model string, n int) ([]Pending, erro
 	var out []Pending
 	for _, fm := range minds {
 		fm.mu.Lock()
+		// A mind another request just added to the map may not be loaded
+		// yet (mind loads it after releasing j.mu): load it here.
+		if err := fm.load(); err != nil {
+			fm.mu.Unlock()
+			return nil, err
+		}
 		fm.reindexVectors(model)
 		for _, f := range fm.frames {
 			if len(out) == n {
