@@ -446,3 +446,30 @@ var WorkspaceFiles = Endpoint[FilesRequest, FilesReply]{ServiceTurnRunner, "file
 // Notifications carries desktop notifications from the runners to every
 // gateway (core NATS: a gateway that is down misses them).
 var Notifications = Event[Notification]{"waggle.notify.evt"}
+
+// Sub-agents on another runner (spawn_agent; services/turnrunner/subagent).
+// Only turn runners speak these: a parent's runner places a sub-agent, the
+// child's runner runs it and both talk on the sub-agent's own subjects.
+const (
+	// SubjSubAgentRoom is asked (as a request with many replies) by a
+	// runner about to start a sub-agent: every runner with room answers
+	// its id and free turn slots.
+	SubjSubAgentRoom = "waggle.turn.bcast.subagent-room"
+)
+
+// SubAgentRun is the subject on which one runner takes a sub-agent to run.
+// runner must pass ValidID.
+func SubAgentRun(runner string) string { return "waggle.turn.cmd.subagent-run." + runner }
+
+// SubAgentEvents is where a sub-agent's runner sends its steps, tool
+// events, heartbeats and result to its parent's runner. id must pass
+// ValidID.
+func SubAgentEvents(id string) string { return "waggle.subagent.evt." + id }
+
+// SubAgentGate is where a sub-agent's runner asks its parent's runner to
+// check one tool call with the parent turn's approval gate.
+func SubAgentGate(id string) string { return "waggle.subagent.cmd.gate." + id }
+
+// SubAgentControl is where the parent's runner sends a sub-agent its
+// heartbeats and its cancel.
+func SubAgentControl(id string) string { return "waggle.subagent.ctl." + id }

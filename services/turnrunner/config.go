@@ -180,6 +180,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.WebFetchAllowPrivate, "web-fetch-allow-private", false, "team servers: let web_fetch reach loopback, link-local, private or metadata addresses after an approval (refused by default; a desktop always asks)")
 	flagext.IntVar(fs, &c.AgentMaxSteps, "agent-max-steps", agent.DefaultMaxSteps, "model calls one agent turn may make")
 	flagext.IntVar(fs, &c.SubAgents.PerTurn, "subagents-per-turn", subagent.DefaultPerTurn, "sub-agents one turn's spawn_agent may start")
+	fs.BoolVar(&c.SubAgents.Local, "subagents-local", false, "run every sub-agent on its turn's runner, never on another with more room")
 	flagext.DurationVar(fs, &c.SubAgents.Timeout, "subagent-timeout", subagent.DefaultTimeout, "time limit of one sub-agent, its approvals included")
 	flagext.IntVar(fs, &c.PromptBudget, "prompt-budget", prompt.DefaultBudget, "estimated tokens of the agent's system prompt; parts over it are trimmed (docs/agent.md)")
 	c.MCP.RegisterFlags(fs)

@@ -53,14 +53,16 @@ type Service struct {
 	own *ownership.Owner
 	// subagents lists the running sub-agents (protocol.BucketSubAgents).
 	subagents *subagent.List
-	svc       *bus.Service
-	subs      []*nats.Subscription
-	probe     *llmprobe.Prober
-	agent     *agent.Agent
-	tools     *tools.Registry
-	models    *settings.Cache
-	policies  *settings.Policies
-	mcp       *mcp.Manager
+	// host runs the sub-agents other runners' turns place here.
+	host     *subagent.Host
+	svc      *bus.Service
+	subs     []*nats.Subscription
+	probe    *llmprobe.Prober
+	agent    *agent.Agent
+	tools    *tools.Registry
+	models   *settings.Cache
+	policies *settings.Policies
+	mcp      *mcp.Manager
 
 	// loops is the heartbeat loop (lease renewal, presence), stopped by
 	// Stop.
@@ -212,12 +214,46 @@ func (s *Service) connect(ctx context.Context) error {
 		return err
 	}
 	s.deps = s.turnDeps()
+	s.host = &subagent.Host{Conn: s.nc, Runner: s.id, Agent: s.agent, Free: s.freeSlots, Reserve: s.reserveChild,
+		Unreserve: func() { <-s.slots }, Build: s.subAgentEnv, Log: s.log}
 	return nil
+}
+
+// freeSlots is how many more turns (or sub-agents of other runners' turns)
+// this runner takes now.
+func (s *Service) freeSlots() int {
+	if s.stopping.Load() {
+		return 0
+	}
+	return cap(s.slots) - len(s.slots)
+}
+
+// reserveChild takes a turn slot for another runner's sub-agent.
+func (s *Service) reserveChild() bool {
+	if s.stopping.Load() {
+		return false
+	}
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// subAgentEnv rebuilds the tools of another runner's turn for its
+// sub-agent (turn.SubAgentEnv).
+func (s *Service) subAgentEnv(ctx context.Context, req protocol.TurnRequest, model string, step func(string)) (subagent.Env, error) {
+	return turn.SubAgentEnv(ctx, s.deps, req, model, step)
 }
 
 // turnDeps is what the runner's turns need of it.
 func (s *Service) turnDeps() *turn.Deps {
 	c := s.cfg
+	var remote *subagent.Remote
+	if !c.SubAgents.Local {
+		remote = &subagent.Remote{Conn: s.nc, Runner: s.id, Free: s.freeSlots, Log: s.log}
+	}
 	return &turn.Deps{
 		Conn: s.nc, JS: s.js, Log: s.log,
 		Config: turn.Config{
@@ -225,7 +261,7 @@ func (s *Service) turnDeps() *turn.Deps {
 			PromptBudget: c.PromptBudget, SubAgents: c.SubAgents, Approval: c.Approval,
 		},
 		ModelServer: s.probe, Settings: s.models, Policies: s.policies, FallbackModel: s.fallbackModel,
-		Agent: s.agent, Tools: s.tools, MCP: s.mcp, SubAgents: s.subagents,
+		Agent: s.agent, Tools: s.tools, MCP: s.mcp, SubAgents: s.subagents, Remote: remote,
 	}
 }
 
@@ -285,6 +321,9 @@ func (s *Service) serve(context.Context) error {
 		return err
 	}
 	s.svc = svc
+	if err := s.host.Start(); err != nil {
+		return err
+	}
 	return errors.Join(
 		bus.Handle(svc, protocol.StartTurn, s.startTurn),
 		bus.Handle(svc, protocol.StartAgentRun, s.startAgentRun),
@@ -316,6 +355,9 @@ func (s *Service) Stop(ctx context.Context) error {
 	if s.own != nil {
 		s.own.StopClaiming()
 	}
+	if s.host != nil {
+		s.host.StopTaking()
+	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	drain := ctx
@@ -344,6 +386,11 @@ func (s *Service) Stop(ctx context.Context) error {
 		}
 		s.mu.Unlock()
 		<-done
+	}
+	if s.host != nil {
+		// Other runners' sub-agents end with this runner: their turns'
+		// calls get an error result and go on.
+		s.host.Stop()
 	}
 	if s.stopLoops != nil {
 		s.stopLoops()

@@ -47,6 +47,10 @@ type Limits struct {
 	// MaxSteps bounds one sub-agent's model calls (and never exceeds the
 	// turn's own limit). Default 25.
 	MaxSteps int
+	// Local (--subagents-local) runs every sub-agent on its turn's
+	// runner; otherwise one goes to another runner with more free turn
+	// slots, when there is one (Remote).
+	Local bool
 }
 
 // WithDefaults is l with every unset limit at its default.
@@ -101,13 +105,18 @@ type Spawner struct {
 	// told so too (its tools already are).
 	ReadOnly bool
 	TeamID   string
-	started  atomic.Int32
+	// Remote, when set, may run the sub-agent on another runner (one with
+	// more room); nil runs it here, inside the spawn_agent call.
+	Remote  *Remote
+	started atomic.Int32
 }
 
 // Spawn runs one sub-agent to its end. Its tool calls go through the
 // turn's gate (so approvals are asked in the turn's stream, at the turn's
 // autonomy), its steps and tool events reach the turn's stream, and its
 // finished calls are stored with the spawn_agent call as their parent.
+// With Remote set it runs on the runner with the most room, this one when
+// no other has more (Remote.run).
 func (s *Spawner) Spawn(ctx context.Context, req tools.SpawnRequest) (string, error) {
 	limits := s.Limits
 	if n := s.started.Add(1); int(n) > limits.PerTurn {
@@ -117,7 +126,7 @@ func (s *Spawner) Spawn(ctx context.Context, req tools.SpawnRequest) (string, er
 	if req.Persona != "" {
 		persona = s.Persona(ctx, req.Persona)
 	}
-	offered, err := s.subset(req, persona)
+	offered, err := subset(s.Offered, req, persona)
 	if err != nil {
 		return "", err
 	}
@@ -138,64 +147,101 @@ func (s *Spawner) Spawn(ctx context.Context, req tools.SpawnRequest) (string, er
 	// the turn's approvals Close withdraws are all the sub-agent's.
 	gate, closeGate := s.OpenGate()
 	defer closeGate()
-	sink := subAgentSink{parent: s.Sink, name: req.Name}
-	watch := &stoppedGate{inner: gate}
-
-	runCtx, cancel := context.WithTimeout(ctx, limits.Timeout)
-	defer cancel()
+	onTool := func(ev protocol.ToolEvent) {
+		ev.Parent = info.ParentCallID
+		s.PersistTool(ev)
+	}
 	choice := s.Model
 	choice.SwitchReason = "" // the turn announced any switch already
-	res, runErr := s.Agent.Run(runCtx, agent.Request{
-		TurnID:       s.Turn.TurnID,
-		Model:        choice,
-		Prices:       s.Prices,
-		SystemPrompt: subAgentPrompt(req, persona, s.ReadOnly || persona.ReadOnly),
+	if s.Remote != nil {
+		job := Job{Turn: s.Turn, Parent: s.Remote.Runner, Info: info, Spawn: toSpawnWire(req),
+			Model:    modelWire{Model: choice.Model, Primary: choice.Primary, Fallback: choice.Fallback},
+			MaxSteps: limits.MaxSteps, Timeout: limits.Timeout, ReadOnly: s.ReadOnly}
+		if reply, ran, err := s.Remote.run(ctx, job, gate, s.Sink, onTool, s.RecordUsage); ran {
+			return reply, err
+		}
+	}
+	reply, res, err := runChild(ctx, child{
+		agent: s.Agent, turnID: s.Turn.TurnID, model: choice, prices: s.Prices, apiKeys: s.APIKeys,
+		offered: offered, blocked: s.Blocked, gate: gate, sink: s.Sink, onTool: onTool, limits: limits,
+		readOnly: s.ReadOnly || persona.ReadOnly, log: s.Log.With("subagent", info.ID),
+	}, req, persona)
+	s.RecordUsage(res)
+	return reply, err
+}
+
+// child is what one sub-agent's loop runs with, on whichever runner.
+type child struct {
+	agent   *agent.Agent
+	turnID  string
+	model   agent.ModelChoice
+	prices  map[string]agent.Price
+	apiKeys []string
+	offered []agent.Tool
+	blocked []string
+	gate    agent.Gate
+	sink    agent.Sink
+	onTool  func(protocol.ToolEvent)
+	limits  Limits
+	// readOnly is the turn's persona's or the sub-agent's: it is told so.
+	readOnly bool
+	log      *slog.Logger
+}
+
+// runChild runs one sub-agent's loop to its end: its reply for the turn's
+// model, or an error result that reads well.
+func runChild(ctx context.Context, c child, req tools.SpawnRequest, persona agentcontext.Persona) (string, agent.Result, error) {
+	sink := subAgentSink{parent: c.sink, name: req.Name}
+	watch := &stoppedGate{inner: c.gate}
+	runCtx, cancel := context.WithTimeout(ctx, c.limits.Timeout)
+	defer cancel()
+	res, runErr := c.agent.Run(runCtx, agent.Request{
+		TurnID:       c.turnID,
+		Model:        c.model,
+		Prices:       c.prices,
+		SystemPrompt: subAgentPrompt(req, persona, c.readOnly),
 		Message:      req.Task,
-		Tools:        offered,
-		Blocked:      s.Blocked,
+		Tools:        c.offered,
+		Blocked:      c.blocked,
 		Gate:         watch,
 		Sink:         sink,
-		OnToolEvent: func(ev protocol.ToolEvent) {
-			ev.Parent = info.ParentCallID
-			s.PersistTool(ev)
-		},
-		APIKeys:  s.APIKeys,
-		MaxSteps: limits.MaxSteps,
-		Log:      s.Log.With("subagent", info.ID),
+		OnToolEvent:  c.onTool,
+		APIKeys:      c.apiKeys,
+		MaxSteps:     c.limits.MaxSteps,
+		Log:          c.log,
 	})
-	s.RecordUsage(res)
 	switch {
 	case ctx.Err() != nil:
-		return "", ctx.Err() // the turn was cancelled: so is its sub-agent
+		return "", res, ctx.Err() // the turn was cancelled: so is its sub-agent
 	case runCtx.Err() != nil:
 		if tool := watch.stopped(); tool != "" {
 			// The user may still look at its approval card: say it is gone.
-			sink.Emit(protocol.EventStep, protocol.TokenData{Content: withdrawnStep(tool, limits.Timeout)})
+			sink.Emit(protocol.EventStep, protocol.TokenData{Content: withdrawnStep(tool, c.limits.Timeout)})
 		}
-		return "", fmt.Errorf("sub-agent %q stopped at its time limit of %v; what it said so far: %s",
-			req.Name, limits.Timeout, orNothing(res.Content))
+		return "", res, fmt.Errorf("sub-agent %q stopped at its time limit of %v; what it said so far: %s",
+			req.Name, c.limits.Timeout, orNothing(res.Content))
 	case runErr != nil:
-		s.Log.Warn("sub-agent failed", "subagent", info.ID, "err", runErr)
-		return "", fmt.Errorf("sub-agent %q failed: %s", req.Name, agent.FriendlyError(runErr))
+		c.log.Warn("sub-agent failed", "err", runErr)
+		return "", res, fmt.Errorf("sub-agent %q failed: %s", req.Name, agent.FriendlyError(runErr))
 	}
-	return preview(orNothing(res.Content), maxSubAgentReply), nil
+	return preview(orNothing(res.Content), maxSubAgentReply), res, nil
 }
 
 // subset is the tools a sub-agent gets: those asked for that the turn
 // offers and the persona allows. A custom list naming a tool the turn does
 // not offer is refused (a model cannot grant its sub-agent more than it
 // has); a role preset just lacks the tools this turn does not have.
-func (s *Spawner) subset(req tools.SpawnRequest, persona agentcontext.Persona) ([]agent.Tool, error) {
+func subset(pool []agent.Tool, req tools.SpawnRequest, persona agentcontext.Persona) ([]agent.Tool, error) {
 	var out []agent.Tool
 	var missing []string
 	for _, name := range req.Tools {
-		i := slices.IndexFunc(s.Offered, func(t agent.Tool) bool { return t.Name() == name })
+		i := slices.IndexFunc(pool, func(t agent.Tool) bool { return t.Name() == name })
 		switch {
 		case name == spawnAgentTool || i < 0:
 			missing = append(missing, name)
 		case !persona.Allows(name) || slices.ContainsFunc(out, func(t agent.Tool) bool { return t.Name() == name }):
 		default:
-			out = append(out, s.Offered[i])
+			out = append(out, pool[i])
 		}
 	}
 	if len(missing) > 0 && req.Role == tools.RoleCustom {

@@ -45,7 +45,7 @@ func TestSubsetNeverGrantsMore(t *testing.T) {
 		{"read-only persona", tools.SpawnRequest{Role: tools.RoleCustom, Tools: []string{"read_file", "write_file"}}, planner, []string{"read_file"}, ""},
 	}
 	for _, tc := range cases {
-		got, err := s.subset(tc.req, tc.persona)
+		got, err := subset(s.Offered, tc.req, tc.persona)
 		if tc.refused != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.refused) {
 				t.Errorf("%s: got %v, %v; want a refusal naming %s", tc.name, names(got), err, tc.refused)

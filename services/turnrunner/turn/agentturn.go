@@ -45,7 +45,7 @@ func (t *Turn) runAgent(message string, resume *agent.Resume) {
 	mem := agentcontext.Memory{Store: ctxl.Store, User: t.req.User}
 	sub := &subagent.Spawner{Turn: t.req, Agent: t.deps.Agent, Limits: t.deps.Config.SubAgents, List: t.deps.SubAgents,
 		Persona: ctxl.Persona, Sink: &turnSink{t: t}, PersistTool: t.persistTool, RecordUsage: t.recordUsage, Log: log,
-		Model: choice, Prices: mc.Prices, ReadOnly: persona.ReadOnly, TeamID: in.Workspace.TeamID}
+		Model: choice, Prices: mc.Prices, ReadOnly: persona.ReadOnly, TeamID: in.Workspace.TeamID, Remote: t.deps.Remote}
 	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem,
 		WebSearch: turntools.WebSearch(mc.WebSearch, func(p string) string { return t.deps.Settings.SearchKey(t.ctx, in.Workspace.TeamID, p) }),
 		Plan:      tools.ReplayPlan(in.HistoryTools, in.TurnTools),

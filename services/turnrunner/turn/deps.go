@@ -47,6 +47,9 @@ type Deps struct {
 	Tools     *tools.Registry
 	MCP       *mcp.Manager
 	SubAgents *subagent.List
+	// Remote places sub-agents on runners with more room; nil runs them
+	// on this runner.
+	Remote *subagent.Remote
 }
 
 // Config is the part of the runner's configuration a turn reads (the
