@@ -252,7 +252,7 @@ func (s *Service) turnDeps() *turn.Deps {
 	c := s.cfg
 	var remote *subagent.Remote
 	if !c.SubAgents.Local {
-		remote = &subagent.Remote{Conn: s.nc, Runner: s.id, Free: s.freeSlots, Log: s.log}
+		remote = &subagent.Remote{Conn: s.nc, Runner: s.id, Free: s.freeSlots, Peers: s.own.Peers, Log: s.log}
 	}
 	return &turn.Deps{
 		Conn: s.nc, JS: s.js, Log: s.log,

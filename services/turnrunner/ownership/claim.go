@@ -129,6 +129,13 @@ func (o *Owner) watchLeases(ctx context.Context) error {
 				blind = now
 				continue
 			}
+			peers := 0
+			for key, r := range runners {
+				if key != o.cfg.Runner && now.Sub(r.since) < o.cfg.StaleAfter {
+					peers++
+				}
+			}
+			o.peers.Store(int32(peers))
 			// This runner's own heartbeat shows in the watch every beat;
 			// when it does not, the watch itself stopped (a NATS restart
 			// can leave it so), and it says nothing about the others.

@@ -104,7 +104,8 @@ type Owner struct {
 	tickets map[string]*Ticket // the leases this runner holds, by turn id
 
 	stopping   atomic.Bool
-	restoring  atomic.Bool // restoreLeases runs
+	restoring  atomic.Bool  // restoreLeases runs
+	peers      atomic.Int32 // see Peers
 	loops      sync.WaitGroup
 	stopLoops  context.CancelFunc
 	stopClaims context.CancelFunc
@@ -124,8 +125,15 @@ func NewOwner(cfg OwnerConfig, host Host) *Owner {
 	if cfg.StaleAfter <= 0 {
 		cfg.StaleAfter = StaleAfter
 	}
-	return &Owner{cfg: cfg, host: host, log: cfg.Logger, incarnation: protocol.NewUUID()[:8], tickets: map[string]*Ticket{}}
+	o := &Owner{cfg: cfg, host: host, log: cfg.Logger, incarnation: protocol.NewUUID()[:8], tickets: map[string]*Ticket{}}
+	o.peers.Store(-1)
+	return o
 }
+
+// Peers is how many other runners had a heartbeat within StaleAfter when
+// the claim loop last looked (every quarter heartbeat), or -1 before its
+// first look: a lone runner (the desktop) need not ask anyone for room.
+func (o *Owner) Peers() int { return int(o.peers.Load()) }
 
 // Incarnation is this process's incarnation in its leases.
 func (o *Owner) Incarnation() string { return o.incarnation }

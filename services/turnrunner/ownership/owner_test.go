@@ -509,3 +509,16 @@ func TestDropAfterALandedRenewal(t *testing.T) {
 		t.Fatalf("lease of t1 after Drop: %+v %v %v", l, ok, err)
 	}
 }
+
+// TestPeersCountsLiveRunners: a lone runner knows it is alone (so it asks
+// nobody for room for a sub-agent), sees a second runner come, and counts
+// it out once its heartbeat stops.
+func TestPeersCountsLiveRunners(t *testing.T) {
+	e := newEnv(t)
+	o1, _ := e.owner("r1", newHost(1), 0)
+	waitfor.Within(10*time.Second).Every(10*time.Millisecond).True(t, "r1 alone", func() bool { return o1.Peers() == 0 })
+	_, stop2 := e.owner("r2", newHost(1), 0)
+	waitfor.Within(10*time.Second).Every(10*time.Millisecond).True(t, "r1 sees r2", func() bool { return o1.Peers() == 1 })
+	stop2()
+	waitfor.Within(10*time.Second).Every(10*time.Millisecond).True(t, "r2 gone from r1's count", func() bool { return o1.Peers() == 0 })
+}

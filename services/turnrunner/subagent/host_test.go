@@ -148,3 +148,35 @@ func TestHostRefusesWithoutRoom(t *testing.T) {
 		t.Fatalf("answer %s (%v), want refused busy", m.Data, err)
 	}
 }
+
+// TestPlaceAsksOnlyWhenThereArePeers: a runner that knows it is alone
+// (the desktop) keeps its sub-agents without asking anyone for room; with
+// a peer that has more room, the sub-agent goes there.
+func TestPlaceAsksOnlyWhenThereArePeers(t *testing.T) {
+	srv := natstest.Start(t)
+	nc := srv.Conn("parent")
+	other := srv.Conn("other")
+	var asked atomic.Int32
+	sub, err := other.Subscribe(protocol.SubjSubAgentRoom, func(m *nats.Msg) {
+		asked.Add(1)
+		body, _ := json.Marshal(room{Runner: "r2", Free: 4})
+		_ = m.Respond(body)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := other.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var peers atomic.Int32
+	r := &Remote{Conn: nc, Runner: "r1", Free: func() int { return 1 }, Peers: func() int { return int(peers.Load()) },
+		Log: slog.New(slog.DiscardHandler)}
+	if got := r.place(context.Background()); got != "" || asked.Load() != 0 {
+		t.Fatalf("alone: placed on %q after asking %d runners; want here, asking none", got, asked.Load())
+	}
+	peers.Store(1)
+	if got := r.place(context.Background()); got != "r2" {
+		t.Fatalf("with a roomier peer: placed on %q, want r2", got)
+	}
+}

@@ -164,13 +164,24 @@ type Remote struct {
 	Runner string
 	// Free is how many turn slots this runner has free.
 	Free func() int
-	Log  *slog.Logger
+	// Peers, when set, is how many other runners are alive (-1: not
+	// known yet): with none, nobody is asked for room; otherwise the
+	// question ends once each has answered.
+	Peers func() int
+	Log   *slog.Logger
 }
 
 // place asks every runner for room and returns the first that has more
 // than this one, or "" (run here): a single runner, or none with more
 // room, keeps its sub-agents.
 func (r *Remote) place(ctx context.Context) string {
+	peers := -1
+	if r.Peers != nil {
+		peers = r.Peers()
+	}
+	if peers == 0 {
+		return ""
+	}
 	inbox := r.Conn.NewRespInbox()
 	replies := make(chan *nats.Msg, 64)
 	sub, err := r.Conn.ChanSubscribe(inbox, replies)
@@ -181,7 +192,7 @@ func (r *Remote) place(ctx context.Context) string {
 	if err := r.Conn.PublishRequest(protocol.SubjSubAgentRoom, inbox, nil); err != nil {
 		return ""
 	}
-	own := r.Free()
+	own, answered := r.Free(), 0
 	wait := time.NewTimer(roomWait)
 	defer wait.Stop()
 	for {
@@ -197,6 +208,9 @@ func (r *Remote) place(ctx context.Context) string {
 			}
 			if a.Free > own {
 				return a.Runner
+			}
+			if answered++; answered == peers {
+				return ""
 			}
 		}
 	}
