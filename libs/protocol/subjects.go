@@ -69,6 +69,10 @@ var (
 var (
 	// ReadHistory reads a session's history.
 	ReadHistory = Endpoint[HistoryRequest, HistoryReply]{ServiceSessionStore, "history", "waggle.store.cmd.history"}
+	// LoadTurnContext answers everything an agent turn reads before its
+	// model is called in one round trip (turncontext.go); the separate
+	// endpoints stay for every other caller.
+	LoadTurnContext = Endpoint[TurnContextRequest, TurnContext]{ServiceSessionStore, "turn-context", "waggle.store.cmd.turn.context"}
 	// AppendToSession appends a message or tool event to a session.
 	AppendToSession = Endpoint[AppendRequest, AppendReply]{ServiceSessionStore, "append", "waggle.store.cmd.append"}
 	// EvictSession evicts every cached copy of a session's history.

@@ -14,6 +14,7 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/wsnow"
 	"github.com/waggle-os/core/services/sessionstore/userdocs"
+	"github.com/waggle-os/core/services/sessionstore/workspaces"
 )
 
 // What the agent knows about the user and the workspace (docs/agent.md):
@@ -45,6 +46,7 @@ func (s *Service) registerContext(pool *pgxpool.Pool) error {
 		bus.Handle(s.svc, protocol.GetProfile, h.profileGet),
 		bus.Handle(s.svc, protocol.UpdateProfile, h.profileUpdate),
 		bus.Handle(s.svc, protocol.GetWorkspaceNow, h.workspaceNow),
+		bus.Handle(s.svc, protocol.LoadTurnContext, h.turnContext),
 		bus.Handle(s.svc, protocol.ListCustomPersonas, h.personaList),
 		bus.Handle(s.svc, protocol.GetCustomPersona, h.personaGet),
 		bus.Handle(s.svc, protocol.CreateCustomPersona, h.personaCreate),
@@ -158,17 +160,52 @@ func (h contextHandlers) workspaceNow(ctx context.Context, req protocol.Workspac
 	if err != nil {
 		return protocol.WorkspaceNow{}, err
 	}
+	return h.nowOf(ctx, doc, req)
+}
+
+// nowOf is Workspace Now of doc, the workspace req names: the cached
+// briefing while nothing it was built from changed (nowcache.go).
+func (h contextHandlers) nowOf(ctx context.Context, doc workspaces.Doc, req protocol.WorkspaceNowRequest) (protocol.WorkspaceNow, error) {
+	// The workspace's own frames only: the personal mind of whoever asks
+	// is not the workspace's state. The minds' versions are read before
+	// the frames, so a change in between only costs a rebuild.
+	owner := protocol.MemoryOwner{Workspace: req.Workspace}
+	versions, versioned := h.s.minds.Version(ctx, owner)
 	sessions, err := h.s.store.RecentSessions(ctx, protocol.SessionListRequest{Workspace: req.Workspace, HideEmpty: true})
 	if err != nil {
 		return protocol.WorkspaceNow{}, err
 	}
 	sessions = slices.DeleteFunc(sessions, func(s protocol.SessionInfo) bool { return s.ID == req.ExceptSession })
-	// The workspace's own frames only: the personal mind of whoever asks
-	// is not the workspace's state.
-	owner := protocol.MemoryOwner{Workspace: req.Workspace}
+	key, at, digest := nowKey{req.Workspace, req.ExceptSession}, h.now(), listingDigest(sessions)
+	if versioned {
+		if b, ok := h.s.nows.get(key); ok && b.current(doc, digest, versions, at) {
+			return b.now, nil
+		}
+	}
+	mf, ok := h.s.nows.framesOf(req.Workspace, versions)
+	if !versioned || !ok {
+		if mf, err = h.mindFrames(ctx, owner); err != nil {
+			return protocol.WorkspaceNow{}, err
+		}
+		if versioned {
+			mf.minds = versions
+			h.s.nows.putFrames(req.Workspace, mf)
+		}
+	}
+	n := wsnow.Build(wsnow.Input{Workspace: doc.Workspace(), Sessions: sessions, Frames: mf.frames, MemoryCount: mf.count,
+		TranscriptItems: h.s.transcriptItems(ctx, req.Workspace, sessions), Now: at})
+	if versioned {
+		h.s.nows.put(key, builtNow{doc: doc, sessions: digest, minds: versions, at: at, now: n})
+	}
+	return n, nil
+}
+
+// mindFrames reads the workspace's newest frames (nowFrames of its mind
+// and the personal one together) and its mind's frame count.
+func (h contextHandlers) mindFrames(ctx context.Context, owner protocol.MemoryOwner) (mindFrames, error) {
 	all, err := h.s.minds.Frames(ctx, protocol.MemoryFramesRequest{MemoryOwner: owner, Limit: nowFrames})
 	if err != nil {
-		return protocol.WorkspaceNow{}, err
+		return mindFrames{}, err
 	}
 	frames := make([]protocol.MemoryFrame, 0, len(all))
 	for _, f := range all {
@@ -180,6 +217,5 @@ func (h contextHandlers) workspaceNow(ctx context.Context, req protocol.Workspac
 	if st, err := h.s.minds.Stats(ctx, protocol.MemoryStatsRequest{MemoryOwner: owner}); err == nil && st.Workspace != nil {
 		count = st.Workspace.FrameCount
 	}
-	return wsnow.Build(wsnow.Input{Workspace: doc.Workspace(), Sessions: sessions, Frames: frames, MemoryCount: count,
-		TranscriptItems: h.s.transcriptItems(ctx, req.Workspace, sessions), Now: h.now()}), nil
+	return mindFrames{frames: frames, count: count}, nil
 }

@@ -130,6 +130,20 @@ func (r *framesRouter) pick(ctx context.Context, m frames.Mind) (frames.Backend,
 	return pick(ctx, r.placement, m, r.files, r.team)
 }
 
+// Version implements frames.Versioned for the minds kept in files; a
+// team mind's PostgreSQL (shared by several stores) cannot tell.
+func (r *framesRouter) Version(ctx context.Context, m frames.Mind) (uint64, bool) {
+	be, err := r.pick(ctx, m)
+	if err != nil {
+		return 0, false
+	}
+	vb, ok := be.(frames.Versioned)
+	if !ok {
+		return 0, false
+	}
+	return vb.Version(ctx, m)
+}
+
 func (r *framesRouter) Add(ctx context.Context, m frames.Mind, f frames.Frame) (frames.Frame, bool, error) {
 	be, err := r.pick(ctx, m)
 	if err != nil {

@@ -59,6 +59,13 @@ type Service struct {
 	// startsCache keeps the starts of long conversations for Workspace
 	// Now's progress (progress.go).
 	startsCache transcriptCache
+	// nows keeps Workspace Now's briefings until what they were built
+	// from changes (nowcache.go).
+	nows nowCache
+	// ledger is the usage ledger (set by register).
+	ledger *ledger.Ledger
+	// teams authorizes users on team workspaces (nil without PostgreSQL).
+	teams *teams.Teams
 
 	nc     *nats.Conn
 	svc    *bus.Service
@@ -155,7 +162,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.pg != nil {
 		// Teams, roles, tokens and policies live next to the team
 		// workspaces; a workspace's team is read from its doc.
-		err := teams.Register(ctx, s.svc, teams.Config{Pool: s.pg.Pool(), Conn: s.nc,
+		tm, err := teams.New(teams.Config{Pool: s.pg.Pool(), Conn: s.nc,
 			Workspaces:       teams.WorkspaceTeamsFunc(s.workspaceTeam),
 			DefaultWorkspace: s.createTeamWorkspace,
 			// A deleted team's shared personas and vault go with it: a
@@ -163,10 +170,17 @@ func (s *Service) Start(ctx context.Context) error {
 			Deleted: func(ctx context.Context, team string) error {
 				return errors.Join(s.docs.Delete(ctx, personasKey("", team)), s.vault.DeleteTeam(ctx, team))
 			}}, s.log)
+		if err == nil {
+			err = teams.Migrate(ctx, s.pg.Pool(), s.log)
+		}
+		if err == nil {
+			err = tm.Register(s.svc)
+		}
 		if err != nil {
 			s.Stop(ctx)
 			return fmt.Errorf("sessionstore: teams: %w", err)
 		}
+		s.teams = tm
 	}
 	if err := s.openBacklog(ctx); err != nil {
 		s.Stop(ctx)
@@ -254,6 +268,10 @@ func (s *Service) register(ctx context.Context) error {
 		return err
 	}
 	s.vault = v
+	s.ledger, err = ledger.Open(s.ledgerConfig(pool), s.log)
+	if err != nil {
+		return err
+	}
 	return errors.Join(
 		bus.Handle(s.svc, protocol.ReadHistory, s.history),
 		bus.Handle(s.svc, protocol.AppendToSession, s.append),
@@ -276,7 +294,7 @@ func (s *Service) register(ctx context.Context) error {
 		bus.Handle(s.svc, protocol.RenameSession, s.sessionRename),
 		bus.Handle(s.svc, protocol.DeleteSession, s.sessionDelete),
 		bus.Handle(s.svc, protocol.SummarizeSession, s.sessionSummary),
-		ledger.Register(s.svc, s.ledgerConfig(pool), s.log),
+		s.ledger.Register(s.svc),
 		// A team's agent groups in PostgreSQL, a group of no team (the
 		// local owner's or the operator's) in the data dir.
 		groups.Register(s.svc, groups.Config{DataDir: s.cfg.DataDir, Pool: pool, Split: pool != nil && s.cfg.Store != StorePostgres}, s.log),

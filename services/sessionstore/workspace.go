@@ -93,6 +93,7 @@ func (s *Service) workspaceDelete(ctx context.Context, req protocol.WorkspaceReq
 	}
 	sessions, err := s.store.DeleteWorkspace(ctx, req.Workspace)
 	s.startsCache.forget(req.Workspace)
+	s.nows.forget(req.Workspace)
 	// Every runner drops what it caches of the removed sessions, even when
 	// the removal failed halfway.
 	for _, id := range sessions {

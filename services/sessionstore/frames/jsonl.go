@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/jsonl"
@@ -66,6 +67,8 @@ type JSONL struct {
 
 	mu    sync.Mutex
 	minds map[string]*fileMind
+	// stamps numbers the minds' changes (Version).
+	stamps atomic.Uint64
 }
 
 type fileMind struct {
@@ -79,6 +82,10 @@ type fileMind struct {
 	index  *mindindex.Index
 	// indexModel is the model whose vectors the index holds.
 	indexModel string
+	// changed is the stamp of the mind's last change (Version); stamps
+	// is its backend's counter.
+	changed uint64
+	stamps  *atomic.Uint64
 }
 
 // NewJSONL returns a backend rooted at dataDir.
@@ -103,7 +110,9 @@ func (j *JSONL) mind(m Mind) (*fileMind, error) {
 	j.mu.Lock()
 	fm := j.minds[m.Key()]
 	if fm == nil {
-		fm = &fileMind{mind: m, path: j.path(m)}
+		// A mind dropped and read again gets a new stamp: a cache never
+		// takes it for the one it knew.
+		fm = &fileMind{mind: m, path: j.path(m), stamps: &j.stamps, changed: j.stamps.Add(1)}
 		j.minds[m.Key()] = fm
 	}
 	j.mu.Unlock()
@@ -263,6 +272,10 @@ func fullRecord(f Frame) record {
 // appendRecords writes records with one write and one fsync. fm.mu must
 // be held for writing.
 func (fm *fileMind) appendRecords(rs ...record) error {
+	// Every change goes through here (under the write lock, before the
+	// frames in memory change): a reader that saw the stamp reads frames
+	// at least as new.
+	fm.changed = fm.stamps.Add(1)
 	var buf bytes.Buffer
 	for _, r := range rs {
 		b, err := json.Marshal(r)
@@ -397,6 +410,17 @@ func (fm *fileMind) access(id string, f *Frame) (Frame, error) {
 	}
 	f.AccessCount++
 	return *f, nil
+}
+
+// Version implements Versioned.
+func (j *JSONL) Version(_ context.Context, m Mind) (uint64, bool) {
+	fm, err := j.mind(m)
+	if err != nil {
+		return 0, false
+	}
+	fm.mu.RLock()
+	defer fm.mu.RUnlock()
+	return fm.changed, true
 }
 
 // Recent implements Backend.
@@ -562,6 +586,12 @@ func (j *JSONL) Pending(_ context.Context, model string, n int) ([]Pending, erro
 	var out []Pending
 	for _, fm := range minds {
 		fm.mu.Lock()
+		// A mind another request just added to the map may not be loaded
+		// yet (mind loads it after releasing j.mu): load it here.
+		if err := fm.load(); err != nil {
+			fm.mu.Unlock()
+			return nil, err
+		}
 		fm.reindexVectors(model)
 		for _, f := range fm.frames {
 			if len(out) == n {

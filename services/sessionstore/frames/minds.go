@@ -376,6 +376,32 @@ func (m *Minds) Add(ctx context.Context, req protocol.MemoryAddRequest) (protoco
 	return protocol.MemoryAddReply{Saved: !dup, Duplicate: dup, Frame: saved.Public(mind, 0)}, nil
 }
 
+// Versioned is a Backend that tells when a mind changed: Version differs
+// after any change of its frames and never repeats for one backend; ok is
+// false when it cannot tell (a cache then keeps nothing).
+type Versioned interface {
+	Version(ctx context.Context, m Mind) (v uint64, ok bool)
+}
+
+// Version is the versions of the minds Frames lists for owner (ok false:
+// the backend cannot tell). Read it before the frames: frames read after
+// it are at least that new.
+func (m *Minds) Version(ctx context.Context, owner protocol.MemoryOwner) ([]uint64, bool) {
+	vb, ok := m.cfg.Backend.(Versioned)
+	if !ok || checkOwner(owner) != nil {
+		return nil, false
+	}
+	var out []uint64
+	for _, mind := range minds(owner) {
+		v, ok := vb.Version(ctx, mind)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, v)
+	}
+	return out, true
+}
+
 // Frames lists the newest frames of the personal and workspace minds.
 func (m *Minds) Frames(ctx context.Context, req protocol.MemoryFramesRequest) ([]protocol.MemoryFrame, error) {
 	if err := checkOwner(req.MemoryOwner); err != nil {

@@ -82,6 +82,11 @@ func Register(svc *bus.Service, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	return l.Register(svc)
+}
+
+// Register adds the ledger's endpoints to svc.
+func (l *Ledger) Register(svc *bus.Service) error {
 	return errors.Join(
 		bus.Handle(svc, protocol.RecordUsage,
 			func(_ context.Context, r protocol.UsageRecord) (protocol.Empty, error) {

@@ -12,16 +12,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/waggle-os/core/libs/bus"
-	"github.com/waggle-os/core/libs/injection"
+	"github.com/waggle-os/core/libs/preload"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/wsnow"
 	"github.com/waggle-os/core/services/turnrunner/prompt"
@@ -31,10 +28,6 @@ import (
 // profile, the preloaded frames and Workspace Now, loaded next to the
 // history; every piece is optional and a failure to read it only leaves
 // its part of the prompt out.
-
-// preloadFrames is how many of the newest frames (workspace and personal
-// mind together) the preloaded sections are chosen from.
-const preloadFrames = 200
 
 // Store reaches the session store over the bus, each request bounded by
 // Timeout.
@@ -55,7 +48,7 @@ const readResendAfter = 2 * time.Second
 // store reconnects to another node) costs a resend, not the whole
 // timeout. A read changes nothing, so a copy served twice costs nothing.
 // A read nobody serves answers protocol.ErrUnavailable at once: what it
-// reads is optional.
+// reads is optional (or has a fallback).
 func read[Req, Rep any](ctx context.Context, s Store, ep protocol.Endpoint[Req, Rep], req Req) (Rep, error) {
 	return resendRead(ctx, s, ep, req, 0)
 }
@@ -99,121 +92,50 @@ type Context struct {
 	knowledge string
 }
 
-// Context reads the profile, the newest frames and Workspace Now
-// concurrently.
-func (l Loader) Context(ctx context.Context) Context {
-	var (
-		out Context
-		wg  sync.WaitGroup
-	)
-	wg.Go(func() {
-		p, err := read(ctx, l.Store, protocol.GetProfile, protocol.ProfileRequest{User: l.Req.User})
-		if l.optional(ctx, "profile", err) {
-			out.profile = &p
-		}
-	})
-	wg.Go(func() {
-		rep, err := read(ctx, l.Store, protocol.ListFrames, protocol.MemoryFramesRequest{
-			MemoryOwner: protocol.MemoryOwner{Workspace: l.Req.Workspace, User: l.Req.User}, Limit: preloadFrames,
-		})
-		if l.optional(ctx, "frames", err) {
-			out.recent, out.prefs, out.fixes = preload(rep.Frames)
-		}
-	})
-	wg.Go(func() {
-		n, err := read(ctx, l.Store, protocol.GetWorkspaceNow, protocol.WorkspaceNowRequest{Workspace: l.Req.Workspace, ExceptSession: l.Req.Session})
-		if l.optional(ctx, "workspace now", err) {
-			out.now = wsnow.Format(n)
-		}
-	})
-	mind := Mind{Store: l.Store, Workspace: l.Req.Workspace, User: l.Req.User}
-	wg.Go(func() {
-		text, err := mind.Identity(ctx)
-		if l.optional(ctx, "identity", err) {
-			out.identity = text
-		}
-	})
-	wg.Go(func() {
-		items, err := mind.items(ctx)
-		if l.optional(ctx, "awareness", err) && len(items) > 0 {
-			out.awareness = protocol.AwarenessContext(items)
-		}
-	})
-	wg.Go(func() {
-		out.knowledge = Memory{Store: l.Store, User: l.Req.User}.KeyKnowledge(ctx, l.Req.Workspace)
-	})
-	wg.Wait()
+// contextOf builds the prompt's context from the store's answer: the
+// preloaded frames are chosen from the newest, the rest is rendered as
+// the prompt shows it.
+func contextOf(rep protocol.TurnContext) Context {
+	var out Context
+	out.profile = rep.Profile
+	if p := rep.Preload; p != nil {
+		out.recent, out.prefs, out.fixes = p.Recent, p.Preferences, p.Corrections
+	}
+	if rep.Now != nil {
+		out.now = wsnow.Format(*rep.Now)
+	}
+	if rep.Identity != nil {
+		out.identity = rep.Identity.IdentityContext()
+	}
+	if len(rep.Awareness) > 0 {
+		out.awareness = protocol.AwarenessContext(rep.Awareness)
+	}
+	if rep.Knowledge != nil && len(rep.Knowledge.Entities) > 0 {
+		out.knowledge = KeyKnowledgeText(*rep.Knowledge)
+	}
 	return out
 }
 
-// optional reports whether err is nil; a store without the endpoint or a
-// missing workspace is silent, anything else is logged.
-func (l Loader) optional(ctx context.Context, what string, err error) bool {
-	if err == nil {
-		return true
-	}
-	if !errors.Is(err, protocol.ErrUnavailable) && protocol.KindOf(err) != protocol.NotFound && ctx.Err() == nil {
-		l.Log.Warn("turn context unavailable; prompt built without it", "part", what, "err", err)
-	}
-	return false
-}
+// IsCatchUp reports whether message asks to be caught up
+// (preload.IsCatchUp).
+func IsCatchUp(message string) bool { return preload.IsCatchUp(message) }
 
-// preload picks, from frames newest first, the workspace's important
-// frames, the user's preference and style notes and their corrections.
-// Deprecated frames and frames that read as injected instructions are
-// left out: they would reach the system prompt on every turn.
-func preload(frames []protocol.MemoryFrame) (recent, prefs, fixes []protocol.MemoryFrame) {
-	for _, f := range frames {
-		if f.Importance == protocol.ImportanceDeprecated || injection.Scan(f.Content, injection.ToolOutput).Blocked() {
-			continue
-		}
-		c := strings.TrimSpace(f.Content)
-		switch {
-		case strings.HasPrefix(c, prompt.PrefixCorrection):
-			if len(fixes) < prompt.MaxCorrections {
-				fixes = append(fixes, f)
-			}
-		case strings.HasPrefix(c, prompt.PrefixPreference), strings.HasPrefix(c, prompt.PrefixStyle), strings.HasPrefix(c, prompt.PrefixTopic):
-			if len(prefs) < prompt.MaxPreferences {
-				prefs = append(prefs, f)
-			}
-		case f.Mind == protocol.MindWorkspace && (f.Importance == protocol.ImportanceCritical || f.Importance == protocol.ImportanceImportant):
-			if len(recent) < prompt.MaxRecent {
-				recent = append(recent, f)
-			}
-		}
-	}
-	return recent, prefs, fixes
-}
-
-// catchUp matches messages that ask to be brought up to date (the
-// original's list): recall then goes by importance and recency.
-var catchUp = regexp.MustCompile(`(?i)\bcatch me up\b|\bwhere (?:are|were) we\b|\bwhat matters\b|\bwhat did we decide\b|\bwhere did we leave off\b|\bwhat['’]?s the status\b|\bwhat should i do\b|\bwhat['’]?s next\b|\bsummariz|\bbrief me\b|\bget me up to speed\b|\bwhat['’]?s going on\b|\bremind me\b`)
-
-// IsCatchUp reports whether message asks to be caught up.
-func IsCatchUp(message string) bool { return catchUp.MatchString(message) }
-
-// Recall sizes (the original's).
-const (
-	catchUpRecent   = 3
-	catchUpPersonal = 2
-)
-
-// recallFrames is the auto-recall: up to prompt.RecallPerMind frames of
-// each mind for query, or for a catch-up the workspace's important and
-// decision frames plus its newest, and the 2 best personal hits.
+// recallFrames is the auto-recall of a query the turn's context was not
+// loaded for (a slash command's prompt), asked now: up to
+// preload.RecallPerMind frames of each mind, or for a catch-up the
+// workspace's important and newest frames and the 2 best personal hits.
 func (m Memory) recallFrames(ctx context.Context, workspace, query string) ([]protocol.MemoryFrame, error) {
 	owner := protocol.MemoryOwner{Workspace: workspace, User: m.User}
+	catching := IsCatchUp(query)
+	personalLimit := preload.RecallPerMind
+	if catching {
+		personalLimit = preload.CatchUpPersonal
+	}
 	var (
 		ws, personal []protocol.MemoryFrame
 		wsErr, pErr  error
 		wg           sync.WaitGroup
 	)
-	personalLimit := prompt.RecallPerMind
-	catching := IsCatchUp(query)
-	if catching {
-		personalLimit = catchUpPersonal
-	}
 	wg.Go(func() {
 		rep, err := read(ctx, m.Store, protocol.QueryMemory, protocol.MemoryQueryRequest{
 			MemoryOwner: owner, Query: query, Scope: protocol.MindPersonal, Limit: personalLimit})
@@ -221,12 +143,12 @@ func (m Memory) recallFrames(ctx context.Context, workspace, query string) ([]pr
 	})
 	wg.Go(func() {
 		if catching {
-			rep, err := read(ctx, m.Store, protocol.ListFrames, protocol.MemoryFramesRequest{MemoryOwner: owner, Limit: preloadFrames})
-			ws, wsErr = catchUpFrames(rep.Frames), err
+			rep, err := read(ctx, m.Store, protocol.ListFrames, protocol.MemoryFramesRequest{MemoryOwner: owner, Limit: preload.Window})
+			ws, wsErr = preload.CatchUp(rep.Frames), err
 			return
 		}
 		rep, err := read(ctx, m.Store, protocol.QueryMemory, protocol.MemoryQueryRequest{
-			MemoryOwner: owner, Query: query, Scope: protocol.MindWorkspace, Limit: prompt.RecallPerMind})
+			MemoryOwner: owner, Query: query, Scope: protocol.MindWorkspace, Limit: preload.RecallPerMind})
 		ws, wsErr = rep.Frames, err
 	})
 	wg.Wait()
@@ -237,48 +159,6 @@ func (m Memory) recallFrames(ctx context.Context, workspace, query string) ([]pr
 		personal[i].Mind = protocol.MindPersonal
 	}
 	return append(ws, personal...), nil
-}
-
-var decisionish = regexp.MustCompile(`(?i)^decision|decided`)
-
-// catchUpFrames picks from frames (newest first) the workspace's critical,
-// important and decision frames, most important first, then its newest
-// non-temporary frames, each once.
-func catchUpFrames(frames []protocol.MemoryFrame) []protocol.MemoryFrame {
-	var key, newest []protocol.MemoryFrame
-	for _, f := range frames {
-		if f.Mind != protocol.MindWorkspace || f.Importance == protocol.ImportanceDeprecated {
-			continue
-		}
-		if f.Importance == protocol.ImportanceCritical || f.Importance == protocol.ImportanceImportant || decisionish.MatchString(f.Content) {
-			key = append(key, f)
-		}
-		if f.Importance != protocol.ImportanceTemporary && len(newest) < catchUpRecent {
-			newest = append(newest, f)
-		}
-	}
-	rank := map[string]int{protocol.ImportanceCritical: 0, protocol.ImportanceImportant: 1}
-	slices.SortStableFunc(key, func(a, b protocol.MemoryFrame) int {
-		ra, okA := rank[a.Importance]
-		rb, okB := rank[b.Importance]
-		if !okA {
-			ra = 2
-		}
-		if !okB {
-			rb = 2
-		}
-		return ra - rb
-	})
-	out := key[:min(len(key), prompt.RecallPerMind)]
-	for _, f := range newest {
-		if len(out) == prompt.RecallPerMind {
-			break
-		}
-		if !slices.ContainsFunc(out, func(o protocol.MemoryFrame) bool { return o.ID == f.ID }) {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 // Prompt returns the agent's prompt builder for this turn: budget is the

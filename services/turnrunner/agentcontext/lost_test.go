@@ -16,19 +16,20 @@ import (
 	"github.com/waggle-os/core/services/turnrunner/agent"
 )
 
-// TestHistoryReadLostIsResent: the first history read of a turn is lost
-// (sent as a cluster node died: nobody answers it). The read is sent
-// again and the turn gets its history in seconds, not after the whole
-// store timeout, and never fails for it.
+// TestHistoryReadLostIsResent: the first read of a turn's context (its
+// history and the rest, one request) is lost (sent as a cluster node
+// died: nobody answers it). The read is sent again and the turn gets its
+// history in seconds, not after the whole store timeout, and never fails
+// for it.
 func TestHistoryReadLostIsResent(t *testing.T) {
 	srv := natstest.Start(t)
 	store := srv.Conn("store")
 	var reads atomic.Int32
-	sub, err := store.Subscribe(protocol.ReadHistory.Subject, func(m *nats.Msg) {
+	sub, err := store.Subscribe(protocol.LoadTurnContext.Subject, func(m *nats.Msg) {
 		if reads.Add(1) == 1 {
 			return // lost
 		}
-		body, _ := json.Marshal(protocol.HistoryReply{Messages: []protocol.Message{{Role: "user", Content: "earlier", TurnID: "t0"}}})
+		body, _ := json.Marshal(protocol.TurnContext{History: protocol.HistoryReply{Messages: []protocol.Message{{Role: "user", Content: "earlier", TurnID: "t0"}}}})
 		_ = m.Respond(body)
 	})
 	if err != nil {
@@ -56,6 +57,6 @@ func TestHistoryReadLostIsResent(t *testing.T) {
 		t.Errorf("history = %+v", in.History)
 	}
 	if n := reads.Load(); n < 2 {
-		t.Errorf("%d history reads, want the lost one sent again", n)
+		t.Errorf("%d context reads, want the lost one sent again", n)
 	}
 }

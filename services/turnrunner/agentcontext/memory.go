@@ -44,12 +44,29 @@ func (m Memory) Search(ctx context.Context, workspace, query string, limit int) 
 type Recaller struct {
 	Memory    Memory
 	Workspace string
+	// Loaded is the recall the turn's context was loaded with (nil:
+	// none): a search for its query is answered from it.
+	Loaded *Recall
 }
+
+// Recall is an auto-recall answered with the turn's context.
+type Recall struct {
+	Query  string
+	Frames []protocol.MemoryFrame
+	// Err is set when the store could not search.
+	Err error
+}
+
+// errRecall is a recall the store could not answer with the context.
+var errRecall = errors.New("agentcontext: recall unavailable")
 
 // Search returns the frames relevant to query, workspace mind first. A
 // store without memory (no responder) or an unknown workspace is no
 // memories, not a failure: the turn still shows that recall found nothing.
 func (r Recaller) Search(ctx context.Context, query string) ([]protocol.MemoryFrame, error) {
+	if l := r.Loaded; l != nil && l.Query == query {
+		return l.Frames, l.Err
+	}
 	fs, err := r.Memory.recallFrames(ctx, r.Workspace, query)
 	if errors.Is(err, protocol.ErrUnavailable) || protocol.KindOf(err) == protocol.NotFound {
 		return nil, nil

@@ -44,6 +44,18 @@ func (l Loader) Persona(ctx context.Context, id string) Persona {
 	return CustomPersona(c)
 }
 
+// personaOf is persona id as the turn's context found it: a built-in one,
+// the custom one the store found, or one known by its name only.
+func personaOf(id string, custom *protocol.CustomPersona) Persona {
+	if p, ok := BuiltInPersona(id); ok || id == "" {
+		return p
+	}
+	if custom != nil && custom.ID == id {
+		return CustomPersona(*custom)
+	}
+	return NamedPersona(id)
+}
+
 // BuiltInPersona is the built-in id ("" is no persona).
 func BuiltInPersona(id string) (Persona, bool) {
 	if id == "" {

@@ -5,31 +5,32 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/waggle-os/core/libs/preload"
 	"github.com/waggle-os/core/libs/protocol"
 )
 
 // Per-part limits (the original's where it had them).
 const (
 	// RecallPerMind is how many recalled frames each mind contributes.
-	RecallPerMind = 10
+	RecallPerMind = preload.RecallPerMind
 	// recallLine and previewLine cap one frame's text in the recalled and
 	// the preloaded sections.
 	recallLine  = 300
 	previewLine = 200
 	// MaxRecent, MaxPreferences and MaxCorrections cap the preloaded
 	// sections.
-	MaxRecent      = 8
-	MaxPreferences = 5
-	MaxCorrections = 5
+	MaxRecent      = preload.MaxRecent
+	MaxPreferences = preload.MaxPreferences
+	MaxCorrections = preload.MaxCorrections
 )
 
 // Frame prefixes the memory uses for what the user asked for (written by
-// auto-save and the agent).
+// auto-save and the agent; the store picks the preloaded frames by them).
 const (
-	PrefixPreference = "User preference:"
-	PrefixCorrection = "Correction from user:"
-	PrefixStyle      = "Style note:"
-	PrefixTopic      = "Workspace topic:"
+	PrefixPreference = preload.PrefixPreference
+	PrefixCorrection = preload.PrefixCorrection
+	PrefixStyle      = preload.PrefixStyle
+	PrefixTopic      = preload.PrefixTopic
 )
 
 func clip(s string, n int) string {

@@ -15,9 +15,9 @@ import (
 	"github.com/waggle-os/core/services/turnrunner/agentcontext"
 	"github.com/waggle-os/core/services/turnrunner/approvalgate"
 	"github.com/waggle-os/core/services/turnrunner/epilogue"
-	"github.com/waggle-os/core/services/turnrunner/mcp"
 	"github.com/waggle-os/core/services/turnrunner/subagent"
 	"github.com/waggle-os/core/services/turnrunner/tools"
+	"github.com/waggle-os/core/services/turnrunner/turntools"
 )
 
 // errPublish cancels a turn whose events can no longer be published.
@@ -41,15 +41,17 @@ func (t *Turn) runAgent(message string, resume *agent.Resume) {
 	}
 	choice := agent.ResolveModel(mc, t.req.Model, in.Workspace.Model, message, in.Spent)
 	ctxl := t.contextLoader()
-	persona := ctxl.Persona(t.ctx, firstNonEmpty(t.req.Persona, in.Workspace.Persona))
+	persona := in.Persona
 	mem := agentcontext.Memory{Store: ctxl.Store, User: t.req.User}
 	sub := &subagent.Spawner{Turn: t.req, Agent: t.deps.Agent, Limits: t.deps.Config.SubAgents, List: t.deps.SubAgents,
 		Persona: ctxl.Persona, Sink: &turnSink{t: t}, PersistTool: t.persistTool, RecordUsage: t.recordUsage, Log: log,
 		Model: choice, Prices: mc.Prices, ReadOnly: persona.ReadOnly, TeamID: in.Workspace.TeamID, Remote: t.deps.Remote}
 	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem,
-		WebSearch: t.webSearch(mc.WebSearch, in.Workspace.TeamID), Plan: tools.ReplayPlan(in.HistoryTools, in.TurnTools),
+		WebSearch: turntools.WebSearch(mc.WebSearch, func(p string) string { return t.deps.Settings.SearchKey(t.ctx, in.Workspace.TeamID, p) }),
+		Plan:      tools.ReplayPlan(in.HistoryTools, in.TurnTools),
 		Knowledge: mem, Mind: agentcontext.Mind{Store: ctxl.Store, Workspace: t.req.Workspace, User: t.req.User}, SubAgents: sub}
-	mcpSet, agentTools, workerTools, blocked := t.agentTools(env, persona, policy)
+	offer := turntools.Choose(t.ctx, t.deps.Tools, t.deps.MCP, env, t.mcpStep, persona, policy)
+	mcpSet, blocked := offer.MCP, offer.Blocked
 	gate := t.openGate()
 	defer t.closeGate(gate)
 
@@ -61,10 +63,10 @@ func (t *Turn) runAgent(message string, resume *agent.Resume) {
 		History:      in.History,
 		HistoryTools: in.HistoryTools,
 		Message:      message,
-		Tools:        agentTools,
+		Tools:        offer.Offered,
 		Blocked:      blocked,
 		Gate:         mcpSet.Gate(gate),
-		Recall:       agentcontext.Recaller{Memory: mem, Workspace: t.req.Workspace},
+		Recall:       agentcontext.Recaller{Memory: mem, Workspace: t.req.Workspace, Loaded: in.Recall},
 		Sink:         &turnSink{t: t},
 		OnToolEvent:  t.persistTool,
 		Checkpoint:   turnCheckpoint{t: t},
@@ -72,7 +74,7 @@ func (t *Turn) runAgent(message string, resume *agent.Resume) {
 		Log:          log,
 	}
 	t.loopOptions(&areq, mc, in.History, message)
-	sub.Offered, sub.Blocked, sub.APIKeys = workerTools, blocked, areq.APIKeys
+	sub.Offered, sub.Blocked, sub.APIKeys = offer.Workers, blocked, areq.APIKeys
 	sub.OpenGate = func() (agent.Gate, func()) {
 		g := t.openGate()
 		return mcpSet.Gate(g), func() { t.closeGate(g) }
@@ -121,69 +123,6 @@ func (t *Turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.Model
 		t.warnWorkspaceBudget(in.Workspace)
 	}
 	return mc, in, policy, true
-}
-
-// agentTools is the tools the turn offers the model: the built-ins bound
-// to this turn that policy and persona allow, then the MCP servers' tools
-// (none for a read-only or delegating persona: what they do is not known
-// here); workers is what its sub-agents draw from — the same, but for a
-// delegating persona the tools before its filter (policy still applied),
-// as its workers do the work it does not; blocked is what the model is
-// told it may not use.
-func (t *Turn) agentTools(env tools.Env, persona agentcontext.Persona, policy protocol.ToolPolicy) (set *mcp.ToolSet, offered, workers []agent.Tool, blocked []string) {
-	bound := t.deps.Tools.Bind(env, nil)
-	builtIns := make([]agent.Tool, 0, len(bound))
-	for _, b := range bound {
-		if !policy.Blocks(b.Name()) {
-			builtIns = append(builtIns, b)
-		}
-	}
-	if policy.Governed {
-		blocked = policy.BlockedTools
-	}
-	set, pool, blocked := t.mcpTools(builtIns, blocked, policy)
-	offered, workers = personaTools(pool, len(builtIns), persona)
-	return set, offered, workers, blocked
-}
-
-// personaTools splits pool — nBuiltIn built-ins, then MCP tools — into
-// what persona's turn is offered and what its sub-agents draw from.
-func personaTools(pool []agent.Tool, nBuiltIn int, persona agentcontext.Persona) (offered, workers []agent.Tool) {
-	strict := persona.ReadOnly || persona.Delegates
-	offered = make([]agent.Tool, 0, len(pool))
-	for i, tool := range pool {
-		// The persona's lists name built-ins only, so they do not filter
-		// MCP tools; a strict persona gets none.
-		builtIn := i < nBuiltIn
-		if builtIn && persona.Allows(tool.Name()) || !builtIn && !strict {
-			offered = append(offered, tool)
-		}
-	}
-	if persona.Delegates && !persona.ReadOnly {
-		return offered, pool
-	}
-	return offered, offered
-}
-
-// webSearch is the turn's web search provider: config.json's, its API key
-// from the vault of the workspace's team (the local vault on a desktop)
-// when the file has none; with no provider in the file, the first of
-// Tavily and Brave whose key the vault holds (the desktop app's Settings >
-// Vault). The key goes to the provider only: never logged, never in a
-// result.
-func (t *Turn) webSearch(cfg tools.WebSearchConfig, team string) tools.WebSearchConfig {
-	if cfg.Provider != "" {
-		if cfg.APIKey == "" && protocol.VaultSearchKeyNames(cfg.Provider) != nil {
-			cfg.APIKey = t.deps.Settings.SearchKey(t.ctx, team, cfg.Provider)
-		}
-		return cfg
-	}
-	for _, p := range []string{tools.SearchTavily, tools.SearchBrave} {
-		if key := t.deps.Settings.SearchKey(t.ctx, team, p); key != "" {
-			return tools.WebSearchConfig{Provider: p, APIKey: key}
-		}
-	}
-	return cfg
 }
 
 // openGate is the turn's approval gate.
@@ -408,15 +347,6 @@ func (k *turnSink) Emit(event string, data any) {
 	}
 }
 
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
 // capAutonomy holds the turn to its team's autonomy cap: whoever sends a
 // chat may ask for any level, but a team's turn runs at most at the level
 // its admins set (protocol.Team.MaxAutonomy), and a lowered turn says so.
@@ -439,22 +369,6 @@ func (t *Turn) capAutonomy(policy protocol.ToolPolicy, resumed bool) {
 	if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: protocol.AutonomyLoweredText(max)}); err != nil {
 		t.logger().Error("publish step", "err", err)
 	}
-}
-
-// mcpTools binds the MCP tools of the turn's workspace and adds them to
-// the agent's tools, leaving out those the team policy blocks (by tool or
-// by server), which are added to blocked so a call to one reads as a
-// governance block.
-func (t *Turn) mcpTools(tools []agent.Tool, blocked []string, policy protocol.ToolPolicy) (*mcp.ToolSet, []agent.Tool, []string) {
-	set := t.deps.MCP.Bind(t.ctx, t.req.Workspace, t.mcpStep)
-	for _, mt := range set.Tools() {
-		if policy.BlocksMCP(mt.Name()) {
-			blocked = append(blocked, mt.Name())
-			continue
-		}
-		tools = append(tools, mt)
-	}
-	return set, tools, blocked
 }
 
 // mcpStep shows an MCP server's trouble (it stopped and is restarted) as a

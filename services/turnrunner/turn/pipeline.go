@@ -1,6 +1,7 @@
 package turn
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -32,7 +33,7 @@ func (t *Turn) loopOptions(req *agent.Request, mc agent.ModelConfig, history []p
 		}
 	}
 	if mc.GEPAEnabled() && message == t.req.Message && !protocol.IsSlashCommand(message) && !hasUserMessage(history) {
-		req.Expand = &agent.ExpandOptions{Model: firstNonEmpty(mc.BudgetModel, req.Model.Model)}
+		req.Expand = &agent.ExpandOptions{Model: cmp.Or(mc.BudgetModel, req.Model.Model)}
 	}
 	if mc.BudgetModel != "" {
 		c := mc.Compression

@@ -10,6 +10,7 @@ import (
 	"github.com/waggle-os/core/services/turnrunner/agentcontext"
 	"github.com/waggle-os/core/services/turnrunner/subagent"
 	"github.com/waggle-os/core/services/turnrunner/tools"
+	"github.com/waggle-os/core/services/turnrunner/turntools"
 )
 
 // errSubAgentEnded releases a placed sub-agent's environment.
@@ -48,12 +49,14 @@ func (t *Turn) subAgentEnv(model string) (subagent.Env, error) {
 			return subagent.Env{}, err
 		}
 	}
-	persona := ctxl.Persona(t.ctx, firstNonEmpty(t.req.Persona, in.Workspace.Persona))
+	persona := in.Persona
 	mem := agentcontext.Memory{Store: ctxl.Store, User: t.req.User}
 	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem,
-		WebSearch: t.webSearch(mc.WebSearch, in.Workspace.TeamID), Plan: tools.ReplayPlan(in.HistoryTools, in.TurnTools),
+		WebSearch: turntools.WebSearch(mc.WebSearch, func(p string) string { return t.deps.Settings.SearchKey(t.ctx, in.Workspace.TeamID, p) }),
+		Plan:      tools.ReplayPlan(in.HistoryTools, in.TurnTools),
 		Knowledge: mem, Mind: agentcontext.Mind{Store: ctxl.Store, Workspace: t.req.Workspace, User: t.req.User}}
-	_, _, workers, blocked := t.agentTools(env, persona, policy)
+	offer := turntools.Choose(t.ctx, t.deps.Tools, t.deps.MCP, env, t.mcpStep, persona, policy)
+	workers, blocked := offer.Workers, offer.Blocked
 	areq := agent.Request{Model: agent.ModelChoice{Model: model}}
 	t.loopOptions(&areq, mc, in.History, "")
 	return subagent.Env{Offered: workers, Blocked: blocked, APIKeys: areq.APIKeys, Prices: mc.Prices, Persona: ctxl.Persona, ReadOnly: persona.ReadOnly}, nil

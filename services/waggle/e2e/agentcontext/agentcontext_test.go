@@ -25,7 +25,7 @@ type obj = map[string]any
 const ws = "acme"
 
 // start runs waggle against a model that always answers "ok".
-func start(t *testing.T, opts ...waggletest.Option) (*waggletest.Server, *llmtest.Server) {
+func start(t testing.TB, opts ...waggletest.Option) (*waggletest.Server, *llmtest.Server) {
 	t.Helper()
 	llm := llmtest.New(llmtest.WithDefault(llmtest.Reply("ok")))
 	llm.Start()

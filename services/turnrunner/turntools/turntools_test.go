@@ -1,4 +1,4 @@
-package turn
+package turntools
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func TestPersonaTools(t *testing.T) {
 			[]string{"read_file", "save_memory", "search_memory", "spawn_agent", "mcp__gh__create_issue"}},
 	}
 	for _, tc := range cases {
-		offered, workers := personaTools(pool, nBuiltIn, tc.p)
+		offered, workers := PersonaTools(pool, nBuiltIn, tc.p)
 		if got := toolNames(offered); !slices.Equal(got, tc.offered) {
 			t.Errorf("%s: offered %v, want %v", tc.name, got, tc.offered)
 		}
