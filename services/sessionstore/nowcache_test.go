@@ -48,7 +48,7 @@ func nowFixture(tb testing.TB) (contextHandlers, workspaces.Doc, string) {
 			if j%2 == 1 {
 				msg.Role = "assistant"
 			}
-			if err := store.Append(ctx, protocol.AppendRequest{SessionRef: protocol.SessionRef{Workspace: ws, Session: fmt.Sprint("s", i)}, Message: &msg}); err != nil {
+			if _, err := store.Append(ctx, protocol.AppendRequest{SessionRef: protocol.SessionRef{Workspace: ws, Session: fmt.Sprint("s", i)}, Message: &msg}); err != nil {
 				tb.Fatal(err)
 			}
 		}
@@ -139,7 +139,7 @@ func TestWorkspaceNowCacheSeesEveryChange(t *testing.T) {
 	}
 	check("a personal frame added")
 	msg := protocol.Message{Role: "user", Content: "We need to call the printer about the posters", Timestamp: protocol.Timestamp(clock)}
-	if err := h.s.store.Append(ctx, protocol.AppendRequest{SessionRef: protocol.SessionRef{Workspace: ws, Session: "s7"}, Message: &msg}); err != nil {
+	if _, err := h.s.store.Append(ctx, protocol.AppendRequest{SessionRef: protocol.SessionRef{Workspace: ws, Session: "s7"}, Message: &msg}); err != nil {
 		t.Fatal(err)
 	}
 	backend.recent.Store(0)
