@@ -99,7 +99,7 @@ var serveFlags = map[string]string{
 	"metrics-addr": "", "nats-listen": "", "prompt-budget": "12000", "nats-nkey": "", "nats-replicas": "1", "nats-url": "", "otlp-endpoint": "", "postgres-url": "",
 	"rate-limit": "0", "rate-limit-chat": "120", "rate-limit-window": "1m", "shutdown-timeout": "15s", "store": "jsonl",
 	"targets": "all", "turn-stream-max-bytes": "64MiB", "turn-stream-storage": "memory",
-	"web-fetch-allow-private": "false", "subagents-per-turn": "4", "subagent-timeout": "10m",
+	"web-fetch-allow-private": "false", "subagents-per-turn": "4", "subagent-timeout": "10m", "subagents-local": "false",
 }
 
 func TestServeFlagsRegistered(t *testing.T) {
