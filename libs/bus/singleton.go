@@ -39,6 +39,13 @@ const SingletonTTL = 6 * time.Second
 // that only one process may own (the JSONL session store, the grant file);
 // a second instance on the same bus would split their data, so it waits
 // instead of serving.
+//
+// On a fresh or electing cluster the bucket may be created before it has a
+// leader (or before the leader's interest reached this node), so writing
+// or reading the lease goes unanswered for a while: that is retried with
+// backoff until ctx's deadline, like every stream and bucket creation. A
+// retried write whose first try landed although its answer was lost finds
+// the lease naming holder already: that lease is taken, not waited out.
 func AcquireSingleton(ctx context.Context, js jetstream.JetStream, name, holder string, replicas int, log *slog.Logger) (*Singleton, error) {
 	if replicas <= 0 {
 		replicas = 1
@@ -50,20 +57,32 @@ func AcquireSingleton(ctx context.Context, js jetstream.JetStream, name, holder 
 	if err != nil {
 		return nil, err
 	}
+	what := "singleton lease " + name
 	warned := false
 	for {
-		rev, err := kv.Create(ctx, name, []byte(holder))
+		rev, err := createWithRetry(ctx, what, func(ctx context.Context) (uint64, error) {
+			return kv.Create(ctx, name, []byte(holder))
+		})
 		if err == nil {
 			return start(kv, name, []byte(holder), rev, log), nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
+			if warned && ctx.Err() != nil {
+				return nil, fmt.Errorf("bus: %s is already running elsewhere on this bus: %w", name, ctx.Err())
+			}
 			return nil, fmt.Errorf("bus: singleton %s: %w", name, err)
 		}
-		if !warned {
-			owner := "another instance"
-			if e, err := kv.Get(ctx, name); err == nil {
-				owner = string(e.Value())
+		e, gerr := createWithRetry(ctx, what, func(ctx context.Context) (jetstream.KeyValueEntry, error) {
+			return kv.Get(ctx, name)
+		})
+		owner := "another instance"
+		if gerr == nil {
+			if bytes.Equal(e.Value(), []byte(holder)) {
+				return start(kv, name, []byte(holder), e.Revision(), log), nil
 			}
+			owner = string(e.Value())
+		}
+		if !warned {
 			log.Warn("waiting for the running instance to stop (only one may run)", "service", name, "holder", owner)
 			warned = true
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/waggle-os/core/libs/natstest"
@@ -239,5 +240,106 @@ func TestSingletonRenewalAfterALostAnswer(t *testing.T) {
 	})
 	if log.has("ERROR") || log.has("WARN") {
 		t.Fatal("a renewal of its own lease was reported as a loss or a lapse")
+	}
+}
+
+// The approval service exited at a fresh cluster's start with "bus:
+// singleton approval-grants: nats: no response from stream": the bucket
+// existed but nothing answered a write to it yet. Here the bucket vanishes
+// under a waiting instance (the holder crashed too), so its writes go
+// unanswered; it keeps trying and takes the lease once the bucket is back,
+// instead of giving up.
+func TestSingletonWaitsForAnUnansweringBucket(t *testing.T) {
+	srv := natstest.Start(t)
+	jsA, jsB := jetStream(t, srv, "a"), jetStream(t, srv, "b")
+	a := acquire(t, jsA, "a")
+	a.cancel() // a crashes: it neither renews nor releases
+	<-a.done
+
+	// Every write and read of b on the lease passes through these
+	// subscriptions (which answer nothing).
+	writes := make(chan struct{}, 64)
+	watch := srv.Conn("watch")
+	for _, subject := range []string{
+		"$KV." + protocol.BucketSingletons + ".bustest-lease",
+		"$JS.API.DIRECT.GET.KV_" + protocol.BucketSingletons + ".>",
+		"$JS.API.STREAM.MSG.GET.KV_" + protocol.BucketSingletons,
+	} {
+		sub, err := watch.Subscribe(subject, func(*nats.Msg) { writes <- struct{}{} })
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+	}
+	if err := watch.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	type result struct {
+		s   *Singleton
+		err error
+	}
+	got := make(chan result, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	go func() {
+		s, err := AcquireSingleton(ctx, jsB, "bustest-lease", "b", 1, quiet)
+		got <- result{s, err}
+	}()
+	<-writes // b found a's lease and waits
+
+	if err := jsA.DeleteKeyValue(ctxT(t), protocol.BucketSingletons); err != nil {
+		t.Fatal(err)
+	}
+	// Three more requests: at least one after the removal went unanswered.
+	for range 3 {
+		select {
+		case <-writes:
+		case r := <-got:
+			t.Fatalf("acquire gave up while the bucket did not answer: %v", r.err)
+		}
+	}
+	if _, err := EnsureKeyValue(ctxT(t), jsA, jetstream.KeyValueConfig{Bucket: protocol.BucketSingletons, TTL: SingletonTTL, History: 1}); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("acquire after the bucket answered again: %v", r.err)
+	}
+	defer r.s.Release(context.Background())
+	if h := leaseHolder(t, jsA); h != "b" {
+		t.Fatalf("holder %q, want b", h)
+	}
+}
+
+// A lease that already names its holder (its first write landed but the
+// answer was lost, and the retry found the key taken) is this process's
+// own: it is taken at once, not waited out as another instance's.
+func TestSingletonAcceptsItsOwnLease(t *testing.T) {
+	srv := natstest.Start(t)
+	js := jetStream(t, srv, "a")
+	kv, err := EnsureKeyValue(ctxT(t), js, jetstream.KeyValueConfig{Bucket: protocol.BucketSingletons, TTL: SingletonTTL, History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Create(ctxT(t), "bustest-lease", []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s, err := AcquireSingleton(ctx, js, "bustest-lease", "a", 1, quiet)
+	if err != nil {
+		t.Fatalf("acquire of a lease naming this holder: %v", err)
+	}
+	defer s.Release(context.Background())
+	e, err := kv.Get(ctxT(t), "bustest-lease")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	rev := s.rev
+	s.mu.Unlock()
+	if rev != e.Revision() {
+		t.Fatalf("lease revision %d, want the stored %d (renewals would fail)", rev, e.Revision())
 	}
 }
