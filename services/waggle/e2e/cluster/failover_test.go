@@ -194,8 +194,8 @@ func TestApprovalsLeaderKilled(t *testing.T) {
 	h.restart(leader)
 }
 
-// TestRollingRestart: every node is killed and restarted on its store, one
-// at a time, while turns stream one after another over both gateways.
+// TestRollingRestart: every node is stopped as a planned restart stops it
+// (SIGTERM) and restarted on its store, one at a time, while turns stream one after another over both gateways.
 // Every turn that was accepted ends in done with its whole reply, and its
 // history is complete; a chat refused meanwhile is a 503 BUS_UNAVAILABLE.
 func TestRollingRestart(t *testing.T) {
@@ -280,8 +280,8 @@ func TestRollingRestart(t *testing.T) {
 			}
 		}
 		meta := h.metaLeader(n)
-		h.kill(n)
-		marks = append(marks, mark{time.Now(), fmt.Sprintf("killed %s (it led %s; the meta group's leader was %s)", n.name, strings.Join(led, ", "), meta)})
+		h.stop(n)
+		marks = append(marks, mark{time.Now(), fmt.Sprintf("stopped (SIGTERM) %s (it led %s; the meta group's leader was %s)", n.name, strings.Join(led, ", "), meta)})
 		// At least one turn streams with the node down.
 		waitfor.Within(2*time.Minute).Every(100*time.Millisecond).True(t, "two turns ended with "+n.name+" down", func() bool { return completed() > before+1 })
 		h.restart(n)

@@ -4,8 +4,9 @@
 // session store, approval and command services, two turn runners and two
 // gateways, each a separate `waggle serve` with all three URLs and
 // --nats-replicas 3. The tests kill nodes with SIGKILL (the leader of the
-// turn stream, of the approvals bucket, every node in turn) and restart
-// them on their stores, and check what a user would notice.
+// turn stream, of the approvals bucket) or stop them with SIGTERM as a
+// planned rolling restart does (every node in turn), restart them on their
+// stores, and check what a user would notice.
 package cluster
 
 import (
@@ -20,6 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -369,6 +371,17 @@ func (h *harness) kill(n *natsNode) {
 	h.t.Helper()
 	n.proc.Kill()
 	h.t.Logf("killed %s", n.name)
+}
+
+// stop sends SIGTERM to the node, as a planned restart (an upgrade, a
+// config change) does, and waits until it is gone.
+func (h *harness) stop(n *natsNode) {
+	h.t.Helper()
+	n.proc.Signal(syscall.SIGTERM)
+	if err := n.proc.Wait(); err != nil {
+		h.t.Errorf("%s stopped on SIGTERM with %v", n.name, err)
+	}
+	h.t.Logf("stopped %s", n.name)
 }
 
 // restart starts a killed node again on its store and waits for it.
