@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -166,8 +167,14 @@ func (s *Singleton) Release(ctx context.Context) {
 	_ = s.kv.Delete(ctx, s.key, jetstream.LastRevision(s.rev))
 }
 
-// Holder names this process in a singleton lease.
+// Holder names this process in a singleton lease. Each call names a new
+// instance (a sequence number after the pid): AcquireSingleton takes a
+// lease that already names its holder as its own, so two instances in one
+// process (a test, a service started again) must not share a name.
 func Holder(service string) string {
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s on %s (pid %d)", service, host, os.Getpid())
+	return fmt.Sprintf("%s on %s (pid %d, #%d)", service, host, os.Getpid(), holders.Add(1))
 }
+
+// holders numbers the holders named in this process.
+var holders atomic.Uint64

@@ -141,6 +141,11 @@ func TestHolderNamesTheProcess(t *testing.T) {
 	if !strings.HasPrefix(h, "approval on ") || !strings.Contains(h, "(pid ") {
 		t.Fatalf("holder %q", h)
 	}
+	// A second instance in the same process must not take the first
+	// one's lease as its own.
+	if h2 := Holder("approval"); h2 == h {
+		t.Fatalf("two instances share the holder %q", h)
+	}
 }
 
 // records is a slog.Handler that keeps the messages logged through it.
