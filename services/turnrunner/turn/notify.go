@@ -1,22 +1,8 @@
 package turn
 
 import (
-	"time"
-
-	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
-)
-
-// Desktop notifications (protocol.Notifications): what a user who is not
-// watching should hear about. Published on core NATS; the gateways keep
-// the history.
-
-// Notification texts.
-const (
-	finishedTitle     = "Agent finished"
-	failedTitle       = "Agent stopped"
-	approvalTitle     = "Approval needed"
-	notifyBodyMaxRune = 160
+	"github.com/waggle-os/core/services/turnrunner/notices"
 )
 
 // alone reports whether the turn had a client once and has none now: the
@@ -26,16 +12,9 @@ func (t *Turn) alone() bool {
 	return t.followers != nil && t.followers.Followed() && t.followers.Count() == 0
 }
 
-// notify publishes one notification for the turn's user.
-func (t *Turn) notify(category, title, body string) {
-	n := protocol.Notification{
-		ID: protocol.NewUUID(), Type: "notification", Title: title, Body: shorten(body, notifyBodyMaxRune),
-		Category: category, Timestamp: protocol.Timestamp(time.Now()), Workspace: t.req.Workspace,
-		Session: t.req.Session, User: t.req.User,
-	}
-	if err := bus.Publish(t.deps.Conn, protocol.Notifications, n); err != nil {
-		t.deps.Log.Warn("publish notification", "turn", t.req.TurnID, "err", err)
-	}
+// notices publishes the turn's desktop notifications.
+func (t *Turn) notices() notices.Publisher {
+	return notices.Publisher{Conn: t.deps.Conn, Log: t.deps.Log}
 }
 
 // notifyFinished announces a turn that ended while no client watched it.
@@ -45,20 +24,7 @@ func (t *Turn) notifyFinished(data any) {
 		// stopped it): nothing to announce.
 		return
 	}
-	if d, failed := data.(protocol.ErrorData); failed {
-		t.notify(protocol.NotifyAgent, failedTitle, d.Message)
-		return
-	}
-	t.notify(protocol.NotifyAgent, finishedTitle, "Your reply in "+t.req.Workspace+" is ready.")
-}
-
-// shorten cuts s to at most n runes, with an ellipsis.
-func shorten(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
+	t.notices().TurnEnded(t.req, data)
 }
 
 // approvalNotifier is the approval gate's emitter: the turn's publisher,
@@ -71,7 +37,7 @@ type approvalNotifier struct{ t *Turn }
 func (a approvalNotifier) Emit(event string, data any) error {
 	err := a.t.pub.Emit(event, data)
 	if d, ok := data.(protocol.ApprovalRequiredData); ok && event == protocol.EventApprovalRequired && a.t.alone() {
-		a.t.notify(protocol.NotifyApproval, approvalTitle, d.ToolName+" is waiting for your approval in "+a.t.req.Workspace+".")
+		a.t.notices().ApprovalWaiting(a.t.req, d.ToolName)
 	}
 	return err
 }

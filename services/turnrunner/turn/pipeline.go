@@ -3,15 +3,13 @@ package turn
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/agent"
 	"github.com/waggle-os/core/services/turnrunner/autosave"
+	"github.com/waggle-os/core/services/turnrunner/notices"
 )
 
 // The parts of a turn around the agent loop (reference §1.9 (4)–(9)):
@@ -54,25 +52,6 @@ func hasUserMessage(history []protocol.Message) bool {
 	return false
 }
 
-// NotificationData is the data of a notification event.
-type NotificationData struct {
-	Type    string                   `json:"type"`
-	Title   string                   `json:"title"`
-	Message string                   `json:"message"`
-	Pattern protocol.WorkflowPattern `json:"pattern"`
-}
-
-// Workflow-capture notification texts.
-const (
-	workflowCapturedType  = "workflow_captured"
-	workflowCapturedTitle = "Pattern detected"
-)
-
-// workflowCapturedMessage is the notification's message for a pattern.
-func workflowCapturedMessage(name string) string {
-	return "Detected repeating workflow: " + name + ". Save as a reusable skill?"
-}
-
 // workflowMinSteps is the shortest tool sequence worth reporting (the
 // session store's rule needs at least 3 calls).
 const workflowMinSteps = 3
@@ -95,12 +74,10 @@ func (t *Turn) captureWorkflow(res agent.Result) {
 	if rep.Pattern == nil {
 		return
 	}
-	if err := t.pub.Emit(protocol.EventNotification, NotificationData{
-		Type: workflowCapturedType, Title: workflowCapturedTitle, Message: workflowCapturedMessage(rep.Pattern.Name), Pattern: *rep.Pattern,
-	}); err != nil {
+	if err := t.pub.Emit(protocol.EventNotification, notices.Workflow(*rep.Pattern)); err != nil {
 		t.logger().Error("publish notification", "err", err)
 	}
-	t.notify(protocol.NotifyWorkflow, workflowCapturedTitle, workflowCapturedMessage(rep.Pattern.Name))
+	t.notices().WorkflowCaptured(t.req, rep.Pattern.Name)
 }
 
 // recordExtraUsage adds the turn's helper calls (GEPA, compression) to the
@@ -111,31 +88,10 @@ func (t *Turn) recordExtraUsage(res agent.Result) {
 	}
 }
 
-// BudgetWarning is the step of a workspace that spent its budget
-// (reference §1.9 (1)), or "" while it has not.
-func BudgetWarning(spent, budget float64) string {
-	if budget <= 0 || spent < budget {
-		return ""
-	}
-	return fmt.Sprintf("\u26a0\ufe0f Budget limit reached ($%.2f / $%.2f). Responses may be limited.", spent, budget)
-}
-
-// warnWorkspaceBudget tells the user when the workspace's recorded spend
-// (the usage ledger since the last cost reset) reached its workspace.json
-// budget. The turn still runs; an unreadable ledger warns no one.
+// warnWorkspaceBudget tells the user when the workspace reached its
+// workspace.json budget (notices.WorkspaceBudget). The turn still runs.
 func (t *Turn) warnWorkspaceBudget(ws protocol.Workspace) {
-	if t.req.Workspace == "default" || ws.Budget <= 0 {
-		return
-	}
-	sum, err := bus.Call(t.ctx, t.deps.Conn, protocol.SummarizeUsage,
-		protocol.UsageSummaryRequest{Workspace: t.req.Workspace}, bus.Within(t.deps.Config.StoreTimeout))
-	if err != nil {
-		if !errors.Is(err, protocol.ErrUnavailable) {
-			t.logger().Warn("workspace spend unavailable; no budget warning", "err", err)
-		}
-		return
-	}
-	if text := BudgetWarning(sum.EstimatedCost, ws.Budget); text != "" {
+	if text := notices.WorkspaceBudget(t.ctx, t.deps.Conn, t.deps.Config.StoreTimeout, t.logger(), t.req.Workspace, ws.Budget); text != "" {
 		if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: text}); err != nil {
 			t.logger().Error("publish step", "err", err)
 		}
@@ -149,10 +105,9 @@ func (t *Turn) vague(message string, history []protocol.Message) bool {
 }
 
 // autoSave keeps what an agent turn that did not call save_memory said
-// worth keeping (autosave.Extract) and reports it in a step before done.
-// Saving is one store append per fact, in parallel; the store embeds them
-// in the background, so the turn waits for no model. Failures are logged,
-// never the turn's.
+// worth keeping (autosave.Extract, autosave.Save) and reports it in a step
+// before done. The turn waits for no model; failures are logged, never
+// the turn's.
 func (t *Turn) autoSave(message string, res agent.Result) {
 	if slices.Contains(res.ToolsUsed, "save_memory") || !t.deps.Settings.AutoSaveOn(t.req.Workspace) {
 		return
@@ -161,24 +116,8 @@ func (t *Turn) autoSave(message string, res agent.Result) {
 	if len(facts) == 0 {
 		return
 	}
-	var saved atomic.Int32
-	var wg sync.WaitGroup
-	for _, f := range facts {
-		wg.Go(func() {
-			rep, err := bus.Call(t.ctx, t.deps.Conn, protocol.SaveMemory, protocol.MemorySaveRequest{
-				Workspace: t.req.Workspace, User: t.req.User, Content: f.Content, Importance: f.Importance,
-				Source: protocol.SourceAgentInferred, Personal: f.Personal,
-			}, bus.Within(t.deps.Config.StoreTimeout))
-			switch {
-			case err != nil:
-				t.logger().Warn("auto-save memory", "err", err)
-			case !rep.Duplicate:
-				saved.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	if n := int(saved.Load()); n > 0 {
+	store := autosave.Store{Conn: t.deps.Conn, Timeout: t.deps.Config.StoreTimeout, Log: t.logger()}
+	if n := store.Save(t.ctx, t.req.Workspace, t.req.User, facts); n > 0 {
 		if err := t.pub.Emit(protocol.EventStep, protocol.TokenData{Content: autosave.Step(n)}); err != nil {
 			t.logger().Warn("publish auto-save step", "err", err)
 		}

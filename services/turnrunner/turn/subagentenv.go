@@ -10,6 +10,7 @@ import (
 	"github.com/waggle-os/core/services/turnrunner/agentcontext"
 	"github.com/waggle-os/core/services/turnrunner/subagent"
 	"github.com/waggle-os/core/services/turnrunner/tools"
+	"github.com/waggle-os/core/services/turnrunner/turnevents"
 	"github.com/waggle-os/core/services/turnrunner/turntools"
 )
 
@@ -25,7 +26,7 @@ var errSubAgentEnded = errors.New("sub-agent ended")
 // parent's stream. The environment's Close ends what it holds.
 func SubAgentEnv(ctx context.Context, d *Deps, req protocol.TurnRequest, model string, step func(string)) (subagent.Env, error) {
 	cctx, cancel := context.WithCancelCause(ctx)
-	t := &Turn{deps: d, req: req, ctx: cctx, cancel: cancel, started: time.Now(), pub: stepEvents{step: step}}
+	t := &Turn{deps: d, req: req, ctx: cctx, cancel: cancel, started: time.Now(), pub: turnevents.StepsOnly(step)}
 	env, err := t.subAgentEnv(model)
 	if err != nil {
 		cancel(err)
@@ -61,25 +62,3 @@ func (t *Turn) subAgentEnv(model string) (subagent.Env, error) {
 	t.loopOptions(&areq, mc, in.History, "")
 	return subagent.Env{Offered: workers, Blocked: blocked, APIKeys: areq.APIKeys, Prices: mc.Prices, Persona: ctxl.Persona, ReadOnly: persona.ReadOnly}, nil
 }
-
-// stepEvents is the event writer of a placed sub-agent's stand-in turn:
-// its steps (an MCP server's trouble) go to the parent's stream, nothing
-// else is written.
-type stepEvents struct{ step func(string) }
-
-func (e stepEvents) Emit(event string, data any) error {
-	if td, ok := data.(protocol.TokenData); ok && event == protocol.EventStep {
-		e.step(td.Content)
-	}
-	return nil
-}
-func (e stepEvents) Note(string, any) error   { return nil }
-func (e stepEvents) Mark(string, any) error   { return nil }
-func (e stepEvents) Finish(string, any) error { return nil }
-func (stepEvents) Hold()                      {}
-func (stepEvents) Release()                   {}
-func (stepEvents) Discard()                   {}
-func (stepEvents) ContinueAt(uint64)          {}
-func (stepEvents) Last() uint64               { return 0 }
-func (stepEvents) Drain(time.Duration)        {}
-func (stepEvents) Close()                     {}
