@@ -142,14 +142,14 @@ func (o *Owner) Incarnation() string { return o.incarnation }
 // queues.
 func (o *Owner) Open(ctx context.Context, js jetstream.JetStream) error {
 	replicas := max(o.cfg.Replicas, 1)
-	// The heartbeats and the session queues cost no fsync per write: each
-	// heartbeat is rewritten a second later, and a lost queue entry is
-	// joined again by its turn's lease. The leases are fsynced: after a
-	// crash of NATS itself they are what says which accepted turns to run
-	// again (the recovery rule in docs/architecture.md). Until the session
-	// store can say it instead, a lease acknowledged and lost in NATS's
-	// flush window would lose its turn (TestSessionFIFOAcrossFullRestart
-	// lost the last accepted turn when they were not). Replicated, all of
+	// The heartbeats cost no fsync per write: each is rewritten a second
+	// later. The leases and the session queues are fsynced: after a crash
+	// of NATS itself they are what says which accepted turns to run again
+	// and in which order (the recovery rule in docs/architecture.md).
+	// Until the session store can say it instead, a lease acknowledged and
+	// lost in NATS's flush window would lose its turn, and a lost join its
+	// place (TestSessionFIFOAcrossFullRestart lost the last accepted turn,
+	// then ran it out of order, when they were not). Replicated, all of
 	// them are the raft log's.
 	runners, err := EnsureBucket(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      BucketRunners,

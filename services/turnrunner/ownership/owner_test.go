@@ -388,20 +388,21 @@ func TestRefusedClaimIsReleased(t *testing.T) {
 	}
 }
 
-// TestOnlyLeasesAreFsynced: on one node, the runners' heartbeats and the
-// session queues are file streams without an fsync per write (a lost
-// heartbeat is rewritten a second later, a lost queue entry joined again
-// by its turn's lease), while the leases are fsynced: after a crash of
-// NATS itself they are the record of which accepted turns to run again
-// (the recovery rule in docs/architecture.md).
-func TestOnlyLeasesAreFsynced(t *testing.T) {
+// TestLeasesAndQueuesAreFsynced: on one node, the runners' heartbeats are
+// a file stream without an fsync per write (a lost heartbeat is rewritten
+// a second later), while the leases and the session queues are fsynced:
+// after a crash of NATS itself they are the record of which accepted turns
+// to run again and in which order (the recovery rule in
+// docs/architecture.md; an asynchronous queue lost the last join and ran
+// its turn out of order in e2e/distributed TestSessionFIFOAcrossFullRestart).
+func TestLeasesAndQueuesAreFsynced(t *testing.T) {
 	e := newEnv(t)
 	o, _ := e.owner("r1", newHost(1), 0)
 	ctx := ctxT(t)
 	for name, want := range map[string]jetstream.PersistModeType{
 		"KV_" + BucketLeases:    jetstream.DefaultPersistMode,
 		"KV_" + BucketRunners:   jetstream.AsyncPersistMode,
-		sessionqueue.StreamName: jetstream.AsyncPersistMode,
+		sessionqueue.StreamName: jetstream.DefaultPersistMode,
 	} {
 		st, err := o.js.Stream(ctx, name)
 		if err != nil {

@@ -118,14 +118,23 @@ func (a *App) Start(ctx context.Context) error {
 		}
 		a.stopTracing = stop
 	}
-	if err := a.mgr.Start(ctx, targets); err != nil {
-		return portInUse(err, a.cfg.Gateway.Addr)
-	}
+	// The ops listener comes first: its port is held from the process's
+	// start, and /health says "starting" (503) while the modules start —
+	// which can take seconds (a single writer waits for its crashed
+	// predecessor's lease to expire). Listening only afterwards left the
+	// port unbound all that time, free for another process to take and
+	// answer /health in its place.
 	if a.cfg.MetricsAddr != "" {
 		if err := a.startOps(); err != nil {
-			a.mgr.Stop(context.Background())
 			return err
 		}
+	}
+	if err := a.mgr.Start(ctx, targets); err != nil {
+		if a.ops != nil {
+			a.ops.Close()
+			a.ops = nil
+		}
+		return portInUse(err, a.cfg.Gateway.Addr)
 	}
 	return nil
 }

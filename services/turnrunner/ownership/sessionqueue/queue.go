@@ -101,10 +101,14 @@ type Queue struct {
 
 // Open creates (or updates) the queue stream and returns a handle on it.
 //
-// The stream is file storage without an fsync per write (async persist):
-// like the turn leases, it is coordination state, and what a crash of
-// NATS may take from it is recovered by the rule in docs/architecture.md
-// ("Recovery after a crash"), which rests on the session store's record.
+// The stream is file storage with an fsync per write, like the turn
+// leases: a join is the only record of an accepted turn's place. With the
+// asynchronous persist mode a kill -9 of NATS lost the last join (its
+// flush window), and the turn, claimed after the restart, joined again at
+// the tail — behind a turn sent after the restart, out of its order
+// (e2e/distributed TestSessionFIFOAcrossFullRestart). A stream made
+// asynchronous by an older version is kept so (JetStream cannot change a
+// stream's persist mode, and its entries must not be lost to an upgrade).
 func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Queue, error) {
 	if cfg.Alive == nil {
 		return nil, errors.New("sessionqueue: Config.Alive is required")
@@ -128,8 +132,8 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Queue, erro
 		Duplicates:  2 * time.Minute,
 		AllowDirect: true,
 	}
-	if replicas == 1 {
-		// No fsync per join and per done: see the recovery rule.
+	if old, err := js.Stream(ctx, StreamName); err == nil && old.CachedInfo().Config.PersistMode == jetstream.AsyncPersistMode {
+		cfg.Logger.Warn("keeping a session queue stream made without an fsync per write (by an older version): a crash of NATS may put a turn out of its order")
 		scfg.PersistMode = jetstream.AsyncPersistMode
 	}
 	st, err := bus.EnsureStream(ctx, js, scfg)

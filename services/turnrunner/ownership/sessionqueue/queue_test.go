@@ -375,3 +375,58 @@ func TestIdleSessionIsEnteredWithoutARead(t *testing.T) {
 		t.Fatalf("the session's log has %d messages, want 3 (the last done, c's join, d's join)", n)
 	}
 }
+
+// TestQueueStreamIsFsynced: a join is the only record of an accepted
+// turn's place, so the queue stream is made with an fsync per write. With
+// the asynchronous persist mode a kill -9 of NATS lost the last join and
+// the turn, claimed after the restart, ran behind a turn sent after it
+// (e2e/distributed TestSessionFIFOAcrossFullRestart, 1 run in 12).
+func TestQueueStreamIsFsynced(t *testing.T) {
+	e := newEnv(t)
+	q := e.queue(nil)
+	defer q.Close()
+	info, err := q.stream.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Config.PersistMode == jetstream.AsyncPersistMode {
+		t.Fatal("the session queue stream acknowledges joins before they are on disk (persist_mode: async)")
+	}
+}
+
+// TestOlderAsyncQueueStreamIsKept: a queue stream an older version made
+// asynchronous is kept as it is (JetStream cannot change a stream's
+// persist mode, and its entries must survive the upgrade): Open works and
+// the waiting turns keep their places.
+func TestOlderAsyncQueueStreamIsKept(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	js, err := jetstream.New(e.srv.Conn("older"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: StreamName, Subjects: []string{subjectPrefix + ">"},
+		Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute, AllowDirect: true, PersistMode: jetstream.AsyncPersistMode}); err != nil {
+		t.Fatal(err)
+	}
+	s := Session{Workspace: "w", Session: "s"}
+	older := e.queue(nil)
+	first, err := older.Join(ctx, s, "t1", "t1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	older.Close()
+
+	q := e.queue(nil)
+	defer q.Close()
+	info, err := q.stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Config.PersistMode != jetstream.AsyncPersistMode {
+		t.Fatalf("persist mode %v, want the older stream's (async)", info.Config.PersistMode)
+	}
+	if seq, err := q.Find(ctx, s, "t1"); err != nil || seq != first {
+		t.Fatalf("the older stream's join: %d %v, want %d", seq, err, first)
+	}
+}
