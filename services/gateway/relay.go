@@ -260,6 +260,11 @@ func (rl *relay) run() {
 				rl.gone()
 				return
 			}
+			// An idle private relay checks, once per keep-alive, that its
+			// turn did not end with every remaining event discarded.
+			if rl.endedUnseen() {
+				return
+			}
 		case <-attach.C:
 			// Presence: a runner tells a slow client from a gone one (and
 			// a gateway that died) by these heartbeats.
@@ -437,12 +442,22 @@ func (rl *relay) endFromStore() {
 	if !rl.sendGap(0) || rl.src.ref == nil || rl.src.final != "" {
 		return
 	}
+	if event, body, ok := rl.storedEnd(); ok {
+		_ = rl.out.Event(rl.taken, event, body)
+	}
+}
+
+// storedEnd is the terminal event of the turn as the session store
+// persisted it: done with the stored reply, or error when the turn
+// failed; ok is false while no reply of the turn is stored (or the store
+// cannot say).
+func (rl *relay) storedEnd() (event string, body []byte, ok bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), rl.s.cfg.RequestTimeout)
 	defer cancel()
 	h, err := bus.Call(ctx, rl.s.nc, protocol.ReadHistory, protocol.HistoryRequest{SessionRef: *rl.src.ref})
 	if err != nil {
 		rl.s.log.Warn("reply of a discarded turn", "turn", rl.turnID, "err", err)
-		return
+		return "", nil, false
 	}
 	for i := len(h.Messages) - 1; i >= 0; i-- {
 		m := h.Messages[i]
@@ -451,13 +466,32 @@ func (rl *relay) endFromStore() {
 		}
 		if m.Error != "" {
 			body, _ := marshalNoEscape(protocol.ErrorData{Message: protocol.StreamGapEndedText})
-			_ = rl.out.Event(rl.taken, protocol.EventError, body)
-			return
+			return protocol.EventError, body, true
 		}
 		body, _ := marshalNoEscape(protocol.EchoDone{Content: m.Content, ToolsUsed: []string{}})
-		_ = rl.out.Event(rl.taken, protocol.EventDone, body)
-		return
+		return protocol.EventDone, body, true
 	}
+	return "", nil, false
+}
+
+// endedUnseen ends the stream of a private relay whose turn ended while
+// its client stalled and whose events the stream no longer holds: a
+// consumer that stopped pulling past its inactivity limit has nothing
+// left to deliver, so without this the client would wait for ever. A
+// turn still running (no reply stored yet) is left to stream on.
+func (rl *relay) endedUnseen() bool {
+	if rl.closePrivate == nil || rl.src.ref == nil || rl.src.final != "" || !rl.allDiscarded() {
+		return false
+	}
+	event, body, ok := rl.storedEnd()
+	if !ok {
+		return false
+	}
+	telemetry.RelayCatchUps.Inc()
+	if rl.sendGap(0) {
+		_ = rl.out.Event(rl.taken, event, body)
+	}
+	return true
 }
 
 // allDiscarded reports whether the stream holds no event of the turn any
