@@ -91,6 +91,10 @@ type AppendRequest struct {
 	// appends nothing and answers like the first. The sender derives it
 	// from what identifies the line (AppendKey), never from its content.
 	Key string `json:"key,omitempty"`
+	// Accepted, on a turn's user message, also records the turn as
+	// accepted and open (acceptedturns.go) before the line is stored: the
+	// line's fsync makes both durable.
+	Accepted *AcceptedTurn `json:"accepted,omitempty"`
 }
 
 // AppendReply confirms a durable append (fsync done).

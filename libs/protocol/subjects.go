@@ -75,6 +75,14 @@ var (
 	LoadTurnContext = Endpoint[TurnContextRequest, TurnContext]{ServiceSessionStore, "turn-context", "waggle.store.cmd.turn.context"}
 	// AppendToSession appends a message or tool event to a session.
 	AppendToSession = Endpoint[AppendRequest, AppendReply]{ServiceSessionStore, "append", "waggle.store.cmd.append"}
+	// RecordTurn records a turn that waits for its session as accepted
+	// (fsynced; acceptedturns.go).
+	RecordTurn = Endpoint[AcceptedTurn, RecordTurnReply]{ServiceSessionStore, "turn-record", "waggle.store.cmd.turn.record"}
+	// CloseTurn closes a recorded turn that ended without a reply.
+	CloseTurn = Endpoint[CloseTurnRequest, CloseTurnReply]{ServiceSessionStore, "turn-close", "waggle.store.cmd.turn.close"}
+	// OpenTurns lists the recorded turns still open, for a runner's
+	// recovery after a restart.
+	OpenTurns = Endpoint[OpenTurnsRequest, OpenTurnsReply]{ServiceSessionStore, "turn-open", "waggle.store.cmd.turn.open"}
 	// EvictSession evicts every cached copy of a session's history.
 	EvictSession = Endpoint[ClearRequest, ClearReply]{ServiceSessionStore, "clear", "waggle.store.cmd.clear"}
 	// GetWorkspace reads one workspace's config.
