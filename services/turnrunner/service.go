@@ -499,16 +499,16 @@ func (s *Service) startTurn(ctx context.Context, req protocol.TurnRequest) (prot
 		}
 		if s.deps.Config.RecordAccepted {
 			// A turn that waits is recorded now, durably: its user message
-			// is stored only once it holds the session.
-			if err := turn.RecordQueued(ctx, s.deps, tk.Record()); err != nil {
-				return fail(storageError(fmt.Errorf("turnrunner: record turn: %w", err)))
-			}
+			// is stored only once it holds the session. From here a failed
+			// start closes the record too (a record whose answer was lost
+			// may have landed).
+			unjoin := fail
 			fail = func(err error) (protocol.TurnStarted, error) {
 				turn.CloseRecord(s.deps, req)
-				tk.Leave()
-				tk.Drop()
-				<-s.slots
-				return protocol.TurnStarted{}, err
+				return unjoin(err)
+			}
+			if err := turn.RecordQueued(ctx, s.deps, tk.Record()); err != nil {
+				return fail(storageError(fmt.Errorf("turnrunner: record turn: %w", err)))
 			}
 		}
 		if req.Multitask == protocol.MultitaskInterrupt {
