@@ -324,7 +324,7 @@ func TestConcurrentUse(t *testing.T) {
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Go(func() {
-			for i := range 300 {
+			for i := range 150 {
 				id := fmt.Sprintf("w%d-%d", w, i)
 				if err := j.Record(rec(id, uint64(i)), false); err != nil {
 					t.Error(err)
@@ -334,7 +334,7 @@ func TestConcurrentUse(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if i%100 != 0 {
+				if i%50 != 0 {
 					if err := j.Close(id); err != nil {
 						t.Error(err)
 						return
