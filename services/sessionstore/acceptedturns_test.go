@@ -3,6 +3,7 @@ package sessionstore_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -23,14 +24,14 @@ import (
 // storeEnv is a session-store service on a real embedded NATS, with the
 // data dir kept so a test can stop it and start another on the same dir.
 type storeEnv struct {
-	t       *testing.T
+	t       testing.TB
 	srv     *natstest.Server
 	nc      *nats.Conn
 	dataDir string
 	svc     *sessionstore.Service
 }
 
-func startStore(t *testing.T) *storeEnv {
+func startStore(t testing.TB) *storeEnv {
 	t.Helper()
 	srv := natstest.Start(t)
 	e := &storeEnv{t: t, srv: srv, nc: srv.Conn("test"), dataDir: t.TempDir()}
@@ -363,5 +364,34 @@ func TestRecordAndCloseTurnRefuseBadRequests(t *testing.T) {
 	}
 	if after := e.journal(); !bytes.Equal([]byte(before), []byte(after)) {
 		t.Fatalf("closing an unknown turn wrote:\n%s", after)
+	}
+}
+
+// BenchmarkTurnAppends is a turn's two session appends over the bus, the
+// user message and the reply: plain, and with the user message recording
+// the turn as accepted (its journal record, fsync and close).
+func BenchmarkTurnAppends(b *testing.B) {
+	for _, withRecord := range []bool{false, true} {
+		name := "plain"
+		if withRecord {
+			name = "accepted"
+		}
+		b.Run(name, func(b *testing.B) {
+			e := startStore(b)
+			ref := protocol.SessionRef{Workspace: "default", Session: "bench"}
+			for i := 0; b.Loop(); i++ {
+				turn := fmt.Sprintf("turn-%d", i)
+				user := userAppend(accepted("default", "bench", turn, uint64(i)))
+				if !withRecord {
+					user.Accepted = nil
+				}
+				if _, err := e.append(user); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := e.append(replyAppend(ref, turn)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

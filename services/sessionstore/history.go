@@ -2,7 +2,6 @@ package sessionstore
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/waggle-os/core/libs/bus"
@@ -43,31 +42,13 @@ func (s *Service) append(ctx context.Context, req protocol.AppendRequest) (proto
 	if len(req.Key) > protocol.MaxAppendKey {
 		return protocol.AppendReply{}, protocol.Errorf(protocol.Invalid, "append key is too long")
 	}
+	store := s.store.Append
 	if req.Accepted != nil {
-		if err := checkAccepted(req); err != nil {
-			return protocol.AppendReply{}, err
-		}
-		// Recorded before the line is stored: a turn whose user message is
-		// on disk is always in the record too.
-		if err := s.recordAccepted(ctx, req); err != nil {
-			return protocol.AppendReply{}, err
-		}
+		store = s.appendAccepted
 	}
-	rep, err := s.store.Append(ctx, req)
+	rep, err := store(ctx, req)
 	if err != nil {
-		if req.Accepted != nil {
-			// The runner ends the turn with this error: nothing is left to
-			// recover.
-			s.closeTurn(req.Accepted.Request.TurnID)
-		}
 		return protocol.AppendReply{}, err
-	}
-	if req.Accepted != nil {
-		// Usually nothing left to write: the session line's fsync has
-		// flushed the journal's record with it (ext4's ordered mode).
-		if err := s.turns.Sync(); err != nil {
-			return protocol.AppendReply{}, fmt.Errorf("sessionstore: record accepted turn: %w", err)
-		}
 	}
 	if id := repliedTurn(req); id != "" && !rep.Duplicate {
 		s.closeTurn(id)

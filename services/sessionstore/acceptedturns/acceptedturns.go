@@ -75,6 +75,9 @@ type Journal struct {
 	// written and synced number the writes; the file has unsynced data
 	// while synced < written.
 	written, synced uint64
+	// syncMu lets one fsync run at a time: the Syncs waiting behind it
+	// find theirs covered by the next one.
+	syncMu sync.Mutex
 }
 
 // New returns a journal kept at <dataDir>/turns/accepted.jsonl. It touches
@@ -211,20 +214,32 @@ func (j *Journal) Record(rec protocol.AcceptedTurn, sync bool) error {
 }
 
 // Sync fsyncs what was written so far. It finds nothing to do when no
-// record was written since the last Sync. The fsync runs outside the lock,
-// so other turns' records are not held up behind it.
+// record was written since the last Sync. The fsync runs outside the
+// journal's lock, so other turns' records are not held up behind it, and
+// the Syncs that wait behind one fsync share the next (group commit).
 func (j *Journal) Sync() error {
 	j.mu.Lock()
-	f, upto := j.f, j.written
-	if f == nil {
-		j.mu.Unlock()
+	upto, open := j.written, j.f != nil
+	done := j.synced >= upto
+	j.mu.Unlock()
+	if !open {
 		return ErrNotOpen
 	}
-	if j.synced >= upto {
-		j.mu.Unlock()
+	if done {
 		return nil
 	}
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	j.mu.Lock()
+	f, covers := j.f, j.written
+	done = j.synced >= upto
 	j.mu.Unlock()
+	if done {
+		return nil // the fsync this one waited behind covered it
+	}
+	if f == nil {
+		return ErrNotOpen
+	}
 	err := f.Sync()
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -232,8 +247,8 @@ func (j *Journal) Sync() error {
 		return fmt.Errorf("acceptedturns: fsync: %w", err)
 	}
 	// A compaction that replaced the file meanwhile wrote and fsynced
-	// every open record (its own synced covers upto).
-	j.synced = max(j.synced, upto)
+	// every open record (its own synced covers covers).
+	j.synced = max(j.synced, covers)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore/acceptedturns"
@@ -360,5 +361,108 @@ func TestUseBeforeOpenFails(t *testing.T) {
 	}
 	if _, err := os.Stat(acceptedturns.Path(dir)); err == nil {
 		t.Fatal("constructor created the file")
+	}
+}
+
+// BenchmarkSyncAfterLineFsync measures what the store's append of a turn's
+// user message adds: the journal's record (no fsync), the session line's
+// own write and fsync, then the journal's Sync. sync-ns/op is the Sync
+// alone; line-fsync-ns/op the session line's fsync, for scale.
+func BenchmarkSyncAfterLineFsync(b *testing.B) {
+	dir := b.TempDir()
+	j := acceptedturns.New(dir)
+	if err := j.OpenFile(); err != nil {
+		b.Fatal(err)
+	}
+	defer j.CloseFile()
+	session, err := os.OpenFile(filepath.Join(dir, "session.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer session.Close()
+	line := []byte(`{"role":"user","content":"hello","timestamp":"2026-01-01T00:00:00.000Z","turnId":"x","appendKey":"x/user"}` + "\n")
+	var syncNs, lineNs time.Duration
+	for i := 0; b.Loop(); i++ {
+		id := fmt.Sprintf("turn-%d", i)
+		if err := j.Record(rec(id, uint64(i)), false); err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		if _, err := session.Write(line); err != nil {
+			b.Fatal(err)
+		}
+		if err := session.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := j.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		lineNs += t1.Sub(t0)
+		syncNs += t2.Sub(t1)
+		if err := j.Close(id); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(syncNs.Nanoseconds())/float64(b.N), "sync-ns/op")
+	b.ReportMetric(float64(lineNs.Nanoseconds())/float64(b.N), "line-fsync-ns/op")
+}
+
+// BenchmarkSyncBesideLineFsync is BenchmarkSyncAfterLineFsync with the
+// journal's Sync run beside the session line's write and fsync instead of
+// after it.
+func BenchmarkSyncBesideLineFsync(b *testing.B) {
+	dir := b.TempDir()
+	j := acceptedturns.New(dir)
+	if err := j.OpenFile(); err != nil {
+		b.Fatal(err)
+	}
+	defer j.CloseFile()
+	session, err := os.OpenFile(filepath.Join(dir, "session.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer session.Close()
+	line := []byte(`{"role":"user","content":"hello","timestamp":"2026-01-01T00:00:00.000Z","turnId":"x","appendKey":"x/user"}` + "\n")
+	for i := 0; b.Loop(); i++ {
+		id := fmt.Sprintf("turn-%d", i)
+		if err := j.Record(rec(id, uint64(i)), false); err != nil {
+			b.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- j.Sync() }()
+		if _, err := session.Write(line); err != nil {
+			b.Fatal(err)
+		}
+		if err := session.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		if err := j.Close(id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLineFsyncAlone is the session line's write and fsync alone:
+// the baseline of the two above.
+func BenchmarkLineFsyncAlone(b *testing.B) {
+	dir := b.TempDir()
+	session, err := os.OpenFile(filepath.Join(dir, "session.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer session.Close()
+	line := []byte(`{"role":"user","content":"hello","timestamp":"2026-01-01T00:00:00.000Z","turnId":"x","appendKey":"x/user"}` + "\n")
+	for b.Loop() {
+		if _, err := session.Write(line); err != nil {
+			b.Fatal(err)
+		}
+		if err := session.Sync(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
