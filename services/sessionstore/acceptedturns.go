@@ -119,8 +119,11 @@ func (s *Service) recordTurn(ctx context.Context, rec protocol.AcceptedTurn) (pr
 	return protocol.RecordTurnReply{}, nil
 }
 
-// closeTurnRequest closes a recorded turn that ended without a reply. A
-// turn that is not open is already closed: nothing to do.
+// closeTurnRequest closes a recorded turn that ended without a reply,
+// fsynced before it answers: no reply in the history would tell a
+// restarted runner that this turn ended, so a close lost with a power cut
+// would run a cancelled turn. A turn that is not open is already closed:
+// nothing to do.
 func (s *Service) closeTurnRequest(_ context.Context, req protocol.CloseTurnRequest) (protocol.CloseTurnReply, error) {
 	if err := validRef(req.SessionRef); err != nil {
 		return protocol.CloseTurnReply{}, err
@@ -132,6 +135,9 @@ func (s *Service) closeTurnRequest(_ context.Context, req protocol.CloseTurnRequ
 		return protocol.CloseTurnReply{}, protocol.Errorf(protocol.Invalid, "the turn is not in this session")
 	}
 	if err := s.turns.Close(req.TurnID); err != nil {
+		return protocol.CloseTurnReply{}, fmt.Errorf("sessionstore: close turn: %w", err)
+	}
+	if err := s.turns.Sync(); err != nil {
 		return protocol.CloseTurnReply{}, fmt.Errorf("sessionstore: close turn: %w", err)
 	}
 	return protocol.CloseTurnReply{}, nil

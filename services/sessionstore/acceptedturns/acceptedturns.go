@@ -10,10 +10,11 @@
 // here after a full restart.
 //
 // Durability is the caller's choice per record: an open record written
-// with the turn's user message is fsynced by Sync after that line's own
-// fsync; a turn recorded on its own is fsynced at once. A close is never
-// fsynced: a close lost in a crash leaves a turn open whose reply is in
-// its session's history, and the store's OpenTurns closes it then.
+// with the turn's user message is fsynced by a Sync beside that line's
+// own fsync; a turn recorded on its own is fsynced at once. Close does not
+// fsync: a reply's close lost in a crash leaves a turn open whose reply is
+// in its session's history, and the store's OpenTurns closes it then (the
+// store syncs the closes of turns that ended without a reply).
 package acceptedturns
 
 import (
@@ -115,8 +116,8 @@ func (j *Journal) OpenFile() error {
 	}
 	keep := bytes.LastIndexByte(data, '\n') + 1
 	if keep < len(data) {
-		// The torn line's write was never acknowledged (an open record is
-		// answered only after its fsync), so nothing it said was promised.
+		// The torn line's write was never fsynced, so never acknowledged
+		// as durable: nothing it said was promised.
 		if err := f.Truncate(int64(keep)); err != nil {
 			f.Close()
 			return fmt.Errorf("acceptedturns: cut torn line: %w", err)
