@@ -16,6 +16,7 @@ import (
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/natstest"
+	"github.com/waggle-os/core/libs/pgtest"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/sessionstore"
 	"github.com/waggle-os/core/services/sessionstore/acceptedturns"
@@ -25,23 +26,40 @@ import (
 // data dir kept so a test can stop it and start another on the same dir.
 type storeEnv struct {
 	t       testing.TB
+	pgURL   string // all-PostgreSQL mode when set
 	srv     *natstest.Server
 	nc      *nats.Conn
 	dataDir string
 	svc     *sessionstore.Service
 }
 
-func startStore(t testing.TB) *storeEnv {
+func startStore(t testing.TB) *storeEnv { return startStoreOn(t, "") }
+
+// startStoreOn starts the store with every workspace in PostgreSQL at
+// pgURL, or in JSONL files when pgURL is "".
+func startStoreOn(t testing.TB, pgURL string) *storeEnv {
 	t.Helper()
 	srv := natstest.Start(t)
-	e := &storeEnv{t: t, srv: srv, nc: srv.Conn("test"), dataDir: t.TempDir()}
+	e := &storeEnv{t: t, pgURL: pgURL, srv: srv, nc: srv.Conn("test"), dataDir: t.TempDir()}
 	e.start()
 	return e
 }
 
+// eachStore runs f on a JSONL store and on an all-PostgreSQL one (whose
+// journal is a file of the store process too, its histories in
+// PostgreSQL).
+func eachStore(t *testing.T, f func(t *testing.T, e *storeEnv)) {
+	t.Run("jsonl", func(t *testing.T) { f(t, startStoreOn(t, "")) })
+	t.Run("postgres", func(t *testing.T) { f(t, startStoreOn(t, pgtest.URL(t))) })
+}
+
 func (e *storeEnv) start() {
 	e.t.Helper()
-	svc := sessionstore.New(sessionstore.Config{DataDir: e.dataDir}, e.srv.Dial, slog.New(slog.DiscardHandler))
+	cfg := sessionstore.Config{DataDir: e.dataDir}
+	if e.pgURL != "" {
+		cfg.PostgresURL, cfg.Store = e.pgURL, sessionstore.StorePostgres
+	}
+	svc := sessionstore.New(cfg, e.srv.Dial, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := svc.Start(ctx); err != nil {
@@ -142,107 +160,110 @@ func wantKind(t *testing.T, err error, kind protocol.Kind) {
 // tool event of its own — until its reply is appended, and the reply's
 // append itself writes the close (no history check needed).
 func TestAcceptedTurnIsOpenUntilItsReply(t *testing.T) {
-	e := startStore(t)
-	ref := protocol.SessionRef{Workspace: "default", Session: "s1"}
-	acc := accepted("default", "s1", "turn-1", 42)
-	if _, err := e.append(userAppend(acc)); err != nil {
-		t.Fatal(err)
-	}
-	got := e.openTurns()
-	if len(got) != 1 || got[0].Request != acc.Request || got[0].Place != 42 || got[0].Accepted != acc.Accepted {
-		t.Fatalf("open turns = %+v, want [%+v]", got, acc)
-	}
-	tool := protocol.AppendRequest{SessionRef: ref, Key: protocol.AppendKey("turn-1", "tool", "assistant"),
-		Tool: &protocol.ToolEvent{TurnID: "turn-1", CallID: "c1", Name: "bash", Input: []byte(`{}`), Status: "success"}}
-	if _, err := e.append(tool); err != nil {
-		t.Fatal(err)
-	}
-	if ids := e.openIDs(); !slices.Equal(ids, []string{"turn-1"}) {
-		t.Fatalf("open after a tool event = %v, want [turn-1]", ids)
-	}
-	if _, err := e.append(replyAppend(ref, "turn-1")); err != nil {
-		t.Fatal(err)
-	}
-	if j := e.journal(); !strings.Contains(j, `{"op":"close","turn":"turn-1"}`) {
-		t.Fatalf("the reply's append wrote no close:\n%s", j)
-	}
-	if ids := e.openIDs(); len(ids) != 0 {
-		t.Fatalf("open after the reply = %v, want none", ids)
-	}
-	if n := len(e.history(ref)); n != 2 {
-		t.Fatalf("history holds %d messages, want 2", n)
-	}
+	eachStore(t, func(t *testing.T, e *storeEnv) {
+		ref := protocol.SessionRef{Workspace: "default", Session: "s1"}
+		acc := accepted("default", "s1", "turn-1", 42)
+		if _, err := e.append(userAppend(acc)); err != nil {
+			t.Fatal(err)
+		}
+		got := e.openTurns()
+		if len(got) != 1 || got[0].Request != acc.Request || got[0].Place != 42 || got[0].Accepted != acc.Accepted {
+			t.Fatalf("open turns = %+v, want [%+v]", got, acc)
+		}
+		tool := protocol.AppendRequest{SessionRef: ref, Key: protocol.AppendKey("turn-1", "tool", "assistant"),
+			Tool: &protocol.ToolEvent{TurnID: "turn-1", CallID: "c1", Name: "bash", Input: []byte(`{}`), Status: "success"}}
+		if _, err := e.append(tool); err != nil {
+			t.Fatal(err)
+		}
+		if ids := e.openIDs(); !slices.Equal(ids, []string{"turn-1"}) {
+			t.Fatalf("open after a tool event = %v, want [turn-1]", ids)
+		}
+		if _, err := e.append(replyAppend(ref, "turn-1")); err != nil {
+			t.Fatal(err)
+		}
+		if j := e.journal(); !strings.Contains(j, `{"op":"close","turn":"turn-1"}`) {
+			t.Fatalf("the reply's append wrote no close:\n%s", j)
+		}
+		if ids := e.openIDs(); len(ids) != 0 {
+			t.Fatalf("open after the reply = %v, want none", ids)
+		}
+		if n := len(e.history(ref)); n != 2 {
+			t.Fatalf("history holds %d messages, want 2", n)
+		}
+	})
 }
 
 // A turn recorded while it waits survives a restart of the store; its
 // user message's append later keeps its first place; CloseTurn ends it
 // for good.
 func TestRecordedTurnSurvivesARestart(t *testing.T) {
-	e := startStore(t)
-	acc := accepted("default", "s1", "queued", 7)
-	if _, err := bus.Call(e.ctx(), e.nc, protocol.RecordTurn, acc); err != nil {
-		t.Fatal(err)
-	}
-	e.restart()
-	got := e.openTurns()
-	if len(got) != 1 || got[0].Request != acc.Request || got[0].Place != 7 {
-		t.Fatalf("open after restart = %+v, want [%+v]", got, acc)
-	}
-	later := acc
-	later.Place, later.Accepted = 99, acc.Accepted+5000
-	if _, err := e.append(userAppend(later)); err != nil {
-		t.Fatal(err)
-	}
-	if got := e.openTurns(); len(got) != 1 || got[0].Place != 7 || got[0].Accepted != acc.Accepted {
-		t.Fatalf("open after the user message = %+v, want its first place 7", got)
-	}
-	ref := protocol.SessionRef{Workspace: "default", Session: "s1"}
-	if _, err := bus.Call(e.ctx(), e.nc, protocol.CloseTurn, protocol.CloseTurnRequest{SessionRef: ref, TurnID: "queued"}); err != nil {
-		t.Fatal(err)
-	}
-	e.restart()
-	if ids := e.openIDs(); len(ids) != 0 {
-		t.Fatalf("open after CloseTurn and a restart = %v", ids)
-	}
+	eachStore(t, func(t *testing.T, e *storeEnv) {
+		acc := accepted("default", "s1", "queued", 7)
+		if _, err := bus.Call(e.ctx(), e.nc, protocol.RecordTurn, acc); err != nil {
+			t.Fatal(err)
+		}
+		e.restart()
+		got := e.openTurns()
+		if len(got) != 1 || got[0].Request != acc.Request || got[0].Place != 7 {
+			t.Fatalf("open after restart = %+v, want [%+v]", got, acc)
+		}
+		later := acc
+		later.Place, later.Accepted = 99, acc.Accepted+5000
+		if _, err := e.append(userAppend(later)); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.openTurns(); len(got) != 1 || got[0].Place != 7 || got[0].Accepted != acc.Accepted {
+			t.Fatalf("open after the user message = %+v, want its first place 7", got)
+		}
+		ref := protocol.SessionRef{Workspace: "default", Session: "s1"}
+		if _, err := bus.Call(e.ctx(), e.nc, protocol.CloseTurn, protocol.CloseTurnRequest{SessionRef: ref, TurnID: "queued"}); err != nil {
+			t.Fatal(err)
+		}
+		e.restart()
+		if ids := e.openIDs(); len(ids) != 0 {
+			t.Fatalf("open after CloseTurn and a restart = %v", ids)
+		}
+	})
 }
 
 // A crash lost the close written by a turn's reply (closes are not
 // fsynced): OpenTurns finds the reply in the session's history, leaves
 // the turn out and closes it.
 func TestTurnWhoseCloseWasLostIsNotListed(t *testing.T) {
-	e := startStore(t)
-	ref := protocol.SessionRef{Workspace: "default", Session: "s1"}
-	for _, id := range []string{"answered", "running"} {
-		if _, err := e.append(userAppend(accepted("default", "s1", id, 1))); err != nil {
+	eachStore(t, func(t *testing.T, e *storeEnv) {
+		ref := protocol.SessionRef{Workspace: "default", Session: "s1"}
+		for _, id := range []string{"answered", "running"} {
+			if _, err := e.append(userAppend(accepted("default", "s1", id, 1))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.append(replyAppend(ref, "answered")); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if _, err := e.append(replyAppend(ref, "answered")); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.svc.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// What the crash left: the journal without its last line, the close.
-	path := acceptedturns.Path(e.dataDir)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.SplitAfter(strings.TrimSuffix(string(data), "\n"), "\n")
-	if !strings.Contains(lines[len(lines)-1], `"close"`) {
-		t.Fatalf("journal's last line is not the close:\n%s", data)
-	}
-	if err := os.WriteFile(path, []byte(strings.Join(lines[:len(lines)-1], "")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.start()
-	if ids := e.openIDs(); !slices.Equal(ids, []string{"running"}) {
-		t.Fatalf("open = %v, want [running]: the answered turn's reply is in history", ids)
-	}
-	if j := e.journal(); !strings.Contains(j, `{"op":"close","turn":"answered"}`) {
-		t.Fatalf("OpenTurns did not close the answered turn:\n%s", j)
-	}
+		if err := e.svc.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// What the crash left: the journal without its last line, the close.
+		path := acceptedturns.Path(e.dataDir)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.SplitAfter(strings.TrimSuffix(string(data), "\n"), "\n")
+		if !strings.Contains(lines[len(lines)-1], `"close"`) {
+			t.Fatalf("journal's last line is not the close:\n%s", data)
+		}
+		if err := os.WriteFile(path, []byte(strings.Join(lines[:len(lines)-1], "")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e.start()
+		if ids := e.openIDs(); !slices.Equal(ids, []string{"running"}) {
+			t.Fatalf("open = %v, want [running]: the answered turn's reply is in history", ids)
+		}
+		if j := e.journal(); !strings.Contains(j, `{"op":"close","turn":"answered"}`) {
+			t.Fatalf("OpenTurns did not close the answered turn:\n%s", j)
+		}
+	})
 }
 
 // An Accepted that does not describe the appended user message's turn is
