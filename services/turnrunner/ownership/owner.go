@@ -183,6 +183,11 @@ func (o *Owner) Open(ctx context.Context, js jetstream.JetStream) error {
 	}
 	var leases jetstream.KeyValue
 	if o.cfg.Async {
+		if replicas == 1 {
+			if err := dropFsyncedWhenIdle(ctx, js, o.log); err != nil {
+				return err
+			}
+		}
 		leases, err = EnsureBucket(ctx, js, leaseCfg, o.log)
 	} else {
 		leases, err = bus.EnsureKeyValue(ctx, js, leaseCfg)

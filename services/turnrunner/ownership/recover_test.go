@@ -159,3 +159,60 @@ func TestAsyncOwnerWritesWithoutFsync(t *testing.T) {
 		}
 	}
 }
+
+// TestOlderFsyncedStreamsAreMadeAsyncWhenIdle: a data dir whose leases and
+// session queues an older version made with an fsync per write gets them
+// made again without one at a start with no lease; with a turn open (a
+// lease) they are kept as they are, and the turn keeps its lease and place.
+func TestOlderFsyncedStreamsAreMadeAsyncWhenIdle(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	older, stopOlder := e.ownerWith(OwnerConfig{Runner: "older", Heartbeat: testBeat, StaleAfter: testStale}, newHost(1))
+	open, err := older.Accept(ctx, request("open"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open.Join(ctx, Behind); err != nil {
+		t.Fatal(err)
+	}
+	stopOlder()
+	js, err := jetstream.New(e.srv.Conn("look"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	async := func() map[string]bool {
+		got := map[string]bool{}
+		for _, name := range []string{"KV_" + BucketLeases, sessionqueue.StreamName} {
+			st, err := js.Stream(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[name] = st.CachedInfo().Config.PersistMode == jetstream.AsyncPersistMode
+		}
+		return got
+	}
+	cfg := OwnerConfig{Runner: "older", Heartbeat: testBeat, StaleAfter: testStale, OrphanAfter: time.Hour, Async: true}
+	h := newHost(1)
+	o, stop := e.ownerWith(cfg, h)
+	for name, a := range async() {
+		if a {
+			t.Fatalf("%s was made again while a turn was open", name)
+		}
+	}
+	tk := awaitResumed(t, h)
+	if err := tk.Place(ctx); err != nil || !tk.Holds() {
+		t.Fatalf("the open turn after the upgrade: %v, holds %v", err, tk.Holds())
+	}
+	tk.Leave()
+	tk.Drop()
+	if _, ok, err := o.Lookup(ctx, "open"); ok || err != nil {
+		t.Fatalf("lease after Drop: %v %v", ok, err)
+	}
+	stop()
+	e.ownerWith(cfg, newHost(1))
+	for name, a := range async() {
+		if !a {
+			t.Fatalf("%s kept its fsync per write at a start with no turn open", name)
+		}
+	}
+}
