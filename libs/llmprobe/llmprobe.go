@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -123,6 +124,15 @@ func (p *Prober) Check(ctx context.Context) Status {
 		// next TTL, so the probe runs to its own timeout.
 		st := p.probe(context.WithoutCancel(ctx))
 		p.mu.Lock()
+		if st.Detail == detailSlow && p.last.Reachable {
+			// A server that answered before and is only slow now (a loaded
+			// machine) is still there: its turns wait for it and fail, if it
+			// really hangs, with the model's own timeout — never silently
+			// in echo mode. A refused connection or an error answer is seen
+			// at once.
+			st = p.last
+			st.CheckedAt = time.Now()
+		}
 		changed := p.last.CheckedAt.IsZero() || !st.sameOutcome(p.last)
 		p.last, p.inflight = st, nil
 		p.mu.Unlock()
@@ -177,6 +187,10 @@ func (p *Prober) probe(ctx context.Context) Status {
 	}
 	resp, err := p.cfg.Client.Do(req)
 	if err != nil {
+		var ne net.Error
+		if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+			return Status{CheckedAt: now, Detail: detailSlow}
+		}
 		return Status{CheckedAt: now, Detail: "unreachable"}
 	}
 	defer resp.Body.Close()
@@ -185,6 +199,9 @@ func (p *Prober) probe(ctx context.Context) Status {
 	}
 	return Status{Reachable: true, CheckedAt: now, Models: modelIDs(resp.Body)}
 }
+
+// detailSlow is the Detail of a probe that got no answer within Timeout.
+const detailSlow = "no answer in time"
 
 // maxListBytes bounds the model list read: a server listing thousands of
 // models (OpenRouter) stays well under it.

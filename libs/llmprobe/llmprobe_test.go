@@ -121,3 +121,47 @@ func TestProbeListsModelsAndReportsChanges(t *testing.T) {
 		t.Fatalf("OnChange called %d times, want 2 (first probe, list gone): %+v", len(changes), changes)
 	}
 }
+
+// TestSlowAnswerKeepsAReachableServer: a server that answered once and
+// then answers a probe too slowly (a loaded machine) stays reachable —
+// its turns are not silently answered in echo mode — while one that
+// refuses connections is unreachable at once, and a slow server never
+// seen answering is not reachable.
+func TestSlowAnswerKeepsAReachableServer(t *testing.T) {
+	var slow atomic.Bool
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if slow.Load() {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		w.WriteHeader(200)
+	}))
+	defer srv.Close()
+	defer close(release)
+	cfg := Config{URL: srv.URL + "/v1", TTL: time.Nanosecond, Timeout: 50 * time.Millisecond}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := New(cfg)
+	if !p.Available(context.Background()) {
+		t.Fatal("not available at first")
+	}
+	slow.Store(true)
+	if st := p.Check(context.Background()); !st.Reachable {
+		t.Fatalf("a slow answer from a server that answered before: %+v", st)
+	}
+
+	fresh := New(cfg)
+	if st := fresh.Check(context.Background()); st.Reachable {
+		t.Fatalf("a server never seen answering, too slow: %+v", st)
+	}
+
+	srv.CloseClientConnections()
+	srv.Listener.Close()
+	if st := p.Check(context.Background()); st.Reachable {
+		t.Fatalf("a server that refuses connections: %+v", st)
+	}
+}
