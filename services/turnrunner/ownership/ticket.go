@@ -101,7 +101,7 @@ func (o *Owner) Accept(ctx context.Context, req protocol.TurnRequest) (*Ticket, 
 	// made by an earlier try of this very call (same incarnation, same
 	// acceptance time) has it.
 	for try := 0; ; try++ {
-		tctx, cancel := context.WithTimeout(ctx, acceptTry)
+		tctx, cancel := context.WithTimeout(ctx, acceptTryWait(try))
 		rev, err := o.leases.Create(tctx, req.TurnID, body)
 		cancel()
 		switch {
