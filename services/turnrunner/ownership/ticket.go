@@ -94,7 +94,7 @@ func (o *Owner) Accept(ctx context.Context, req protocol.TurnRequest) (*Ticket, 
 	now := time.Now().UnixMilli()
 	l := Lease{Request: req, Runner: o.cfg.Runner, Incarnation: o.incarnation, Accepted: now, Heartbeat: now}
 	body, _ := json.Marshal(l)
-	// Each try waits acceptTry for its answer, then the write is sent
+	// Each try waits acceptTryWait(try) for its answer, then the write is sent
 	// again: a request the server drops unanswered (JetStream restarting
 	// after a full disk was freed, a cluster electing a leader) costs the
 	// start a second, not its whole budget. A try that finds the lease
