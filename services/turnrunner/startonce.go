@@ -21,8 +21,6 @@ import (
 //   - a first delivery handled after one of its own resends (it waited
 //     longer in the queue) waits for that resend's start and answers its
 //     outcome: never a TURN_EXISTS for the client's own turn;
-//   - a copy of a start that runs here answers its success (the first
-//     answer may have been lost);
 //   - a copy of a start that failed here answers that failure, for
 //     startMemory: the gateway has that answer already, and running the
 //     copy would build on whatever the failed start left (its lease, its
@@ -81,9 +79,9 @@ func (st *starts) join(turnID string, resent bool) (f *startFlight, mine bool) {
 	return f, true
 }
 
-// finish records f's outcome: a success is forgotten at once (the running
-// turn, then its stored events, answer its copies); a failure is kept for
-// startMemory.
+// finish records f's outcome: a success is forgotten at once (the turn's
+// stored events answer its copies: startTurn refuses them, TURN_EXISTS); a
+// failure is kept for startMemory.
 func (st *starts) finish(f *startFlight, rep protocol.TurnStarted, err error) {
 	now := time.Now()
 	st.mu.Lock()
@@ -116,9 +114,6 @@ func (s *Service) startTurnOnce(ctx context.Context, req protocol.TurnRequest) (
 		return s.startTurn(ctx, req)
 	}
 	resent := bus.Resent(ctx)
-	if resent && s.runsHere(req.TurnID) {
-		return protocol.TurnStarted{TurnID: req.TurnID}, nil
-	}
 	f, mine := s.starts.join(req.TurnID, resent)
 	if !mine {
 		return sameStart(ctx, f, resent)
@@ -143,14 +138,6 @@ func sameStart(ctx context.Context, f *startFlight, resent bool) (protocol.TurnS
 	case <-ctx.Done():
 		return protocol.TurnStarted{}, ctx.Err()
 	}
-}
-
-// runsHere reports whether turnID runs on this runner.
-func (s *Service) runsHere(turnID string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.turns[turnID]
-	return ok
 }
 
 // startWriteCtx bounds a start's writes of its turn's ownership (its

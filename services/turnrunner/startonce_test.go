@@ -51,8 +51,8 @@ func TestDeliveriesOfOneStartShareItsOutcome(t *testing.T) {
 	if err := <-answered; err != nil {
 		t.Fatalf("the first delivery answered %v, want the copy's success", err)
 	}
-	// A success is not kept: the running turn (runsHere), then its stored
-	// events, answer later copies.
+	// A success is not kept: the turn's stored events answer later
+	// copies (startTurn: TURN_EXISTS).
 	if _, mine := st.join("t1", true); !mine {
 		t.Fatal("a successful start is still on record")
 	}
