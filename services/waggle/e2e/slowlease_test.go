@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/turnrunner/ownership"
 	"github.com/waggle-os/core/services/waggle/app"
 	"github.com/waggle-os/core/services/waggle/waggletest"
@@ -232,4 +237,35 @@ func readFrame(r *bufio.Reader) (frame []byte, subject string, err error) {
 		return nil, "", err
 	}
 	return append(line, body...), subject, nil
+}
+
+// TestOwnTurnIsNeverTheClientsConflict: the only runner answers a chat's
+// start TURN_EXISTS (a send of this very start made the turn and its
+// answer was lost). The gateway picked the turn id, so the client did
+// nothing wrong: it is told to try again (503 BUS_UNAVAILABLE), never 409
+// TURN_EXISTS.
+func TestOwnTurnIsNeverTheClientsConflict(t *testing.T) {
+	hub := waggletest.Start(t, waggletest.WithConfig(func(c *appConfig) {
+		c.NATSListen = waggletest.FreeAddr(t)
+		c.Targets = []string{app.TargetGateway, app.TargetSessionStore, app.TargetApproval, app.TargetCommand}
+	}))
+	nc := hub.DialNATS()
+	body, _ := json.Marshal(protocol.ErrTurnExists)
+	sub, err := nc.Subscribe(protocol.StartTurn.Subject, func(m *nats.Msg) {
+		_ = m.RespondMsg(&nats.Msg{Subject: m.Reply, Data: body, Header: nats.Header{
+			micro.ErrorHeader: {protocol.ErrTurnExists.Message}, micro.ErrorCodeHeader: {protocol.ErrTurnExists.Kind.String()},
+		}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var e struct{ Error, Code string }
+	code := hub.JSON(http.MethodPost, "/api/chat", map[string]any{"message": "hello", "session": "own"}, &e)
+	if code != http.StatusServiceUnavailable || e.Code != protocol.ErrBusUnavailable.Code {
+		t.Fatalf("the chat answered %d %+v; want 503 %s, never 409 for the gateway's own turn id", code, e, protocol.ErrBusUnavailable.Code)
+	}
 }
