@@ -24,6 +24,12 @@ type Resending struct {
 	// again before the call answers protocol.ErrUnavailable (as
 	// RetryUnanswered); 0 answers at once.
 	Unanswered time.Duration
+	// Duplicate, when set, reports a refusal that says another send of
+	// this very request got there first (the handler found the record
+	// that send made). Such a refusal, from the first send too, is the
+	// answer only once every send made so far has answered: until then
+	// the send that got there first may still answer, with success.
+	Duplicate func(error) bool
 }
 
 // CallResending is Call for a request whose handler refuses a second
@@ -37,6 +43,14 @@ type Resending struct {
 // most likely means the first send is being handled, and that send's own
 // answer is awaited). A request nobody is subscribed to is sent again too:
 // nobody received it, so the next send counts as the first.
+//
+// A first send's refusal that r.Duplicate recognises is held back while
+// a later send is unanswered: on a slow or sharded handler a resend can be
+// handled before the first send (another instance, or the same one's
+// queue), make the record, and answer success, while the first send then
+// finds the record and refuses itself. The call answers the success; the
+// held refusal only when no send is left to answer (a later send's own
+// failure then, if one failed otherwise).
 func CallResending[Req, Rep any](ctx context.Context, nc *nats.Conn, ep protocol.Endpoint[Req, Rep], req Req, r Resending) (Rep, error) {
 	var rep Rep
 	body, err := json.Marshal(req)
@@ -61,6 +75,11 @@ func CallResending[Req, Rep any](ctx context.Context, nc *nats.Conn, ep protocol
 	defer func() { _ = sub.Unsubscribe() }()
 	wait := max(r.After, 10*time.Millisecond)
 	sends := 0
+	// answered counts the sends that had their reply; held is the first
+	// send's duplicate refusal, other a later send's other refusal (see
+	// the doc comment).
+	answered := 0
+	var held, other error
 	send := func() error {
 		sends++
 		msg := &nats.Msg{Subject: ep.Subject, Reply: inbox + "." + strconv.Itoa(sends), Data: body, Header: nats.Header{}}
@@ -85,6 +104,7 @@ func CallResending[Req, Rep any](ctx context.Context, nc *nats.Conn, ep protocol
 		switch {
 		case errors.Is(err, nats.ErrNoResponders) || err == nil && isNoResponders(msg):
 			// Nobody got it: send again after a short pause, for a while.
+			answered++
 			if unansweredSince.IsZero() {
 				unansweredSince = time.Now()
 			}
@@ -96,11 +116,24 @@ func CallResending[Req, Rep any](ctx context.Context, nc *nats.Conn, ep protocol
 			next = time.Now().Add(25 * time.Millisecond)
 			continue
 		case err == nil:
+			answered++
 			if e := replyError(msg); e != nil {
-				if msg.Subject != first {
-					continue
+				dup := r.Duplicate != nil && r.Duplicate(e)
+				switch {
+				case msg.Subject == first && !dup:
+					return rep, e
+				case msg.Subject == first:
+					held = e
+				case !dup:
+					other = e
 				}
-				return rep, e
+				if held != nil && answered >= sends {
+					if other != nil {
+						return rep, other
+					}
+					return rep, held
+				}
+				continue
 			}
 			if err := json.Unmarshal(msg.Data, &rep); err != nil {
 				return rep, fmt.Errorf("bus: decode reply from %s: %w", ep.Subject, err)

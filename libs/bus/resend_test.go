@@ -2,9 +2,13 @@ package bus
 
 import (
 	"context"
+	"encoding/json"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/waggle-os/core/libs/natstest"
 	"github.com/waggle-os/core/libs/protocol"
@@ -111,5 +115,88 @@ func TestCallResendingKeepsTheFirstRefusal(t *testing.T) {
 	_, err = CallResending(ctxT(t), srv.Conn("client"), ep, greetRequest{}, Resending{After: 50 * time.Millisecond})
 	if e := protocol.AsError(err); e == nil || e.Code != "BUSY" {
 		t.Fatalf("err %v, want the first delivery's BUSY", err)
+	}
+}
+
+// A resend handled before its first send (another instance took it, or
+// the first waited longer in a queue) makes the record and succeeds; the
+// first send then finds that record and refuses itself as a duplicate.
+// The caller gets the success, not the first send's refusal; and when the
+// other sends fail too, it gets an answer as soon as all of them have
+// answered (never waits for its deadline).
+func TestCallResendingAwaitsTheSendThatGotThereFirst(t *testing.T) {
+	busy := &protocol.Error{Kind: protocol.Unavailable, Code: "BUSY", Message: "busy"}
+	for _, tc := range []struct {
+		name   string
+		resend *protocol.Error // the resend's answer (nil: success)
+		want   string          // the call's error code ("": success)
+	}{
+		{"resend succeeds", nil, ""},
+		{"resend refused as a duplicate too", errTaken, "TAKEN"},
+		{"resend failed otherwise", busy, "BUSY"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := natstest.Start(t)
+			handler := srv.Conn("handler")
+			sub, err := handler.SubscribeSync("bustest.dup")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := handler.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			ctx := ctxT(t)
+			answer := func(m *nats.Msg, e *protocol.Error) {
+				if e == nil {
+					_ = m.Respond([]byte(`{"greeting":"made by the resend"}`))
+					return
+				}
+				body, _ := json.Marshal(e)
+				_ = m.RespondMsg(&nats.Msg{Subject: m.Reply, Data: body, Header: nats.Header{
+					micro.ErrorHeader: {e.Message}, micro.ErrorCodeHeader: {e.Kind.String()},
+				}})
+			}
+			served := make(chan struct{})
+			go func() {
+				defer close(served)
+				first, err := sub.NextMsgWithContext(ctx)
+				if err != nil {
+					return
+				}
+				second, err := sub.NextMsgWithContext(ctx)
+				if err != nil {
+					return
+				}
+				if first.Header.Get(ResendHeader) != "" || second.Header.Get(ResendHeader) == "" {
+					t.Errorf("sends out of order: %v then %v", first.Header, second.Header)
+				}
+				// The resend made the record: the first send, handled
+				// after it, is the duplicate (and answers first).
+				answer(first, errTaken)
+				answer(second, tc.resend)
+				for {
+					m, err := sub.NextMsgWithContext(ctx)
+					if err != nil {
+						return
+					}
+					answer(m, errTaken)
+				}
+			}()
+			rep, err := CallResending(ctx, srv.Conn("client"), protocol.Endpoint[greetRequest, greetReply]{Subject: "bustest.dup"}, greetRequest{},
+				Resending{After: 20 * time.Millisecond, Duplicate: func(err error) bool {
+					e := protocol.AsError(err)
+					return e != nil && e.Code == errTaken.Code
+				}})
+			switch e := protocol.AsError(err); {
+			case ctx.Err() != nil:
+				t.Fatalf("answered only at the deadline: %v", err)
+			case tc.want == "" && (err != nil || rep.Greeting != "made by the resend"):
+				t.Fatalf("reply %+v, %v; want the resend's success", rep, err)
+			case tc.want != "" && (e == nil || e.Code != tc.want):
+				t.Fatalf("err %v, want %s", err, tc.want)
+			}
+			_ = sub.Unsubscribe()
+			<-served
+		})
 	}
 }

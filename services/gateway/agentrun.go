@@ -8,7 +8,6 @@ import (
 
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
-	"github.com/waggle-os/core/services/gateway/internal/forward"
 	"github.com/waggle-os/core/services/gateway/internal/input"
 	"github.com/waggle-os/core/services/gateway/internal/respond"
 	"github.com/waggle-os/core/services/gateway/internal/teamauth"
@@ -42,7 +41,7 @@ func (s *Service) agentRun(w http.ResponseWriter, r *http.Request) {
 	// start marker. A runner whose NATS node died is away until it
 	// reconnects elsewhere: ride that out, not NO_RUNNER.
 	started, err := startOnRunner(r.Context(), s, func(ctx context.Context) (protocol.TurnStarted, error) {
-		return bus.CallResending(ctx, s.nc, protocol.StartAgentRun, req, bus.Resending{After: startResendAfter, Unanswered: forward.Unanswered})
+		return bus.CallResending(ctx, s.nc, protocol.StartAgentRun, req, s.startResending())
 	})
 	if err != nil {
 		s.hub.unfollow(req.TurnID, live)

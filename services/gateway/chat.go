@@ -183,9 +183,10 @@ func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
 	live := s.hub.follow(req.TurnID)
 	// A turn's start is sent again when no answer comes in a few seconds:
 	// on a cluster losing a node a request can be lost on the way, and the
-	// runner refuses a second delivery (TURN_EXISTS) by the turn's lease.
+	// runner refuses a second delivery (TURN_EXISTS) by the turn's lease
+	// (startResending).
 	started, err := startOnRunner(r.Context(), s, func(ctx context.Context) (protocol.TurnStarted, error) {
-		return bus.CallResending(ctx, s.nc, protocol.StartTurn, req, bus.Resending{After: startResendAfter, Unanswered: forward.Unanswered})
+		return bus.CallResending(ctx, s.nc, protocol.StartTurn, req, s.startResending())
 	})
 	if err != nil {
 		err = s.storageFailure(err)
@@ -202,8 +203,11 @@ func (s *Service) chat(w http.ResponseWriter, r *http.Request) {
 // startOnRunner asks a runner to start a turn or run. A runner that is
 // shutting down (or full) answers 503 at once; the runners' queue group
 // then hands the retry to another one, so a rolling restart does not fail
-// a chat. A start is cheap, so one that gets no answer in StartTimeout
-// means the runners are overloaded: 503 RUNNER_BUSY, never a 500.
+// a chat. A start that gets no answer in StartTimeout means the runners
+// are overloaded: 503 RUNNER_BUSY, never a 500. Under a burst a start is
+// slower, never refused for it: the runner's writes take the whole
+// StartTimeout if they need it, and the resends of a start still being
+// handled do not turn into a refusal (startResending).
 func startOnRunner(ctx context.Context, s *Service, call func(context.Context) (protocol.TurnStarted, error)) (protocol.TurnStarted, error) {
 	var started protocol.TurnStarted
 	var err error
@@ -211,10 +215,14 @@ func startOnRunner(ctx context.Context, s *Service, call func(context.Context) (
 		rctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
 		started, err = call(rctx)
 		cancel()
-		if attempt > 0 && hasCode(err, protocol.ErrTurnExists.Code) {
-			// An earlier attempt failed after its lease write landed (its
-			// acknowledgement lost in an election): whether that turn runs
-			// is unknown here, so the client is told to try again.
+		if hasCode(err, protocol.ErrTurnExists.Code) {
+			// The gateway picked the turn id, so the turn that exists is
+			// this very request's, made by a send whose answer never came
+			// (lost in an election), or by an earlier attempt that failed
+			// after its lease write landed: whether it runs is unknown
+			// here, and the client did nothing wrong (never a 409). It is
+			// told to try again.
+			s.log.Warn("a start found its own turn made by a send that did not answer", "attempt", attempt+1)
 			return started, protocol.ErrBusUnavailable
 		}
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
@@ -239,10 +247,17 @@ func startOnRunner(ctx context.Context, s *Service, call func(context.Context) (
 	return started, err
 }
 
-// startResendAfter is how long a turn's start waits for an answer before
-// it is sent again (then twice as long, and so on): well above a start's
-// usual few milliseconds, well below the start timeout.
-const startResendAfter = 5 * time.Second
+// startResending is how a start (a chat's turn, a retrieval run) is sent
+// again while unanswered. A runner refuses a copy of a start whose turn
+// exists with TURN_EXISTS: from a resend that refusal never counts, and
+// from the first send it waits for the other sends' answers — a resend
+// handled first (by another runner, or before its first send in a busy
+// runner's queue) made the turn and answers its success.
+func (s *Service) startResending() bus.Resending {
+	return bus.Resending{After: s.cfg.StartResendAfter, Unanswered: forward.Unanswered, Duplicate: func(err error) bool {
+		return hasCode(err, protocol.ErrTurnExists.Code)
+	}}
+}
 
 // deleteConsumer removes a relay's ephemeral consumer at once instead of
 // leaving it to the inactivity threshold, so consumers do not pile up at

@@ -102,6 +102,11 @@ type Config struct {
 	// the chat is refused with 503 RUNNER_BUSY. Default 30s: under a burst
 	// a start waits its turn rather than failing.
 	StartTimeout time.Duration
+	// StartResendAfter is how long a start waits for an answer before it
+	// is sent again (then twice as long, and so on): well above a start's
+	// usual few milliseconds, well below StartTimeout. Default 5s; tests
+	// shorten it.
+	StartResendAfter time.Duration
 	// Auth (--auth) is AuthLocal (default: desktop trust — loopback
 	// clients pass, others need Token) or AuthRequired (team server: every
 	// request carries a user's bearer token; workspaces are scoped to the
@@ -224,6 +229,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StartTimeout <= 0 {
 		c.StartTimeout = 30 * time.Second
+	}
+	if c.StartResendAfter <= 0 {
+		c.StartResendAfter = 5 * time.Second
 	}
 	return c
 }

@@ -81,6 +81,9 @@ type Service struct {
 	// must not take it for one this runner lost track of (ownerHost.Runs).
 	starting map[string]int
 	runs     map[string]context.CancelCauseFunc // retrieval runs
+	// starts shares one outcome among the deliveries of one turn's start
+	// (startTurnOnce).
+	starts starts
 	// retrieval runs POST /api/agent/run.
 	retrieval *retrieval.Runner
 	// profileAI reads writing samples, brand descriptions and profiles
@@ -330,7 +333,7 @@ func (s *Service) serve(context.Context) error {
 		return err
 	}
 	return errors.Join(
-		bus.Handle(svc, protocol.StartTurn, s.startTurn),
+		bus.Handle(svc, protocol.StartTurn, s.startTurnOnce),
 		bus.Handle(svc, protocol.StartAgentRun, s.startAgentRun),
 		bus.Handle(svc, protocol.LookupTurn, s.turnInfo),
 		bus.Handle(svc, protocol.ListSubAgents, s.listSubAgents),
@@ -468,7 +471,7 @@ func (s *Service) startTurn(ctx context.Context, req protocol.TurnRequest) (prot
 	defer s.endStart(req.TurnID)
 	// The lease first, then the place in the session's queue (see
 	// ownership.Owner.Accept).
-	lctx, cancel := kvCtx()
+	lctx, cancel := startWriteCtx(ctx)
 	tk, err := s.own.Accept(lctx, req)
 	cancel()
 	if err != nil {
@@ -487,7 +490,7 @@ func (s *Service) startTurn(ctx context.Context, req protocol.TurnRequest) (prot
 		<-s.slots
 		return protocol.TurnStarted{}, err
 	}
-	jctx, cancel := kvCtx()
+	jctx, cancel := startWriteCtx(ctx)
 	holder, err := tk.Join(jctx, joinMode(req.Multitask))
 	cancel()
 	if err != nil {

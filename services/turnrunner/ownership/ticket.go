@@ -94,14 +94,14 @@ func (o *Owner) Accept(ctx context.Context, req protocol.TurnRequest) (*Ticket, 
 	now := time.Now().UnixMilli()
 	l := Lease{Request: req, Runner: o.cfg.Runner, Incarnation: o.incarnation, Accepted: now, Heartbeat: now}
 	body, _ := json.Marshal(l)
-	// Each try waits acceptTry for its answer, then the write is sent
+	// Each try waits acceptTryWait(try) for its answer, then the write is sent
 	// again: a request the server drops unanswered (JetStream restarting
 	// after a full disk was freed, a cluster electing a leader) costs the
 	// start a second, not its whole budget. A try that finds the lease
 	// made by an earlier try of this very call (same incarnation, same
 	// acceptance time) has it.
 	for try := 0; ; try++ {
-		tctx, cancel := context.WithTimeout(ctx, acceptTry)
+		tctx, cancel := context.WithTimeout(ctx, acceptTryWait(try))
 		rev, err := o.leases.Create(tctx, req.TurnID, body)
 		cancel()
 		switch {
