@@ -74,7 +74,7 @@ func (p *profiler) end() error {
 		{"allocs-" + p.phase + ".top.txt", []string{"tool", "pprof", "-top", "-nodecount=30", "-sample_index=alloc_space", "-base", base, allocs}},
 		{"allocs-" + p.phase + ".objects.txt", []string{"tool", "pprof", "-top", "-nodecount=30", "-sample_index=alloc_objects", "-base", base, allocs}},
 	}
-	if p.phase == "idle" {
+	if p.phase == "idle" || p.phase == "stalled" {
 		// What the open streams hold, not what opening them allocated.
 		tops = append(tops, struct {
 			name string

@@ -66,7 +66,11 @@ func (r *run) stalled(ctx context.Context) error {
 		r.logf("   the runner answered in echo mode: the stalled-reader scenario needs the agent path")
 		return nil
 	}
-	srv, err := r.start(ctx, "stalled", ServerSpec{Topology: Single, LLMURL: r.stub.URL()})
+	spec := ServerSpec{Topology: Single, LLMURL: r.stub.URL()}
+	if r.cfg.ProfileDir != "" {
+		spec.Binary, spec.Prefix = r.cfg.ProfileBinary, []string{"profile-serve", "-dir", r.cfg.ProfileDir, "--"}
+	}
+	srv, err := r.start(ctx, "stalled", spec)
 	if err != nil {
 		return err
 	}
@@ -74,8 +78,17 @@ func (r *run) stalled(ctx context.Context) error {
 	if _, err := r.modelPathActive(ctx, srv); err != nil {
 		return err
 	}
+	// The profile spans the whole scenario; it ends when the RSS after
+	// the close was read, so its heap is what the server still holds then.
+	prof := r.profiler(srv)
+	if err := prof.begin("stalled"); err != nil {
+		return err
+	}
 	res, err := r.stalledRun(ctx, srv)
 	if err != nil {
+		return err
+	}
+	if err := prof.end(); err != nil {
 		return err
 	}
 	r.addStalledRows(res)
