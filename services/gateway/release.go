@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"math"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -23,9 +24,13 @@ import (
 type releaser struct {
 	mu   sync.Mutex
 	open int
-	// high is the most streams open since the last release.
-	high int
-	kick chan struct{}
+	// high is the most streams open since the burst began; floor the
+	// streams open at the burst's last release (noFloor before the first).
+	// A burst's streams may end over many seconds: after a release, the
+	// next is due when half of those still open ended too, so the burst's
+	// last streams are not left out (at most log2(high) releases).
+	high, floor int
+	kick        chan struct{}
 
 	// quiet is how long no stream may have ended before the release (the
 	// rest of the burst ends first); every the least time between two
@@ -36,12 +41,15 @@ type releaser struct {
 	release      func()
 }
 
+// noFloor marks a burst with no release yet.
+const noFloor = math.MaxInt
+
 // releaseMinDrop is the smallest drop of open streams (and at least half
 // of the most open) that releases memory: a burst, not a few turns.
 const releaseMinDrop = 64
 
 func newReleaser() *releaser {
-	return &releaser{kick: make(chan struct{}, 1), quiet: time.Second, every: 10 * time.Second,
+	return &releaser{kick: make(chan struct{}, 1), floor: noFloor, quiet: time.Second, every: 10 * time.Second,
 		minDrop: releaseMinDrop, release: debug.FreeOSMemory}
 }
 
@@ -52,6 +60,10 @@ func (r *releaser) started() {
 	}
 	r.mu.Lock()
 	r.open++
+	if r.floor != noFloor && r.open >= 2*r.floor+r.minDrop {
+		// A new burst after a release: it counts from here.
+		r.floor, r.high = noFloor, r.open
+	}
 	r.high = max(r.high, r.open)
 	r.mu.Unlock()
 }
@@ -75,7 +87,15 @@ func (r *releaser) ended() {
 }
 
 func (r *releaser) dueLocked() bool {
-	return r.high-r.open >= r.minDrop && r.open <= r.high/2
+	return r.high-r.open >= r.minDrop && r.open <= r.high/2 && (r.floor == noFloor || r.open <= r.floor/2)
+}
+
+// releasedLocked records a release: with no stream open the burst is over.
+func (r *releaser) releasedLocked() {
+	r.floor = r.open
+	if r.open == 0 {
+		r.high, r.floor = 0, noFloor
+	}
 }
 
 // run releases memory after each burst of ended streams, until ctx ends.
@@ -108,7 +128,7 @@ func (r *releaser) run(ctx context.Context) {
 		r.mu.Lock()
 		due := r.dueLocked()
 		if due {
-			r.high = r.open
+			r.releasedLocked()
 		}
 		r.mu.Unlock()
 		if due {
