@@ -42,9 +42,16 @@ func (s *Service) append(ctx context.Context, req protocol.AppendRequest) (proto
 	if len(req.Key) > protocol.MaxAppendKey {
 		return protocol.AppendReply{}, protocol.Errorf(protocol.Invalid, "append key is too long")
 	}
-	rep, err := s.store.Append(ctx, req)
+	store := s.store.Append
+	if req.Accepted != nil {
+		store = s.appendAccepted
+	}
+	rep, err := store(ctx, req)
 	if err != nil {
 		return protocol.AppendReply{}, err
+	}
+	if id := repliedTurn(req); id != "" && !rep.Duplicate {
+		s.closeTurn(id)
 	}
 	if req.Message != nil && !rep.Duplicate {
 		// Knowledge extraction runs in the background: the turn's done

@@ -19,6 +19,7 @@ import (
 	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/pgerr"
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/sessionstore/acceptedturns"
 	"github.com/waggle-os/core/services/sessionstore/frames"
 	"github.com/waggle-os/core/services/sessionstore/graph"
 	"github.com/waggle-os/core/services/sessionstore/groups"
@@ -66,6 +67,9 @@ type Service struct {
 	ledger *ledger.Ledger
 	// teams authorizes users on team workspaces (nil without PostgreSQL).
 	teams *teams.Teams
+	// turns is the journal of accepted turns not yet answered
+	// (acceptedturns.go), open while the service serves.
+	turns *acceptedturns.Journal
 
 	nc     *nats.Conn
 	svc    *bus.Service
@@ -144,12 +148,24 @@ func (s *Service) Start(ctx context.Context) error {
 		s.storage = bus.NewStorageGuard(nc, bus.StorageGuardConfig{Source: "session-store", Dir: s.cfg.DataDir, Logger: s.log})
 		s.storage.Start()
 	}
+	// The journal is opened by the one store that serves this data dir
+	// (the JSONL singleton is held by now).
+	s.turns = acceptedturns.New(s.cfg.DataDir)
+	if err := s.turns.OpenFile(); err != nil {
+		s.storage.Stop()
+		s.single.Release(ctx)
+		nc.Close()
+		s.closePG()
+		return fmt.Errorf("sessionstore: %w", err)
+	}
 	svc, err := bus.NewService(nc, bus.ServiceConfig{Name: protocol.ServiceSessionStore, Concurrency: s.cfg.Concurrency, Logger: s.log, Storage: s.storage,
 		// A PostgreSQL outage answers 503 STORE_UNAVAILABLE, not 500; the
 		// pool reconnects by itself when the server is back.
 		MapError: pgerr.Classify})
 	if err != nil {
+		_ = s.turns.CloseFile()
 		s.storage.Stop()
+		s.single.Release(ctx)
 		nc.Close()
 		s.closePG()
 		return err
@@ -276,6 +292,9 @@ func (s *Service) register(ctx context.Context) error {
 		bus.Handle(s.svc, protocol.ReadHistory, s.history),
 		bus.Handle(s.svc, protocol.AppendToSession, s.append),
 		bus.Handle(s.svc, protocol.EvictSession, s.clear),
+		bus.Handle(s.svc, protocol.RecordTurn, s.recordTurn),
+		bus.Handle(s.svc, protocol.CloseTurn, s.closeTurnRequest),
+		bus.Handle(s.svc, protocol.OpenTurns, s.openTurns),
 		s.minds.Register(s.svc),
 		s.knowledge.Register(s.svc),
 		bus.Handle(s.svc, protocol.GetWorkspace, s.workspaceGet),
@@ -356,6 +375,11 @@ func (s *Service) Stop(ctx context.Context) error {
 	// No request observes a text any more: the extraction under way and
 	// those queued go to the backlog while the bus is still connected.
 	s.knowledge.Stop(ctx)
+	if s.turns != nil {
+		// No handler runs any more: the journal's last closes are written
+		// out.
+		errs = append(errs, s.turns.CloseFile())
+	}
 	s.storage.Stop()
 	s.single.Release(ctx)
 	if s.nc != nil {

@@ -79,6 +79,15 @@ type Config struct {
 	// a runner ends its turn (ownership.OrphanAfter; tests shorten it).
 	orphanAfter time.Duration
 
+	// AsyncCoordination writes the turn leases and session queues without
+	// an fsync per write, the session store being the durable record of
+	// accepted turns (ownership.OwnerConfig.Async). The composition root
+	// sets it only when NATS is embedded in the same process and no other
+	// process connects to it: then a crash of NATS is a crash of this
+	// runner, and the runner's start puts back what NATS lost
+	// (ownership.Owner.Recover) before it takes a turn. Default false.
+	AsyncCoordination bool
+
 	// TeamServer says the runner serves a team server (the composition
 	// root sets it when the gateway's --auth is "required"); the "auto"
 	// settings below follow it. Default false: a desktop.

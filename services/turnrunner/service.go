@@ -151,6 +151,7 @@ func (s *Service) build() error {
 	s.log = s.log.With("runner", s.id)
 	s.own = ownership.NewOwner(ownership.OwnerConfig{
 		Runner: s.id, Replicas: s.cfg.Stream.Replicas, OrphanAfter: s.cfg.orphanAfter, Logger: s.log,
+		Async: s.asyncCoordination(), OnEnded: s.onOrphanEnded,
 	}, ownerHost{s})
 	s.models = settings.New(s.cfg.ModelConfigCheck, s.cfg.StoreTimeout, s.log)
 	probe := s.cfg.Probe
@@ -210,6 +211,9 @@ func (s *Service) connect(ctx context.Context) error {
 	if err := s.own.Open(ctx, js); err != nil {
 		return clusterError(fmt.Errorf("turnrunner: %w", err))
 	}
+	if err := s.recoverAccepted(ctx); err != nil {
+		return err
+	}
 	if s.subagents, err = subagent.OpenList(ctx, s.js, s.cfg.SubAgents, s.cfg.Stream.Replicas, s.cfg.StoreTimeout, s.log); err != nil {
 		return err
 	}
@@ -259,6 +263,7 @@ func (s *Service) turnDeps() *turn.Deps {
 		Config: turn.Config{
 			DataDir: c.DataDir, LLMAPIKey: c.LLMAPIKey, EchoDelay: c.EchoDelay, StoreTimeout: c.StoreTimeout,
 			PromptBudget: c.PromptBudget, SubAgents: c.SubAgents, Approval: c.Approval,
+			RecordAccepted: s.asyncCoordination(),
 		},
 		ModelServer: s.probe, Settings: s.models, Policies: s.policies, FallbackModel: s.fallbackModel,
 		Agent: s.agent, Tools: s.tools, MCP: s.mcp, SubAgents: s.subagents, Remote: remote,
@@ -482,17 +487,31 @@ func (s *Service) startTurn(ctx context.Context, req protocol.TurnRequest) (prot
 		<-s.slots
 		return protocol.TurnStarted{}, err
 	}
-	ctx, cancel = kvCtx()
-	holder, err := tk.Join(ctx, joinMode(req.Multitask))
+	jctx, cancel := kvCtx()
+	holder, err := tk.Join(jctx, joinMode(req.Multitask))
 	cancel()
 	if err != nil {
 		return fail(storageError(fmt.Errorf("turnrunner: %w", err)))
 	}
 	if holder != "" {
-		switch req.Multitask {
-		case protocol.MultitaskReject:
+		if req.Multitask == protocol.MultitaskReject {
 			return fail(protocol.ErrSessionBusy)
-		case protocol.MultitaskInterrupt:
+		}
+		if s.deps.Config.RecordAccepted {
+			// A turn that waits is recorded now, durably: its user message
+			// is stored only once it holds the session. From here a failed
+			// start closes the record too (a record whose answer was lost
+			// may have landed).
+			unjoin := fail
+			fail = func(err error) (protocol.TurnStarted, error) {
+				turn.CloseRecord(s.deps, req)
+				return unjoin(err)
+			}
+			if err := turn.RecordQueued(ctx, s.deps, tk.Record()); err != nil {
+				return fail(storageError(fmt.Errorf("turnrunner: record turn: %w", err)))
+			}
+		}
+		if req.Multitask == protocol.MultitaskInterrupt {
 			s.publishControl(holder, protocol.TurnControlMsg{Action: protocol.ControlCancel, Reason: "interrupted"})
 		}
 	}
@@ -502,7 +521,53 @@ func (s *Service) startTurn(ctx context.Context, req protocol.TurnRequest) (prot
 	if !s.launch(rt, rt.t.Run) {
 		return fail(protocol.Errorf(protocol.Conflict, "turn %s already exists", req.TurnID))
 	}
+	if s.deps.Config.RecordAccepted && holder == "" {
+		// The turn holds its session: its user message's append records
+		// it (turn.Turn.Recorded). The start is answered once the store
+		// has it, so a client told its turn runs is never told so of a
+		// turn a crash could lose.
+		select {
+		case <-rt.t.Recorded():
+		case <-ctx.Done():
+		}
+	}
 	return protocol.TurnStarted{TurnID: req.TurnID}, nil
+}
+
+// asyncCoordination reports whether this runner's leases and session
+// queues are written without an fsync: AsyncCoordination on a
+// single-replica stream (a replicated one is the raft log's anyway).
+func (s *Service) asyncCoordination() bool {
+	return s.cfg.AsyncCoordination && s.cfg.Stream.Replicas <= 1
+}
+
+// recoverAccepted puts back, from the session store's record of accepted
+// turns, the leases and places NATS lost in a crash (Owner.Recover), before
+// the runner takes any turn. It waits for the store (it may start after
+// the runner) up to clusterWait.
+func (s *Service) recoverAccepted(ctx context.Context) error {
+	if !s.asyncCoordination() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, clusterWait)
+	defer cancel()
+	open, err := bus.CallResending(ctx, s.nc, protocol.OpenTurns, protocol.OpenTurnsRequest{},
+		bus.Resending{After: 5 * time.Second, Unanswered: clusterWait})
+	if err != nil {
+		return fmt.Errorf("turnrunner: read the session store's open turns: %w", err)
+	}
+	if _, _, err := s.own.Recover(ctx, open.Turns); err != nil {
+		return fmt.Errorf("turnrunner: %w", err)
+	}
+	return nil
+}
+
+// onOrphanEnded closes the store's record of a turn the claim loop ended
+// because no runner could take it: it must not run after a restart.
+func (s *Service) onOrphanEnded(req protocol.TurnRequest) {
+	if s.asyncCoordination() {
+		turn.CloseRecord(s.deps, req)
+	}
 }
 
 var errBusy = protocol.ErrRunnerBusy

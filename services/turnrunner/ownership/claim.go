@@ -334,12 +334,24 @@ func (o *Owner) hasEvents(ctx context.Context, turnID string) (bool, error) {
 func (o *Owner) endLeased(ctx context.Context, turnID string, rev uint64, what string) bool {
 	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
 	defer cancel()
+	var req protocol.TurnRequest
+	if o.cfg.OnEnded != nil {
+		if e, err := o.leases.Get(ctx, turnID); err == nil && e.Revision() == rev {
+			var l Lease
+			if json.Unmarshal(e.Value(), &l) == nil && l.Request.TurnID == turnID {
+				req = l.Request
+			}
+		}
+	}
 	if err := o.leases.Delete(ctx, turnID, jetstream.LastRevision(rev)); err != nil {
 		if isConflict(err) {
 			return true
 		}
 		o.log.Warn("remove the lease of a turn nobody runs", "turn", turnID, "err", err)
 		return false
+	}
+	if req.TurnID != "" {
+		o.cfg.OnEnded(req)
 	}
 	if last, ok, err := turnevents.LastEvent(ctx, o.js, turnID); err == nil && ok && protocol.IsTerminal(last) {
 		o.log.Info(what, "turn", turnID, "ended", true)

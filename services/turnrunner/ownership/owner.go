@@ -81,6 +81,18 @@ type OwnerConfig struct {
 	StaleAfter time.Duration
 	// Logger gets warnings (slog.Default when nil).
 	Logger *slog.Logger
+	// Async keeps the leases and the session queues without an fsync per
+	// write: for a single-node NATS embedded in this very process, whose
+	// crash is this runner's crash too. What such a crash loses (NATS's
+	// last flush window) is put back from the session store's record of
+	// accepted turns by Recover, before the runner takes a new turn. Off,
+	// each write is fsynced (a NATS node other processes use, which may
+	// crash while they live); replicated, both are the raft log's.
+	Async bool
+	// OnEnded, when set, is told of a turn the claim loop ended because
+	// no runner could take it (or because it never started): the turn
+	// will not run.
+	OnEnded func(req protocol.TurnRequest)
 }
 
 // Owner is one runner's part in the ownership of turns: its heartbeat, its
@@ -143,14 +155,13 @@ func (o *Owner) Incarnation() string { return o.incarnation }
 func (o *Owner) Open(ctx context.Context, js jetstream.JetStream) error {
 	replicas := max(o.cfg.Replicas, 1)
 	// The heartbeats cost no fsync per write: each is rewritten a second
-	// later. The leases and the session queues are fsynced: after a crash
-	// of NATS itself they are what says which accepted turns to run again
-	// and in which order (the recovery rule in docs/architecture.md).
-	// Until the session store can say it instead, a lease acknowledged and
-	// lost in NATS's flush window would lose its turn, and a lost join its
-	// place (TestSessionFIFOAcrossFullRestart lost the last accepted turn,
-	// then ran it out of order, when they were not). Replicated, all of
-	// them are the raft log's.
+	// later. The leases and the session queues are fsynced unless Async:
+	// on a NATS node that may crash while the runners live, they are what
+	// says which accepted turns to run again and in which order (the
+	// recovery rule in docs/architecture.md; TestSessionFIFOAcrossFullRestart
+	// lost the last accepted turn, then ran it out of order, when they
+	// were not). With Async the session store says it (Recover).
+	// Replicated, all of them are the raft log's.
 	runners, err := EnsureBucket(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      BucketRunners,
 		Description: "One entry per live turn runner, rewritten every second: it keeps the runner's leases alive",
@@ -162,14 +173,20 @@ func (o *Owner) Open(ctx context.Context, js jetstream.JetStream) error {
 	if err != nil {
 		return fmt.Errorf("ownership: bucket %s: %w", BucketRunners, err)
 	}
-	leases, err := bus.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
+	leaseCfg := jetstream.KeyValueConfig{
 		Bucket:      BucketLeases,
 		Description: "One lease per running turn: the request, its runner, renewed every second",
 		History:     1,
 		TTL:         LeaseMaxAge,
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
-	})
+	}
+	var leases jetstream.KeyValue
+	if o.cfg.Async {
+		leases, err = EnsureBucket(ctx, js, leaseCfg, o.log)
+	} else {
+		leases, err = bus.EnsureKeyValue(ctx, js, leaseCfg)
+	}
 	if err != nil {
 		return fmt.Errorf("ownership: bucket %s: %w", BucketLeases, err)
 	}
@@ -178,6 +195,7 @@ func (o *Owner) Open(ctx context.Context, js jetstream.JetStream) error {
 		Alive:    o.holderAlive,
 		Poll:     o.cfg.Heartbeat,
 		Logger:   o.log,
+		Async:    o.cfg.Async,
 	})
 	if err != nil {
 		return err

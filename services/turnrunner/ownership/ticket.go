@@ -149,6 +149,16 @@ func (o *Owner) ticket(l Lease, rev uint64) *Ticket {
 	return t
 }
 
+// Record is the turn as the session store records it accepted
+// (protocol.AcceptedTurn): its request, its place in its session's queue
+// (0 before Join), when it was first accepted.
+func (t *Ticket) Record() protocol.AcceptedTurn {
+	t.mu.Lock()
+	accepted := t.lease.Accepted
+	t.mu.Unlock()
+	return protocol.AcceptedTurn{Request: t.req, Place: t.seq, Accepted: accepted}
+}
+
 // Request is the turn as the gateway sent it.
 func (t *Ticket) Request() protocol.TurnRequest { return t.req }
 

@@ -70,6 +70,10 @@ type Config struct {
 	SubAgents subagent.Limits
 	// Approval configures each turn's approval gate.
 	Approval approvalgate.Config
+	// RecordAccepted makes the session store the durable record of the
+	// turn's acceptance (record.go): set when the runner's coordination
+	// state is written without an fsync (ownership.OwnerConfig.Async).
+	RecordAccepted bool
 }
 
 // ModelServer is the model-server probe (llmprobe.Prober).

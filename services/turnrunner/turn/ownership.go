@@ -3,6 +3,7 @@ package turn
 import (
 	"context"
 	"errors"
+	"github.com/waggle-os/core/libs/protocol"
 	"time"
 
 	"github.com/waggle-os/core/services/turnrunner/ownership"
@@ -31,6 +32,9 @@ type Ownership interface {
 	// Abandon lets go of the turn here, its lease left for this runner
 	// to take back later.
 	Abandon()
+	// Record is the turn as the session store records it accepted: its
+	// request, its place in its session's queue, when it was accepted.
+	Record() protocol.AcceptedTurn
 }
 
 // ErrLeaseLost cancels a turn whose lease another runner took: this

@@ -63,6 +63,10 @@ type Turn struct {
 	// them waits (awaitTools), so history keeps the order.
 	toolsMu    sync.Mutex
 	toolsSaved chan struct{}
+
+	// rec is the turn's part in the store's record of accepted turns
+	// (record.go).
+	rec recording
 }
 
 // Causes of a turn's end that the runner gives (Cancel) or that a resumed
@@ -87,7 +91,8 @@ func New(d *Deps, req protocol.TurnRequest, own Ownership, followers Followers) 
 // newTurn is New without its event writer.
 func newTurn(d *Deps, req protocol.TurnRequest, own Ownership, followers Followers) *Turn {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	return &Turn{deps: d, own: own, req: req, ctx: ctx, cancel: cancel, started: time.Now(), followers: followers}
+	return &Turn{deps: d, own: own, req: req, ctx: ctx, cancel: cancel, started: time.Now(), followers: followers,
+		rec: recording{done: make(chan struct{})}}
 }
 
 // Request is the turn's request.
@@ -158,6 +163,7 @@ var errCheckpointUnread = errors.New("the turn's checkpoint could not be read")
 
 // run runs a newly accepted turn.
 func (t *Turn) run() {
+	defer t.markRecorded() // whatever happened, nothing is waiting for the record any more
 	log := t.logger()
 	if !t.own.Holds() && !t.queue() {
 		return
@@ -165,7 +171,9 @@ func (t *Turn) run() {
 	if protocol.IsSlashCommand(t.req.Message) {
 		// A command may act on the session: it runs once the message that
 		// asked for it is on disk.
-		if err := t.persist(protocol.Message{Role: protocol.RoleUser, Content: t.req.Message}); err != nil {
+		err := t.persist(protocol.Message{Role: protocol.RoleUser, Content: t.req.Message})
+		t.markRecorded()
+		if err != nil {
 			log.Error("persist user message", "err", err)
 			t.finishError(saveUserText)
 			return
@@ -196,6 +204,7 @@ func (t *Turn) saveUser() {
 	go func() {
 		defer close(t.userSaved)
 		t.userErr = t.store(protocol.Message{Role: protocol.RoleUser, Content: t.req.Message})
+		t.markRecorded()
 		if t.userErr != nil {
 			t.logger().Error("persist user message", "err", t.userErr)
 			t.pub.Discard()
@@ -227,6 +236,7 @@ func (t *Turn) queue() bool {
 		return true
 	}
 	if !t.silent() {
+		t.closeRecord()
 		t.finishError("The turn was cancelled.")
 	}
 	return false
@@ -452,7 +462,11 @@ func (t *Turn) persist(m protocol.Message) error {
 // runner's).
 func (t *Turn) store(m protocol.Message) error {
 	m.TurnID = t.req.TurnID
-	err := t.appendToStore(protocol.AppendRequest{SessionRef: t.ref(), Message: &m, Key: protocol.AppendKey(t.req.TurnID, m.Role)})
+	req := protocol.AppendRequest{SessionRef: t.ref(), Message: &m, Key: protocol.AppendKey(t.req.TurnID, m.Role)}
+	if m.Role == protocol.RoleUser {
+		req.Accepted = t.accepted()
+	}
+	err := t.appendToStore(req)
 	if err != nil {
 		return fmt.Errorf("turnrunner: persist %s message: %w", m.Role, err)
 	}

@@ -119,6 +119,7 @@ func (o fakeOwnership) Renew(context.Context, bool)                          {}
 func (o fakeOwnership) Drop()                                                { o.rec.add("drop") }
 func (o fakeOwnership) Release(bool)                                         { o.rec.add("release lease") }
 func (o fakeOwnership) Abandon()                                             { o.rec.add("abandon") }
+func (o fakeOwnership) Record() protocol.AcceptedTurn                        { return protocol.AcceptedTurn{} }
 
 // noModel is a model server that does not answer: echo mode.
 type noModel struct{}

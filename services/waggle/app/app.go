@@ -86,6 +86,10 @@ func New(cfg Config, log *slog.Logger) *App {
 		// The one rule tying the runner to the gateway's mode: a process
 		// whose gateway requires user tokens is a team server.
 		tc.TeamServer = cfg.Gateway.Auth == gateway.AuthRequired
+		// NATS in this process and nobody else's: its crash is the
+		// runner's, and the runner's start recovers what it lost from the
+		// session store, so the coordination state needs no fsync.
+		tc.AsyncCoordination = cfg.NATSURL == "" && cfg.NATSListen == ""
 		tc.Approval.Timeout = cfg.Approval.Timeout
 		return turnrunner.New(tc, dial, log), nil
 	}})

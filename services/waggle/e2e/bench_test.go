@@ -91,3 +91,29 @@ func BenchmarkTimeToFirstEvent(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
+
+// BenchmarkEchoTurnCoordination is BenchmarkEchoTurn with the runner's
+// coordination state (turn leases, session queues) fsynced — NATS listens
+// for other processes — and without an fsync, the session store recording
+// the accepted turns (the desktop): the same run's ratio is what the
+// recovery rule of docs/architecture.md buys. Compare with -count.
+func BenchmarkEchoTurnCoordination(b *testing.B) {
+	for _, mode := range []string{"fsynced", "async"} {
+		b.Run(mode, func(b *testing.B) {
+			srv := waggletest.Start(b, waggletest.WithConfig(func(c *appConfig) {
+				c.TurnRunner.EchoDelay = 0
+				if mode == "fsynced" {
+					c.NATSListen = waggletest.FreeAddr(b)
+				}
+			}))
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				resp := postChat(b, srv.URL, i)
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "turns/s")
+		})
+	}
+}

@@ -80,6 +80,10 @@ type Config struct {
 	Poll time.Duration
 	// Logger gets warnings (slog.Default when nil).
 	Logger *slog.Logger
+	// Async makes a new stream without an fsync per write (see
+	// ownership.OwnerConfig.Async: only where the session store's record
+	// of accepted turns puts back what a crash of NATS loses).
+	Async bool
 }
 
 // Queue is one runner's handle on the session queues.
@@ -102,13 +106,16 @@ type Queue struct {
 // Open creates (or updates) the queue stream and returns a handle on it.
 //
 // The stream is file storage with an fsync per write, like the turn
-// leases: a join is the only record of an accepted turn's place. With the
-// asynchronous persist mode a kill -9 of NATS lost the last join (its
-// flush window), and the turn, claimed after the restart, joined again at
-// the tail — behind a turn sent after the restart, out of its order
-// (e2e/distributed TestSessionFIFOAcrossFullRestart). A stream made
-// asynchronous by an older version is kept so (JetStream cannot change a
-// stream's persist mode, and its entries must not be lost to an upgrade).
+// leases, unless cfg.Async: where nothing else records an accepted turn's
+// place, a join is that record. With the asynchronous persist mode a kill
+// -9 of NATS lost the last join (its flush window), and the turn, claimed
+// after the restart, joined again at the tail — behind a turn sent after
+// the restart, out of its order (e2e/distributed
+// TestSessionFIFOAcrossFullRestart). With cfg.Async the session store
+// records each accepted turn and its place, and the runner puts lost
+// joins back before it takes new turns (ownership.Owner.Recover). A
+// stream keeps the persist mode it was made with (JetStream cannot change
+// it, and its entries must not be lost to an upgrade).
 func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Queue, error) {
 	if cfg.Alive == nil {
 		return nil, errors.New("sessionqueue: Config.Alive is required")
@@ -132,9 +139,16 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Queue, erro
 		Duplicates:  2 * time.Minute,
 		AllowDirect: true,
 	}
-	if old, err := js.Stream(ctx, StreamName); err == nil && old.CachedInfo().Config.PersistMode == jetstream.AsyncPersistMode {
-		cfg.Logger.Warn("keeping a session queue stream made without an fsync per write (by an older version): a crash of NATS may put a turn out of its order")
+	if cfg.Async && replicas == 1 {
 		scfg.PersistMode = jetstream.AsyncPersistMode
+	}
+	if old, err := js.Stream(ctx, StreamName); err == nil && old.CachedInfo().Config.PersistMode != scfg.PersistMode {
+		scfg.PersistMode = old.CachedInfo().Config.PersistMode
+		if scfg.PersistMode == jetstream.AsyncPersistMode {
+			cfg.Logger.Warn("keeping a session queue stream made without an fsync per write: a crash of NATS may put a turn out of its order")
+		} else {
+			cfg.Logger.Info("keeping a session queue stream made with an fsync per write (by an older version)")
+		}
 	}
 	st, err := bus.EnsureStream(ctx, js, scfg)
 	if err != nil {

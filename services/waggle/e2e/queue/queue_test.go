@@ -80,16 +80,23 @@ type queueServer struct {
 	main *waggletest.Proc
 }
 
-// queueStart runs one `waggle serve` with every service (its embedded
-// NATS listening on loopback) and runners-1 more processes that run only
-// a turn runner on that NATS. Echo mode: no model server answers.
+// queueStart runs one `waggle serve` with every service and, for more than
+// one runner, its embedded NATS listening on loopback and runners-1 more
+// processes that run only a turn runner on that NATS. Echo mode: no model
+// server answers.
 func queueStart(t *testing.T, runners int, storeArgs []string) *queueServer {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("multi-process tests are skipped in -short mode")
 	}
+	args := append([]string{"--echo-delay", "1ms", "--log-format", "text"}, storeArgs...)
+	if runners == 1 {
+		// The desktop: NATS is the process's own (the coordination state
+		// is written without an fsync; the store records the turns).
+		return &queueServer{main: waggletest.StartProc(t, waggleBin, waggletest.ProcArgs(args...))}
+	}
 	natsAddr := waggletest.FreeAddr(t)
-	args := append([]string{"--nats-listen", natsAddr, "--echo-delay", "1ms", "--log-format", "text"}, storeArgs...)
+	args = append([]string{"--nats-listen", natsAddr}, args...)
 	main := waggletest.StartProc(t, waggleBin, waggletest.ProcArgs(args...))
 	// A listener that wants credentials made them in the main process's
 	// data dir at its start; the runners present them.
