@@ -68,10 +68,23 @@ func CallResending[Req, Rep any](ctx context.Context, nc *nats.Conn, ep protocol
 	inbox := nc.NewInbox()
 	var first string // the reply subject of the send whose refusal counts
 	renew := true    // the next send is that one (none was delivered yet)
-	sub, err := nc.SubscribeSync(inbox + ".*")
+	// A channel subscription with a small buffer, not SubscribeSync: a
+	// synchronous subscription allocates the connection's SubChanLen
+	// (64 Ki pointers, 512 KiB) per call, which made every chat start and
+	// every append cost half a megabyte of garbage (issue 23: ~65 MiB of
+	// heap while 128 turns were being started at once). A call gets one
+	// reply per send; one that overflows this buffer is dropped and the
+	// send is repeated like a lost one.
+	replies := make(chan *nats.Msg, replyBuffer)
+	closed := make(chan struct{})
+	sub, err := nc.ChanSubscribe(inbox+".*", replies)
 	if err != nil {
 		return rep, fmt.Errorf("bus: request %s: %w", ep.Subject, err)
 	}
+	// The connection closing releases the wait at once, as NextMsg on a
+	// synchronous subscription did (the handler runs once: unsubscribe or
+	// close).
+	sub.SetClosedHandler(func(string) { close(closed) })
 	defer func() { _ = sub.Unsubscribe() }()
 	wait := max(r.After, 10*time.Millisecond)
 	sends := 0
@@ -99,7 +112,7 @@ func CallResending[Req, Rep any](ctx context.Context, nc *nats.Conn, ep protocol
 	var unansweredSince time.Time
 	for {
 		wctx, cancel := context.WithDeadline(ctx, next)
-		msg, err := sub.NextMsgWithContext(wctx)
+		msg, err := nextReply(wctx, nc, replies, closed)
 		cancel()
 		switch {
 		case errors.Is(err, nats.ErrNoResponders) || err == nil && isNoResponders(msg):
@@ -157,6 +170,25 @@ func CallResending[Req, Rep any](ctx context.Context, nc *nats.Conn, ep protocol
 		default:
 			return rep, fmt.Errorf("bus: request %s: %w", ep.Subject, err)
 		}
+	}
+}
+
+// replyBuffer is how many replies one CallResending holds unread.
+const replyBuffer = 16
+
+// nextReply waits for the next reply on replies, the end of ctx or the
+// closing of the connection, with NextMsgWithContext's answers.
+func nextReply(ctx context.Context, nc *nats.Conn, replies <-chan *nats.Msg, closed <-chan struct{}) (*nats.Msg, error) {
+	if nc.IsClosed() {
+		return nil, nats.ErrConnectionClosed
+	}
+	select {
+	case m := <-replies:
+		return m, nil
+	case <-closed:
+		return nil, nats.ErrConnectionClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
 

@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -198,5 +199,40 @@ func TestCallResendingAwaitsTheSendThatGotThereFirst(t *testing.T) {
 			_ = sub.Unsubscribe()
 			<-served
 		})
+	}
+}
+
+// A call costs a few KiB, not the connection's 64 Ki-entry pending
+// channel (512 KiB) that SubscribeSync allocates: a server starting
+// thousands of turns at once held that much per turn being started, and
+// its heap (and RSS) grew with it (issue 23).
+func TestCallResendingAllocatesLittle(t *testing.T) {
+	srv := natstest.Start(t)
+	s := serve(t, srv, ServiceConfig{})
+	ep := endpointOn[greetRequest, greetReply](s, "greet", "bustest.cheap")
+	if err := Handle(s, ep, func(_ context.Context, req greetRequest) (greetReply, error) {
+		return greetReply{Greeting: "hello " + req.Name}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	nc := srv.Conn("client")
+	call := func() {
+		if rep, err := CallResending(ctxT(t), nc, ep, greetRequest{Name: "olga"}, Resending{After: time.Second}); err != nil || rep.Greeting != "hello olga" {
+			t.Fatalf("reply %+v, %v", rep, err)
+		}
+	}
+	call() // warm-up: the connection's reply machinery, the handler's pools
+	const calls = 50
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range calls {
+		call()
+	}
+	runtime.ReadMemStats(&after)
+	// Everything the process allocated meanwhile counts (the embedded
+	// server and the handler's side too): still far below one 512 KiB
+	// channel per call.
+	if per := (after.TotalAlloc - before.TotalAlloc) / calls; per > 64<<10 {
+		t.Fatalf("%d bytes allocated per call, want ≤ 64 KiB", per)
 	}
 }

@@ -70,6 +70,12 @@ type Service struct {
 	streams    context.Context
 	stopStream context.CancelFunc
 	streamWG   sync.WaitGroup
+
+	// release returns a burst's memory to the OS when its streams end
+	// (release.go); its loop runs from Start to Stop.
+	release     *releaser
+	stopRelease context.CancelFunc
+	releaseDone chan struct{}
 }
 
 // New returns an unstarted gateway. ready reports whether every service of
@@ -143,6 +149,14 @@ func (s *Service) Start(ctx context.Context) error {
 			"addr", s.cfg.Addr)
 	}
 	s.streams, s.stopStream = context.WithCancel(context.Background())
+	s.release = newReleaser()
+	var releaseCtx context.Context
+	releaseCtx, s.stopRelease = context.WithCancel(context.Background())
+	s.releaseDone = make(chan struct{})
+	go func() {
+		defer close(s.releaseDone)
+		s.release.run(releaseCtx)
+	}()
 	s.srv = &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -181,6 +195,8 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 	s.stopStream()
 	<-s.served
+	s.stopRelease()
+	<-s.releaseDone
 	s.hub.stop()
 	drainErr := bus.Drain(ctx, s.nc)
 	return errors.Join(err, drainErr)

@@ -123,6 +123,8 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, s
 	defer s.streamWG.Done()
 	telemetry.StreamsOpen.Inc()
 	defer telemetry.StreamsOpen.Dec()
+	s.release.started()
+	defer s.release.ended()
 
 	rl := &relay{s: s, w: w, r: r, turnID: turnID, src: src, client: protocol.NewUUID(), taken: src.after, numKnown: src.after == 0}
 	defer rl.close()

@@ -319,7 +319,9 @@ func (p IdlePoint) PerStream() int64 {
 func (r *run) idleLevel(ctx context.Context, c int) (IdlePoint, error) {
 	pt := IdlePoint{Want: c, Statuses: map[int]int{}}
 	spec := ServerSpec{Topology: Single, EchoDelay: time.Hour}
-	profiled := r.cfg.ProfileDir != "" && c == r.cfg.IdleLevels[0]
+	// The largest level is profiled: the target's, where the per-stream
+	// costs dominate the fixed ones.
+	profiled := r.cfg.ProfileDir != "" && c == r.cfg.IdleLevels[len(r.cfg.IdleLevels)-1]
 	if profiled {
 		spec.Binary, spec.Prefix = r.cfg.ProfileBinary, []string{"profile-serve", "-dir", r.cfg.ProfileDir, "--"}
 	}

@@ -49,8 +49,11 @@ func (p *profiler) end() error {
 	cpu := filepath.Join(dir, "cpu-"+p.phase+".pprof")
 	allocs := filepath.Join(dir, "allocs-"+p.phase+".pprof")
 	base := filepath.Join(dir, "allocs-"+p.phase+"-base.pprof")
+	heap := filepath.Join(dir, "heap-"+p.phase+".pprof")
 	for from, to := range map[string]string{
 		fmt.Sprintf("cpu-%d.pprof", p.k): cpu, fmt.Sprintf("allocs-%d.pprof", p.k): allocs, fmt.Sprintf("allocs-%d-base.pprof", p.k): base,
+		fmt.Sprintf("heap-%d.pprof", p.k): heap, fmt.Sprintf("goroutine-%d.txt", p.k): filepath.Join(dir, "goroutine-"+p.phase+".txt"),
+		fmt.Sprintf("memstats-%d.txt", p.k): filepath.Join(dir, "memstats-"+p.phase+".txt"),
 	} {
 		if err := os.Rename(filepath.Join(dir, from), to); err != nil {
 			return err
@@ -71,12 +74,17 @@ func (p *profiler) end() error {
 		{"allocs-" + p.phase + ".top.txt", []string{"tool", "pprof", "-top", "-nodecount=30", "-sample_index=alloc_space", "-base", base, allocs}},
 		{"allocs-" + p.phase + ".objects.txt", []string{"tool", "pprof", "-top", "-nodecount=30", "-sample_index=alloc_objects", "-base", base, allocs}},
 	}
-	if p.phase == "idle" {
+	if p.phase == "idle" || p.phase == "stalled" {
 		// What the open streams hold, not what opening them allocated.
 		tops = append(tops, struct {
 			name string
 			args []string
-		}{"inuse-" + p.phase + ".top.txt", []string{"tool", "pprof", "-top", "-nodecount=30", "-sample_index=inuse_space", allocs}})
+		}{"inuse-" + p.phase + ".top.txt", []string{"tool", "pprof", "-top", "-nodecount=30", "-sample_index=inuse_space", allocs}},
+			struct {
+				name string
+				args []string
+			}{"heap-" + p.phase + ".cum.txt", []string{"tool", "pprof", "-top", "-cum", "-nodecount=60", "-sample_index=inuse_space", heap}})
+		p.r.rep.Profiles = append(p.r.rep.Profiles, filepath.Join(dir, "memstats-"+p.phase+".txt"), filepath.Join(dir, "goroutine-"+p.phase+".txt"))
 	}
 	for _, t := range tops {
 		out, err := exec.Command("go", t.args...).CombinedOutput()

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -120,5 +121,32 @@ func stopProfile(dir string, k int, cpu *os.File) error {
 	pprof.StopCPUProfile()
 	err := cpu.Close()
 	return errors.Join(err, writeHeap(filepath.Join(dir, fmt.Sprintf("allocs-%d.pprof", k))),
+		writeHeld(dir, k),
 		os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.stopped", k)), nil, 0o644))
+}
+
+// writeHeld writes what the process holds at the end of profile k: the
+// heap after a collection (heap-k.pprof: live objects only, where the
+// allocs snapshot's inuse numbers are as of the last automatic cycle and
+// include garbage of a burst), the goroutines (goroutine-k.txt, grouped
+// by stack) and the runtime's memory statistics (memstats-k.txt: heap,
+// stacks, what was returned to the OS), which tell RSS apart from heap.
+func writeHeld(dir string, k int) error {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	stats := fmt.Sprintf("goroutines %d\nHeapAlloc %d\nHeapInuse %d\nHeapIdle %d\nHeapReleased %d\nStackInuse %d\nMSpanInuse %d\nGCSys %d\nOtherSys %d\nSys %d\nNextGC %d\nNumGC %d\n",
+		runtime.NumGoroutine(), ms.HeapAlloc, ms.HeapInuse, ms.HeapIdle, ms.HeapReleased, ms.StackInuse,
+		ms.MSpanInuse, ms.GCSys, ms.OtherSys, ms.Sys, ms.NextGC, ms.NumGC)
+	heap, err := os.Create(filepath.Join(dir, fmt.Sprintf("heap-%d.pprof", k)))
+	if err != nil {
+		return err
+	}
+	err = errors.Join(pprof.Lookup("heap").WriteTo(heap, 0), heap.Close())
+	g, gerr := os.Create(filepath.Join(dir, fmt.Sprintf("goroutine-%d.txt", k)))
+	if gerr != nil {
+		return errors.Join(err, gerr)
+	}
+	return errors.Join(err, pprof.Lookup("goroutine").WriteTo(g, 1), g.Close(),
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("memstats-%d.txt", k)), []byte(stats), 0o644))
 }

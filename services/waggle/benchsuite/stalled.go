@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,10 @@ type stalledResult struct {
 	// settled says it was read early because memory had settled.
 	afterAt time.Duration
 	settled bool
+	// goMem is the Go runtime's view of the server's memory when after
+	// was read (its /metrics): what of the RSS is live heap, stacks or
+	// free memory not yet returned to the OS.
+	goMem string
 	// opened stalled turns got their headers; refused ones an HTTP error.
 	opened, refused int
 	statuses        map[int]int
@@ -61,7 +66,11 @@ func (r *run) stalled(ctx context.Context) error {
 		r.logf("   the runner answered in echo mode: the stalled-reader scenario needs the agent path")
 		return nil
 	}
-	srv, err := r.start(ctx, "stalled", ServerSpec{Topology: Single, LLMURL: r.stub.URL()})
+	spec := ServerSpec{Topology: Single, LLMURL: r.stub.URL()}
+	if r.cfg.ProfileDir != "" {
+		spec.Binary, spec.Prefix = r.cfg.ProfileBinary, []string{"profile-serve", "-dir", r.cfg.ProfileDir, "--"}
+	}
+	srv, err := r.start(ctx, "stalled", spec)
 	if err != nil {
 		return err
 	}
@@ -69,8 +78,17 @@ func (r *run) stalled(ctx context.Context) error {
 	if _, err := r.modelPathActive(ctx, srv); err != nil {
 		return err
 	}
+	// The profile spans the whole scenario; it ends when the RSS after
+	// the close was read, so its heap is what the server still holds then.
+	prof := r.profiler(srv)
+	if err := prof.begin("stalled"); err != nil {
+		return err
+	}
 	res, err := r.stalledRun(ctx, srv)
 	if err != nil {
+		return err
+	}
+	if err := prof.end(); err != nil {
 		return err
 	}
 	r.addStalledRows(res)
@@ -179,8 +197,59 @@ func (r *run) stalledRun(ctx context.Context, srv *Server) (stalledResult, error
 	if res.after, res.afterAt, res.settled, err = settleRSS(ctx, srv, res.rss0, stalledAfterTarget, r.cfg.StalledSettle); err != nil {
 		return res, err
 	}
+	res.goMem = goMemory(ctx, r.client, srv.URL)
+	r.logf("   RSS %s above start %s after the close; %s", mib(res.after-res.rss0), res.afterAt.Round(100*time.Millisecond), res.goMem)
 	res.logErrors, res.logSummary = srv.LogErrors()
 	return res, nil
+}
+
+// goMemory sums up the Go runtime's memory gauges from a server's
+// /metrics ("" when they cannot be read): the heap in use, the free heap
+// and how much of it was returned to the OS, the stacks, the next
+// collection's goal and the goroutines.
+func goMemory(ctx context.Context, c *http.Client, base string) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return ""
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	want := []struct{ name, label string }{
+		{"go_memstats_heap_inuse_bytes", "heap in use"}, {"go_memstats_heap_idle_bytes", "heap free"},
+		{"go_memstats_heap_released_bytes", "returned to the OS"}, {"go_memstats_stack_inuse_bytes", "stacks"},
+		{"go_memstats_next_gc_bytes", "next GC at"}, {"go_goroutines", "goroutines"},
+	}
+	got := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			got[name] = v
+		}
+	}
+	var parts []string
+	for _, w := range want {
+		v, ok := got[w.name]
+		if !ok {
+			continue
+		}
+		if w.name == "go_goroutines" {
+			parts = append(parts, fmt.Sprintf("%s %.0f", w.label, v))
+		} else {
+			parts = append(parts, w.label+" "+mib(int64(v)))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Go runtime: " + strings.Join(parts, ", ")
 }
 
 func (r *run) addStalledRows(res stalledResult) {
@@ -202,7 +271,7 @@ func (r *run) addStalledRows(res stalledResult) {
 	}
 	r.rep.add(Row{Group: "stalled", Metric: fmt.Sprintf("stalled readers: RSS above start %s after the clients close", r.cfg.StalledSettle),
 		Server: mib(res.after - res.rss0), Baseline: mib(res.rss0), Ratio: Ratio(float64(res.after), float64(res.rss0)),
-		Note: fmt.Sprintf("RSS %s, %s", mib(res.after), when)}.
+		Note: strings.TrimSuffix(fmt.Sprintf("RSS %s, %s; %s", mib(res.after), when, res.goMem), "; ")}.
 		atMost("≤ "+mib(stalledAfterTarget), float64(res.after-res.rss0), stalledAfterTarget, mibF))
 
 	normal := r.cfg.StalledNormal
