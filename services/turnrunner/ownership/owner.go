@@ -339,16 +339,19 @@ func (o *Owner) Lookup(ctx context.Context, turnID string) (l Lease, ok bool, er
 
 // stillMine reads turnID's lease and reports its revision when it names
 // this runner as it is now (its own write, whose answer was lost).
-func (o *Owner) stillMine(ctx context.Context, turnID string) (uint64, bool) {
+func (o *Owner) stillMine(ctx context.Context, turnID string) (rev uint64, mine bool, err error) {
 	e, err := o.leases.Get(ctx, turnID)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, false, nil
+	}
 	if err != nil {
-		return 0, false
+		return 0, false, fmt.Errorf("ownership: read lease %s: %w", turnID, err)
 	}
 	var l Lease
 	if json.Unmarshal(e.Value(), &l) != nil || l.Runner != o.cfg.Runner || l.Incarnation != o.incarnation {
-		return 0, false
+		return 0, false, nil
 	}
-	return e.Revision(), true
+	return e.Revision(), true, nil
 }
 
 // holderAlive reports whether turnID still has a lease (the queue's

@@ -1,6 +1,8 @@
 package ownership
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -214,5 +216,59 @@ func TestOlderFsyncedStreamsAreMadeAsyncWhenIdle(t *testing.T) {
 		if !a {
 			t.Fatalf("%s kept its fsync per write at a start with no turn open", name)
 		}
+	}
+}
+
+// getFails is a lease bucket whose reads fail (a loaded bus).
+type getFails struct{ jetstream.KeyValue }
+
+func (getFails) Get(context.Context, string) (jetstream.KeyValueEntry, error) {
+	return nil, errors.New("nats: timeout")
+}
+
+// TestRenewalKeepsTheTurnWhenItsReadFails: a renewal that conflicts with a
+// write of this runner's own (landed, its answer lost) reads the lease to
+// tell; when that read fails, the turn is kept and asked about again at
+// the next renewal — a runner under load stopped its own turns ("turn
+// lease taken by another runner") on a read it did not get.
+func TestRenewalKeepsTheTurnWhenItsReadFails(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	h := newHost(1)
+	js, err := jetstream.New(e.srv.Conn("r1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := NewOwner(OwnerConfig{Runner: "r1", Heartbeat: testBeat, StaleAfter: testStale}, h)
+	if err := o.Open(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	defer o.Stop()
+	tk, err := o.Accept(ctx, request("t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.run(tk)
+	ent, err := o.leases.Get(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.leases.Put(ctx, "t1", ent.Value()); err != nil { // our own write, its answer lost
+		t.Fatal(err)
+	}
+	bucket := o.leases
+	o.leases = getFails{bucket}
+	tk.Renew(ctx, true)
+	if lost := h.lostTurns(); len(lost) != 0 {
+		t.Fatalf("a renewal whose read failed stopped %v", lost)
+	}
+	o.leases = bucket
+	tk.Renew(ctx, true)
+	if lost := h.lostTurns(); len(lost) != 0 {
+		t.Fatalf("a renewal of this runner's own lease stopped %v", lost)
+	}
+	tk.Drop()
+	if _, ok, err := o.Lookup(ctx, "t1"); ok || err != nil {
+		t.Fatalf("the lease after Drop: %v %v (the renewal did not take the lease's revision)", ok, err)
 	}
 }

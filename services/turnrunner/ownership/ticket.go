@@ -108,8 +108,12 @@ func (o *Owner) Accept(ctx context.Context, req protocol.TurnRequest) (*Ticket, 
 		case err == nil:
 			return o.ticket(l, rev), nil
 		case isConflict(err) && try > 0:
-			if rev, ok := o.sameLease(ctx, l); ok {
+			rev, ok, rerr := o.sameLease(ctx, l)
+			switch {
+			case ok:
 				return o.ticket(l, rev), nil
+			case rerr != nil && ctx.Err() == nil:
+				continue // the read failed, not the turn: ask again
 			}
 			return nil, fmt.Errorf("%w: %s", ErrLeased, req.TurnID)
 		case isConflict(err):
@@ -128,16 +132,19 @@ const acceptTry = time.Second
 
 // sameLease reports the revision of l's turn's lease when it is l itself
 // (written by an earlier try whose answer was lost).
-func (o *Owner) sameLease(ctx context.Context, l Lease) (uint64, bool) {
+func (o *Owner) sameLease(ctx context.Context, l Lease) (uint64, bool, error) {
 	e, err := o.leases.Get(ctx, l.Request.TurnID)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, false, nil
+	}
 	if err != nil {
-		return 0, false
+		return 0, false, err
 	}
 	var got Lease
 	if json.Unmarshal(e.Value(), &got) != nil || got.Runner != l.Runner || got.Incarnation != l.Incarnation || got.Accepted != l.Accepted {
-		return 0, false
+		return 0, false, nil
 	}
-	return e.Revision(), true
+	return e.Revision(), true, nil
 }
 
 // ticket registers the lease l at revision rev as this runner's.
@@ -315,7 +322,15 @@ func (t *Ticket) Renew(ctx context.Context, followed bool) {
 		t.rev, t.lease = newRev, lease
 		t.mu.Unlock()
 	case isConflict(err):
-		if rev, ok := t.o.stillMine(ctx, t.req.TurnID); ok {
+		rev, ok, err := t.o.stillMine(ctx, t.req.TurnID)
+		if err != nil {
+			// Only the read failed (a loaded bus): whose lease it is is
+			// asked again at the next renewal; a turn is never stopped on
+			// a read it did not get.
+			t.logger().Warn("renew turn lease: could not tell whose it is", "err", err)
+			return
+		}
+		if ok {
 			// An earlier write of ours landed and its answer was lost (a
 			// cluster electing a leader): the lease is still this turn's.
 			t.mu.Lock()
@@ -386,7 +401,7 @@ func (t *Ticket) Drop() {
 		// A renewal of ours whose answer was lost or cut short by this
 		// Drop may have landed: still this runner's lease, at a newer
 		// revision.
-		if rev, ok := t.o.stillMine(ctx, t.req.TurnID); ok {
+		if rev, ok, _ := t.o.stillMine(ctx, t.req.TurnID); ok {
 			err = t.o.leases.Delete(ctx, t.req.TurnID, jetstream.LastRevision(rev))
 		}
 	}
@@ -417,7 +432,7 @@ func (t *Ticket) Release(followed bool) {
 	_, err := t.o.leases.Update(ctx, t.req.TurnID, body, rev)
 	if isConflict(err) {
 		// As in Drop: a renewal of ours may have landed meanwhile.
-		if rev, ok := t.o.stillMine(ctx, t.req.TurnID); ok {
+		if rev, ok, _ := t.o.stillMine(ctx, t.req.TurnID); ok {
 			_, err = t.o.leases.Update(ctx, t.req.TurnID, body, rev)
 		}
 	}
