@@ -216,7 +216,9 @@ func (k *Knowledge) Observe(m graph.Mind, text string) {
 		return
 	}
 	if len(text) > MaxText {
-		text = text[:MaxText]
+		// A copy: the prefix alone would keep the whole text (a 5 MB
+		// reply) alive for as long as the job waits in the queue.
+		text = strings.Clone(text[:MaxText])
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -248,7 +250,7 @@ func (k *Knowledge) ObserveMessage(workspace string, msg protocol.Message) {
 			clear(k.pending) // replies that never came; their texts go unread
 		}
 		user := strings.TrimSpace(msg.Content)
-		k.pending[msg.TurnID] = job{mind: m, text: user[:min(len(user), MaxText)]}
+		k.pending[msg.TurnID] = job{mind: m, text: strings.Clone(user[:min(len(user), MaxText)])}
 		k.mu.Unlock()
 	case "assistant":
 		k.mu.Lock()
@@ -259,7 +261,8 @@ func (k *Knowledge) ObserveMessage(workspace string, msg protocol.Message) {
 		if msg.Error != "" {
 			reply = "" // a failed turn's partial reply states nothing
 		}
-		k.Observe(m, strings.TrimSpace(user+"\n\n"+reply))
+		// Only MaxText of it is read: the reply is not copied whole.
+		k.Observe(m, strings.TrimSpace(user+"\n\n"+reply[:min(len(reply), MaxText)]))
 	}
 }
 

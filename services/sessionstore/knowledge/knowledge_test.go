@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -294,4 +295,31 @@ func settingsIn(t *testing.T, dir string) func(string) json.RawMessage {
 		t.Fatal(err)
 	}
 	return st.Value
+}
+
+// TestQueuedTurnsDoNotHoldTheirReplies: a turn waiting in the extraction
+// queue keeps the part of its text that is read (MaxText), not its whole
+// reply: under load the worker falls behind, and 24 turns of 5 MB replies
+// held 120 MB in the queue (e2e/load TestStalledReadersKeepMemoryBounded's
+// heap bound failed on a busy machine).
+func TestQueuedTurnsDoNotHoldTheirReplies(t *testing.T) {
+	k := knowledge.New(knowledge.Config{Backend: graph.NewJSONL(t.TempDir()), Queue: 64}) // not started: every job waits
+	const turns, reply = 16, 2 << 20
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	for i := range turns {
+		id := fmt.Sprintf("t%d", i)
+		k.ObserveMessage("w1", protocol.Message{Role: "user", TurnID: id, Content: strings.Repeat("q", reply)})
+		k.ObserveMessage("w1", protocol.Message{Role: "assistant", TurnID: id, Content: strings.Repeat("a", reply)})
+	}
+	grown := int64(heap()) - int64(before)
+	if limit := int64(turns * 4 * knowledge.MaxText); grown > limit {
+		t.Fatalf("%d queued turns of %d MiB replies hold %d KiB, want ≤ %d KiB", turns, reply>>20, grown>>10, limit>>10)
+	}
+	runtime.KeepAlive(k)
 }
