@@ -195,8 +195,15 @@ func (rl *relay) close() {
 	if rl.closePrivate != nil {
 		rl.closePrivate()
 	}
+	rl.dropLive()
+}
+
+// dropLive takes the relay's live queue out of the hub (if it still has
+// one); the queue and what it holds are then garbage.
+func (rl *relay) dropLive() {
 	if rl.src.live != nil {
 		rl.s.hub.unfollow(rl.turnID, rl.src.live)
+		rl.src.live = nil
 	}
 }
 
@@ -227,6 +234,11 @@ func (rl *relay) run() {
 		}
 		if dropped {
 			telemetry.RelayCatchUps.Inc()
+			// The live queue is not read again: let the hub stop filling
+			// it and let what it held go, or a lagging relay keeps a full
+			// queue (and its turn's done, the whole reply) for the rest
+			// of its stream beside what it reads from its own consumer.
+			rl.dropLive()
 			if rl.allDiscarded() {
 				// The turn's events are all gone (it ended and the window
 				// moved on): nothing is left to stream.
