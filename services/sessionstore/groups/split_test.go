@@ -176,3 +176,19 @@ func TestGroupsOfNoTeamMoveOutOfPostgres(t *testing.T) {
 	}
 	check("after a crash before the row was deleted")
 }
+
+// TestGroupsMadeInOneMillisecondListInOrder: createdAt has millisecond
+// precision and orders the listing across the file and PostgreSQL; groups
+// made within one millisecond (a frozen clock here) still list in the
+// order they were made, whichever side keeps them.
+func TestGroupsMadeInOneMillisecondListInOrder(t *testing.T) {
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	cfg := groups.Config{DataDir: t.TempDir(), Pool: newPool(t), Split: true, Now: func() time.Time { return at }}
+	s := open(t, cfg)
+	create(t, s, "team-first", "acme")
+	create(t, s, "mine-second", "")
+	create(t, s, "team-third", "acme")
+	if got := listNames(t, open(t, cfg)); got != "team-first,mine-second,team-third" {
+		t.Errorf("listing %q, want creation order", got)
+	}
+}
