@@ -303,6 +303,37 @@ func TestConfigReload(t *testing.T) {
 	}
 }
 
+// TestCallCutByRemovalSaysStopped: a call in flight when a config edit
+// removes its server ends at once (the SDK's Close waits for calls in
+// flight: before, the edit hung until the call's timeout), with the
+// removal as its reason, not as a crash that is "being restarted"
+// (nothing restarts it), and no restart step; the server saw the cancel.
+func TestCallCutByRemovalSaysStopped(t *testing.T) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "rec")
+	writeConfig(t, dir, map[string]any{"local": stdioEntry(rec, nil)})
+	m := startManager(t, dir, nil)
+	var mu sync.Mutex
+	var steps []string
+	set := m.Bind(context.Background(), "", func(s string) { mu.Lock(); steps = append(steps, s); mu.Unlock() })
+	done := make(chan error, 1)
+	go func() {
+		_, err := call(t, toolByName(t, set, "mcp__local__slow"), `{}`)
+		done <- err
+	}()
+	waitfor.True(t, "slow started", func() bool { return recorded(rec, "started slow") })
+	writeConfig(t, dir, map[string]any{})
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "the server was stopped") {
+		t.Fatalf("call cut by the removal: %v", err)
+	}
+	waitfor.True(t, "the server saw the cancellation", func() bool { return recorded(rec, "cancelled slow") })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(steps) != 0 {
+		t.Fatalf("steps %q, want none (nothing restarts)", steps)
+	}
+}
+
 // TestTrustGate: trusted tools skip the approval gate; the rest ask it.
 func TestTrustGate(t *testing.T) {
 	dir := t.TempDir()

@@ -48,6 +48,9 @@ type server struct {
 	m       *Manager
 	refused error // set: never started (reported as refused)
 
+	// life ends when stop is called; calls in flight end with it, since
+	// the SDK's Close waits for them.
+	life   context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
 	// refresh asks the loop to list the tools again (list_changed).
@@ -70,6 +73,7 @@ type server struct {
 func newServer(m *Manager, key serverKey, cfg ServerConfig, refused error) *server {
 	s := &server{key: key, cfg: cfg, m: m, refused: refused, state: protocol.MCPStateConnecting,
 		changed: make(chan struct{}), refresh: make(chan struct{}, 1), done: make(chan struct{}), lastUsed: time.Now()}
+	s.life, s.cancel = context.WithCancel(context.Background())
 	if refused != nil {
 		s.state, s.err, s.attempted = protocol.MCPStateRefused, refused.Error(), true
 		close(s.done)
@@ -82,25 +86,21 @@ func (s *server) start() {
 	if s.refused != nil {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
 	go func() {
 		defer close(s.done)
-		s.loop(ctx)
+		s.loop(s.life)
 	}()
 }
 
 // stop ends the loop and closes the connection (the stdio process is
 // ended), waiting for both.
 func (s *server) stop() {
-	if s.cancel != nil {
-		s.cancel()
-	}
+	s.cancel()
 	<-s.done
 	// A turn that bound this server's tools before it was replaced gets an
 	// answer at once instead of waiting for a connection that never comes.
 	s.mu.Lock()
-	s.session, s.tools, s.state, s.err, s.attempted = nil, nil, protocol.MCPStateRefused, "the server was stopped (its configuration changed)", true
+	s.session, s.tools, s.state, s.err, s.attempted = nil, nil, protocol.MCPStateRefused, errStopped, true
 	s.signalLocked()
 	s.mu.Unlock()
 }
@@ -368,6 +368,10 @@ func (s *server) awaitFirst(ctx context.Context) {
 
 // errRestarting marks a call that found its server gone.
 var errRestarting = errors.New("restarting")
+
+// errStopped is the state's reason, and a call's answer, once a config
+// edit removed or replaced the server.
+const errStopped = "the server was stopped (its configuration changed)"
 
 // await returns the live session, waiting while the server (re)connects.
 func (s *server) await(ctx context.Context) (*sdk.ClientSession, error) {

@@ -119,6 +119,9 @@ func (t *Tool) Call(ctx context.Context, input json.RawMessage) (string, error) 
 	s.touch()
 	cctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
+	// A config edit that removes the server cancels the call (the server
+	// is told, as for a cancelled turn) rather than waiting for it.
+	defer context.AfterFunc(s.life, cancel)()
 	cs, err := s.await(cctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -133,6 +136,10 @@ func (t *Tool) Call(ctx context.Context, input json.RawMessage) (string, error) 
 	switch {
 	case ctx.Err() != nil:
 		return "", ctx.Err()
+	case err != nil && s.life.Err() != nil:
+		// The call raced a config edit that removed the server: it is not
+		// being restarted, whatever the broken connection suggests.
+		return "", fmt.Errorf("MCP server %q is not available: %s", s.key.name, errStopped)
 	case cctx.Err() != nil:
 		return "", fmt.Errorf("MCP server %q did not answer within %s (the call was cancelled)", s.key.name, t.timeout)
 	case err != nil && !isProtocolError(err):
