@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -71,8 +73,15 @@ func (h *hub) dispatch(m jetstream.Msg) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	fs := h.turns[id]
+	if len(fs) == 0 {
+		return
+	}
+	ev, ok := newEvent(m)
+	if !ok {
+		return
+	}
 	for i := 0; i < len(fs); i++ {
-		if !fs[i].offer(m) {
+		if !fs[i].offer(ev) {
 			// Lagging: this follower now catches up from the stream.
 			fs = append(fs[:i], fs[i+1:]...)
 			i--
@@ -83,6 +92,33 @@ func (h *hub) dispatch(m jetstream.Msg) {
 	} else {
 		h.turns[id] = fs
 	}
+}
+
+// event is one turn event as a relay needs it, taken out of its NATS
+// message. Relays and queues never keep the message itself: nats.go links
+// each message it delivers to the one that arrived after it on the same
+// subscription while it waited, and never unlinks it, so one message kept
+// by a relay stuck writing to a client that stopped reading keeps the
+// whole backlog that followed it alive — on the hub's subscription, every
+// turn's events, done events carrying whole replies included.
+type event struct {
+	seq  uint64    // stream sequence: the SSE id
+	num  uint64    // number in its turn (protocol.HeaderEventNum), 0 when it has none
+	name string    // protocol.HeaderEvent
+	data []byte    // the message's own payload buffer (nats.go allocates one per message)
+	at   time.Time // when the stream stored it
+}
+
+// newEvent takes what a relay needs out of m; ok is false when m carries
+// no stream metadata (not a stream message: nothing to relay).
+func newEvent(m jetstream.Msg) (ev event, ok bool) {
+	meta, err := m.Metadata()
+	if err != nil {
+		return event{}, false
+	}
+	h := m.Headers()
+	num, _ := strconv.ParseUint(h.Get(protocol.HeaderEventNum), 10, 64)
+	return event{seq: meta.Sequence.Stream, num: num, name: h.Get(protocol.HeaderEvent), data: m.Data(), at: meta.Timestamp}, true
 }
 
 // follow registers a relay for a turn's future events. Register before the
@@ -118,7 +154,7 @@ func (h *hub) unfollow(turnID string, q *queue) {
 // its whole backlog and can coalesce it.
 type queue struct {
 	mu      sync.Mutex
-	pending []jetstream.Msg
+	pending []event
 	bytes   int           // of pending (msgSize)
 	limit   int           // bytes
 	dropped bool          // overflowed (live path): the relay must catch up
@@ -139,7 +175,7 @@ const (
 
 // msgSize is what an event costs a queue: its data and a fixed allowance
 // for the message's subject, headers and bookkeeping.
-func msgSize(m jetstream.Msg) int { return len(m.Data()) + 256 }
+func msgSize(ev event) int { return len(ev.data) + 256 }
 
 func newQueue(limit int) *queue {
 	q := &queue{limit: limit, ready: make(chan struct{}, 1)}
@@ -156,7 +192,7 @@ func (q *queue) signal() {
 
 // offer appends m unless the queue is full, in which case the queue is
 // marked dropped and offer reports false. It never blocks.
-func (q *queue) offer(m jetstream.Msg) bool {
+func (q *queue) offer(m event) bool {
 	q.mu.Lock()
 	if q.dropped || q.bytes >= q.limit {
 		q.dropped = true
@@ -173,7 +209,7 @@ func (q *queue) offer(m jetstream.Msg) bool {
 
 // put appends m, waiting while the queue is full until there is room or
 // stop is closed. It is the private consumer's flow control.
-func (q *queue) put(m jetstream.Msg, stop <-chan struct{}) {
+func (q *queue) put(m event, stop <-chan struct{}) {
 	q.mu.Lock()
 	for q.bytes >= q.limit {
 		select {
@@ -199,7 +235,7 @@ func (q *queue) wake() {
 
 // take returns everything waiting (reusing buf) and whether the queue was
 // dropped by the live path.
-func (q *queue) take(buf []jetstream.Msg) ([]jetstream.Msg, bool) {
+func (q *queue) take(buf []event) ([]event, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	out := append(buf[:0], q.pending...)

@@ -78,7 +78,7 @@ type relay struct {
 	q            *queue
 	closePrivate func()
 	out          *sse.Writer
-	batch        []jetstream.Msg
+	batch        []event
 	// taken is the stream sequence of the last event taken; lastNum its
 	// number (protocol.HeaderEventNum), 0 before the first.
 	taken   uint64
@@ -92,7 +92,7 @@ type relay struct {
 	// before the lost one. The next number arriving drops them (their
 	// copies follow it); if it does not come within gapWait, or too many
 	// wait, the hole is real (events discarded) and the client is told.
-	ahead      []jetstream.Msg
+	ahead      []event
 	aheadSince time.Time
 }
 
@@ -177,8 +177,11 @@ func (rl *relay) openPrivate(after uint64) error {
 	// is below one event's size (a done carrying a long reply) would never
 	// deliver it, and one sized for the largest event would let every
 	// lagging client hold that much.
-	cc, err := cons.Consume(func(m jetstream.Msg) { pq.put(m, stop) },
-		jetstream.PullMaxMessages(privateReadAhead))
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		if ev, ok := newEvent(m); ok {
+			pq.put(ev, stop)
+		}
+	}, jetstream.PullMaxMessages(privateReadAhead))
 	if err != nil {
 		rl.s.deleteConsumer(cons)
 		return err
@@ -223,6 +226,8 @@ func (rl *relay) run() {
 		rl.batch, dropped = rl.q.take(rl.batch)
 		if len(rl.batch) > 0 {
 			done, ok := rl.deliver()
+			// What was written is not kept while the relay waits.
+			clear(rl.batch)
 			if !ok {
 				rl.gone()
 			}
@@ -305,13 +310,9 @@ func (rl *relay) deliver() (done, ok bool) {
 	lagging := len(batch) > coalesceBacklog
 	for i := 0; i < len(batch); i++ {
 		m := batch[i]
-		meta, err := m.Metadata()
-		if err != nil {
-			continue
-		}
 		switch rl.place(m) {
 		case placeCopy:
-			rl.taken = meta.Sequence.Stream
+			rl.taken = m.seq
 			continue
 		case placeAhead:
 			continue
@@ -323,28 +324,25 @@ func (rl *relay) deliver() (done, ok bool) {
 				continue // a copy of a released event
 			}
 		}
-		rl.taken = meta.Sequence.Stream
-		event := m.Headers().Get(protocol.HeaderEvent)
+		rl.taken = m.seq
+		event := m.name
 		if strings.HasPrefix(event, "_") {
 			continue // internal markers (a turn's start) are not for clients
 		}
-		data := m.Data()
+		data := m.data
 		if event == protocol.EventToken && lagging {
 			if j := rl.tokenRun(batch, i); j-i > 1 {
 				data = joinTokens(batch[i:j])
-				last, err := batch[j-1].Metadata()
-				if err != nil {
-					continue
-				}
-				meta, rl.taken, i = last, last.Sequence.Stream, j-1
-				rl.lastNum = eventNum(batch[j-1])
+				last := batch[j-1]
+				m, rl.taken, i = last, last.seq, j-1
+				rl.lastNum = last.num
 			}
 		}
-		if err := rl.out.Event(meta.Sequence.Stream, event, data); err != nil {
+		if err := rl.out.Event(m.seq, event, data); err != nil {
 			return false, false
 		}
 		telemetry.RelayEvents.Inc()
-		telemetry.RelayLag.Observe(time.Since(meta.Timestamp).Seconds())
+		telemetry.RelayLag.Observe(time.Since(m.at).Seconds())
 		if (rl.src.final == "" && protocol.IsTerminal(event)) || event == rl.src.final {
 			return true, true
 		}
@@ -354,10 +352,10 @@ func (rl *relay) deliver() (done, ok bool) {
 
 // tokenRun returns the end of the run of consecutive token events that
 // starts at batch[i] (contiguous numbers: a gap ends the run).
-func (rl *relay) tokenRun(batch []jetstream.Msg, i int) int {
+func (rl *relay) tokenRun(batch []event, i int) int {
 	j := i + 1
-	for j < len(batch) && batch[j].Headers().Get(protocol.HeaderEvent) == protocol.EventToken {
-		if n, prev := eventNum(batch[j]), eventNum(batch[j-1]); n != 0 && prev != 0 && n != prev+1 {
+	for j < len(batch) && batch[j].name == protocol.EventToken {
+		if n, prev := batch[j].num, batch[j-1].num; n != 0 && prev != 0 && n != prev+1 {
 			break
 		}
 		j++
@@ -376,8 +374,8 @@ const (
 )
 
 // place decides what to do with m and, for placeNext, takes its number.
-func (rl *relay) place(m jetstream.Msg) placement {
-	n := eventNum(m)
+func (rl *relay) place(m event) placement {
+	n := m.num
 	if n == 0 {
 		return placeNext // an event without a number (a gateway's end of an orphaned turn)
 	}
@@ -422,10 +420,10 @@ func (rl *relay) releaseAhead() (done, ok bool) {
 	if len(held) == 0 {
 		return false, true
 	}
-	if !rl.sendGap(eventNum(held[0]) - rl.lastNum - 1) {
+	if !rl.sendGap(held[0].num - rl.lastNum - 1) {
 		return false, false
 	}
-	rl.lastNum = eventNum(held[0]) - 1
+	rl.lastNum = held[0].num - 1
 	batch := rl.batch
 	rl.batch = nil
 	defer func() { rl.batch = batch }()
@@ -519,12 +517,6 @@ func (rl *relay) allDiscarded() bool {
 	return errors.Is(err, jetstream.ErrMsgNotFound)
 }
 
-// eventNum is m's number in its turn (0 when it has none).
-func eventNum(m jetstream.Msg) uint64 {
-	n, _ := strconv.ParseUint(m.Headers().Get(protocol.HeaderEventNum), 10, 64)
-	return n
-}
-
 // eventNum reads the number of the event stored at seq, if it is still
 // there and belongs to turnID.
 func (s *Service) eventNum(ctx context.Context, turnID string, seq uint64) (uint64, bool) {
@@ -541,17 +533,17 @@ func (s *Service) eventNum(ctx context.Context, turnID string, seq uint64) (uint
 }
 
 // joinTokens merges token events into one token event's data.
-func joinTokens(msgs []jetstream.Msg) []byte {
+func joinTokens(msgs []event) []byte {
 	var b strings.Builder
 	for _, m := range msgs {
 		var t protocol.TokenData
-		if err := json.Unmarshal(m.Data(), &t); err == nil {
+		if err := json.Unmarshal(m.data, &t); err == nil {
 			b.WriteString(t.Content)
 		}
 	}
 	data, err := marshalNoEscape(protocol.TokenData{Content: b.String()})
 	if err != nil {
-		return msgs[0].Data()
+		return msgs[0].data
 	}
 	return data
 }
