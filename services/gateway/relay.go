@@ -490,9 +490,13 @@ func (rl *relay) storedEnd() (event string, body []byte, ok bool) {
 // its client stalled and whose events the stream no longer holds: a
 // consumer that stopped pulling past its inactivity limit has nothing
 // left to deliver, so without this the client would wait for ever. A
-// turn still running (no reply stored yet) is left to stream on.
+// turn still running (no reply stored yet) is left to stream on, and so
+// is a relay holding events past a hole: they (often the turn's done,
+// the whole reply) go out when the hole is reported, and reading the
+// reply again from the store would hold it twice for a client that may
+// not read either.
 func (rl *relay) endedUnseen() bool {
-	if rl.closePrivate == nil || rl.src.ref == nil || rl.src.final != "" || !rl.allDiscarded() {
+	if rl.closePrivate == nil || rl.src.ref == nil || rl.src.final != "" || len(rl.ahead) > 0 || !rl.allDiscarded() {
 		return false
 	}
 	event, body, ok := rl.storedEnd()

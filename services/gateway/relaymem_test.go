@@ -2,14 +2,18 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/waitfor"
@@ -124,5 +128,70 @@ func TestStalledRelayHoldsNoLaterTraffic(t *testing.T) {
 	t.Logf("heap grew %d KiB with one stalled relay after %d MiB of other traffic", grown>>10, others*otherSize>>20)
 	if grown > otherSize/2 {
 		t.Fatalf("heap grew %d KiB with one stalled relay: it keeps the other turn's %d MiB alive", grown>>10, others*otherSize>>20)
+	}
+}
+
+// TestRelayHoldingTheEndWaitsForIt: a relay that holds its turn's done past
+// a hole (the events between were discarded while its client stalled)
+// delivers that done once the hole is reported. It does not also read the
+// reply from the store while holding it when its keep-alive finds the
+// stream emptied — two copies of a long reply per stalled client (e2e/load
+// TestStalledReadersKeepMemoryBounded failed its heap bound when the
+// keep-alive came before the gap timer, about every other run).
+func TestRelayHoldingTheEndWaitsForIt(t *testing.T) {
+	old := gapWait
+	gapWait = 500 * time.Millisecond
+	defer func() { gapWait = old }()
+	s := newRelayService(t)
+	s.cfg.KeepAlive, s.cfg.RequestTimeout = 20*time.Millisecond, 5*time.Second
+	const turn = "turn-held-end"
+	var storeReads atomic.Int32
+	sub, err := s.nc.Subscribe(protocol.ReadHistory.Subject, func(m *nats.Msg) {
+		storeReads.Add(1)
+		body, _ := json.Marshal(protocol.HistoryReply{Messages: []protocol.Message{
+			{Role: protocol.RoleUser, Content: "long", TurnID: turn},
+			{Role: protocol.RoleAssistant, Content: "end", TurnID: turn},
+		}})
+		_ = m.Respond(body)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	publishNumbered(t, s, turn, protocol.EventToken, 1, `{"content":"t1 "}`)
+	publishNumbered(t, s, turn, protocol.EventDone, 3, `{"content":"end"}`) // 2 was discarded
+	<-s.js.PublishAsyncComplete()
+
+	w := &slowWriter{header: http.Header{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.relay(w, httptest.NewRequest(http.MethodGet, "/", nil), turn, relaySource{ref: &protocol.SessionRef{Workspace: "default", Session: "s"}}, false)
+	}()
+	waitfor.Within(10*time.Second).True(t, "the client read the first token", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return strings.Contains(w.buf.String(), "t1 ")
+	})
+	// The window moves on: the stream no longer holds the turn.
+	st, err := s.js.Stream(context.Background(), protocol.StreamTurns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Purge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the relay never ended")
+	}
+	r := readRelayed(t, w)
+	want := []string{protocol.EventToken, protocol.EventStreamGap, protocol.EventDone}
+	if strings.Join(r.names, ",") != strings.Join(want, ",") {
+		t.Fatalf("events %v, want %v", r.names, want)
+	}
+	if n := storeReads.Load(); n != 0 {
+		t.Fatalf("the relay read the reply from the store %d times while it held the turn's done", n)
 	}
 }
