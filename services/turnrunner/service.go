@@ -25,6 +25,7 @@ import (
 	"github.com/waggle-os/core/services/turnrunner/agent"
 	"github.com/waggle-os/core/services/turnrunner/mcp"
 	"github.com/waggle-os/core/services/turnrunner/ownership"
+	"github.com/waggle-os/core/services/turnrunner/ownership/recovery"
 	"github.com/waggle-os/core/services/turnrunner/presence"
 	"github.com/waggle-os/core/services/turnrunner/profileai"
 	"github.com/waggle-os/core/services/turnrunner/retrieval"
@@ -532,7 +533,7 @@ func (s *Service) asyncCoordination() bool {
 }
 
 // recoverAccepted puts back, from the session store's record of accepted
-// turns, the leases and places NATS lost in a crash (Owner.Recover), before
+// turns, the leases and places NATS lost in a crash (recovery.Recover), before
 // the runner takes any turn. It waits for the store (it may start after
 // the runner) up to clusterWait.
 func (s *Service) recoverAccepted(ctx context.Context) error {
@@ -546,7 +547,8 @@ func (s *Service) recoverAccepted(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("turnrunner: read the session store's open turns: %w", err)
 	}
-	if _, _, err := s.own.Recover(ctx, open.Turns); err != nil {
+	leases, queue := s.own.Coordination()
+	if _, _, err := recovery.Recover(ctx, leases, queue, open.Turns, s.log); err != nil {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
 	return nil

@@ -85,7 +85,7 @@ type Config struct {
 	// sets it only when NATS is embedded in the same process and no other
 	// process connects to it: then a crash of NATS is a crash of this
 	// runner, and the runner's start puts back what NATS lost
-	// (ownership.Owner.Recover) before it takes a turn. Default false.
+	// (ownership/recovery) before it takes a turn. Default false.
 	AsyncCoordination bool
 
 	// TeamServer says the runner serves a team server (the composition

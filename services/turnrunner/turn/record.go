@@ -11,7 +11,7 @@ import (
 // The session store's record of accepted turns (protocol.AcceptedTurn),
 // kept when Config.RecordAccepted: the turn's lease and place are then
 // written without an fsync, and what a crash of NATS loses of them is put
-// back from this record (ownership.Owner.Recover). A turn that holds its
+// back from this record (ownership/recovery). A turn that holds its
 // session is recorded by its user message's append; one that waits is
 // recorded by the runner before its start is answered (RecordQueued). A
 // turn that ends without a reply — cancelled while it waited — is closed
