@@ -255,7 +255,7 @@ func (t *Turn) decide() {
 	if !llm && t.deps.Config.LLMAPIKey == "" && t.deps.ModelServer.Last().WantsKey() &&
 		t.deps.Settings.ModelKey(t.ctx, t.req.Workspace, t.req.Model) != "" {
 		// The server refused the probe's key (the local vault's, or none)
-		// but this turn's team has one: the turn uses it (loopOptions),
+		// but this turn's team has one: the turn uses it (pipeline.Turn.LoopOptions),
 		// and a wrong one is the model server's error, not echo mode.
 		llm = true
 	}
