@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 )
 
@@ -57,11 +56,8 @@ func (t *Turn) closeRecord() {
 // CloseRecord closes req's record in the session store (see Turn's
 // recording): for a turn that ends without a reply.
 func CloseRecord(d *Deps, req protocol.TurnRequest) {
-	ctx, cancel := context.WithTimeout(context.Background(), d.Config.StoreTimeout)
-	defer cancel()
-	_, err := bus.CallResending(ctx, d.Conn, protocol.CloseTurn,
-		protocol.CloseTurnRequest{SessionRef: protocol.SessionRef{Workspace: req.Workspace, Session: req.Session}, TurnID: req.TurnID},
-		bus.Resending{After: appendResendAfter, Unanswered: historyResendAfter})
+	err := storeWrite(context.Background(), d, protocol.CloseTurn,
+		protocol.CloseTurnRequest{SessionRef: protocol.SessionRef{Workspace: req.Workspace, Session: req.Session}, TurnID: req.TurnID})
 	if err != nil {
 		d.Log.Warn("close the store's record of a turn that ended without a reply (a restart after a crash may run it again)", "turn", req.TurnID, "err", err)
 	}
@@ -70,9 +66,5 @@ func CloseRecord(d *Deps, req protocol.TurnRequest) {
 // RecordQueued records a turn that waits for its session as accepted,
 // durably, before its start is answered.
 func RecordQueued(ctx context.Context, d *Deps, at protocol.AcceptedTurn) error {
-	ctx, cancel := context.WithTimeout(ctx, d.Config.StoreTimeout)
-	defer cancel()
-	_, err := bus.CallResending(ctx, d.Conn, protocol.RecordTurn, at,
-		bus.Resending{After: appendResendAfter, Unanswered: historyResendAfter})
-	return err
+	return storeWrite(ctx, d, protocol.RecordTurn, at)
 }
