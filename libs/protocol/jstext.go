@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"sync"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -17,6 +18,28 @@ const TimestampLayout = "2006-01-02T15:04:05.000Z"
 
 // Timestamp formats t in TimestampLayout, converting it to UTC first.
 func Timestamp(t time.Time) string { return t.UTC().Format(TimestampLayout) }
+
+// Stamps hands out Timestamps that strictly increase: one taken within
+// the millisecond of the previous one is moved a millisecond past it, so
+// records sorted by their stamp (newest first, creation order) keep the
+// order they were made in. The zero value is ready; it is safe for
+// concurrent use.
+type Stamps struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+// Next is the stamp for a record made at now.
+func (s *Stamps) Next(now time.Time) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := now.UTC().Truncate(time.Millisecond)
+	if !t.After(s.last) {
+		t = s.last.Add(time.Millisecond)
+	}
+	s.last = t
+	return Timestamp(t)
+}
 
 // UTF16Len is the length of s in UTF-16 code units, as JavaScript's
 // String.prototype.length counts it.

@@ -53,3 +53,22 @@ func TestTimestamp(t *testing.T) {
 		}
 	}
 }
+
+func TestStampsIncrease(t *testing.T) {
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var s Stamps
+	for _, tc := range []struct {
+		now  time.Time
+		want string
+	}{
+		{at.Add(400 * time.Microsecond), "2026-05-01T12:00:00.000Z"},
+		{at.Add(900 * time.Microsecond), "2026-05-01T12:00:00.001Z"}, // same millisecond: moved past
+		{at, "2026-05-01T12:00:00.002Z"},                             // a clock stepped back
+		{at.Add(time.Second), "2026-05-01T12:00:01.000Z"},            // later: as is
+		{at.Add(time.Second).In(time.FixedZone("x", 3600)), "2026-05-01T12:00:01.001Z"},
+	} {
+		if got := s.Next(tc.now); got != tc.want {
+			t.Errorf("Next(%v) = %s, want %s", tc.now, got, tc.want)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/turnrunner/ownership"
 	"github.com/waggle-os/core/services/turnrunner/ownership/sessionqueue"
+	"github.com/waggle-os/core/services/turnrunner/runnerconfig"
 )
 
 // reapEnv is a real runner on an embedded NATS server and a connection
@@ -47,7 +48,7 @@ func newReapEnv(t *testing.T) *reapEnv {
 // test wrote them).
 func (e *reapEnv) startRunner(claims bool) *Service {
 	e.t.Helper()
-	s := New(Config{DataDir: e.t.TempDir(), LLMURL: "http://127.0.0.1:9/v1", RunnerID: "runner-under-test"},
+	s := New(runnerconfig.Config{DataDir: e.t.TempDir(), LLMURL: "http://127.0.0.1:9/v1", RunnerID: "runner-under-test"},
 		bus.Dialer(e.srv.Dial), slog.New(slog.DiscardHandler))
 	if err := s.Start(context.Background()); err != nil {
 		e.t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,9 +25,11 @@ import (
 	"github.com/waggle-os/core/services/turnrunner/agent"
 	"github.com/waggle-os/core/services/turnrunner/mcp"
 	"github.com/waggle-os/core/services/turnrunner/ownership"
+	"github.com/waggle-os/core/services/turnrunner/ownership/recovery"
 	"github.com/waggle-os/core/services/turnrunner/presence"
 	"github.com/waggle-os/core/services/turnrunner/profileai"
 	"github.com/waggle-os/core/services/turnrunner/retrieval"
+	"github.com/waggle-os/core/services/turnrunner/runnerconfig"
 	"github.com/waggle-os/core/services/turnrunner/settings"
 	"github.com/waggle-os/core/services/turnrunner/subagent"
 	"github.com/waggle-os/core/services/turnrunner/tools"
@@ -38,7 +39,7 @@ import (
 
 // Service is the turn-runner service.
 type Service struct {
-	cfg  Config
+	cfg  runnerconfig.Config
 	id   string
 	dial bus.Dialer
 	log  *slog.Logger
@@ -63,6 +64,11 @@ type Service struct {
 	models   *settings.Cache
 	policies *settings.Policies
 	mcp      *mcp.Manager
+
+	// orphanAfter is how long a due lease no runner can take stays before
+	// a runner ends its turn (ownership.OrphanAfter when 0; tests shorten
+	// it).
+	orphanAfter time.Duration
 
 	// loops is the heartbeat loop (lease renewal, presence), stopped by
 	// Stop.
@@ -95,29 +101,11 @@ type Service struct {
 }
 
 // New returns an unstarted runner.
-func New(cfg Config, dial bus.Dialer, log *slog.Logger) *Service {
+func New(cfg runnerconfig.Config, dial bus.Dialer, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
 	return &Service{cfg: cfg, dial: dial, log: log.With("service", "turn-runner"), turns: map[string]*runningTurn{}, starting: map[string]int{}, runs: map[string]context.CancelCauseFunc{}}
-}
-
-func defaultRunnerID() string {
-	host, _ := os.Hostname()
-	var b strings.Builder
-	for _, c := range host {
-		if c < 128 && protocol.ValidID(string(c)) {
-			b.WriteRune(c)
-		}
-	}
-	h := b.String()
-	if len(h) > 64 {
-		h = h[:64]
-	}
-	if h == "" {
-		h = "runner"
-	}
-	return fmt.Sprintf("%s-%d-%s", h, os.Getpid(), protocol.NewUUID()[:8])
 }
 
 // ID is this runner's name in turn leases.
@@ -127,7 +115,7 @@ func (s *Service) ID() string { return s.id }
 // buckets exist, and starts taking turns — new ones and those other
 // runners left behind.
 func (s *Service) Start(ctx context.Context) error {
-	if err := s.cfg.prepare(); err != nil {
+	if err := s.cfg.Prepare(); err != nil {
 		return err
 	}
 	if err := s.build(); err != nil {
@@ -153,7 +141,7 @@ func (s *Service) build() error {
 	s.id = s.cfg.RunnerID
 	s.log = s.log.With("runner", s.id)
 	s.own = ownership.NewOwner(ownership.OwnerConfig{
-		Runner: s.id, Replicas: s.cfg.Stream.Replicas, OrphanAfter: s.cfg.orphanAfter, Logger: s.log,
+		Runner: s.id, Replicas: s.cfg.Stream.Replicas, OrphanAfter: s.orphanAfter, Logger: s.log,
 		Async: s.asyncCoordination(), OnEnded: s.onOrphanEnded,
 	}, ownerHost{s})
 	s.models = settings.New(s.cfg.ModelConfigCheck, s.cfg.StoreTimeout, s.log)
@@ -163,16 +151,16 @@ func (s *Service) build() error {
 		probe.KeyFunc = s.models.ProbeKey
 	}
 	s.probe = llmprobe.New(probe)
-	ag, err := agent.New(s.cfg.agentConfig())
+	ag, err := agent.New(s.cfg.AgentConfig())
 	if err != nil {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
 	s.agent = ag
-	if s.retrieval, err = retrieval.New(retrieval.Config{Model: s.cfg.model()}); err != nil {
+	if s.retrieval, err = retrieval.New(retrieval.Config{Model: s.cfg.ChatModel()}); err != nil {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
-	s.profileAI, s.analyses = profileai.New(s.cfg.model().Client(nil)), make(chan struct{}, maxAnalyses)
-	s.tools = tools.NewRegistry(s.cfg.toolsConfig())
+	s.profileAI, s.analyses = profileai.New(s.cfg.ChatModel().Client(nil)), make(chan struct{}, maxAnalyses)
+	s.tools = tools.NewRegistry(s.cfg.ToolsConfig())
 	s.slots = make(chan struct{}, s.cfg.MaxTurns)
 	return nil
 }
@@ -187,7 +175,7 @@ func (s *Service) connect(ctx context.Context) error {
 	s.nc = nc
 	s.models.Connect(nc)
 	s.policies = settings.NewPolicies(nc, s.cfg.PolicyTTL, s.cfg.PolicyTimeout)
-	s.mcp = mcp.New(s.cfg.mcpConfig(), nc, s.log)
+	s.mcp = mcp.New(s.cfg.MCPConfig(), nc, s.log)
 	if err := s.mcp.Start(ctx); err != nil {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
@@ -545,7 +533,7 @@ func (s *Service) asyncCoordination() bool {
 }
 
 // recoverAccepted puts back, from the session store's record of accepted
-// turns, the leases and places NATS lost in a crash (Owner.Recover), before
+// turns, the leases and places NATS lost in a crash (recovery.Recover), before
 // the runner takes any turn. It waits for the store (it may start after
 // the runner) up to clusterWait.
 func (s *Service) recoverAccepted(ctx context.Context) error {
@@ -559,7 +547,8 @@ func (s *Service) recoverAccepted(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("turnrunner: read the session store's open turns: %w", err)
 	}
-	if _, _, err := s.own.Recover(ctx, open.Turns); err != nil {
+	leases, queue := s.own.Coordination()
+	if _, _, err := recovery.Recover(ctx, leases, queue, open.Turns, s.log); err != nil {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/waitfor"
 	"github.com/waggle-os/core/services/turnrunner/ownership"
+	"github.com/waggle-os/core/services/turnrunner/runnerconfig"
 )
 
 // startMarker stores a turn's start marker naming its workspace.
@@ -89,8 +90,9 @@ func TestLookupTurn(t *testing.T) {
 // id, so its followers — who only watch the stream — stop.
 func TestRunnerEndsAnOrphan(t *testing.T) {
 	e := newReapEnv(t)
-	s := New(Config{DataDir: t.TempDir(), LLMURL: "http://127.0.0.1:9/v1", RunnerID: "full-runner", MaxTurns: 1, orphanAfter: 50 * time.Millisecond},
+	s := New(runnerconfig.Config{DataDir: t.TempDir(), LLMURL: "http://127.0.0.1:9/v1", RunnerID: "full-runner", MaxTurns: 1},
 		bus.Dialer(e.srv.Dial), slog.New(slog.DiscardHandler))
+	s.orphanAfter = 50 * time.Millisecond
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

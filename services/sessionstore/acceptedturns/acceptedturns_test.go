@@ -364,6 +364,30 @@ func TestUseBeforeOpenFails(t *testing.T) {
 	}
 }
 
+// sessionFile is a session JSONL file in dir, open for appends, closed
+// when b ends.
+func sessionFile(b *testing.B, dir string) *os.File {
+	f, err := os.OpenFile(filepath.Join(dir, "session.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	return f
+}
+
+// userLine is a user message's line as the store writes it.
+var userLine = []byte(`{"role":"user","content":"hello","timestamp":"2026-01-01T00:00:00.000Z","turnId":"x","appendKey":"x/user"}` + "\n")
+
+// writeLine appends userLine to the session file and fsyncs it.
+func writeLine(b *testing.B, session *os.File) {
+	if _, err := session.Write(userLine); err != nil {
+		b.Fatal(err)
+	}
+	if err := session.Sync(); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // BenchmarkSyncAfterLineFsync measures what the store's append of a turn's
 // user message adds: the journal's record (no fsync), the session line's
 // own write and fsync, then the journal's Sync. sync-ns/op is the Sync
@@ -375,12 +399,7 @@ func BenchmarkSyncAfterLineFsync(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer j.CloseFile()
-	session, err := os.OpenFile(filepath.Join(dir, "session.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer session.Close()
-	line := []byte(`{"role":"user","content":"hello","timestamp":"2026-01-01T00:00:00.000Z","turnId":"x","appendKey":"x/user"}` + "\n")
+	session := sessionFile(b, dir)
 	var syncNs, lineNs time.Duration
 	for i := 0; b.Loop(); i++ {
 		id := fmt.Sprintf("turn-%d", i)
@@ -388,12 +407,7 @@ func BenchmarkSyncAfterLineFsync(b *testing.B) {
 			b.Fatal(err)
 		}
 		t0 := time.Now()
-		if _, err := session.Write(line); err != nil {
-			b.Fatal(err)
-		}
-		if err := session.Sync(); err != nil {
-			b.Fatal(err)
-		}
+		writeLine(b, session)
 		t1 := time.Now()
 		if err := j.Sync(); err != nil {
 			b.Fatal(err)
@@ -419,12 +433,7 @@ func BenchmarkSyncBesideLineFsync(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer j.CloseFile()
-	session, err := os.OpenFile(filepath.Join(dir, "session.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer session.Close()
-	line := []byte(`{"role":"user","content":"hello","timestamp":"2026-01-01T00:00:00.000Z","turnId":"x","appendKey":"x/user"}` + "\n")
+	session := sessionFile(b, dir)
 	for i := 0; b.Loop(); i++ {
 		id := fmt.Sprintf("turn-%d", i)
 		if err := j.Record(rec(id, uint64(i)), false); err != nil {
@@ -432,12 +441,7 @@ func BenchmarkSyncBesideLineFsync(b *testing.B) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- j.Sync() }()
-		if _, err := session.Write(line); err != nil {
-			b.Fatal(err)
-		}
-		if err := session.Sync(); err != nil {
-			b.Fatal(err)
-		}
+		writeLine(b, session)
 		if err := <-done; err != nil {
 			b.Fatal(err)
 		}
@@ -450,19 +454,8 @@ func BenchmarkSyncBesideLineFsync(b *testing.B) {
 // BenchmarkLineFsyncAlone is the session line's write and fsync alone:
 // the baseline of the two above.
 func BenchmarkLineFsyncAlone(b *testing.B) {
-	dir := b.TempDir()
-	session, err := os.OpenFile(filepath.Join(dir, "session.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer session.Close()
-	line := []byte(`{"role":"user","content":"hello","timestamp":"2026-01-01T00:00:00.000Z","turnId":"x","appendKey":"x/user"}` + "\n")
+	session := sessionFile(b, b.TempDir())
 	for b.Loop() {
-		if _, err := session.Write(line); err != nil {
-			b.Fatal(err)
-		}
-		if err := session.Sync(); err != nil {
-			b.Fatal(err)
-		}
+		writeLine(b, session)
 	}
 }

@@ -88,7 +88,8 @@ type Minds struct {
 	down      bool
 	downUntil time.Time
 	queryVecs map[string][]float32
-	last      time.Time // of the last write
+
+	stamps protocol.Stamps // of writes: "newest first" needs distinct times
 }
 
 // New returns unstarted minds.
@@ -321,17 +322,8 @@ func limit(n, def int) int {
 }
 
 // now is the time of a write, a millisecond past the previous one at
-// least: "newest first" needs distinct times, and the format keeps ms.
-func (m *Minds) now() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	t := m.cfg.Now().UTC().Truncate(time.Millisecond)
-	if !t.After(m.last) {
-		t = m.last.Add(time.Millisecond)
-	}
-	m.last = t
-	return protocol.Timestamp(t)
-}
+// least.
+func (m *Minds) now() string { return m.stamps.Next(m.cfg.Now()) }
 
 // Add stores one frame (see protocol.MemoryAddRequest); source defaults
 // to agent_inferred, importance to normal.

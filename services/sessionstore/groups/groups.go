@@ -24,7 +24,6 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -125,12 +124,10 @@ type Roster struct {
 	log   *slog.Logger
 	store backend
 
-	// mu guards last, the newest createdAt handed out: stamps have
-	// millisecond precision, and two groups made within one millisecond
-	// would tie, so the listing (a sort on createdAt across the file and
-	// PostgreSQL) could not tell which came first.
-	mu   sync.Mutex
-	last time.Time
+	// stamps are the createdAt of groups: two made within one millisecond
+	// would tie otherwise, and the listing (a sort on createdAt across the
+	// file and PostgreSQL) could not tell which came first.
+	stamps protocol.Stamps
 }
 
 // New returns a store for cfg.DataDir (the file is created on first write)
@@ -191,24 +188,10 @@ func (s *Roster) Create(fields map[string]json.RawMessage) (protocol.AgentGroup,
 		return g, err
 	}
 	g.ID = s.cfg.NewID()
-	g.CreatedAt = protocol.Timestamp(s.stamp())
+	g.CreatedAt = s.stamps.Next(s.cfg.Now())
 	ctx, cancel := opContext()
 	defer cancel()
 	return g, s.store.insert(ctx, g)
-}
-
-// stamp is the clock's time, moved past the previous stamp when it would
-// not sort after it, so this roster's groups list in the order they were
-// created.
-func (s *Roster) stamp() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
-	if !now.After(s.last) {
-		now = s.last.Add(time.Millisecond)
-	}
-	s.last = now
-	return now
 }
 
 // Update applies the fields present in fields to group id.

@@ -261,7 +261,7 @@ func (o *Owner) claim(ctx context.Context, key string, rev uint64) bool {
 	newRev, err := o.leases.Update(gctx, key, body, rev)
 	if err != nil {
 		o.host.Unreserve()
-		if !isConflict(err) {
+		if !IsConflict(err) {
 			o.log.Warn("claim turn lease", "turn", key, "err", err)
 			return false
 		}
@@ -344,7 +344,7 @@ func (o *Owner) endLeased(ctx context.Context, turnID string, rev uint64, what s
 		}
 	}
 	if err := o.leases.Delete(ctx, turnID, jetstream.LastRevision(rev)); err != nil {
-		if isConflict(err) {
+		if IsConflict(err) {
 			return true
 		}
 		o.log.Warn("remove the lease of a turn nobody runs", "turn", turnID, "err", err)

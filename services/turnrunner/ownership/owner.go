@@ -85,9 +85,10 @@ type OwnerConfig struct {
 	// write: for a single-node NATS embedded in this very process, whose
 	// crash is this runner's crash too. What such a crash loses (NATS's
 	// last flush window) is put back from the session store's record of
-	// accepted turns by Recover, before the runner takes a new turn. Off,
-	// each write is fsynced (a NATS node other processes use, which may
-	// crash while they live); replicated, both are the raft log's.
+	// accepted turns by package recovery, before the runner takes a new
+	// turn. Off, each write is fsynced (a NATS node other processes use,
+	// which may crash while they live); replicated, both are the raft
+	// log's.
 	Async bool
 	// OnEnded, when set, is told of a turn the claim loop ended because
 	// no runner could take it (or because it never started): the turn
@@ -160,7 +161,7 @@ func (o *Owner) Open(ctx context.Context, js jetstream.JetStream) error {
 	// says which accepted turns to run again and in which order (the
 	// recovery rule in docs/architecture.md; TestSessionFIFOAcrossFullRestart
 	// lost the last accepted turn, then ran it out of order, when they
-	// were not). With Async the session store says it (Recover).
+	// were not). With Async the session store says it (package recovery).
 	// Replicated, all of them are the raft log's.
 	runners, err := EnsureBucket(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      BucketRunners,
@@ -314,6 +315,14 @@ func (o *Owner) restoreLeases(ctx context.Context) bool {
 	return ok
 }
 
+// Coordination is the lease bucket and the session queues Open opened
+// (nil before Open). It is exported for package recovery alone, which
+// puts back into them what a crash of NATS lost before the runner takes
+// a turn; everything else reaches them through Accept and a Ticket.
+func (o *Owner) Coordination() (jetstream.KeyValue, *sessionqueue.Queue) {
+	return o.leases, o.queue
+}
+
 // held is how many leases this runner holds.
 func (o *Owner) held() int {
 	o.mu.Lock()
@@ -370,8 +379,10 @@ func (o *Owner) holderAlive(ctx context.Context, turnID string) (bool, error) {
 	return false, fmt.Errorf("ownership: read lease of %s: %w", turnID, err)
 }
 
-// isConflict reports a failed compare-and-set (someone else wrote first).
-func isConflict(err error) bool {
+// IsConflict reports a failed compare-and-set (someone else wrote first).
+// It is exported for package recovery, whose writes into the lease bucket
+// meet the same conflicts.
+func IsConflict(err error) bool {
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 		return true
 	}

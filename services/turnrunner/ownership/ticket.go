@@ -107,7 +107,7 @@ func (o *Owner) Accept(ctx context.Context, req protocol.TurnRequest) (*Ticket, 
 		switch {
 		case err == nil:
 			return o.ticket(l, rev), nil
-		case isConflict(err) && try > 0:
+		case IsConflict(err) && try > 0:
 			rev, ok, rerr := o.sameLease(ctx, l)
 			switch {
 			case ok:
@@ -116,7 +116,7 @@ func (o *Owner) Accept(ctx context.Context, req protocol.TurnRequest) (*Ticket, 
 				continue // the read failed, not the turn: ask again
 			}
 			return nil, fmt.Errorf("%w: %s", ErrLeased, req.TurnID)
-		case isConflict(err):
+		case IsConflict(err):
 			return nil, fmt.Errorf("%w: %s", ErrLeased, req.TurnID)
 		case ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)):
 			continue
@@ -321,7 +321,7 @@ func (t *Ticket) Renew(ctx context.Context, followed bool) {
 		t.mu.Lock()
 		t.rev, t.lease = newRev, lease
 		t.mu.Unlock()
-	case isConflict(err):
+	case IsConflict(err):
 		rev, ok, err := t.o.stillMine(ctx, t.req.TurnID)
 		if err != nil {
 			// Only the read failed (a loaded bus): whose lease it is is
@@ -377,7 +377,7 @@ func (t *Ticket) restore(ctx context.Context) bool {
 		t.mu.Unlock()
 		t.logger().Warn("put back the turn's lease, which the bus lost (NATS restarted)")
 		return true
-	case isConflict(err):
+	case IsConflict(err):
 		return true // written meanwhile: the claim loop and Renew see whose it is
 	default:
 		return false
@@ -397,7 +397,7 @@ func (t *Ticket) Drop() {
 	ctx, cancel := t.o.cleanupCtx()
 	defer cancel()
 	err := t.o.leases.Delete(ctx, t.req.TurnID, jetstream.LastRevision(rev))
-	if isConflict(err) {
+	if IsConflict(err) {
 		// A renewal of ours whose answer was lost or cut short by this
 		// Drop may have landed: still this runner's lease, at a newer
 		// revision.
@@ -405,7 +405,7 @@ func (t *Ticket) Drop() {
 			err = t.o.leases.Delete(ctx, t.req.TurnID, jetstream.LastRevision(rev))
 		}
 	}
-	if err != nil && !isConflict(err) {
+	if err != nil && !IsConflict(err) {
 		t.o.log.Warn("delete turn lease", "turn", t.req.TurnID, "err", err)
 	}
 }
@@ -430,7 +430,7 @@ func (t *Ticket) Release(followed bool) {
 	ctx, cancel := t.o.cleanupCtx()
 	defer cancel()
 	_, err := t.o.leases.Update(ctx, t.req.TurnID, body, rev)
-	if isConflict(err) {
+	if IsConflict(err) {
 		// As in Drop: a renewal of ours may have landed meanwhile.
 		if rev, ok, _ := t.o.stillMine(ctx, t.req.TurnID); ok {
 			_, err = t.o.leases.Update(ctx, t.req.TurnID, body, rev)

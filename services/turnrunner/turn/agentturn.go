@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/libs/telemetry"
 	"github.com/waggle-os/core/services/turnrunner/agent"
@@ -17,6 +16,7 @@ import (
 	"github.com/waggle-os/core/services/turnrunner/epilogue"
 	"github.com/waggle-os/core/services/turnrunner/subagent"
 	"github.com/waggle-os/core/services/turnrunner/tools"
+	"github.com/waggle-os/core/services/turnrunner/turn/pipeline"
 	"github.com/waggle-os/core/services/turnrunner/turntools"
 )
 
@@ -44,7 +44,7 @@ func (t *Turn) runAgent(message string, resume *agent.Resume) {
 	persona := in.Persona
 	mem := agentcontext.Memory{Store: ctxl.Store, User: t.req.User}
 	sub := &subagent.Spawner{Turn: t.req, Agent: t.deps.Agent, Limits: t.deps.Config.SubAgents, List: t.deps.SubAgents,
-		Persona: ctxl.Persona, Sink: &turnSink{t: t}, PersistTool: t.persistTool, RecordUsage: t.recordUsage, Log: log,
+		Persona: ctxl.Persona, Sink: &turnSink{t: t}, PersistTool: t.persistTool, RecordUsage: t.pipeline().RecordUsage, Log: log,
 		Model: choice, Prices: mc.Prices, ReadOnly: persona.ReadOnly, TeamID: in.Workspace.TeamID, Remote: t.deps.Remote}
 	env := tools.Env{FilesDir: t.filesDir(), Workspace: t.req.Workspace, Memory: mem,
 		WebSearch: turntools.WebSearch(mc.WebSearch, func(p string) string { return t.deps.Settings.SearchKey(t.ctx, in.Workspace.TeamID, p) }),
@@ -59,7 +59,7 @@ func (t *Turn) runAgent(message string, resume *agent.Resume) {
 		TurnID:       t.req.TurnID,
 		Model:        choice,
 		Prices:       mc.Prices,
-		BuildPrompt:  ctxl.Prompt(t.deps.Config.PromptBudget, in.Context, in.Workspace, persona, message, len(in.History), t.vague(message, in.History)),
+		BuildPrompt:  ctxl.Prompt(t.deps.Config.PromptBudget, in.Context, in.Workspace, persona, message, len(in.History), t.pipeline().Vague(message, in.History)),
 		History:      in.History,
 		HistoryTools: in.HistoryTools,
 		Message:      message,
@@ -73,7 +73,7 @@ func (t *Turn) runAgent(message string, resume *agent.Resume) {
 		Resume:       resume,
 		Log:          log,
 	}
-	t.loopOptions(&areq, mc, in.History, message)
+	t.pipeline().LoopOptions(&areq, mc, in.History, message)
 	sub.Offered, sub.Blocked, sub.APIKeys = offer.Workers, blocked, areq.APIKeys
 	sub.OpenGate = func() (agent.Gate, func()) {
 		g := t.openGate()
@@ -120,7 +120,7 @@ func (t *Turn) prepareAgent(log *slog.Logger, resume *agent.Resume) (agent.Model
 	if resume != nil {
 		resume.Results = in.TurnTools
 	} else {
-		t.warnWorkspaceBudget(in.Workspace)
+		t.pipeline().WarnWorkspaceBudget(in.Workspace)
 	}
 	return mc, in, policy, true
 }
@@ -154,10 +154,11 @@ func (t *Turn) endAgentTurn(log *slog.Logger, message, persona string, res agent
 	// before the turn's last event, so a client that reads its cost after
 	// done finds this turn in it.
 	usage := make(chan struct{})
+	steps := t.pipeline()
 	go func(res agent.Result) { // a copy: the reply's content is rewritten below
 		defer close(usage)
-		t.recordUsage(res)
-		t.recordExtraUsage(res)
+		steps.RecordUsage(res)
+		steps.RecordExtraUsage(res)
 	}(res)
 	switch {
 	case t.ctx.Err() != nil:
@@ -168,7 +169,7 @@ func (t *Turn) endAgentTurn(log *slog.Logger, message, persona string, res agent
 		log.Warn("agent turn failed", "model", res.Model, "err", err)
 		t.failPersisted(res.Content, agent.FriendlyError(err))
 	default:
-		t.captureWorkflow(res)
+		steps.CaptureWorkflow(res)
 		res.Content = epilogue.Final(persona, res.Content, res.ToolsUsed)
 		perr := t.persist(protocol.Message{Role: protocol.RoleAssistant, Content: res.Content})
 		<-usage
@@ -177,7 +178,7 @@ func (t *Turn) endAgentTurn(log *slog.Logger, message, persona string, res agent
 			t.finishError("Your reply could not be saved. Try sending your message again.")
 			return
 		}
-		t.autoSave(message, res)
+		steps.AutoSave(message, res)
 		t.finish(protocol.EventDone, agent.DoneData(res))
 	}
 }
@@ -304,20 +305,12 @@ func (t *Turn) appendTool(ev protocol.ToolEvent) {
 	}
 }
 
-// recordUsage adds the turn's tokens to the usage ledger. The ledger is
-// bookkeeping: a failure is logged, never shown to the user.
-func (t *Turn) recordUsage(res agent.Result) {
-	if res.Usage.InputTokens == 0 && res.Usage.OutputTokens == 0 {
-		return
-	}
-	_, err := bus.Call(context.Background(), t.deps.Conn, protocol.RecordUsage, protocol.UsageRecord{
-		Workspace: t.req.Workspace, Session: t.req.Session, TurnID: t.req.TurnID, Model: res.Model,
-		InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, Cost: res.Cost,
-		Timestamp: protocol.Timestamp(time.Now()),
-	}, bus.Within(t.deps.Config.StoreTimeout))
-	if err != nil && !errors.Is(err, protocol.ErrUnavailable) {
-		t.deps.Log.Warn("record usage", "turn", t.req.TurnID, "err", err)
-	}
+// pipeline is the turn as the steps around its agent loop see it
+// (package pipeline).
+func (t *Turn) pipeline() pipeline.Turn {
+	return pipeline.Turn{Ctx: t.ctx, Req: t.req, Conn: t.deps.Conn, StoreTimeout: t.deps.Config.StoreTimeout,
+		APIKey: t.deps.Config.LLMAPIKey, Settings: t.deps.Settings, Notices: t.notices(), Log: t.logger(),
+		Emit: func(event string, data any) error { return t.pub.Emit(event, data) }}
 }
 
 // failPersisted ends a failed turn: what the assistant produced is stored

@@ -4,14 +4,13 @@ import (
 	"context"
 	"sync"
 
-	"github.com/waggle-os/core/libs/bus"
 	"github.com/waggle-os/core/libs/protocol"
 )
 
 // The session store's record of accepted turns (protocol.AcceptedTurn),
 // kept when Config.RecordAccepted: the turn's lease and place are then
 // written without an fsync, and what a crash of NATS loses of them is put
-// back from this record (ownership.Owner.Recover). A turn that holds its
+// back from this record (ownership/recovery). A turn that holds its
 // session is recorded by its user message's append; one that waits is
 // recorded by the runner before its start is answered (RecordQueued). A
 // turn that ends without a reply — cancelled while it waited — is closed
@@ -57,11 +56,8 @@ func (t *Turn) closeRecord() {
 // CloseRecord closes req's record in the session store (see Turn's
 // recording): for a turn that ends without a reply.
 func CloseRecord(d *Deps, req protocol.TurnRequest) {
-	ctx, cancel := context.WithTimeout(context.Background(), d.Config.StoreTimeout)
-	defer cancel()
-	_, err := bus.CallResending(ctx, d.Conn, protocol.CloseTurn,
-		protocol.CloseTurnRequest{SessionRef: protocol.SessionRef{Workspace: req.Workspace, Session: req.Session}, TurnID: req.TurnID},
-		bus.Resending{After: appendResendAfter, Unanswered: historyResendAfter})
+	err := storeWrite(context.Background(), d, protocol.CloseTurn,
+		protocol.CloseTurnRequest{SessionRef: protocol.SessionRef{Workspace: req.Workspace, Session: req.Session}, TurnID: req.TurnID})
 	if err != nil {
 		d.Log.Warn("close the store's record of a turn that ended without a reply (a restart after a crash may run it again)", "turn", req.TurnID, "err", err)
 	}
@@ -70,9 +66,5 @@ func CloseRecord(d *Deps, req protocol.TurnRequest) {
 // RecordQueued records a turn that waits for its session as accepted,
 // durably, before its start is answered.
 func RecordQueued(ctx context.Context, d *Deps, at protocol.AcceptedTurn) error {
-	ctx, cancel := context.WithTimeout(ctx, d.Config.StoreTimeout)
-	defer cancel()
-	_, err := bus.CallResending(ctx, d.Conn, protocol.RecordTurn, at,
-		bus.Resending{After: appendResendAfter, Unanswered: historyResendAfter})
-	return err
+	return storeWrite(ctx, d, protocol.RecordTurn, at)
 }

@@ -59,6 +59,6 @@ func (t *Turn) subAgentEnv(model string) (subagent.Env, error) {
 	offer := turntools.Choose(t.ctx, t.deps.Tools, t.deps.MCP, env, t.mcpStep, persona, policy)
 	workers, blocked := offer.Workers, offer.Blocked
 	areq := agent.Request{Model: agent.ModelChoice{Model: model}}
-	t.loopOptions(&areq, mc, in.History, "")
+	t.pipeline().LoopOptions(&areq, mc, in.History, "")
 	return subagent.Env{Offered: workers, Blocked: blocked, APIKeys: areq.APIKeys, Prices: mc.Prices, Persona: ctxl.Persona, ReadOnly: persona.ReadOnly}, nil
 }

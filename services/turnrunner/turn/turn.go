@@ -255,7 +255,7 @@ func (t *Turn) decide() {
 	if !llm && t.deps.Config.LLMAPIKey == "" && t.deps.ModelServer.Last().WantsKey() &&
 		t.deps.Settings.ModelKey(t.ctx, t.req.Workspace, t.req.Model) != "" {
 		// The server refused the probe's key (the local vault's, or none)
-		// but this turn's team has one: the turn uses it (loopOptions),
+		// but this turn's team has one: the turn uses it (pipeline.Turn.LoopOptions),
 		// and a wrong one is the model server's error, not echo mode.
 		llm = true
 	}
@@ -478,16 +478,20 @@ func (t *Turn) store(m protocol.Message) error {
 // disk in a few hundred).
 const appendResendAfter = time.Second
 
-// appendToStore sends one append of the turn, again while it is
-// unanswered, until the store timeout: its key makes the store keep one
-// copy however many sends arrive, so an answer lost while a cluster
-// elects (or a store reconnecting to another node) costs a resend, not
-// the turn.
+// appendToStore sends one append of the turn (storeWrite): its key makes
+// the store keep one copy however many sends arrive.
 func (t *Turn) appendToStore(req protocol.AppendRequest) error {
-	ctx, cancel := context.WithTimeout(context.Background(), t.deps.Config.StoreTimeout)
+	return storeWrite(context.Background(), t.deps, protocol.AppendToSession, req)
+}
+
+// storeWrite sends a write to the session store, again while it is
+// unanswered, until the store timeout: each of these writes is
+// idempotent, so an answer lost while a cluster elects (or a store
+// reconnecting to another node) costs a resend, not the turn.
+func storeWrite[Req, Rep any](ctx context.Context, d *Deps, ep protocol.Endpoint[Req, Rep], req Req) error {
+	ctx, cancel := context.WithTimeout(ctx, d.Config.StoreTimeout)
 	defer cancel()
-	_, err := bus.CallResending(ctx, t.deps.Conn, protocol.AppendToSession, req,
-		bus.Resending{After: appendResendAfter, Unanswered: historyResendAfter})
+	_, err := bus.CallResending(ctx, d.Conn, ep, req, bus.Resending{After: appendResendAfter, Unanswered: historyResendAfter})
 	return err
 }
 

@@ -20,7 +20,7 @@ import (
 	"github.com/waggle-os/core/services/command"
 	"github.com/waggle-os/core/services/gateway"
 	"github.com/waggle-os/core/services/sessionstore"
-	"github.com/waggle-os/core/services/turnrunner"
+	"github.com/waggle-os/core/services/turnrunner/runnerconfig"
 )
 
 // Config is the whole configuration of a waggle process: the process's
@@ -80,7 +80,7 @@ type Config struct {
 	TurnStream bus.TurnStreamConfig
 
 	Gateway      gateway.Config
-	TurnRunner   turnrunner.Config
+	TurnRunner   runnerconfig.Config
 	SessionStore sessionstore.Config
 	Approval     approval.Config
 	Command      command.Config

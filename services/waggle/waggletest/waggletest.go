@@ -24,7 +24,7 @@ import (
 	"github.com/waggle-os/core/libs/embednats"
 	"github.com/waggle-os/core/libs/protocol"
 	"github.com/waggle-os/core/services/gateway"
-	"github.com/waggle-os/core/services/turnrunner"
+	"github.com/waggle-os/core/services/turnrunner/runnerconfig"
 	"github.com/waggle-os/core/services/waggle/app"
 )
 
@@ -58,7 +58,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		ShutdownTimeout: 10 * time.Second,
 		LogLevel:        slog.LevelWarn,
 		Gateway:         gateway.Config{Addr: "127.0.0.1:0", MaxMessageLength: gateway.DefaultMaxMessageLength},
-		TurnRunner:      turnrunner.Config{LLMURL: unreachableURL(t)},
+		TurnRunner:      runnerconfig.Config{LLMURL: unreachableURL(t)},
 	}
 	for _, o := range opts {
 		o(&cfg)

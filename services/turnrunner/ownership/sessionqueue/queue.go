@@ -113,7 +113,7 @@ type Queue struct {
 // the restart, out of its order (e2e/distributed
 // TestSessionFIFOAcrossFullRestart). With cfg.Async the session store
 // records each accepted turn and its place, and the runner puts lost
-// joins back before it takes new turns (ownership.Owner.Recover). A
+// joins back before it takes new turns (ownership/recovery). A
 // stream keeps the persist mode it was made with (JetStream cannot change
 // it, and its entries must not be lost to an upgrade).
 func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Queue, error) {

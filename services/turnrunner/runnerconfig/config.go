@@ -1,10 +1,14 @@
-package turnrunner
+// Package runnerconfig is the turn runner's configuration: its flags and
+// their defaults, the checks of its settings, and the configurations it
+// derives from them for the model server, the agent, the tools and MCP.
+package runnerconfig
 
 import (
 	"errors"
 	"flag"
 	"fmt"
 	"net/url"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -75,17 +79,13 @@ type Config struct {
 	MaxTurns int
 	// StoreTimeout bounds one session-store request. Default 10s.
 	StoreTimeout time.Duration
-	// orphanAfter is how long a due lease no runner can take stays before
-	// a runner ends its turn (ownership.OrphanAfter; tests shorten it).
-	orphanAfter time.Duration
-
 	// AsyncCoordination writes the turn leases and session queues without
 	// an fsync per write, the session store being the durable record of
 	// accepted turns (ownership.OwnerConfig.Async). The composition root
 	// sets it only when NATS is embedded in the same process and no other
 	// process connects to it: then a crash of NATS is a crash of this
 	// runner, and the runner's start puts back what NATS lost
-	// (ownership.Owner.Recover) before it takes a turn. Default false.
+	// (ownership/recovery) before it takes a turn. Default false.
 	AsyncCoordination bool
 
 	// TeamServer says the runner serves a team server (the composition
@@ -170,7 +170,7 @@ type Config struct {
 	HandoverMargin time.Duration
 
 	// bashSandboxPath is the bwrap binary bash runs under, found by
-	// prepare; empty runs bash directly.
+	// Prepare; empty runs bash directly.
 	bashSandboxPath string
 }
 
@@ -315,10 +315,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// prepare fills c's defaults and checks everything Start needs: Validate,
+// Prepare fills c's defaults and checks everything Start needs: Validate,
 // then the model URL, the runner id, the tools' and the agent's configs,
 // and bubblewrap where bash or stdio MCP servers are sandboxed.
-func (c *Config) prepare() error {
+func (c *Config) Prepare() error {
 	if c.DataDir == "" {
 		return errors.New("turnrunner: DataDir is required")
 	}
@@ -346,10 +346,10 @@ func (c *Config) prepare() error {
 		// unconfined; the manager reports that per server.
 		c.MCP.Sandbox, _ = exec.LookPath("bwrap")
 	}
-	if err := c.toolsConfig().Validate(); err != nil {
+	if err := c.ToolsConfig().Validate(); err != nil {
 		return fmt.Errorf("turnrunner: %w", err)
 	}
-	return c.agentConfig().Validate()
+	return c.AgentConfig().Validate()
 }
 
 // bashOn reports whether the bash tool is offered: EnableBash, with auto
@@ -381,9 +381,9 @@ func (c *Config) bashSandbox() (string, error) {
 	return path, nil
 }
 
-// toolsConfig is the built-in tools' configuration: local-mode defaults
+// ToolsConfig is the built-in tools' configuration: local-mode defaults
 // with the limits of c.
-func (c *Config) toolsConfig() tools.Config {
+func (c *Config) ToolsConfig() tools.Config {
 	tc := tools.DefaultConfig()
 	tc.EnableBash = c.bashOn()
 	tc.BashTimeout, tc.BashMaxTimeout, tc.BashOutputLimit = c.BashTimeout, c.BashMaxTimeout, c.BashOutputLimit
@@ -393,23 +393,45 @@ func (c *Config) toolsConfig() tools.Config {
 	return tc
 }
 
-// model is the model server the agent loop and the retrieval runner use.
-func (c *Config) model() chatstream.Model {
+// ChatModel is the model server the agent loop and the retrieval runner use.
+func (c *Config) ChatModel() chatstream.Model {
 	return chatstream.Model{BaseURL: c.LLMURL, APIKey: c.LLMAPIKey, ResponseHeaderTimeout: c.ModelHeaderTimeout}
 }
 
-func (c *Config) agentConfig() agent.Config {
+// AgentConfig is the agent loop's configuration: the model server and
+// the limits of c.
+func (c *Config) AgentConfig() agent.Config {
 	return agent.Config{
-		Model: c.model(), MaxSteps: c.AgentMaxSteps, MaxRetries: c.ModelRetries, RetryBackoff: c.ModelRetryBackoff,
+		Model: c.ChatModel(), MaxSteps: c.AgentMaxSteps, MaxRetries: c.ModelRetries, RetryBackoff: c.ModelRetryBackoff,
 	}
 }
 
-// mcpConfig is the MCP manager's configuration: c.MCP with the runner's
+// MCPConfig is the MCP manager's configuration: c.MCP with the runner's
 // data directory and name, and the data directory hidden from sandboxed
 // servers as it is from bash.
-func (c *Config) mcpConfig() mcp.Config {
+func (c *Config) MCPConfig() mcp.Config {
 	mc := c.MCP
 	mc.DataDir, mc.RunnerID, mc.TeamServer = c.DataDir, c.RunnerID, c.TeamServer
 	mc.SandboxHide = append(mc.SandboxHide, c.DataDir)
 	return mc
+}
+
+// defaultRunnerID is Config.RunnerID when it is not set: the host name,
+// the process id and a random part.
+func defaultRunnerID() string {
+	host, _ := os.Hostname()
+	var b strings.Builder
+	for _, c := range host {
+		if c < 128 && protocol.ValidID(string(c)) {
+			b.WriteRune(c)
+		}
+	}
+	h := b.String()
+	if len(h) > 64 {
+		h = h[:64]
+	}
+	if h == "" {
+		h = "runner"
+	}
+	return fmt.Sprintf("%s-%d-%s", h, os.Getpid(), protocol.NewUUID()[:8])
 }

@@ -1,4 +1,4 @@
-package turnrunner
+package runnerconfig
 
 import (
 	"flag"
@@ -55,7 +55,7 @@ func TestFlagDefaults(t *testing.T) {
 		t.Errorf("flag defaults %+v", c)
 	}
 	hand := Config{DataDir: t.TempDir()}
-	if err := hand.prepare(); err != nil {
+	if err := hand.Prepare(); err != nil {
 		t.Fatal(err)
 	}
 	if hand.EchoDelay != 0 || hand.DisconnectGrace != 0 || hand.MaxTurns <= 0 || hand.MCP.Stdio != mcp.StdioDirect {
@@ -95,15 +95,15 @@ func TestAutoSettings(t *testing.T) {
 			}
 			continue
 		}
-		if err := c.prepare(); err != nil {
+		if err := c.Prepare(); err != nil {
 			t.Errorf("%+v: %v", tt, err)
 			continue
 		}
 		// Without bash the sandbox is still found for the git tools, when
 		// bwrap is there.
 		gitSbox := !tt.wantBash && haveBwrap && (tt.sandbox == SandboxOn || (tt.sandbox != SandboxOff && tt.team))
-		if (c.bashSandboxPath != "") != (tt.wantSbox || gitSbox) || c.toolsConfig().EnableBash != tt.wantBash {
-			t.Errorf("%+v: sandbox %q, tools %+v", tt, c.bashSandboxPath, c.toolsConfig())
+		if (c.bashSandboxPath != "") != (tt.wantSbox || gitSbox) || c.ToolsConfig().EnableBash != tt.wantBash {
+			t.Errorf("%+v: sandbox %q, tools %+v", tt, c.bashSandboxPath, c.ToolsConfig())
 		}
 		if c.MCP.Stdio != tt.wantStdio {
 			t.Errorf("%+v: stdio %q, want %q", tt, c.MCP.Stdio, tt.wantStdio)
@@ -111,7 +111,7 @@ func TestAutoSettings(t *testing.T) {
 	}
 	t.Setenv("PATH", t.TempDir())
 	c := Config{DataDir: t.TempDir(), TeamServer: true, EnableBash: BashOn}
-	if err := c.prepare(); err == nil || !strings.Contains(err.Error(), "bubblewrap") {
+	if err := c.Prepare(); err == nil || !strings.Contains(err.Error(), "bubblewrap") {
 		t.Fatalf("missing bwrap: %v", err)
 	}
 }
@@ -124,7 +124,7 @@ func TestWebFetchPrivateConfig(t *testing.T) {
 		team, flag, want bool
 	}{{false, false, true}, {true, false, false}, {true, true, true}} {
 		c := Config{TeamServer: tt.team, WebFetchAllowPrivate: tt.flag}
-		if got := c.toolsConfig().WebFetchAllowPrivate; got != tt.want {
+		if got := c.ToolsConfig().WebFetchAllowPrivate; got != tt.want {
 			t.Errorf("team %v flag %v: allow private %v, want %v", tt.team, tt.flag, got, tt.want)
 		}
 	}
@@ -132,23 +132,23 @@ func TestWebFetchPrivateConfig(t *testing.T) {
 
 func TestConfigDefaults(t *testing.T) {
 	c := Config{DataDir: t.TempDir()}
-	if err := c.prepare(); err != nil {
+	if err := c.Prepare(); err != nil {
 		t.Fatal(err)
 	}
-	tc := c.toolsConfig()
+	tc := c.ToolsConfig()
 	if !tc.EnableBash || tc.BashTimeout != 30*time.Second || tc.BashOutputLimit != 64<<10 || tc.ReadLimit != 256<<10 {
 		t.Errorf("tools config %+v", tc)
 	}
-	ac := c.agentConfig()
+	ac := c.AgentConfig()
 	if ac.MaxSteps != 200 || ac.MaxRetries != 3 || ac.RetryBackoff != time.Second || ac.BaseURL != "http://localhost:4000/v1" {
 		t.Errorf("agent config %+v", ac)
 	}
 	off := Config{DataDir: t.TempDir(), EnableBash: BashOff, BashTimeout: time.Hour, BashMaxTimeout: time.Minute}
-	if err := off.prepare(); err == nil {
+	if err := off.Prepare(); err == nil {
 		t.Errorf("bash timeout above its cap accepted")
 	}
 	off.BashMaxTimeout = 2 * time.Hour
-	if err := off.prepare(); err != nil || off.toolsConfig().EnableBash {
-		t.Errorf("disable bash: err %v, config %+v", err, off.toolsConfig())
+	if err := off.Prepare(); err != nil || off.ToolsConfig().EnableBash {
+		t.Errorf("disable bash: err %v, config %+v", err, off.ToolsConfig())
 	}
 }

@@ -1,4 +1,4 @@
-package turnrunner
+package runnerconfig
 
 import (
 	"bufio"
