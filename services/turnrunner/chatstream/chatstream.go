@@ -43,9 +43,10 @@ type Reply struct {
 // each chunk's raw JSON from go-openai (RecvRaw) and decodes only these
 // fields: go-openai's Recv decodes into its whole response type, and that
 // decoding was a third of the runner's CPU per streamed token (profile in
-// docs/benchmarks.md, "Round 3: the per-token path"). The JSON is the same
-// and decoded by the same encoding/json, so a chunk go-openai's Recv
-// refuses is refused here with the same error.
+// docs/benchmarks.md, "Round 3: the per-token path"). Malformed JSON and a
+// wrong type in a field Read uses are refused as Recv refused them (the
+// same encoding/json error); a wrong type in a field Read never looked at
+// (a numeric id, a string "created") no longer fails the reply.
 type chunk struct {
 	Choices []struct {
 		Index int `json:"index"`

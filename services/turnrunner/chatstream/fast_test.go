@@ -97,3 +97,17 @@ func BenchmarkChunkDecode(b *testing.B) {
 		}
 	})
 }
+
+// TestReadRefusesMalformedChunk: a chunk encoding/json refuses (malformed,
+// or a content that is not a string) still ends the reply with an error,
+// keeping the text that came before it, as go-openai's Recv did.
+func TestReadRefusesMalformedChunk(t *testing.T) {
+	for _, bad := range []string{delta(`{"content":"x"`), delta(`{"content":5}`)} {
+		s := open(t, serve(t, []string{delta(`{"content":"ok"}`), bad, delta(`{"content":"never"}`)}))
+		rep, err := Read(s, nil)
+		s.Close()
+		if err == nil || rep.Content != "ok" {
+			t.Errorf("chunk %s: Read = %q, %v; want \"ok\" and an error", bad, rep.Content, err)
+		}
+	}
+}
