@@ -2,7 +2,7 @@
 // user's message and the agent's reply) by rules on the text, as the
 // original's autoSaveFromExchange does: no model call. It runs on the
 // turn's goroutine before done, so the rules that read the whole reply
-// skip it when it lacks their literals (pattern), and line checks are
+// skip it when it lacks their literals (prefilter), and line checks are
 // plain code: under a millisecond for a 5,000-token reply, where the
 // regexps alone took 15 (BenchmarkExtractLongReply). Preferences and
 // corrections go to the personal mind, decisions, recommendations and
@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/waggle-os/core/libs/protocol"
+	"github.com/waggle-os/core/services/turnrunner/prefilter"
 )
 
 // Fact is one frame to save.
@@ -75,10 +76,10 @@ var (
 )
 
 // patterns compiles case-insensitive rules that read the whole reply.
-func patterns(exprs ...string) []pattern {
-	out := make([]pattern, len(exprs))
+func patterns(exprs ...string) []prefilter.Pattern {
+	out := make([]prefilter.Pattern, len(exprs))
 	for i, p := range exprs {
-		out[i] = mustPattern(`(?i)` + p)
+		out[i] = prefilter.MustCompile(`(?i)` + p)
 	}
 	return out
 }
@@ -125,7 +126,7 @@ func Extract(user, assistant string) []Fact {
 	if x.ulen < 20 && x.alen < 100 || mostlyDirectives(user) {
 		return nil
 	}
-	x.reply = prepare(assistant)
+	x.reply = prefilter.Prepare(assistant)
 	x.preference()
 	x.decision()
 	x.correction()
@@ -141,7 +142,7 @@ func Extract(user, assistant string) []Fact {
 // came before).
 type extraction struct {
 	user, assistant string
-	reply           text // assistant, prepared for the patterns
+	reply           prefilter.Text // assistant, prepared for the patterns
 	ulen, alen      int
 	out             []Fact
 }
@@ -172,14 +173,14 @@ func (x *extraction) preference() {
 
 // decision keeps the first decision sentence, the assistant's first.
 func (x *extraction) decision() {
-	combined := prepare(x.user + "\n" + x.assistant)
+	combined := prefilter.Prepare(x.user + "\n" + x.assistant)
 	for _, p := range decisions {
-		if !p.match(combined) {
+		if !p.Match(combined) {
 			continue
 		}
-		if s, ok := firstMatching(sentences(x.assistant), p.re); ok {
+		if s, ok := firstMatching(sentences(x.assistant), p.Regexp()); ok {
 			x.save("Decision: "+cut(strings.TrimSpace(s), 300), "important", false)
-		} else if s, ok := firstMatching(sentences(x.user), p.re); ok {
+		} else if s, ok := firstMatching(sentences(x.user), p.Regexp()); ok {
 			x.save("Decision: "+cut(strings.TrimSpace(s), 300), "important", false)
 		}
 		break
@@ -238,12 +239,12 @@ func (x *extraction) workOutput() {
 
 func (x *extraction) recommendation(lines []string) bool {
 	for _, p := range inline {
-		if !p.mayMatch(x.reply) {
+		if !p.MayMatch(x.reply) {
 			continue // no line can match
 		}
 		var hit string
 		for _, l := range lines {
-			if p.re.MatchString(l) {
+			if p.Regexp().MatchString(l) {
 				hit = l
 				break
 			}
