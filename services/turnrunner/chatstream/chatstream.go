@@ -5,6 +5,7 @@
 package chatstream
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"sort"
@@ -38,6 +39,25 @@ type Reply struct {
 	Streamed bool
 }
 
+// chunk is the part of a chat.completion.chunk that Read uses. Read takes
+// each chunk's raw JSON from go-openai (RecvRaw) and decodes only these
+// fields: go-openai's Recv decodes into its whole response type, and that
+// decoding was a third of the runner's CPU per streamed token (profile in
+// docs/benchmarks.md, "Round 3: the per-token path"). Malformed JSON and a
+// wrong type in a field Read uses are refused as Recv refused them (the
+// same encoding/json error); a wrong type in a field Read never looked at
+// (a numeric id, a string "created") no longer fails the reply.
+type chunk struct {
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content   string            `json:"content"`
+			ToolCalls []openai.ToolCall `json:"tool_calls"`
+		} `json:"delta"`
+	} `json:"choices"`
+	Usage *openai.Usage `json:"usage"`
+}
+
 // Read drains s until it ends, calling onToken (when not nil) with each
 // non-empty content delta of the first choice the moment it arrives. On a
 // read error the Reply holds what arrived before it (Calls unordered and
@@ -47,11 +67,28 @@ func Read(s *openai.ChatCompletionStream, onToken func(delta string)) (Reply, er
 	var content []byte
 	byIndex := map[int]*ToolCall{}
 	for {
-		chunk, err := s.Recv()
+		raw, err := s.RecvRaw()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
+			rep.Content = string(content)
+			return rep, err
+		}
+		if d, ok := fastDelta(raw); ok {
+			if d != "" {
+				content = append(content, d...)
+				rep.Streamed = true
+				if onToken != nil {
+					onToken(d)
+				}
+			}
+			continue
+		}
+		// A fresh value per chunk: decoding into a reused one would keep
+		// fields an earlier chunk set and this one leaves out.
+		var chunk chunk
+		if err := json.Unmarshal(raw, &chunk); err != nil {
 			rep.Content = string(content)
 			return rep, err
 		}

@@ -4,8 +4,9 @@
 package epilogue
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/waggle-os/core/services/turnrunner/prefilter"
 )
 
 // Regulated personas get a disclaimer under replies that are about their
@@ -22,7 +23,9 @@ var (
 		"finance-owner":      "\n\n---\n*Financial figures are estimates based on available data. Verify with your accountant or financial advisor before making decisions.*",
 	}
 	disclaimerPhrases = []string{"not legal advice", "attorney-client", "verify with your accountant", "financial advisor", "legal team"}
-	recurringWork     = regexp.MustCompile(`(?i)\b(every\s+day|daily|weekly|every\s+week|each\s+morning|every\s+morning|regularly|recurring|scheduled?|every\s+month|monthly)\b`)
+	// recurringWork reads the whole reply: the prefilter skips replies
+	// without its words (the regexp alone cost a long reply milliseconds).
+	recurringWork = prefilter.MustCompile(`(?i)\b(every\s+day|daily|weekly|every\s+week|each\s+morning|every\s+morning|regularly|recurring|scheduled?|every\s+month|monthly)\b`)
 )
 
 // scheduleHint is appended to replies about recurring work.

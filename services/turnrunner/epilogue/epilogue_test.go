@@ -1,6 +1,9 @@
 package epilogue
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestDisclaimer(t *testing.T) {
 	hr := regulatedDisclaimers["hr-manager"]
@@ -65,5 +68,17 @@ func TestFinal(t *testing.T) {
 	}
 	if got := Final("", "done", nil); got != "done" {
 		t.Errorf("plain content changed: %q", got)
+	}
+}
+
+// BenchmarkScheduleHintLongReply is the schedule hint's check of a
+// 5,000-token reply that does not talk about recurring work (it runs on
+// the turn's goroutine before done).
+func BenchmarkScheduleHintLongReply(b *testing.B) {
+	reply := strings.Repeat("The migration moves each table to the new cluster and checks the rows.\n", 400)
+	for b.Loop() {
+		if ScheduleHint(reply, nil) != "" {
+			b.Fatal("hint on a reply without recurring work")
+		}
 	}
 }
