@@ -11,6 +11,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -277,9 +278,20 @@ func (a slogAdapter) log(level slog.Level, format string, v ...any) {
 	}
 }
 
-func (a slogAdapter) Noticef(format string, v ...any) { a.log(slog.LevelDebug, format, v...) }
-func (a slogAdapter) Warnf(format string, v ...any)   { a.log(slog.LevelWarn, format, v...) }
-func (a slogAdapter) Fatalf(format string, v ...any)  { a.log(slog.LevelError, format, v...) }
-func (a slogAdapter) Errorf(format string, v ...any)  { a.log(slog.LevelError, format, v...) }
-func (a slogAdapter) Debugf(format string, v ...any)  { a.log(slog.LevelDebug, format, v...) }
-func (a slogAdapter) Tracef(format string, v ...any)  {}
+// Noticef logs the server's notices at debug level, except that it closed
+// (or nearly closed) a client too slow to read what it was sent: that
+// client — a service of this process, or a runner or store of a cluster —
+// loses its connection and the requests in flight on it, which an
+// operator must be able to see.
+func (a slogAdapter) Noticef(format string, v ...any) {
+	level := slog.LevelDebug
+	if strings.Contains(format, "Slow Consumer") { // after the client's name
+		level = slog.LevelWarn
+	}
+	a.log(level, format, v...)
+}
+func (a slogAdapter) Warnf(format string, v ...any)  { a.log(slog.LevelWarn, format, v...) }
+func (a slogAdapter) Fatalf(format string, v ...any) { a.log(slog.LevelError, format, v...) }
+func (a slogAdapter) Errorf(format string, v ...any) { a.log(slog.LevelError, format, v...) }
+func (a slogAdapter) Debugf(format string, v ...any) { a.log(slog.LevelDebug, format, v...) }
+func (a slogAdapter) Tracef(format string, v ...any) {}
