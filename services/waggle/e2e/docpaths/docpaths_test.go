@@ -1,6 +1,7 @@
-// Package docpaths keeps the documentation honest about files: every
-// repository path that README.md or docs/*.md names (in backticks, in a
-// code block or as a link) must exist in the repository. The design brief
+// Package docpaths keeps the documentation honest about files and tests:
+// every repository path that README.md or docs/*.md names (in backticks,
+// in a code block or as a link) must exist in the repository, and every
+// test, benchmark or fuzz function they cite must be one. The design brief
 // and the HTTP contract live outside the checkout (../shared/…); the docs
 // say so in words and do not link to them as if they were repo files.
 package docpaths
@@ -314,5 +315,72 @@ func TestRepoPath(t *testing.T) {
 		if got, ok := repoPath(tt.tok); got != tt.want || ok != tt.ok {
 			t.Errorf("repoPath(%q) = %q %v, want %q %v", tt.tok, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+var (
+	// testFunc is a test, benchmark or fuzz function's declaration.
+	testFunc = regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)\(`)
+	// testName is such a name in prose, with an optional brace list of
+	// alternatives and its rest (`TestEdge{A,B}Refused`) or a trailing *
+	// for every test it begins (`TestBurstIntoOneSession*`).
+	testName = regexp.MustCompile(`\b((?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)(?:\{([A-Za-z0-9_,]+)\}([A-Za-z0-9_]*))?(\*)?`)
+)
+
+// TestDocsNameTestsThatExist: a test the docs cite as evidence is one a
+// reader can run.
+func TestDocsNameTestsThatExist(t *testing.T) {
+	root := repoRoot(t)
+	funcs := map[string]bool{}
+	for _, f := range repoFiles(t, root) {
+		if !strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range testFunc.FindAllSubmatch(data, -1) {
+			funcs[string(m[1])] = true
+		}
+	}
+	exists := func(name string, prefix bool) bool {
+		if !prefix {
+			return funcs[name]
+		}
+		for f := range funcs {
+			if strings.HasPrefix(f, name) {
+				return true
+			}
+		}
+		return false
+	}
+	checked := 0
+	for _, doc := range docFiles(t, root) {
+		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(doc)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			for _, m := range testName.FindAllStringSubmatch(line, -1) {
+				names := []string{m[1]}
+				if m[2] != "" {
+					names = names[:0]
+					for alt := range strings.SplitSeq(m[2], ",") {
+						names = append(names, m[1]+alt+m[3])
+					}
+				}
+				for _, n := range names {
+					checked++
+					if !exists(n, m[4] == "*") {
+						t.Errorf("%s:%d: %s is not a test, benchmark or fuzz function of the repository", doc, i+1, n)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d test names in the docs checked", checked)
+	if checked < 50 {
+		t.Fatalf("only %d test names found in the docs: the scanner is broken", checked)
 	}
 }
