@@ -100,7 +100,7 @@ func (s *server) stop() {
 	// A turn that bound this server's tools before it was replaced gets an
 	// answer at once instead of waiting for a connection that never comes.
 	s.mu.Lock()
-	s.session, s.tools, s.state, s.err, s.attempted = nil, nil, protocol.MCPStateRefused, errStopped, true
+	s.session, s.tools, s.state, s.err, s.attempted = nil, nil, protocol.MCPStateRefused, stoppedReason, true
 	s.signalLocked()
 	s.mu.Unlock()
 }
@@ -369,9 +369,9 @@ func (s *server) awaitFirst(ctx context.Context) {
 // errRestarting marks a call that found its server gone.
 var errRestarting = errors.New("restarting")
 
-// errStopped is the state's reason, and a call's answer, once a config
+// stoppedReason is the state's reason, and a call's answer, once a config
 // edit removed or replaced the server.
-const errStopped = "the server was stopped (its configuration changed)"
+const stoppedReason = "the server was stopped (its configuration changed)"
 
 // await returns the live session, waiting while the server (re)connects.
 func (s *server) await(ctx context.Context) (*sdk.ClientSession, error) {

@@ -139,7 +139,7 @@ func (t *Tool) Call(ctx context.Context, input json.RawMessage) (string, error) 
 	case err != nil && s.life.Err() != nil:
 		// The call raced a config edit that removed the server: it is not
 		// being restarted, whatever the broken connection suggests.
-		return "", fmt.Errorf("MCP server %q is not available: %s", s.key.name, errStopped)
+		return "", fmt.Errorf("MCP server %q is not available: %s", s.key.name, stoppedReason)
 	case cctx.Err() != nil:
 		return "", fmt.Errorf("MCP server %q did not answer within %s (the call was cancelled)", s.key.name, t.timeout)
 	case err != nil && !isProtocolError(err):
