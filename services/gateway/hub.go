@@ -27,6 +27,15 @@ type hub struct {
 	turns map[string][]*queue
 	cc    *ordered.Reader
 	limit int // a follower's backlog limit in bytes (liveQueueBytes)
+	// lastSeq is the stream sequence of the last event read (0: none
+	// since start). The stream holds turn events only, so the next one
+	// read is lastSeq+1 unless the stream discarded events first (its
+	// byte or age limit, a burst the hub fell behind).
+	lastSeq uint64
+	// gaps counts the times it did not: events the hub never read, any
+	// follower's among them — a turn's end, after which nothing would
+	// wake its relay (relay.missedLive).
+	gaps uint64
 }
 
 func newHub() *hub { return &hub{turns: map[string][]*queue{}, limit: liveQueueBytes} }
@@ -53,8 +62,17 @@ func (h *hub) start(ctx context.Context, js jetstream.JetStream) error {
 	}
 	h.mu.Lock()
 	h.cc = cc
+	h.lastSeq = 0
 	h.mu.Unlock()
 	return nil
+}
+
+// gapCount is how many times the hub found events the stream discarded
+// before it read them.
+func (h *hub) gapCount() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.gaps
 }
 
 // stop stops the live consumer (start may run again: the store came back).
@@ -70,16 +88,17 @@ func (h *hub) stop() {
 
 func (h *hub) dispatch(m jetstream.Msg) {
 	id := protocol.TurnIDOfEvent(m.Subject())
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	fs := h.turns[id]
-	if len(fs) == 0 {
-		return
-	}
 	ev, ok := newEvent(m)
 	if !ok {
 		return
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lastSeq != 0 && ev.seq > h.lastSeq+1 {
+		h.gaps++
+	}
+	h.lastSeq = max(h.lastSeq, ev.seq)
+	fs := h.turns[id]
 	for i := 0; i < len(fs); i++ {
 		if !fs[i].offer(ev) {
 			// Lagging: this follower now catches up from the stream.
@@ -205,6 +224,15 @@ func (q *queue) offer(m event) bool {
 	q.mu.Unlock()
 	q.signal()
 	return true
+}
+
+// drop marks the queue dropped: its relay delivers what it holds, then
+// catches up from the stream.
+func (q *queue) drop() {
+	q.mu.Lock()
+	q.dropped = true
+	q.mu.Unlock()
+	q.signal()
 }
 
 // put appends m, waiting while the queue is full until there is room or

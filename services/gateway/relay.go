@@ -94,6 +94,9 @@ type relay struct {
 	// wait, the hole is real (events discarded) and the client is told.
 	ahead      []event
 	aheadSince time.Time
+	// gapsSeen is the hub's gap count this live relay last checked
+	// (missedLive).
+	gapsSeen uint64
 }
 
 // gapWait is how long events past a hole wait for the missing ones (the
@@ -155,6 +158,7 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, turnID string, s
 func (rl *relay) open() error {
 	if rl.src.live != nil {
 		rl.q = rl.src.live
+		rl.gapsSeen = rl.s.hub.gapCount()
 		return nil
 	}
 	if rl.src.after > 0 {
@@ -281,7 +285,7 @@ func (rl *relay) run() {
 			}
 			// An idle private relay checks, once per keep-alive, that its
 			// turn did not end with every remaining event discarded.
-			if rl.endedUnseen() {
+			if rl.endedUnseen() || rl.missedLive() {
 				return
 			}
 		case <-attach.C:
@@ -497,6 +501,49 @@ func (rl *relay) storedEnd() (event string, body []byte, ok bool) {
 // not read either.
 func (rl *relay) endedUnseen() bool {
 	if rl.closePrivate == nil || rl.src.ref == nil || rl.src.final != "" || len(rl.ahead) > 0 || !rl.allDiscarded() {
+		return false
+	}
+	event, body, ok := rl.storedEnd()
+	if !ok {
+		return false
+	}
+	telemetry.RelayCatchUps.Inc()
+	if rl.sendGap(0) {
+		_ = rl.out.Event(rl.taken, event, body)
+	}
+	return true
+}
+
+// missedLive checks, on a live relay's keep-alive once after each gap of
+// the hub (events the stream discarded before the hub read them), whether
+// its turn's were among them: later events still in the stream are read
+// from there (the queue is dropped: the catch-up path); with none left and
+// the turn's end stored, the client is told of the gap and gets the end.
+// A turn still running is left to stream on. Without a gap it asks the bus
+// nothing: a quiet turn costs no request. It reports whether the stream
+// was ended.
+func (rl *relay) missedLive() bool {
+	if rl.src.live == nil {
+		return false
+	}
+	n := rl.s.hub.gapCount()
+	if n == rl.gapsSeen {
+		return false
+	}
+	rl.gapsSeen = n
+	st, err := rl.s.js.Stream(rl.r.Context(), protocol.StreamTurns)
+	if err != nil {
+		return false
+	}
+	last, err := st.GetLastMsgForSubject(rl.r.Context(), protocol.TurnEvents(rl.turnID))
+	switch {
+	case err == nil && last.Sequence > rl.taken:
+		rl.src.live.drop()
+		return false
+	case err != nil && !errors.Is(err, jetstream.ErrMsgNotFound):
+		return false // cannot tell; the next gap asks again
+	}
+	if rl.src.ref == nil || rl.src.final != "" || len(rl.ahead) > 0 {
 		return false
 	}
 	event, body, ok := rl.storedEnd()
