@@ -500,18 +500,7 @@ func (rl *relay) storedEnd() (event string, body []byte, ok bool) {
 // reply again from the store would hold it twice for a client that may
 // not read either.
 func (rl *relay) endedUnseen() bool {
-	if rl.closePrivate == nil || rl.src.ref == nil || rl.src.final != "" || len(rl.ahead) > 0 || !rl.allDiscarded() {
-		return false
-	}
-	event, body, ok := rl.storedEnd()
-	if !ok {
-		return false
-	}
-	telemetry.RelayCatchUps.Inc()
-	if rl.sendGap(0) {
-		_ = rl.out.Event(rl.taken, event, body)
-	}
-	return true
+	return rl.closePrivate != nil && rl.mayEndFromStore() && rl.allDiscarded() && rl.endWithStoredReply()
 }
 
 // missedLive checks, on a live relay's keep-alive once after each gap of
@@ -531,21 +520,30 @@ func (rl *relay) missedLive() bool {
 		return false
 	}
 	rl.gapsSeen = n
-	st, err := rl.s.js.Stream(rl.r.Context(), protocol.StreamTurns)
-	if err != nil {
-		return false
-	}
-	last, err := st.GetLastMsgForSubject(rl.r.Context(), protocol.TurnEvents(rl.turnID))
+	last, found, ok := rl.lastStored()
 	switch {
-	case err == nil && last.Sequence > rl.taken:
+	case !ok:
+		return false // cannot tell; the next gap asks again
+	case found && last > rl.taken:
 		rl.src.live.drop()
 		return false
-	case err != nil && !errors.Is(err, jetstream.ErrMsgNotFound):
-		return false // cannot tell; the next gap asks again
 	}
-	if rl.src.ref == nil || rl.src.final != "" || len(rl.ahead) > 0 {
-		return false
-	}
+	return rl.mayEndFromStore() && rl.endWithStoredReply()
+}
+
+// mayEndFromStore reports whether the relay may end its stream with the
+// stored reply: it knows the turn's session, the turn's own final event
+// ends the stream (not a follower's src.final), and it holds no events
+// past a hole (they, often the turn's done, go out when the hole is
+// reported; reading the reply again would hold it twice).
+func (rl *relay) mayEndFromStore() bool {
+	return rl.src.ref != nil && rl.src.final == "" && len(rl.ahead) == 0
+}
+
+// endWithStoredReply tells the client of the gap and sends the turn's end
+// as the session store persisted it; false while no reply is stored (the
+// turn still runs).
+func (rl *relay) endWithStoredReply() bool {
 	event, body, ok := rl.storedEnd()
 	if !ok {
 		return false
@@ -560,12 +558,26 @@ func (rl *relay) missedLive() bool {
 // allDiscarded reports whether the stream holds no event of the turn any
 // more (and so none after the last one taken).
 func (rl *relay) allDiscarded() bool {
+	_, found, ok := rl.lastStored()
+	return ok && !found
+}
+
+// lastStored is the stream sequence of the turn's last event still in the
+// stream (found false when none is left); ok is false when the stream
+// cannot say.
+func (rl *relay) lastStored() (seq uint64, found, ok bool) {
 	st, err := rl.s.js.Stream(rl.r.Context(), protocol.StreamTurns)
 	if err != nil {
-		return false
+		return 0, false, false
 	}
-	_, err = st.GetLastMsgForSubject(rl.r.Context(), protocol.TurnEvents(rl.turnID))
-	return errors.Is(err, jetstream.ErrMsgNotFound)
+	m, err := st.GetLastMsgForSubject(rl.r.Context(), protocol.TurnEvents(rl.turnID))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return 0, false, true
+	case err != nil:
+		return 0, false, false
+	}
+	return m.Sequence, true, true
 }
 
 // eventNum reads the number of the event stored at seq, if it is still
